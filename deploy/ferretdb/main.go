@@ -1,0 +1,7 @@
+package main
+
+import (
+	_ "github.com/FerretDB/FerretDB/ferretdb"
+)
+
+func main() {}

@@ -1,0 +1,45 @@
+// Package testenv tells tests where the real servers started by `make test` listen:
+// a Redis server and a MongoDB-wire server (FerretDB). Under `make test` the variable
+// KEYWARD_TEST_REQUIRE_SERVERS=1 is set, and a missing server fails the test; in a plain
+// `go test` run without the servers, tests that need them are skipped with a message.
+package testenv
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"os"
+	"testing"
+)
+
+// Environment variables set by deploy/testenv.sh.
+const (
+	EnvRedisURL       = "KEYWARD_TEST_REDIS_URL"
+	EnvMongoURI       = "KEYWARD_TEST_MONGO_URI"
+	EnvRequireServers = "KEYWARD_TEST_REQUIRE_SERVERS"
+)
+
+// RedisURL returns the test Redis server's URL (redis://host:port/0).
+func RedisURL(t testing.TB) string { return need(t, EnvRedisURL, "Redis") }
+
+// MongoURI returns the test MongoDB-wire server's URI.
+func MongoURI(t testing.TB) string { return need(t, EnvMongoURI, "MongoDB-wire") }
+
+func need(t testing.TB, env, what string) string {
+	t.Helper()
+	v := os.Getenv(env)
+	if v != "" {
+		return v
+	}
+	if os.Getenv(EnvRequireServers) == "1" {
+		t.Fatalf("%s is not set: the %s test server did not start (run tests with `make test`)", env, what)
+	}
+	t.Skipf("%s is not set: run `make test` to start a real %s server", env, what)
+	return ""
+}
+
+// UniqueName returns prefix followed by random hex, for per-test databases and key prefixes.
+func UniqueName(prefix string) string {
+	b := make([]byte, 6)
+	_, _ = rand.Read(b)
+	return prefix + hex.EncodeToString(b)
+}

@@ -1,0 +1,17 @@
+// Package storage owns Keyward's record types and the interfaces every storage engine
+// implements. Engines live in sub-packages: storage/sqlite (modernc.org/sqlite, the
+// embedded default) and storage/mongo (mongo-driver v2, for clusters). One conformance
+// suite, storage/storagetest, runs unchanged against both and is the written contract.
+//
+// Contract shared by every method:
+//   - Missing records answer ErrNotFound; unique-key violations answer ErrConflict. Engines
+//     map their driver errors onto these two sentinels and never leak driver types.
+//   - Times are stored with millisecond precision in UTC; callers pass times already
+//     truncated (see Now) so that what is read back equals what was written.
+//   - Case-insensitive uniqueness (account usernames and emails) is enforced by the engine
+//     on a lower-cased copy of the value, so it works on MongoDB-wire servers without
+//     collation support (FerretDB).
+//   - Update methods take an updater function and are atomic per record: concurrent
+//     updaters of one record never lose each other's writes.
+//   - A lost connection to the database answers an error wrapping ErrUnavailable.
+package storage
