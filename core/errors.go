@@ -22,7 +22,7 @@ const (
 	CodePlanFeature  Code = "PLAN_FEATURE"
 	CodePlanLimit    Code = "PLAN_LIMIT"
 	CodeTooLarge     Code = "PAYLOAD_TOO_LARGE"
-	CodeUnsupported  Code = "UNSUPPORTED_MEDIA_TYPE"
+	CodeNoMethod     Code = "METHOD_NOT_ALLOWED"
 	CodeUnavailable  Code = "UNAVAILABLE"
 	CodeInternal     Code = "INTERNAL"
 	// CodeRequireVerify and CodeRequires2FA are the two special login answers of SPEC 7.2;

@@ -1,0 +1,172 @@
+// Command keyward is the Keyward server binary: `keyward serve` runs a node, `keyward admin`
+// manages accounts in the configured store (also while a server runs on it) and
+// `keyward version` prints the build. It holds no logic of its own: everything is in
+// package server and the core packages.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	"github.com/keyward/keyward/core/accounts"
+	"github.com/keyward/keyward/server"
+)
+
+// version is set at build time with -ldflags "-X main.version=…".
+var version = "dev"
+
+const usage = `Keyward: self-hosted authentication and licensing server.
+
+Usage:
+  keyward serve [flags]          run a node (keyward serve --help lists every setting)
+  keyward admin create [flags]   create a verified account: --username --email --password [--role admin]
+  keyward admin set [flags]      change an account: --username [--plan free|pro|business] [--role user|admin]
+  keyward version                print the version
+
+The admin commands read the same settings as serve (flags or KEYWARD_* variables) to find the store.
+`
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+func run(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return 2
+	}
+	switch args[0] {
+	case "serve":
+		return serve(args[1:], stderr)
+	case "admin":
+		return admin(args[1:], stdout, stderr)
+	case "version", "--version", "-v":
+		fmt.Fprintln(stdout, "keyward", version)
+		return 0
+	case "help", "--help", "-h":
+		fmt.Fprint(stdout, usage)
+		return 0
+	default:
+		fmt.Fprintf(stderr, "keyward: unknown command %q\n\n%s", args[0], usage)
+		return 2
+	}
+}
+
+func serve(args []string, stderr io.Writer) int {
+	cfg, err := server.LoadConfig("keyward serve", args, os.Getenv, stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return 0
+	} else if err != nil {
+		fmt.Fprintf(stderr, "keyward: bad configuration:\n%v\n", err)
+		return 2
+	}
+	log := server.NewLogger(cfg, stderr)
+	slog.SetDefault(log)
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	srv, err := server.New(ctx, cfg, log)
+	if err != nil {
+		log.Error("keyward cannot start", "err", err)
+		return 1
+	}
+	if err := srv.Run(ctx); err != nil {
+		log.Error("keyward stopped with an error", "err", err)
+		return 1
+	}
+	return 0
+}
+
+func admin(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 || (args[0] != "create" && args[0] != "set") {
+		fmt.Fprint(stderr, usage)
+		return 2
+	}
+	cmd := args[0]
+	// The command's own flags first, then everything else is store configuration.
+	fs := flag.NewFlagSet("keyward admin "+cmd, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	username := fs.String("username", "", "account username")
+	email := fs.String("email", "", "account email (create)")
+	password := fs.String("password", "", "account password (create)")
+	role := fs.String("role", "", "role: user or admin")
+	plan := fs.String("plan", "", "plan: free, pro or business (set)")
+	own, storeArgs := splitFlags(args[1:], map[string]bool{"username": true, "email": true, "password": true, "role": true, "plan": true})
+	if err := fs.Parse(own); err != nil {
+		return 2
+	}
+	cfg, err := server.LoadConfig("keyward admin "+cmd, storeArgs, os.Getenv, stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return 0
+	} else if err != nil {
+		fmt.Fprintf(stderr, "keyward: bad configuration:\n%v\n", err)
+		return 2
+	}
+	log := server.NewLogger(cfg, stderr)
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	c, err := server.OpenCore(ctx, cfg, log)
+	if err != nil {
+		fmt.Fprintf(stderr, "keyward: %v\n", err)
+		return 1
+	}
+	defer func() { _ = c.Close() }()
+	switch cmd {
+	case "create":
+		a, err := c.Accounts.CreateAccount(ctx, accounts.CreateInput{Username: *username, Email: *email, Password: *password, Role: *role})
+		if err != nil {
+			fmt.Fprintf(stderr, "keyward: %v\n", err)
+			return 1
+		}
+		fmt.Fprintf(stdout, "created account %s (%s, role %s, plan %s)\n", a.Username, a.ID, a.Role, a.Plan)
+	case "set":
+		if *username == "" {
+			fmt.Fprintln(stderr, "keyward: --username is required")
+			return 2
+		}
+		var change accounts.Change
+		if *plan != "" {
+			change.Plan = plan
+		}
+		if *role != "" {
+			change.Role = role
+		}
+		v, err := c.Accounts.ChangeAccountByUsername(ctx, *username, change)
+		if err != nil {
+			fmt.Fprintf(stderr, "keyward: %v\n", err)
+			return 1
+		}
+		fmt.Fprintf(stdout, "account %s: role %s, plan %s\n", v.Account.Username, v.Account.Role, v.Plan.Name)
+	}
+	return 0
+}
+
+// splitFlags separates the flags named in own (as -name value, --name value or
+// --name=value) from the rest, keeping order within each part.
+func splitFlags(args []string, own map[string]bool) (mine, rest []string) {
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		name := a
+		for len(name) > 0 && name[0] == '-' {
+			name = name[1:]
+		}
+		key, _, hasValue := strings.Cut(name, "=")
+		if a == name || !own[key] {
+			rest = append(rest, a)
+			continue
+		}
+		mine = append(mine, a)
+		if !hasValue && i+1 < len(args) {
+			mine = append(mine, args[i+1])
+			i++
+		}
+	}
+	return mine, rest
+}

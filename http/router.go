@@ -1,0 +1,138 @@
+package httpapi
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/gin-gonic/gin"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/keyward/keyward/cluster"
+	"github.com/keyward/keyward/core"
+	"github.com/keyward/keyward/core/accounts"
+)
+
+// Checker is something /readyz asks: the storage and cluster engines.
+type Checker struct {
+	Name string
+	Ping func(ctx context.Context) error
+}
+
+// Deps are what the HTTP edge calls.
+type Deps struct {
+	Accounts *accounts.Service
+	Limiter  cluster.RateLimiter
+	Ready    []Checker
+	// Metrics is where request metrics are registered and what /metrics serves.
+	Metrics *prometheus.Registry
+	Log     *slog.Logger
+}
+
+// Config tunes the edge.
+type Config struct {
+	// TrustedProxies are CIDRs (or addresses) whose X-Forwarded-For is believed.
+	TrustedProxies []string
+	// MaxBodyBytes caps JSON request bodies; default 1 MiB.
+	MaxBodyBytes int64
+	// MetricsOnMain serves /metrics on this handler (false when it has its own listener).
+	MetricsOnMain bool
+}
+
+// DefaultMaxBodyBytes is the default cap of a JSON request body.
+const DefaultMaxBodyBytes = 1 << 20
+
+func init() { gin.SetMode(gin.ReleaseMode) }
+
+// New builds the handler with every route of ROUTES.md that exists so far.
+func New(d Deps, cfg Config) (http.Handler, error) {
+	if d.Accounts == nil || d.Limiter == nil || d.Metrics == nil || d.Log == nil {
+		return nil, errors.New("httpapi: missing dependency")
+	}
+	if cfg.MaxBodyBytes <= 0 {
+		cfg.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	r := gin.New()
+	r.HandleMethodNotAllowed = true
+	r.ContextWithFallback = true
+	// Only X-Forwarded-For, and only from trusted proxies (none by default).
+	r.RemoteIPHeaders = []string{"X-Forwarded-For"}
+	if err := r.SetTrustedProxies(cfg.TrustedProxies); err != nil {
+		return nil, fmt.Errorf("httpapi: trusted proxies: %w", err)
+	}
+	metrics := newHTTPMetrics(d.Metrics)
+	r.Use(requestID(), recovery(d.Log), accessLog(d.Log), metrics.middleware(), bodyLimit(cfg.MaxBodyBytes))
+	r.NoRoute(func(c *gin.Context) {
+		fail(c, core.E(core.CodeNotFound, "no route %s %s", c.Request.Method, c.Request.URL.Path))
+	})
+	r.NoMethod(func(c *gin.Context) {
+		fail(c, core.E(core.CodeNoMethod, "method %s is not allowed on %s", c.Request.Method, c.Request.URL.Path))
+	})
+
+	r.GET("/healthz", func(c *gin.Context) { ok(c, http.StatusOK, gin.H{"status": "ok"}) })
+	r.GET("/readyz", readyz(d.Ready))
+	if cfg.MetricsOnMain {
+		r.GET("/metrics", gin.WrapH(promhttp.HandlerFor(d.Metrics, promhttp.HandlerOpts{})))
+	}
+
+	h := &accountHandlers{svc: d.Accounts, limiter: d.Limiter}
+	api := r.Group("/api")
+	api.GET("/plans", h.listPlans)
+	auth := api.Group("/auth")
+	auth.POST("/register", h.register)
+	auth.POST("/login", h.login)
+	auth.POST("/verify-email", h.verifyEmail)
+	auth.POST("/resend-verification", h.resendVerification)
+	auth.POST("/forgot-password", h.forgotPassword)
+	auth.POST("/reset-password", h.resetPassword)
+	auth.POST("/reset-password-2fa", h.resetPassword2FA)
+
+	owner := auth.Group("", requireOwner(d.Accounts))
+	owner.GET("/me", h.me)
+	owner.POST("/change-password", h.changePassword)
+	owner.POST("/logout", h.logout)
+	owner.POST("/api-key/regenerate", h.regenerateAPIKey)
+	owner.POST("/2fa/setup", h.setup2FA)
+	owner.POST("/2fa/enable", h.enable2FA)
+	owner.POST("/2fa/disable", h.disable2FA)
+	owner.POST("/plan", h.selectPlan)
+
+	admin := api.Group("/admin", requireOwner(d.Accounts), requireAdmin())
+	admin.GET("/accounts", h.adminList)
+	patchOrPut(admin, "/accounts/:accountId", h.adminChange)
+	return r, nil
+}
+
+// patchOrPut registers h for PATCH and, as ROUTES.md allows, PUT with the same body.
+func patchOrPut(g *gin.RouterGroup, path string, h gin.HandlerFunc) {
+	g.PATCH(path, h)
+	g.PUT(path, h)
+}
+
+// readyz answers 200 when every checker answers within 2 s, else 503 naming the failures.
+func readyz(checks []Checker) gin.HandlerFunc {
+	return func(c *gin.Context) {
+		ctx, cancel := context.WithTimeout(c.Request.Context(), 2*time.Second)
+		defer cancel()
+		status := gin.H{}
+		var failed []string
+		for _, ch := range checks {
+			if err := ch.Ping(ctx); err != nil {
+				status[ch.Name] = "unavailable"
+				failed = append(failed, ch.Name)
+				slog.Warn("readiness check failed", "check", ch.Name, "err", err)
+				continue
+			}
+			status[ch.Name] = "ok"
+		}
+		if len(failed) > 0 {
+			fail(c, core.E(core.CodeUnavailable, "not ready: %v unavailable", failed))
+			return
+		}
+		ok(c, http.StatusOK, status)
+	}
+}

@@ -1,0 +1,222 @@
+package server
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/keyward/keyward/core/passwords"
+	"github.com/keyward/keyward/core/plans"
+	"github.com/keyward/keyward/mail"
+)
+
+// Config is the whole configuration of a node.
+type Config struct {
+	Addr        string
+	MetricsAddr string
+	DataDir     string
+	PublicURL   string
+
+	MongoURI      string
+	MongoDatabase string
+	RedisURL      string
+	RedisPrefix   string
+
+	JWTSecret string
+	JWTTTL    time.Duration
+
+	MailOutbox string
+	MailFrom   string
+	SMTP       mail.SMTPConfig
+
+	TrustedProxies  []string
+	MaxBodyBytes    int64
+	ShutdownTimeout time.Duration
+
+	LogLevel  slog.Level
+	LogFormat string
+
+	Argon2 passwords.Params
+	Plans  plans.Config
+
+	// Clock is the time source of the services; time.Now when nil. Only tests set it.
+	Clock func() time.Time
+}
+
+// option is one setting: its flag, its environment variable, its default and its help.
+type option struct {
+	flag, env, def, usage string
+	value                 string
+}
+
+// options lists every setting in the order `keyward serve --help` shows them.
+func options() []*option {
+	return []*option{
+		{flag: "addr", env: "KEYWARD_ADDR", def: ":8080", usage: "listen address of the API"},
+		{flag: "metrics-addr", env: "KEYWARD_METRICS_ADDR", usage: "separate listen address for /metrics (default: served on the API address)"},
+		{flag: "data-dir", env: "KEYWARD_DATA_DIR", def: "./data", usage: "folder for the SQLite database, the generated JWT secret and the mail outbox"},
+		{flag: "public-url", env: "KEYWARD_PUBLIC_URL", def: "http://localhost:8080", usage: "base URL owners reach this server at, used in mailed links"},
+		{flag: "mongo-uri", env: "KEYWARD_MONGO_URI", usage: "MongoDB URI; when set, MongoDB replaces the embedded SQLite store"},
+		{flag: "mongo-database", env: "KEYWARD_MONGO_DATABASE", usage: "MongoDB database name (default: the one in the URI, else keyward)"},
+		{flag: "redis-url", env: "KEYWARD_REDIS_URL", usage: "Redis URL (redis://host:port/db); when set, Redis replaces the single-node memory cluster engine"},
+		{flag: "redis-prefix", env: "KEYWARD_REDIS_PREFIX", def: "kw:", usage: "prefix of every Redis key, so several deployments can share one Redis"},
+		{flag: "jwt-secret", env: "KEYWARD_JWT_SECRET", usage: "secret (32+ bytes) signing dashboard JWTs; generated once into the data dir when unset; required with --redis-url (all nodes must share it)"},
+		{flag: "jwt-ttl", env: "KEYWARD_JWT_TTL", def: "24h", usage: "lifetime of dashboard JWTs"},
+		{flag: "mail-outbox", env: "KEYWARD_MAIL_OUTBOX", usage: "folder where mails are written as .eml files when no SMTP host is set (default <data dir>/outbox)"},
+		{flag: "mail-from", env: "KEYWARD_MAIL_FROM", def: "Keyward <no-reply@localhost>", usage: "sender address of mails"},
+		{flag: "smtp-host", env: "KEYWARD_SMTP_HOST", usage: "SMTP server host; when set, mails are delivered through it"},
+		{flag: "smtp-port", env: "KEYWARD_SMTP_PORT", usage: "SMTP port (default 587, or 465 with --smtp-tls=tls)"},
+		{flag: "smtp-username", env: "KEYWARD_SMTP_USERNAME", usage: "SMTP user name (enables authentication)"},
+		{flag: "smtp-password", env: "KEYWARD_SMTP_PASSWORD", usage: "SMTP password"},
+		{flag: "smtp-tls", env: "KEYWARD_SMTP_TLS", def: "starttls", usage: "SMTP TLS mode: starttls, tls, opportunistic or none"},
+		{flag: "trusted-proxies", env: "KEYWARD_TRUSTED_PROXIES", usage: "comma-separated CIDRs whose X-Forwarded-For header is believed"},
+		{flag: "max-body-bytes", env: "KEYWARD_MAX_BODY_BYTES", def: "1048576", usage: "largest JSON request body accepted"},
+		{flag: "shutdown-timeout", env: "KEYWARD_SHUTDOWN_TIMEOUT", def: "30s", usage: "how long in-flight requests may take to finish on shutdown"},
+		{flag: "log-level", env: "KEYWARD_LOG_LEVEL", def: "info", usage: "debug, info, warn or error"},
+		{flag: "log-format", env: "KEYWARD_LOG_FORMAT", def: "text", usage: "text or json"},
+		{flag: "argon2-memory-kib", env: "KEYWARD_ARGON2_MEMORY_KIB", def: strconv.Itoa(int(passwords.OWASP.MemoryKiB)), usage: "argon2id memory cost of password hashes"},
+		{flag: "argon2-iterations", env: "KEYWARD_ARGON2_ITERATIONS", def: strconv.Itoa(int(passwords.OWASP.Iterations)), usage: "argon2id time cost of password hashes"},
+		{flag: "plan-pro-max-apps", env: "KEYWARD_PLAN_PRO_MAX_APPS", def: strconv.Itoa(plans.DefaultProMaxApps), usage: "applications per account on the pro plan"},
+		{flag: "plan-pro-max-users", env: "KEYWARD_PLAN_PRO_MAX_USERS", def: strconv.Itoa(plans.DefaultProMaxUsersPerApp), usage: "users per application on the pro plan"},
+		{flag: "plan-pro-max-api-calls", env: "KEYWARD_PLAN_PRO_MAX_API_CALLS", def: strconv.Itoa(plans.DefaultProMaxAPICallsMonth), usage: "client API calls per month on the pro plan"},
+		{flag: "plan-business-max-apps", env: "KEYWARD_PLAN_BUSINESS_MAX_APPS", def: strconv.Itoa(plans.DefaultBusinessMaxApps), usage: "applications per account on the business plan"},
+		{flag: "plan-business-max-users", env: "KEYWARD_PLAN_BUSINESS_MAX_USERS", def: strconv.Itoa(plans.DefaultBusinessMaxUsersPerApp), usage: "users per application on the business plan"},
+		{flag: "plan-business-max-api-calls", env: "KEYWARD_PLAN_BUSINESS_MAX_API_CALLS", def: strconv.Itoa(plans.DefaultBusinessMaxAPICallsMonth), usage: "client API calls per month on the business plan"},
+	}
+}
+
+// LoadConfig reads settings from args (flags win), then the environment, then defaults.
+// It writes usage to out for --help and answers flag.ErrHelp then.
+func LoadConfig(name string, args []string, getenv func(string) string, out io.Writer) (Config, error) {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(out)
+	opts := options()
+	for _, o := range opts {
+		o.value = o.def
+		if v := getenv(o.env); v != "" {
+			o.value = v
+		}
+		def := ""
+		if o.def != "" {
+			def = fmt.Sprintf(" (default %q)", o.def)
+		}
+		fs.StringVar(&o.value, o.flag, o.value, fmt.Sprintf("%s [$%s]%s", o.usage, o.env, def))
+	}
+	fs.Usage = func() {
+		fmt.Fprintf(out, "Usage: %s [flags]\n\nEvery flag can also be set by the environment variable shown in brackets;\na flag wins over its variable.\n\nFlags:\n", name)
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return Config{}, err
+	}
+	if fs.NArg() > 0 {
+		return Config{}, fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	v := map[string]string{}
+	for _, o := range opts {
+		v[o.flag] = strings.TrimSpace(o.value)
+	}
+	return parse(v)
+}
+
+func parse(v map[string]string) (Config, error) {
+	var errs []error
+	dur := func(name string) time.Duration {
+		d, err := time.ParseDuration(v[name])
+		if err != nil || d <= 0 {
+			errs = append(errs, fmt.Errorf("--%s: %q is not a positive duration", name, v[name]))
+		}
+		return d
+	}
+	num := func(name string, min int64) int64 {
+		if v[name] == "" {
+			return 0
+		}
+		n, err := strconv.ParseInt(v[name], 10, 64)
+		if err != nil || n < min {
+			errs = append(errs, fmt.Errorf("--%s: %q is not an integer >= %d", name, v[name], min))
+		}
+		return n
+	}
+	c := Config{
+		Addr: v["addr"], MetricsAddr: v["metrics-addr"], DataDir: v["data-dir"], PublicURL: v["public-url"],
+		MongoURI: v["mongo-uri"], MongoDatabase: v["mongo-database"], RedisURL: v["redis-url"], RedisPrefix: v["redis-prefix"],
+		JWTSecret: v["jwt-secret"], JWTTTL: dur("jwt-ttl"),
+		MailOutbox: v["mail-outbox"], MailFrom: v["mail-from"],
+		SMTP: mail.SMTPConfig{Host: v["smtp-host"], Port: int(num("smtp-port", 1)), Username: v["smtp-username"],
+			Password: v["smtp-password"], TLS: v["smtp-tls"]},
+		MaxBodyBytes: num("max-body-bytes", 1024), ShutdownTimeout: dur("shutdown-timeout"),
+		LogFormat: v["log-format"],
+		Argon2: passwords.Params{MemoryKiB: uint32(num("argon2-memory-kib", 64)), Iterations: uint32(num("argon2-iterations", 1)),
+			Parallelism: 1},
+		Plans: plans.Config{
+			ProMaxApps: int(num("plan-pro-max-apps", 1)), ProMaxUsersPerApp: int(num("plan-pro-max-users", 1)),
+			ProMaxAPICallsMonth:      int(num("plan-pro-max-api-calls", 1)),
+			BusinessMaxApps:          int(num("plan-business-max-apps", 1)),
+			BusinessMaxUsersPerApp:   int(num("plan-business-max-users", 1)),
+			BusinessMaxAPICallsMonth: int(num("plan-business-max-api-calls", 1)),
+		},
+	}
+	if c.Addr == "" {
+		errs = append(errs, errors.New("--addr must not be empty"))
+	}
+	if c.DataDir == "" {
+		errs = append(errs, errors.New("--data-dir must not be empty"))
+	}
+	if c.MailOutbox == "" {
+		c.MailOutbox = filepath.Join(c.DataDir, "outbox")
+	}
+	if err := c.LogLevel.UnmarshalText([]byte(v["log-level"])); err != nil {
+		errs = append(errs, fmt.Errorf("--log-level: %q is not debug, info, warn or error", v["log-level"]))
+	}
+	if c.LogFormat != "text" && c.LogFormat != "json" {
+		errs = append(errs, fmt.Errorf("--log-format: %q is not text or json", c.LogFormat))
+	}
+	for _, p := range strings.Split(v["trusted-proxies"], ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			c.TrustedProxies = append(c.TrustedProxies, p)
+		}
+	}
+	if c.JWTSecret != "" && len(c.JWTSecret) < 32 {
+		errs = append(errs, errors.New("--jwt-secret must be at least 32 bytes"))
+	}
+	if c.RedisURL != "" && c.JWTSecret == "" {
+		errs = append(errs, errors.New("--jwt-secret (KEYWARD_JWT_SECRET) is required with --redis-url: every node of a cluster must sign with the same secret"))
+	}
+	if c.SMTP.Host != "" {
+		if _, err := mail.NewSMTP(c.SMTP); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return c, errors.Join(errs...)
+}
+
+// NewLogger builds the process logger from the configuration.
+func NewLogger(c Config, w io.Writer) *slog.Logger {
+	opts := &slog.HandlerOptions{Level: c.LogLevel}
+	if c.LogFormat == "json" {
+		return slog.New(slog.NewJSONHandler(w, opts))
+	}
+	return slog.New(slog.NewTextHandler(w, opts))
+}
+
+// ensureDir makes dir and proves it writable, with a message an operator can act on.
+func ensureDir(dir, what string) error {
+	if err := os.MkdirAll(dir, 0o750); err != nil {
+		return fmt.Errorf("%s %s cannot be created: %w", what, dir, err)
+	}
+	f, err := os.CreateTemp(dir, ".write-test-*")
+	if err != nil {
+		return fmt.Errorf("%s %s is not writable: %w", what, dir, err)
+	}
+	_ = f.Close()
+	_ = os.Remove(f.Name())
+	return nil
+}

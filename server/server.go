@@ -1,0 +1,315 @@
+package server
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/keyward/keyward/cluster"
+	clustermemory "github.com/keyward/keyward/cluster/memory"
+	clusterredis "github.com/keyward/keyward/cluster/redis"
+	"github.com/keyward/keyward/core/accounts"
+	"github.com/keyward/keyward/core/passwords"
+	"github.com/keyward/keyward/core/plans"
+	httpapi "github.com/keyward/keyward/http"
+	"github.com/keyward/keyward/mail"
+	"github.com/keyward/keyward/storage"
+	storagemongo "github.com/keyward/keyward/storage/mongo"
+	storagesqlite "github.com/keyward/keyward/storage/sqlite"
+)
+
+// Server is one running node.
+type Server struct {
+	cfg      Config
+	log      *slog.Logger
+	store    storage.Store
+	engine   cluster.Engine
+	mailq    *mail.Queue
+	accounts *accounts.Service
+
+	api        *http.Server
+	apiLn      net.Listener
+	metrics    *http.Server
+	metricsLn  net.Listener
+	closeOnce  sync.Once
+	closeErr   error
+	serveErrCh chan error
+}
+
+// OpenStore opens the storage engine the configuration names: MongoDB when a URI is set,
+// else SQLite in the data dir.
+func OpenStore(ctx context.Context, c Config) (storage.Store, string, error) {
+	if c.MongoURI != "" {
+		s, err := storagemongo.Open(ctx, storagemongo.Config{URI: c.MongoURI, Database: c.MongoDatabase})
+		if err != nil {
+			return nil, "", fmt.Errorf("MongoDB at %s: %w", redactURL(c.MongoURI), err)
+		}
+		return s, "mongo", nil
+	}
+	if err := ensureDir(c.DataDir, "data dir"); err != nil {
+		return nil, "", err
+	}
+	path := filepath.Join(c.DataDir, "keyward.db")
+	s, err := storagesqlite.Open(ctx, storagesqlite.Config{Path: path})
+	if err != nil {
+		return nil, "", fmt.Errorf("SQLite at %s: %w", path, err)
+	}
+	return s, "sqlite:" + path, nil
+}
+
+// OpenCluster opens the cluster engine the configuration names: Redis when a URL is set,
+// else the in-process memory engine.
+func OpenCluster(ctx context.Context, c Config) (cluster.Engine, string, error) {
+	if c.RedisURL != "" {
+		e, err := clusterredis.New(ctx, clusterredis.Config{URL: c.RedisURL, Prefix: c.RedisPrefix})
+		if err != nil {
+			return nil, "", fmt.Errorf("Redis at %s: %w", redactURL(c.RedisURL), err)
+		}
+		return e, "redis", nil
+	}
+	return clustermemory.New(clustermemory.Config{}), "memory", nil
+}
+
+// redactURL hides a password in a connection URL for logs and errors.
+func redactURL(u string) string {
+	scheme, rest, found := strings.Cut(u, "://")
+	if !found {
+		return u
+	}
+	userinfo, host, found := strings.Cut(rest, "@")
+	if !found {
+		return u
+	}
+	user, _, _ := strings.Cut(userinfo, ":")
+	return scheme + "://" + user + ":***@" + host
+}
+
+// jwtSecret returns the configured secret, or the one kept in the data dir (made on first start).
+func jwtSecret(c Config) ([]byte, error) {
+	if c.JWTSecret != "" {
+		return []byte(c.JWTSecret), nil
+	}
+	if err := ensureDir(c.DataDir, "data dir"); err != nil {
+		return nil, err
+	}
+	path := filepath.Join(c.DataDir, "jwt.secret")
+	b, err := os.ReadFile(path)
+	if err == nil {
+		s := strings.TrimSpace(string(b))
+		if len(s) < 32 {
+			return nil, fmt.Errorf("JWT secret in %s is shorter than 32 bytes", path)
+		}
+		return []byte(s), nil
+	}
+	if !errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("reading JWT secret %s: %w", path, err)
+	}
+	raw := make([]byte, 48)
+	_, _ = rand.Read(raw)
+	s := base64.RawURLEncoding.EncodeToString(raw)
+	// O_EXCL: two processes starting at once on one data dir must not overwrite each other.
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if errors.Is(err, os.ErrExist) {
+		return jwtSecret(c)
+	} else if err != nil {
+		return nil, fmt.Errorf("writing JWT secret %s: %w", path, err)
+	}
+	if _, err := f.WriteString(s + "\n"); err != nil {
+		_ = f.Close()
+		return nil, fmt.Errorf("writing JWT secret %s: %w", path, err)
+	}
+	if err := f.Close(); err != nil {
+		return nil, fmt.Errorf("writing JWT secret %s: %w", path, err)
+	}
+	return []byte(s), nil
+}
+
+// newMailQueue builds the mail queue: SMTP when a host is set, else the outbox folder.
+func newMailQueue(c Config, log *slog.Logger) (*mail.Queue, string, error) {
+	var sender mail.Sender
+	desc := ""
+	if c.SMTP.Host != "" {
+		s, err := mail.NewSMTP(c.SMTP)
+		if err != nil {
+			return nil, "", err
+		}
+		sender, desc = s, "smtp:"+c.SMTP.Host
+	} else {
+		o, err := mail.NewOutbox(c.MailOutbox, log)
+		if err != nil {
+			return nil, "", err
+		}
+		sender, desc = o, "outbox:"+c.MailOutbox
+	}
+	return mail.NewQueue(sender, mail.QueueConfig{From: c.MailFrom}, log), desc, nil
+}
+
+// Core are the engines and services every entry point (server, admin commands) shares.
+type Core struct {
+	Store    storage.Store
+	Engine   cluster.Engine
+	Mail     *mail.Queue
+	Accounts *accounts.Service
+	// Engines names the engines in use (storage, cluster, mail), for the start-up log line.
+	Engines []any
+}
+
+// Close releases the engines in reverse order of opening.
+func (c *Core) Close() error {
+	c.Mail.Close()
+	return errors.Join(c.Engine.Close(), c.Store.Close())
+}
+
+// OpenCore opens the engines and builds the services, closing what it opened on failure.
+func OpenCore(ctx context.Context, c Config, log *slog.Logger) (_ *Core, err error) {
+	var closers []func() error
+	defer func() {
+		if err != nil {
+			for i := len(closers) - 1; i >= 0; i-- {
+				_ = closers[i]()
+			}
+		}
+	}()
+	secret, err := jwtSecret(c)
+	if err != nil {
+		return nil, err
+	}
+	store, storeDesc, err := OpenStore(ctx, c)
+	if err != nil {
+		return nil, err
+	}
+	closers = append(closers, store.Close)
+	engine, engineDesc, err := OpenCluster(ctx, c)
+	if err != nil {
+		return nil, err
+	}
+	closers = append(closers, engine.Close)
+	mailq, mailDesc, err := newMailQueue(c, log)
+	if err != nil {
+		return nil, err
+	}
+	closers = append(closers, func() error { mailq.Close(); return nil })
+	catalogue, err := plans.New(c.Plans)
+	if err != nil {
+		return nil, err
+	}
+	svc, err := accounts.New(accounts.Deps{Store: store, Revoked: engine, Hasher: passwords.NewHasher(c.Argon2, 0),
+		Plans: catalogue, Mailer: mailq, Log: log}, accounts.Config{JWTSecret: secret, TokenTTL: c.JWTTTL, PublicURL: c.PublicURL, Now: c.Clock})
+	if err != nil {
+		return nil, err
+	}
+	return &Core{Store: store, Engine: engine, Mail: mailq, Accounts: svc,
+		Engines: []any{"storage", storeDesc, "cluster", engineDesc, "mail", mailDesc}}, nil
+}
+
+// New opens everything and binds the listeners, so that bad configuration, unreachable
+// engines and a port in use all fail here with a clear message, before Run.
+func New(ctx context.Context, c Config, log *slog.Logger) (*Server, error) {
+	core, err := OpenCore(ctx, c, log)
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{cfg: c, log: log, store: core.Store, engine: core.Engine, mailq: core.Mail, accounts: core.Accounts,
+		serveErrCh: make(chan error, 2)}
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	handler, err := httpapi.New(httpapi.Deps{
+		Accounts: core.Accounts, Limiter: core.Engine, Metrics: reg, Log: log,
+		Ready: []httpapi.Checker{{Name: "storage", Ping: core.Store.Ping}, {Name: "cluster", Ping: core.Engine.Ping}},
+	}, httpapi.Config{TrustedProxies: c.TrustedProxies, MaxBodyBytes: c.MaxBodyBytes, MetricsOnMain: c.MetricsAddr == ""})
+	if err != nil {
+		_ = core.Close()
+		return nil, err
+	}
+	s.apiLn, err = net.Listen("tcp", c.Addr)
+	if err != nil {
+		_ = core.Close()
+		return nil, fmt.Errorf("cannot listen on %s: %w", c.Addr, err)
+	}
+	s.api = &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 120 * time.Second,
+		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
+	if c.MetricsAddr != "" {
+		s.metricsLn, err = net.Listen("tcp", c.MetricsAddr)
+		if err != nil {
+			_ = s.apiLn.Close()
+			_ = core.Close()
+			return nil, fmt.Errorf("cannot listen on metrics address %s: %w", c.MetricsAddr, err)
+		}
+		s.metrics = &http.Server{Handler: promhttp.HandlerFor(reg, promhttp.HandlerOpts{}), ReadHeaderTimeout: 10 * time.Second}
+	}
+	log.Info("keyward ready", append(core.Engines, "listen", s.apiLn.Addr().String(), "metrics", s.metricsAddr())...)
+	return s, nil
+}
+
+func (s *Server) metricsAddr() string {
+	if s.metricsLn != nil {
+		return s.metricsLn.Addr().String()
+	}
+	return "on the API address"
+}
+
+// Addr is the address the API listens on (useful with port 0).
+func (s *Server) Addr() string { return s.apiLn.Addr().String() }
+
+// Accounts is the account service, for tests and admin tooling.
+func (s *Server) Accounts() *accounts.Service { return s.accounts }
+
+// Run serves until ctx is cancelled or a listener fails, then shuts down gracefully.
+func (s *Server) Run(ctx context.Context) error {
+	go func() { s.serveErrCh <- s.api.Serve(s.apiLn) }()
+	if s.metrics != nil {
+		go func() { s.serveErrCh <- s.metrics.Serve(s.metricsLn) }()
+	}
+	var runErr error
+	select {
+	case <-ctx.Done():
+		s.log.Info("shutting down", "timeout", s.cfg.ShutdownTimeout)
+	case err := <-s.serveErrCh:
+		if !errors.Is(err, http.ErrServerClosed) {
+			runErr = fmt.Errorf("serving: %w", err)
+		}
+	}
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), s.cfg.ShutdownTimeout)
+	defer cancel()
+	return errors.Join(runErr, s.Shutdown(shutdownCtx))
+}
+
+// Shutdown stops the node in order: HTTP (in-flight requests finish), then mail, the
+// cluster engine and storage. It is idempotent.
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.closeOnce.Do(func() {
+		var errs []error
+		if err := s.api.Shutdown(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("http shutdown: %w", err))
+		}
+		if s.metrics != nil {
+			if err := s.metrics.Shutdown(ctx); err != nil {
+				errs = append(errs, fmt.Errorf("metrics shutdown: %w", err))
+			}
+		}
+		s.mailq.Close()
+		if err := s.engine.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("cluster engine close: %w", err))
+		}
+		if err := s.store.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("storage close: %w", err))
+		}
+		s.closeErr = errors.Join(errs...)
+		s.log.Info("stopped")
+	})
+	return s.closeErr
+}
