@@ -1,0 +1,570 @@
+package clustertest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/keyward/keyward/cluster"
+)
+
+// Windows and ttls used by the time-dependent subtests: short so the suite stays quick,
+// margin generous so that rounding (Redis keeps microseconds and milliseconds) and clock
+// reading order never matter.
+const (
+	shortWindow = 500 * time.Millisecond
+	margin      = 100 * time.Millisecond
+	longWindow  = time.Hour
+)
+
+// Run runs the conformance suite. newEngine must return a fresh engine (or one with a fresh
+// key prefix) each time it is called; Run closes each engine when its subtest ends, and also
+// calls Close itself in some subtests, so Close must be idempotent.
+func Run(t *testing.T, newEngine func(t *testing.T) cluster.Engine) {
+	subtests := []struct {
+		name string
+		fn   func(t *testing.T, e cluster.Engine)
+	}{
+		{"Engine/NameAndPing", testNameAndPing},
+		{"Engine/CloseIsIdempotentAndFinal", testClose},
+		{"Limiter/Exact", testLimiterExact},
+		{"Limiter/RetryAfterIsHonest", testLimiterRetryAfter},
+		{"Limiter/AllowedAgainAfterWindow", testLimiterAllowedAgain},
+		{"Limiter/SlidingNotFixed", testLimiterSliding},
+		{"Limiter/RefusedHitsNotCounted", testLimiterRefusedNotCounted},
+		{"Limiter/KeysIndependent", testLimiterKeysIndependent},
+		{"Limiter/Concurrent", testLimiterConcurrent},
+		{"Limiter/InvalidArguments", testLimiterInvalid},
+		{"Tokens/PutTakeTakeAgain", testTokenPutTake},
+		{"Tokens/Values", testTokenValues},
+		{"Tokens/Expiry", testTokenExpiry},
+		{"Tokens/Replace", testTokenReplace},
+		{"Tokens/ConcurrentTake", testTokenConcurrentTake},
+		{"Revocations/BeforeAndAfterExpiry", testRevocation},
+		{"Revocations/Replace", testRevocationReplace},
+		{"Namespaces/Separate", testNamespaces},
+	}
+	for _, st := range subtests {
+		t.Run(st.name, func(t *testing.T) {
+			// Parallel: most subtests sleep through short windows, and each has its own
+			// engine, so running them together only shortens the suite.
+			t.Parallel()
+			e := newEngine(t)
+			t.Cleanup(func() {
+				if err := e.Close(); err != nil {
+					t.Errorf("Close: %v", err)
+				}
+			})
+			st.fn(t, e)
+		})
+	}
+}
+
+// BenchmarkAllow measures one Allow call: b.N hits spread over 64 keys with a limit that
+// refuses some of them, so both the allowed and the refused path are exercised.
+func BenchmarkAllow(b *testing.B, e cluster.Engine) {
+	ctx := context.Background()
+	keys := make([]string, 64)
+	for i := range keys {
+		keys[i] = fmt.Sprintf("bench:%d", i)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if _, err := e.Allow(ctx, keys[i%len(keys)], 100, time.Minute); err != nil {
+			b.Fatalf("Allow: %v", err)
+		}
+	}
+}
+
+func ctxT(t *testing.T) context.Context {
+	// Bounds every call so a hanging engine fails the test instead of the whole run.
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+func allow(t *testing.T, e cluster.Engine, key string, limit int, window time.Duration) cluster.Decision {
+	t.Helper()
+	d, err := e.Allow(ctxT(t), key, limit, window)
+	if err != nil {
+		t.Fatalf("Allow(%q, %d, %v): %v", key, limit, window, err)
+	}
+	return d
+}
+
+// sleepUntil sleeps until the local clock passes at.
+func sleepUntil(at time.Time) {
+	if d := time.Until(at); d > 0 {
+		time.Sleep(d)
+	}
+}
+
+func testNameAndPing(t *testing.T, e cluster.Engine) {
+	if e.Name() == "" {
+		t.Error("Name() is empty")
+	}
+	if err := e.Ping(ctxT(t)); err != nil {
+		t.Fatalf("Ping: %v", err)
+	}
+}
+
+func testClose(t *testing.T, e cluster.Engine) {
+	ctx := ctxT(t)
+	if err := e.Close(); err != nil {
+		t.Fatalf("first Close: %v", err)
+	}
+	if err := e.Close(); err != nil {
+		t.Fatalf("second Close: %v", err)
+	}
+	// After Close nothing answers: every method reports ErrUnavailable, never success.
+	if err := e.Ping(ctx); !errors.Is(err, cluster.ErrUnavailable) {
+		t.Errorf("Ping after Close = %v, want ErrUnavailable", err)
+	}
+	if _, err := e.Allow(ctx, "k", 5, time.Minute); !errors.Is(err, cluster.ErrUnavailable) {
+		t.Errorf("Allow after Close = %v, want ErrUnavailable", err)
+	}
+	if err := e.PutToken(ctx, "k", "v", time.Minute); !errors.Is(err, cluster.ErrUnavailable) {
+		t.Errorf("PutToken after Close = %v, want ErrUnavailable", err)
+	}
+	if _, ok, err := e.TakeToken(ctx, "k"); ok || !errors.Is(err, cluster.ErrUnavailable) {
+		t.Errorf("TakeToken after Close = ok %v, err %v; want ErrUnavailable", ok, err)
+	}
+	if err := e.Revoke(ctx, "k", time.Now().Add(time.Minute)); !errors.Is(err, cluster.ErrUnavailable) {
+		t.Errorf("Revoke after Close = %v, want ErrUnavailable", err)
+	}
+	if _, err := e.IsRevoked(ctx, "k"); !errors.Is(err, cluster.ErrUnavailable) {
+		t.Errorf("IsRevoked after Close = %v, want ErrUnavailable", err)
+	}
+}
+
+// testLimiterExact is the SPEC example: 5 logins per window, the 6th is refused.
+func testLimiterExact(t *testing.T, e cluster.Engine) {
+	const limit = 5
+	for i := range limit {
+		d := allow(t, e, "login:203.0.113.7:alice", limit, longWindow)
+		if !d.Allowed {
+			t.Fatalf("hit %d refused, want allowed", i+1)
+		}
+		if want := limit - i - 1; d.Remaining != want {
+			t.Errorf("hit %d: Remaining = %d, want %d", i+1, d.Remaining, want)
+		}
+		if d.RetryAfter != 0 {
+			t.Errorf("hit %d: allowed with RetryAfter %v, want 0", i+1, d.RetryAfter)
+		}
+	}
+	for i := range 3 {
+		d := allow(t, e, "login:203.0.113.7:alice", limit, longWindow)
+		if d.Allowed {
+			t.Fatalf("hit %d allowed, want refused", limit+i+1)
+		}
+		if d.Remaining != 0 {
+			t.Errorf("refused hit: Remaining = %d, want 0", d.Remaining)
+		}
+		if d.RetryAfter <= 0 || d.RetryAfter > longWindow {
+			t.Errorf("refused hit: RetryAfter = %v, want in (0, %v]", d.RetryAfter, longWindow)
+		}
+	}
+}
+
+// testLimiterRetryAfter checks that RetryAfter is in (0, window] and that waiting it out is
+// enough: the oldest counted hit has then left the window.
+func testLimiterRetryAfter(t *testing.T, e cluster.Engine) {
+	const limit = 2
+	for range limit {
+		if !allow(t, e, "k", limit, shortWindow).Allowed {
+			t.Fatal("first hits refused")
+		}
+	}
+	d := allow(t, e, "k", limit, shortWindow)
+	refusedAt := time.Now() // after the call returned: the engine decided no later than this
+	if d.Allowed {
+		t.Fatal("hit over the limit allowed")
+	}
+	if d.RetryAfter <= 0 || d.RetryAfter > shortWindow {
+		t.Fatalf("RetryAfter = %v, want in (0, %v]", d.RetryAfter, shortWindow)
+	}
+	sleepUntil(refusedAt.Add(d.RetryAfter + margin))
+	if d := allow(t, e, "k", limit, shortWindow); !d.Allowed {
+		t.Fatalf("refused after waiting RetryAfter (%v): %+v", d.RetryAfter, d)
+	}
+}
+
+func testLimiterAllowedAgain(t *testing.T, e cluster.Engine) {
+	const limit = 3
+	start := time.Now() // before the first counted hit
+	for range limit {
+		if !allow(t, e, "k", limit, shortWindow).Allowed {
+			t.Fatal("first hits refused")
+		}
+	}
+	lastAllowed := time.Now() // after the last counted hit
+	d := allow(t, e, "k", limit, shortWindow)
+	if time.Since(start) < shortWindow {
+		// All counted hits are certainly still inside the window.
+		if d.Allowed {
+			t.Fatal("hit over the limit allowed inside the window")
+		}
+	} else {
+		t.Logf("machine too slow to check refusal inside a %v window; skipped", shortWindow)
+	}
+	sleepUntil(lastAllowed.Add(shortWindow + margin))
+	for i := range limit {
+		d := allow(t, e, "k", limit, shortWindow)
+		if !d.Allowed {
+			t.Fatalf("hit %d after the window refused", i+1)
+		}
+		if want := limit - i - 1; d.Remaining != want {
+			t.Errorf("hit %d after the window: Remaining = %d, want %d", i+1, d.Remaining, want)
+		}
+	}
+}
+
+// testLimiterSliding tells a sliding window from a fixed one: after the first hit leaves the
+// window exactly one more hit is allowed, because the second is still inside it.
+func testLimiterSliding(t *testing.T, e cluster.Engine) {
+	const limit = 2
+	window := 1200 * time.Millisecond
+	if !allow(t, e, "k", limit, window).Allowed {
+		t.Fatal("hit A refused")
+	}
+	aDone := time.Now()
+	time.Sleep(window / 2)
+	bStart := time.Now() // before hit B: B leaves the window no earlier than bStart+window
+	if !allow(t, e, "k", limit, window).Allowed {
+		t.Fatal("hit B refused")
+	}
+	bDone := time.Now()
+	if d := allow(t, e, "k", limit, window); d.Allowed {
+		t.Fatal("hit C allowed: A and B are both inside the window")
+	}
+	// A leaves the window; B stays in it until bStart+window at the earliest.
+	sleepUntil(aDone.Add(window + margin))
+	d := allow(t, e, "k", limit, window)
+	if !d.Allowed {
+		t.Fatal("hit D refused after A left the window")
+	}
+	eStart := time.Now()
+	dE := allow(t, e, "k", limit, window)
+	if time.Since(bStart) >= window {
+		t.Logf("machine too slow to check that B still counts; skipped")
+		return
+	}
+	// B was inside the window for both D and E.
+	if d.Remaining != 0 {
+		t.Errorf("hit D: Remaining = %d, want 0 (B and D in the window)", d.Remaining)
+	}
+	if dE.Allowed {
+		t.Fatal("hit E allowed: B and D are both inside the window (a fixed window?)")
+	}
+	// E may retry when B leaves, which is no later than bDone+window: RetryAfter is not
+	// just "a window" (a millisecond allows for engines that round).
+	if most := window - eStart.Sub(bDone) + time.Millisecond; dE.RetryAfter <= 0 || dE.RetryAfter > most {
+		t.Errorf("hit E: RetryAfter = %v, want in (0, %v]", dE.RetryAfter, most)
+	}
+}
+
+// testLimiterRefusedNotCounted: refused hits made late in the window must not keep the key
+// blocked once the allowed hits leave it.
+func testLimiterRefusedNotCounted(t *testing.T, e cluster.Engine) {
+	const limit = 2
+	for range limit {
+		if !allow(t, e, "k", limit, shortWindow).Allowed {
+			t.Fatal("first hits refused")
+		}
+	}
+	lastAllowed := time.Now()
+	time.Sleep(shortWindow / 2)
+	for range 5 {
+		if allow(t, e, "k", limit, shortWindow).Allowed {
+			t.Fatal("hit over the limit allowed")
+		}
+	}
+	// The refused hits happened after the allowed ones; if they counted, they would still be
+	// inside the window now.
+	sleepUntil(lastAllowed.Add(shortWindow + margin))
+	d := allow(t, e, "k", limit, shortWindow)
+	if !d.Allowed {
+		t.Fatal("refused after the allowed hits left the window: refused hits were counted")
+	}
+	if d.Remaining != limit-1 {
+		t.Errorf("Remaining = %d, want %d: refused hits were counted", d.Remaining, limit-1)
+	}
+}
+
+func testLimiterKeysIndependent(t *testing.T, e cluster.Engine) {
+	if !allow(t, e, "ip:203.0.113.7", 1, longWindow).Allowed {
+		t.Fatal("first hit refused")
+	}
+	if allow(t, e, "ip:203.0.113.7", 1, longWindow).Allowed {
+		t.Fatal("second hit of a limit-1 key allowed")
+	}
+	for _, key := range []string{"ip:203.0.113.8", "ip:203.0.113.7:", "ip:203.0.113", "", "ключ {x} *"} {
+		if d := allow(t, e, key, 1, longWindow); !d.Allowed {
+			t.Errorf("key %q refused: it shares no hits with ip:203.0.113.7", key)
+		}
+	}
+}
+
+func testLimiterConcurrent(t *testing.T, e cluster.Engine) {
+	const limit, hitters = 10, 50
+	ctx := ctxT(t)
+	var (
+		wg            sync.WaitGroup
+		mu            sync.Mutex
+		allowed, errs int
+		remainingSeen = map[int]int{}
+		start         = make(chan struct{})
+	)
+	for range hitters {
+		wg.Go(func() {
+			<-start
+			d, err := e.Allow(ctx, "hot", limit, longWindow)
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				errs++
+				t.Errorf("Allow: %v", err)
+				return
+			}
+			if d.Allowed {
+				allowed++
+				remainingSeen[d.Remaining]++
+			}
+		})
+	}
+	close(start)
+	wg.Wait()
+	if errs > 0 {
+		t.FailNow()
+	}
+	if allowed != limit {
+		t.Fatalf("%d of %d concurrent hits allowed, want exactly %d", allowed, hitters, limit)
+	}
+	// Each allowed hit saw a distinct count: Remaining 9, 8, ..., 0 once each.
+	for r := range limit {
+		if remainingSeen[r] != 1 {
+			t.Errorf("Remaining %d seen %d times, want once: %v", r, remainingSeen[r], remainingSeen)
+		}
+	}
+}
+
+func testLimiterInvalid(t *testing.T, e cluster.Engine) {
+	ctx := ctxT(t)
+	for _, c := range []struct {
+		limit  int
+		window time.Duration
+	}{{0, time.Minute}, {-1, time.Minute}, {5, 0}, {5, -time.Second}} {
+		_, err := e.Allow(ctx, "k", c.limit, c.window)
+		if err == nil {
+			t.Errorf("Allow(limit %d, window %v) succeeded, want an error", c.limit, c.window)
+		} else if errors.Is(err, cluster.ErrUnavailable) {
+			t.Errorf("Allow(limit %d, window %v) = %v: a caller bug is not unavailability", c.limit, c.window, err)
+		}
+	}
+	if err := e.PutToken(ctx, "k", "v", 0); err == nil || errors.Is(err, cluster.ErrUnavailable) {
+		t.Errorf("PutToken(ttl 0) = %v, want a non-unavailability error", err)
+	}
+}
+
+func testTokenPutTake(t *testing.T, e cluster.Engine) {
+	ctx := ctxT(t)
+	if v, ok, err := e.TakeToken(ctx, "nonce:missing"); err != nil || ok || v != "" {
+		t.Fatalf("TakeToken(missing) = %q, %v, %v; want \"\", false, nil", v, ok, err)
+	}
+	if err := e.PutToken(ctx, "nonce:1", "client-a", time.Minute); err != nil {
+		t.Fatalf("PutToken: %v", err)
+	}
+	if err := e.PutToken(ctx, "nonce:2", "client-b", time.Minute); err != nil {
+		t.Fatalf("PutToken: %v", err)
+	}
+	if v, ok, err := e.TakeToken(ctx, "nonce:1"); err != nil || !ok || v != "client-a" {
+		t.Fatalf("TakeToken = %q, %v, %v; want client-a, true, nil", v, ok, err)
+	}
+	if v, ok, err := e.TakeToken(ctx, "nonce:1"); err != nil || ok || v != "" {
+		t.Fatalf("second TakeToken = %q, %v, %v; want \"\", false, nil", v, ok, err)
+	}
+	if v, ok, err := e.TakeToken(ctx, "nonce:2"); err != nil || !ok || v != "client-b" {
+		t.Fatalf("TakeToken(other key) = %q, %v, %v; want client-b, true, nil", v, ok, err)
+	}
+}
+
+func testTokenValues(t *testing.T, e cluster.Engine) {
+	ctx := ctxT(t)
+	for i, v := range []string{"", " ", "1", "ключ\x00\xff{}*\n", string(make([]byte, 4096))} {
+		key := fmt.Sprintf("v%d", i)
+		if err := e.PutToken(ctx, key, v, time.Minute); err != nil {
+			t.Fatalf("PutToken(%q): %v", v, err)
+		}
+		got, ok, err := e.TakeToken(ctx, key)
+		if err != nil || !ok || got != v {
+			t.Errorf("TakeToken = %q (len %d), %v, %v; want %q (len %d), true, nil", got, len(got), ok, err, v, len(v))
+		}
+	}
+}
+
+func testTokenExpiry(t *testing.T, e cluster.Engine) {
+	ctx := ctxT(t)
+	ttl := 300 * time.Millisecond
+	if err := e.PutToken(ctx, "short", "v", ttl); err != nil {
+		t.Fatalf("PutToken: %v", err)
+	}
+	if err := e.PutToken(ctx, "long", "v", time.Minute); err != nil {
+		t.Fatalf("PutToken: %v", err)
+	}
+	sleepUntil(time.Now().Add(ttl + margin))
+	if v, ok, err := e.TakeToken(ctx, "short"); err != nil || ok {
+		t.Fatalf("TakeToken after ttl = %q, %v, %v; want not ok", v, ok, err)
+	}
+	if v, ok, err := e.TakeToken(ctx, "long"); err != nil || !ok || v != "v" {
+		t.Fatalf("TakeToken before ttl = %q, %v, %v; want v, true, nil", v, ok, err)
+	}
+}
+
+// testTokenReplace: a second put replaces both the value and the ttl.
+func testTokenReplace(t *testing.T, e cluster.Engine) {
+	ctx := ctxT(t)
+	if err := e.PutToken(ctx, "k", "old", 200*time.Millisecond); err != nil {
+		t.Fatalf("PutToken: %v", err)
+	}
+	if err := e.PutToken(ctx, "k", "new", time.Minute); err != nil {
+		t.Fatalf("PutToken: %v", err)
+	}
+	time.Sleep(200*time.Millisecond + margin)
+	if v, ok, err := e.TakeToken(ctx, "k"); err != nil || !ok || v != "new" {
+		t.Fatalf("TakeToken = %q, %v, %v; want new, true, nil (value and ttl replaced)", v, ok, err)
+	}
+	if _, ok, err := e.TakeToken(ctx, "k"); err != nil || ok {
+		t.Fatalf("second TakeToken = %v, %v; want not ok", ok, err)
+	}
+}
+
+func testTokenConcurrentTake(t *testing.T, e cluster.Engine) {
+	const takers, rounds = 20, 5
+	ctx := ctxT(t)
+	for round := range rounds {
+		key := fmt.Sprintf("nonce:%d", round)
+		want := fmt.Sprintf("value-%d", round)
+		if err := e.PutToken(ctx, key, want, time.Minute); err != nil {
+			t.Fatalf("PutToken: %v", err)
+		}
+		var (
+			wg      sync.WaitGroup
+			mu      sync.Mutex
+			winners []string
+			start   = make(chan struct{})
+		)
+		for range takers {
+			wg.Go(func() {
+				<-start
+				v, ok, err := e.TakeToken(ctx, key)
+				if err != nil {
+					t.Errorf("TakeToken: %v", err)
+					return
+				}
+				if ok {
+					mu.Lock()
+					winners = append(winners, v)
+					mu.Unlock()
+				}
+			})
+		}
+		close(start)
+		wg.Wait()
+		if len(winners) != 1 || winners[0] != want {
+			t.Fatalf("round %d: winners %q, want exactly one taking %q", round, winners, want)
+		}
+	}
+}
+
+func testRevocation(t *testing.T, e cluster.Engine) {
+	ctx := ctxT(t)
+	isRevoked := func(id string) bool {
+		t.Helper()
+		r, err := e.IsRevoked(ctx, id)
+		if err != nil {
+			t.Fatalf("IsRevoked(%q): %v", id, err)
+		}
+		return r
+	}
+	if isRevoked("jti-1") {
+		t.Fatal("unknown id reported revoked")
+	}
+	if err := e.Revoke(ctx, "jti-1", time.Now().Add(time.Hour)); err != nil {
+		t.Fatalf("Revoke: %v", err)
+	}
+	if !isRevoked("jti-1") {
+		t.Fatal("revoked id not reported revoked")
+	}
+	if isRevoked("jti-2") {
+		t.Fatal("other id reported revoked")
+	}
+
+	until := time.Now().Add(400 * time.Millisecond)
+	if err := e.Revoke(ctx, "jti-short", until); err != nil {
+		t.Fatalf("Revoke: %v", err)
+	}
+	got := isRevoked("jti-short")
+	if time.Until(until) > margin {
+		if !got {
+			t.Fatal("id not revoked before its deadline")
+		}
+	} else {
+		t.Logf("machine too slow to check revocation before a 400ms deadline; skipped")
+	}
+	sleepUntil(until.Add(margin))
+	if isRevoked("jti-short") {
+		t.Fatal("id still revoked after its deadline")
+	}
+	if !isRevoked("jti-1") {
+		t.Fatal("long revocation lost")
+	}
+
+	// A deadline already past revokes nothing.
+	if err := e.Revoke(ctx, "jti-past", time.Now().Add(-time.Minute)); err != nil {
+		t.Fatalf("Revoke(past): %v", err)
+	}
+	if isRevoked("jti-past") {
+		t.Fatal("id revoked until a past time reported revoked")
+	}
+}
+
+// testRevocationReplace: Revoke of an id already revoked sets its new deadline.
+func testRevocationReplace(t *testing.T, e cluster.Engine) {
+	ctx := ctxT(t)
+	if err := e.Revoke(ctx, "jti", time.Now().Add(200*time.Millisecond)); err != nil {
+		t.Fatalf("Revoke: %v", err)
+	}
+	if err := e.Revoke(ctx, "jti", time.Now().Add(time.Hour)); err != nil {
+		t.Fatalf("Revoke: %v", err)
+	}
+	time.Sleep(200*time.Millisecond + margin)
+	if r, err := e.IsRevoked(ctx, "jti"); err != nil || !r {
+		t.Fatalf("IsRevoked = %v, %v; want true (deadline extended)", r, err)
+	}
+}
+
+// testNamespaces: the same string used as a limiter key, a token key and a revoked id names
+// three unrelated things.
+func testNamespaces(t *testing.T, e cluster.Engine) {
+	ctx := ctxT(t)
+	const name = "same"
+	if err := e.PutToken(ctx, name, "v", time.Minute); err != nil {
+		t.Fatalf("PutToken: %v", err)
+	}
+	if err := e.Revoke(ctx, name, time.Now().Add(time.Minute)); err != nil {
+		t.Fatalf("Revoke: %v", err)
+	}
+	if d := allow(t, e, name, 1, longWindow); !d.Allowed {
+		t.Fatal("limiter key refused: it shares state with a token or a revocation")
+	}
+	if v, ok, err := e.TakeToken(ctx, name); err != nil || !ok || v != "v" {
+		t.Fatalf("TakeToken = %q, %v, %v; want v, true, nil", v, ok, err)
+	}
+	if r, err := e.IsRevoked(ctx, name); err != nil || !r {
+		t.Fatalf("IsRevoked = %v, %v; want true", r, err)
+	}
+}

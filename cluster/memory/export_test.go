@@ -1,0 +1,19 @@
+package memory
+
+// Len reports how many entries the engine holds, for tests of the janitor.
+func (e *Engine) Len() int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return len(e.limiters) + len(e.tokens) + len(e.revoked)
+}
+
+// RingCap reports the capacity of a limiter key's ring (0 if the key is absent), for tests
+// of bounded memory.
+func (e *Engine) RingCap(key string) int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if r := e.limiters[key]; r != nil {
+		return len(r.times)
+	}
+	return 0
+}

@@ -1,0 +1,231 @@
+package memory
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/keyward/keyward/cluster"
+)
+
+// DefaultSweepInterval is how often the janitor drops expired entries when
+// Config.SweepInterval is zero. Expired entries are already invisible to callers; the sweep
+// only returns their memory, so it can be infrequent.
+const DefaultSweepInterval = time.Minute
+
+// Config configures an Engine. The zero value is ready to use.
+type Config struct {
+	// Now returns the current time; time.Now when nil. Tests inject a fake clock.
+	Now func() time.Time
+	// SweepInterval is how often expired entries are dropped; DefaultSweepInterval when
+	// zero, and no janitor at all when negative (tests call Sweep themselves).
+	SweepInterval time.Duration
+}
+
+// Engine is the in-process cluster engine. Its methods are safe for concurrent use.
+type Engine struct {
+	now func() time.Time
+
+	mu       sync.Mutex
+	closed   bool
+	limiters map[string]*ring
+	tokens   map[string]token
+	revoked  map[string]time.Time
+
+	stop      chan struct{} // closed by Close to stop the janitor
+	done      chan struct{} // closed by the janitor when it has returned
+	closeOnce sync.Once
+}
+
+var _ cluster.Engine = (*Engine)(nil)
+
+// errClosed answers every call after Close, wrapping ErrUnavailable like a remote engine
+// that can no longer be reached, so callers handle both engines the same way.
+var errClosed = fmt.Errorf("cluster/memory: engine closed: %w", cluster.ErrUnavailable)
+
+// New returns a running engine; call Close to stop its janitor.
+func New(cfg Config) *Engine {
+	e := &Engine{
+		now:      cfg.Now,
+		limiters: make(map[string]*ring),
+		tokens:   make(map[string]token),
+		revoked:  make(map[string]time.Time),
+		stop:     make(chan struct{}),
+		done:     make(chan struct{}),
+	}
+	if e.now == nil {
+		e.now = time.Now
+	}
+	interval := cfg.SweepInterval
+	if interval == 0 {
+		interval = DefaultSweepInterval
+	}
+	if interval < 0 {
+		close(e.done)
+		return e
+	}
+	go e.janitor(interval)
+	return e
+}
+
+// Name implements cluster.Engine.
+func (e *Engine) Name() string { return "memory" }
+
+// Ping answers nil until Close, ErrUnavailable after.
+func (e *Engine) Ping(context.Context) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.closed {
+		return errClosed
+	}
+	return nil
+}
+
+// Close stops the janitor and waits for it to return. Later calls do nothing; every other
+// method answers ErrUnavailable after Close.
+func (e *Engine) Close() error {
+	e.closeOnce.Do(func() {
+		e.mu.Lock()
+		e.closed = true
+		e.mu.Unlock()
+		close(e.stop)
+		<-e.done
+	})
+	return nil
+}
+
+func (e *Engine) janitor(interval time.Duration) {
+	defer close(e.done)
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-e.stop:
+			return
+		case <-t.C:
+			e.Sweep()
+		}
+	}
+}
+
+// Sweep drops every expired entry now. The janitor calls it periodically; it is exported so
+// tests with a fake clock can run it deterministically.
+func (e *Engine) Sweep() {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	now := e.now()
+	for k, r := range e.limiters {
+		if r.expired(now) {
+			delete(e.limiters, k)
+		}
+	}
+	for k, tok := range e.tokens {
+		if !now.Before(tok.expires) {
+			delete(e.tokens, k)
+		}
+	}
+	for id, until := range e.revoked {
+		if !now.Before(until) {
+			delete(e.revoked, id)
+		}
+	}
+}
+
+// Allow implements cluster.RateLimiter with an exact sliding window: a hit at time h counts
+// against later hits while now-h < window.
+func (e *Engine) Allow(_ context.Context, key string, limit int, window time.Duration) (cluster.Decision, error) {
+	if err := checkLimit(limit, window); err != nil {
+		return cluster.Decision{}, err
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.closed {
+		return cluster.Decision{}, errClosed
+	}
+	now := e.now()
+	r := e.limiters[key]
+	if r == nil {
+		r = &ring{}
+		e.limiters[key] = r
+	}
+	return r.hit(now, limit, window), nil
+}
+
+// PutToken implements cluster.OneTimeTokens.
+func (e *Engine) PutToken(_ context.Context, key, value string, ttl time.Duration) error {
+	if ttl < time.Millisecond {
+		return fmt.Errorf("cluster/memory: put token: ttl %v is below 1ms", ttl)
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.closed {
+		return errClosed
+	}
+	e.tokens[key] = token{value: value, expires: e.now().Add(ttl)}
+	return nil
+}
+
+// TakeToken implements cluster.OneTimeTokens; the mutex makes read-and-delete atomic.
+func (e *Engine) TakeToken(_ context.Context, key string) (string, bool, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.closed {
+		return "", false, errClosed
+	}
+	tok, ok := e.tokens[key]
+	if !ok {
+		return "", false, nil
+	}
+	delete(e.tokens, key)
+	if !e.now().Before(tok.expires) {
+		return "", false, nil
+	}
+	return tok.value, true, nil
+}
+
+// Revoke implements cluster.Revocations. A later Revoke of the same id replaces the
+// deadline, as the Redis engine's SET does.
+func (e *Engine) Revoke(_ context.Context, id string, until time.Time) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.closed {
+		return errClosed
+	}
+	if !e.now().Before(until) {
+		// Revoked until a time already past: nothing to remember, and a previous,
+		// longer revocation is replaced (deleted) for the same reason.
+		delete(e.revoked, id)
+		return nil
+	}
+	e.revoked[id] = until
+	return nil
+}
+
+// IsRevoked implements cluster.Revocations.
+func (e *Engine) IsRevoked(_ context.Context, id string) (bool, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.closed {
+		return false, errClosed
+	}
+	until, ok := e.revoked[id]
+	return ok && e.now().Before(until), nil
+}
+
+type token struct {
+	value   string
+	expires time.Time
+}
+
+// checkLimit rejects arguments no caller means: a limit below one would refuse everything
+// and a window below a millisecond would allow everything. Both engines agree on this.
+func checkLimit(limit int, window time.Duration) error {
+	if limit < 1 {
+		return fmt.Errorf("cluster/memory: allow: limit %d is below 1", limit)
+	}
+	if window < time.Millisecond {
+		return fmt.Errorf("cluster/memory: allow: window %v is below 1ms", window)
+	}
+	return nil
+}

@@ -1,0 +1,202 @@
+package memory_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/keyward/keyward/cluster"
+	"github.com/keyward/keyward/cluster/clustertest"
+	"github.com/keyward/keyward/cluster/memory"
+)
+
+func TestConformance(t *testing.T) {
+	clustertest.Run(t, func(t *testing.T) cluster.Engine {
+		e := memory.New(memory.Config{})
+		t.Cleanup(func() { _ = e.Close() })
+		return e
+	})
+}
+
+// TestConformanceWithJanitor runs the suite with a janitor sweeping every few milliseconds,
+// so sweeps race with every operation under -race and must never change an answer.
+func TestConformanceWithJanitor(t *testing.T) {
+	clustertest.Run(t, func(t *testing.T) cluster.Engine {
+		e := memory.New(memory.Config{SweepInterval: 5 * time.Millisecond})
+		t.Cleanup(func() { _ = e.Close() })
+		return e
+	})
+}
+
+func BenchmarkAllow(b *testing.B) {
+	e := memory.New(memory.Config{})
+	defer e.Close()
+	clustertest.BenchmarkAllow(b, e)
+}
+
+// fakeClock is a clock tests move by hand; the mutex lets the janitor read it.
+type fakeClock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *fakeClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *fakeClock) Advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = c.t.Add(d)
+}
+
+func newFake(t *testing.T) (*memory.Engine, *fakeClock) {
+	clock := &fakeClock{t: time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)}
+	e := memory.New(memory.Config{Now: clock.Now, SweepInterval: -1})
+	t.Cleanup(func() { _ = e.Close() })
+	return e, clock
+}
+
+// TestWindowBoundary pins the boundary with a fake clock: a hit counts while now-h < window,
+// and RetryAfter is exactly the time until the oldest hit leaves.
+func TestWindowBoundary(t *testing.T) {
+	e, clock := newFake(t)
+	ctx := context.Background()
+	w := 10 * time.Second
+	for range 2 {
+		if d, _ := e.Allow(ctx, "k", 2, w); !d.Allowed {
+			t.Fatal("refused")
+		}
+		clock.Advance(time.Second)
+	}
+	// Hits at 0s and 1s; now 2s.
+	d, _ := e.Allow(ctx, "k", 2, w)
+	if d.Allowed || d.RetryAfter != 8*time.Second {
+		t.Fatalf("at 2s: %+v, want refused with RetryAfter 8s", d)
+	}
+	clock.Advance(8*time.Second - time.Nanosecond)
+	if d, _ := e.Allow(ctx, "k", 2, w); d.Allowed || d.RetryAfter != time.Nanosecond {
+		t.Fatalf("1ns before: %+v, want refused with RetryAfter 1ns", d)
+	}
+	clock.Advance(time.Nanosecond)
+	if d, _ := e.Allow(ctx, "k", 2, w); !d.Allowed || d.Remaining != 0 {
+		t.Fatalf("at 10s: %+v, want allowed with Remaining 0", d)
+	}
+}
+
+// TestLimitChange: however many hits a key takes, its ring never holds more than `limit`
+// slots, and a changed limit keeps decisions exact.
+func TestLimitChange(t *testing.T) {
+	e, clock := newFake(t)
+	ctx := context.Background()
+	w := time.Minute
+	for i := range 1000 {
+		d, _ := e.Allow(ctx, "k", 5, w)
+		if d.Allowed != (i < 5) {
+			t.Fatalf("hit %d: allowed %v", i, d.Allowed)
+		}
+		clock.Advance(time.Millisecond)
+	}
+	if got := e.RingCap("k"); got != 5 {
+		t.Fatalf("ring capacity after 1000 hits = %d, want 5", got)
+	}
+	// A generous limit costs memory only as hits arrive.
+	const generous = 1 << 40
+	for i := range 3 {
+		if d, _ := e.Allow(ctx, "generous", generous, w); !d.Allowed || d.Remaining != generous-i-1 {
+			t.Fatalf("generous limit, hit %d: %+v", i, d)
+		}
+	}
+	if got := e.RingCap("generous"); got > 4 {
+		t.Fatalf("ring capacity after 3 hits with a huge limit = %d, want at most 4", got)
+	}
+	// Lowering the limit keeps the newest hits: 5 stored > 3, still refused.
+	if d, _ := e.Allow(ctx, "k", 3, w); d.Allowed {
+		t.Fatal("allowed after lowering the limit below the stored count")
+	}
+	// Raising it again: only 3 hits were kept, so 7-3 = 4 more are allowed.
+	for i := range 4 {
+		if d, _ := e.Allow(ctx, "k", 7, w); !d.Allowed || d.Remaining != 7-3-i-1 {
+			t.Fatalf("raised limit, hit %d: %+v", i, d)
+		}
+	}
+	if d, _ := e.Allow(ctx, "k", 7, w); d.Allowed {
+		t.Fatal("allowed over the raised limit")
+	}
+}
+
+func TestSweepDropsOnlyExpired(t *testing.T) {
+	e, clock := newFake(t)
+	ctx := context.Background()
+	mustAllow := func(key string, w time.Duration) {
+		t.Helper()
+		if d, err := e.Allow(ctx, key, 1, w); err != nil || !d.Allowed {
+			t.Fatalf("Allow(%q) = %+v, %v", key, d, err)
+		}
+	}
+	mustAllow("short", time.Second)
+	mustAllow("long", time.Hour)
+	if err := e.PutToken(ctx, "tshort", "v", time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.PutToken(ctx, "tlong", "v", time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Revoke(ctx, "rshort", clock.Now().Add(time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Revoke(ctx, "rlong", clock.Now().Add(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	if got := e.Len(); got != 6 {
+		t.Fatalf("Len = %d before sweep, want 6", got)
+	}
+	clock.Advance(time.Second)
+	e.Sweep()
+	if got := e.Len(); got != 3 {
+		t.Fatalf("Len = %d after sweep, want 3 (the long-lived entries)", got)
+	}
+	// The survivors still answer as before.
+	if d, _ := e.Allow(ctx, "long", 1, time.Hour); d.Allowed {
+		t.Error("long limiter key forgot its hit")
+	}
+	if _, ok, _ := e.TakeToken(ctx, "tlong"); !ok {
+		t.Error("long token lost")
+	}
+	if r, _ := e.IsRevoked(ctx, "rlong"); !r {
+		t.Error("long revocation lost")
+	}
+	mustAllow("short", time.Second)
+}
+
+// TestJanitor: Close returns only after the janitor goroutine has returned, and
+// the janitor really sweeps while running.
+func TestJanitor(t *testing.T) {
+	clock := &fakeClock{t: time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)}
+	e := memory.New(memory.Config{Now: clock.Now, SweepInterval: time.Millisecond})
+	ctx := context.Background()
+	if err := e.PutToken(ctx, "t", "v", time.Second); err != nil {
+		t.Fatal(err)
+	}
+	clock.Advance(time.Hour)
+	deadline := time.Now().Add(10 * time.Second)
+	for e.Len() != 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("janitor never swept the expired token")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if err := e.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Ping(ctx); !errors.Is(err, cluster.ErrUnavailable) {
+		t.Fatalf("Ping after Close = %v", err)
+	}
+}

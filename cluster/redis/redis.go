@@ -1,0 +1,259 @@
+package redis
+
+import (
+	"context"
+	_ "embed"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	goredis "github.com/redis/go-redis/v9"
+	"github.com/redis/go-redis/v9/maintnotifications"
+
+	"github.com/keyward/keyward/cluster"
+)
+
+// Defaults for Config. They are short on purpose: Redis answers in well under a
+// millisecond on a healthy network, and a request that cannot reach it should fail with 503
+// in about a second rather than hang behind it.
+const (
+	DefaultPrefix       = "kw:"
+	DefaultDialTimeout  = time.Second
+	DefaultReadTimeout  = time.Second
+	DefaultWriteTimeout = time.Second
+	DefaultPoolTimeout  = time.Second
+)
+
+// Config configures New. Only URL is required.
+type Config struct {
+	// URL is a redis:// or rediss:// URL (redis://[user:password@]host:port/db), parsed by
+	// go-redis's ParseURL, so its query options (dial_timeout, pool_size, ...) apply.
+	URL string
+	// Prefix starts every key, so several deployments or tests can share one Redis;
+	// DefaultPrefix when empty.
+	Prefix string
+	// Timeouts; zero means: the URL's value if it sets one, else the Default above.
+	DialTimeout  time.Duration
+	ReadTimeout  time.Duration
+	WriteTimeout time.Duration
+	// PoolTimeout bounds the wait for a free connection when all are busy.
+	PoolTimeout time.Duration
+}
+
+// Engine is the Redis cluster engine. Its methods are safe for concurrent use.
+type Engine struct {
+	client *goredis.Client
+	prefix string
+	addr   string // host:port for error messages; the URL may hold a password
+
+	closeOnce sync.Once
+	closeErr  error
+}
+
+var _ cluster.Engine = (*Engine)(nil)
+
+//go:embed allow.lua
+var allowLua string
+
+// allowScript runs with EVALSHA and falls back to EVAL when Redis does not know it yet (first
+// use, or after a Redis restart emptied its script cache).
+var allowScript = goredis.NewScript(allowLua)
+
+// New connects to Redis and pings it, so a wrong URL or an unreachable server fails start
+// with a clear error rather than the first request. An unreachable server's error wraps
+// cluster.ErrUnavailable.
+func New(ctx context.Context, cfg Config) (*Engine, error) {
+	if cfg.URL == "" {
+		return nil, errors.New("cluster/redis: no URL configured")
+	}
+	opts, err := goredis.ParseURL(cfg.URL)
+	if err != nil {
+		return nil, fmt.Errorf("cluster/redis: invalid URL (want redis://[user:password@]host:port/db): %s",
+			redact(cfg.URL, err))
+	}
+	opts.DialTimeout = pick(cfg.DialTimeout, opts.DialTimeout, DefaultDialTimeout)
+	opts.ReadTimeout = pick(cfg.ReadTimeout, opts.ReadTimeout, DefaultReadTimeout)
+	opts.WriteTimeout = pick(cfg.WriteTimeout, opts.WriteTimeout, DefaultWriteTimeout)
+	opts.PoolTimeout = pick(cfg.PoolTimeout, opts.PoolTimeout, DefaultPoolTimeout)
+	// A caller's context deadline also bounds the socket, so a request budget shorter than
+	// the timeouts above is honoured.
+	opts.ContextTimeoutEnabled = true
+	// One retry covers a pooled connection that Redis closed while idle (restart, timeout);
+	// more would multiply the time a request waits on a Redis that is really down.
+	opts.MaxRetries = 1
+	// Dialing a refused port fails at once; two attempts 50ms apart are enough for a Redis
+	// that is restarting, and keep an outage answer within a few dial timeouts.
+	opts.DialerRetries = 2
+	opts.DialerRetryTimeout = 50 * time.Millisecond
+	// Maintenance notifications are a Redis Enterprise/Cloud feature; the handshake costs a
+	// round trip per connection on plain Redis and its relaxed timeouts would lengthen ours.
+	opts.MaintNotificationsConfig = &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}
+
+	e := &Engine{
+		client: goredis.NewClient(opts),
+		prefix: cfg.Prefix,
+		addr:   opts.Addr,
+	}
+	if e.prefix == "" {
+		e.prefix = DefaultPrefix
+	}
+	if err := e.client.Ping(ctx).Err(); err != nil {
+		_ = e.client.Close()
+		return nil, e.wrap(ctx, "connect", err)
+	}
+	return e, nil
+}
+
+// redact returns err's text without the URL's password, which parse errors may quote.
+func redact(rawURL string, err error) string {
+	u, perr := url.Parse(rawURL)
+	if perr != nil {
+		// url.Parse's own error quotes the whole URL; say nothing more specific.
+		return "not a URL"
+	}
+	msg := err.Error()
+	if pw, ok := u.User.Password(); ok && pw != "" {
+		msg = strings.ReplaceAll(msg, pw, "xxxxx")
+	}
+	return msg
+}
+
+// pick returns the first positive duration: explicit config, then the URL's, then default.
+func pick(cfg, fromURL, def time.Duration) time.Duration {
+	switch {
+	case cfg > 0:
+		return cfg
+	case fromURL > 0:
+		return fromURL
+	default:
+		return def
+	}
+}
+
+// Name implements cluster.Engine.
+func (e *Engine) Name() string { return "redis" }
+
+// Ping implements cluster.Engine.
+func (e *Engine) Ping(ctx context.Context) error {
+	return e.wrap(ctx, "ping", e.client.Ping(ctx).Err())
+}
+
+// Close releases the connections. It is idempotent: later calls return the first result,
+// and every other method answers ErrUnavailable after it.
+func (e *Engine) Close() error {
+	e.closeOnce.Do(func() {
+		if err := e.client.Close(); err != nil {
+			e.closeErr = fmt.Errorf("cluster/redis: close: %w", err)
+		}
+	})
+	return e.closeErr
+}
+
+// Allow implements cluster.RateLimiter with allow.lua.
+func (e *Engine) Allow(ctx context.Context, key string, limit int, window time.Duration) (cluster.Decision, error) {
+	if limit < 1 {
+		return cluster.Decision{}, fmt.Errorf("cluster/redis: allow: limit %d is below 1", limit)
+	}
+	if window < time.Millisecond {
+		return cluster.Decision{}, fmt.Errorf("cluster/redis: allow: window %v is below 1ms", window)
+	}
+	// Unique within the microsecond the script reads from TIME, across all nodes.
+	suffix := strconv.FormatUint(rand.Uint64(), 36)
+	res, err := allowScript.Run(ctx, e.client, []string{e.prefix + "rl:" + key},
+		limit, window.Microseconds(), suffix).Int64Slice()
+	if err != nil {
+		return cluster.Decision{}, e.wrap(ctx, "allow", err)
+	}
+	if len(res) != 3 {
+		return cluster.Decision{}, fmt.Errorf("cluster/redis: allow: script returned %d values, want 3", len(res))
+	}
+	return cluster.Decision{
+		Allowed:    res[0] == 1,
+		Remaining:  int(max(res[1], 0)),
+		RetryAfter: time.Duration(res[2]) * time.Microsecond,
+	}, nil
+}
+
+// PutToken implements cluster.OneTimeTokens with SET PX.
+func (e *Engine) PutToken(ctx context.Context, key, value string, ttl time.Duration) error {
+	if ttl < time.Millisecond {
+		return fmt.Errorf("cluster/redis: put token: ttl %v is below 1ms", ttl)
+	}
+	// Round up to whole milliseconds (Redis's unit): a token never dies early.
+	px := (ttl + time.Millisecond - 1).Truncate(time.Millisecond)
+	return e.wrap(ctx, "put token", e.client.Set(ctx, e.prefix+"tok:"+key, value, px).Err())
+}
+
+// TakeToken implements cluster.OneTimeTokens with GETDEL, which Redis runs atomically: of
+// concurrent takers exactly one gets the value.
+func (e *Engine) TakeToken(ctx context.Context, key string) (string, bool, error) {
+	v, err := e.client.GetDel(ctx, e.prefix+"tok:"+key).Result()
+	if errors.Is(err, goredis.Nil) {
+		return "", false, nil
+	}
+	if err != nil {
+		return "", false, e.wrap(ctx, "take token", err)
+	}
+	return v, true, nil
+}
+
+// Revoke implements cluster.Revocations with SET PXAT, replacing an earlier deadline; Redis
+// drops the key itself at until.
+func (e *Engine) Revoke(ctx context.Context, id string, until time.Time) error {
+	key := e.prefix + "rev:" + id
+	// Round up to the next millisecond so the revocation never ends early.
+	ms := until.Add(time.Millisecond - 1).UnixMilli()
+	if ms <= 0 {
+		// PXAT needs a positive time; anything this old is past, and past means not revoked.
+		return e.wrap(ctx, "revoke", e.client.Del(ctx, key).Err())
+	}
+	// A deadline already past is accepted by Redis and deletes the key at once, matching
+	// "revoked until then" without comparing against this node's clock.
+	err := e.client.SetArgs(ctx, key, "1", goredis.SetArgs{ExpireAt: time.UnixMilli(ms)}).Err()
+	return e.wrap(ctx, "revoke", err)
+}
+
+// IsRevoked implements cluster.Revocations with EXISTS; Redis expires the key at its
+// deadline, so existence is the answer.
+func (e *Engine) IsRevoked(ctx context.Context, id string) (bool, error) {
+	n, err := e.client.Exists(ctx, e.prefix+"rev:"+id).Result()
+	if err != nil {
+		return false, e.wrap(ctx, "is revoked", err)
+	}
+	return n == 1, nil
+}
+
+// wrap adds context to a go-redis error and decides whether it means "Redis cannot be
+// reached" (wrapping cluster.ErrUnavailable, with the original error still in the chain).
+func (e *Engine) wrap(ctx context.Context, op string, err error) error {
+	if err == nil {
+		return nil
+	}
+	if unavailable(ctx, err) {
+		return fmt.Errorf("cluster/redis: %s at %s: %w: %w", op, e.addr, cluster.ErrUnavailable, err)
+	}
+	return fmt.Errorf("cluster/redis: %s at %s: %w", op, e.addr, err)
+}
+
+// unavailable classifies an error. A reply from Redis is a bug or a rejected command,
+// except the replies of a Redis that cannot serve right now (loading its data set, a
+// read-only replica after failover, out of clients). Anything else that is not a reply is
+// the network or the client: dial and I/O errors, timeouts, pool timeouts, a closed client.
+// The caller's own cancellation is not Redis's fault and is returned as it is.
+func unavailable(ctx context.Context, err error) bool {
+	if errors.Is(err, context.Canceled) && errors.Is(ctx.Err(), context.Canceled) {
+		return false
+	}
+	var reply goredis.Error
+	if errors.As(err, &reply) {
+		return goredis.IsLoadingError(err) || goredis.IsReadOnlyError(err) ||
+			goredis.IsMasterDownError(err) || goredis.IsMaxClientsError(err) ||
+			goredis.IsTryAgainError(err) || goredis.IsClusterDownError(err)
+	}
+	return true
+}
