@@ -247,3 +247,58 @@ func TestClusterNodeSurvivesARedisOutage(t *testing.T) {
 	}
 	n.stop(t)
 }
+
+func get(t *testing.T, url, token string) int {
+	t.Helper()
+	req, _ := http.NewRequest("GET", url, nil)
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+// TestTwoProcessesFormACluster runs two keyward processes on one MongoDB-wire database and
+// one Redis: an account made by the admin command signs in on either, a logout on one is
+// refused by the other, and the login limit counts across both.
+func TestTwoProcessesFormACluster(t *testing.T) {
+	env := []string{"KEYWARD_MONGO_URI=" + testenv.MongoURI(t), "KEYWARD_MONGO_DATABASE=" + testenv.UniqueName("kwtest_"),
+		"KEYWARD_REDIS_URL=" + testenv.RedisURL(t), "KEYWARD_REDIS_PREFIX=" + testenv.UniqueName("kwtest:") + ":",
+		"KEYWARD_JWT_SECRET=" + strings.Repeat("c", 40), "KEYWARD_TRUSTED_PROXIES=127.0.0.1/32"}
+	a := startNode(t, append(env, "KEYWARD_DATA_DIR="+t.TempDir()))
+	b := startNode(t, append(env, "KEYWARD_DATA_DIR="+t.TempDir()))
+	admin := exec.Command(binary, "admin", "create", "--username", "ops", "--email", "ops@example.com", "--password", "Ops-Pass-12")
+	admin.Env = append(append(os.Environ(), env...), "KEYWARD_DATA_DIR="+t.TempDir())
+	if out, err := admin.CombinedOutput(); err != nil {
+		t.Fatalf("admin create: %v\n%s", err, out)
+	}
+	status, body := post(t, a.url+"/api/auth/login", map[string]string{"username": "ops", "password": "Ops-Pass-12"})
+	if status != 200 {
+		t.Fatalf("login on a: %d %v", status, body)
+	}
+	token := body["data"].(map[string]any)["token"].(string)
+	if got := get(t, b.url+"/api/auth/me", token); got != 200 {
+		t.Fatalf("token from a on b: %d", got)
+	}
+	req, _ := http.NewRequest("POST", b.url+"/api/auth/logout", nil)
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("logout on b: %v %v", err, resp)
+	}
+	resp.Body.Close()
+	if got := get(t, a.url+"/api/auth/me", token); got != 401 {
+		t.Fatalf("token logged out on b still works on a: %d", got)
+	}
+	for i := 0; i < 5; i++ {
+		post(t, []*node{a, b}[i%2].url+"/api/auth/login", map[string]string{"username": "ops", "password": "Wrong-Pass-1"})
+	}
+	status, _ = post(t, b.url+"/api/auth/login", map[string]string{"username": "ops", "password": "Ops-Pass-12"})
+	if status != http.StatusTooManyRequests {
+		t.Fatalf("6th login across two nodes: %d", status)
+	}
+	a.stop(t)
+	b.stop(t)
+}
