@@ -87,11 +87,13 @@ type AccountStore interface {
 	// GetAccountByUsername and GetAccountByEmail compare case-insensitively.
 	GetAccountByUsername(ctx context.Context, username string) (Account, error)
 	GetAccountByEmail(ctx context.Context, email string) (Account, error)
-	// GetAccountByAPIKeyHash finds the account whose current API key has this hash.
+	// GetAccountByAPIKeyHash finds the account whose current API key has this hash; the
+	// empty hash is never found.
 	GetAccountByAPIKeyHash(ctx context.Context, hash string) (Account, error)
 	// UpdateAccount reads the account, applies fn and writes the result atomically: no
 	// concurrent update of the same account is lost. fn may be called more than once and
-	// must not have side effects; an error from fn aborts the update and is returned as is.
+	// must not have side effects; an error from fn aborts the update and is returned
+	// matchable with errors.Is/As.
 	// The ID and CreatedAt of the result are kept from the stored record; UpdatedAt is set
 	// by the caller inside fn if wanted. ErrConflict when the new username/email is taken.
 	UpdateAccount(ctx context.Context, id string, fn func(*Account) error) (Account, error)
@@ -100,12 +102,13 @@ type AccountStore interface {
 	// ListAccounts answers one page ordered by creation time (oldest first) and the total.
 	ListAccounts(ctx context.Context, q AccountQuery) ([]Account, int, error)
 
-	// CreateAccountToken stores a mailed token. ErrConflict when the hash exists.
+	// CreateAccountToken stores a mailed token. ErrConflict when the hash exists;
+	// ErrNotFound when no account has the token's AccountID.
 	CreateAccountToken(ctx context.Context, t AccountToken) error
 	// ConsumeAccountToken deletes and returns the token with this purpose and hash if it
-	// has not expired at now. Of concurrent consumers of one token exactly one succeeds;
+	// has not expired at now (a token is valid strictly before ExpiresAt). Of concurrent consumers of one token exactly one succeeds;
 	// the others, and any caller of an expired or unknown token, get ErrNotFound.
 	ConsumeAccountToken(ctx context.Context, purpose, hash string, now time.Time) (AccountToken, error)
-	// DeleteAccountTokens removes every token of the account with the purpose.
+	// DeleteAccountTokens removes every token of the account with the purpose; none is no error.
 	DeleteAccountTokens(ctx context.Context, accountID, purpose string) error
 }

@@ -1,0 +1,83 @@
+package storage
+
+import (
+	"context"
+	"time"
+)
+
+// App is an owner's application (SPEC 2, Application). The secret is stored as a SHA-256
+// hash (client init finds the app by it) and its last 6 characters for the masked form.
+type App struct {
+	ID          string
+	AccountID   string
+	Name        string
+	Description string
+	Version     string
+	Enabled     bool
+	Paused      bool
+	AntiDebug   bool
+	AntiVM      bool
+	LockHwid    bool
+	LockIP      bool
+	LockPcName  bool
+	SecretHash  string
+	SecretLast6 string
+	CreatedAt   time.Time
+	UpdatedAt   time.Time
+}
+
+// AppCounts are the per-app record counts of the application list (SPEC 4.2).
+type AppCounts struct {
+	Users     int
+	Licenses  int
+	Sessions  int
+	Variables int
+	Files     int
+	Tokens    int
+	Rules     int
+}
+
+// AppStore persists applications. Names are unique per account, compared case-insensitively.
+type AppStore interface {
+	// CreateApp inserts an app. ErrConflict when the account has an app of that name.
+	CreateApp(ctx context.Context, a App) error
+	// GetApp reads an app of the account; another account's app is ErrNotFound.
+	GetApp(ctx context.Context, accountID, id string) (App, error)
+	// GetAppBySecretHash finds the app whose current secret has this hash (client init).
+	GetAppBySecretHash(ctx context.Context, hash string) (App, error)
+	// ListApps answers every app of the account, oldest first.
+	ListApps(ctx context.Context, accountID string) ([]App, error)
+	// CountApps counts the account's apps.
+	CountApps(ctx context.Context, accountID string) (int, error)
+	// UpdateApp applies fn atomically to the account's app (see UpdateAccount).
+	// ErrConflict when the new name is taken within the account.
+	UpdateApp(ctx context.Context, accountID, id string, fn func(*App) error) (App, error)
+	// DeleteApp removes the app and every record that belongs to it, in every collection.
+	DeleteApp(ctx context.Context, accountID, id string) error
+	// CountAppRecords counts the records of each kind that belong to the app.
+	CountAppRecords(ctx context.Context, appID string) (AppCounts, error)
+}
+
+// AppStats are the figures of an application's stats (SPEC 4.2).
+type AppStats struct {
+	Users       int
+	ActiveUsers int // enabled, not banned, not expired at Now
+	BannedUsers int
+	Licenses    int
+	// UsedLicenses have UsedCount > 0.
+	UsedLicenses int
+	// LoginsSinceDay and LoginsSinceWeek count users whose last login is at or after the
+	// given instants.
+	LoginsSinceDay  int
+	LoginsSinceWeek int
+}
+
+// AppStatsQuery gives the instants the stats are judged at.
+type AppStatsQuery struct {
+	Now, DayStart, WeekStart time.Time
+}
+
+// AppStatsStore computes application stats with counting queries (no records loaded).
+type AppStatsStore interface {
+	AppStats(ctx context.Context, appID string, q AppStatsQuery) (AppStats, error)
+}

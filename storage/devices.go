@@ -1,0 +1,71 @@
+package storage
+
+import (
+	"context"
+	"time"
+)
+
+// Device is a hardware id registered by a user of an application (SPEC 2, Device).
+type Device struct {
+	ID       string
+	AppID    string
+	UserID   string
+	Username string
+	// HWID is unique per user.
+	HWID       string
+	PCName     string
+	IP         string
+	CreatedAt  time.Time
+	LastSeenAt time.Time
+}
+
+// DeviceQuery selects devices of one app.
+type DeviceQuery struct {
+	// Search matches a case-insensitive substring of the hwid or the username.
+	Search string
+	// UserID, when set, keeps only that user's devices.
+	UserID string
+	Page   Page
+}
+
+// DeviceStore persists devices.
+type DeviceStore interface {
+	// CreateDevice inserts a device. ErrConflict when the user has a device with the hwid.
+	CreateDevice(ctx context.Context, d Device) error
+	// ListDevices answers one page, newest first, and the total.
+	ListDevices(ctx context.Context, appID string, q DeviceQuery) ([]Device, int, error)
+	DeleteDevice(ctx context.Context, appID, id string) error
+	// DeleteUserDevices removes every device of the user and answers how many went.
+	DeleteUserDevices(ctx context.Context, appID, userID string) (int, error)
+}
+
+// Token is an application access token (SPEC 2, Access token).
+type Token struct {
+	ID    string
+	AppID string
+	// Value is the token itself, unique per app. Owners list their tokens, so it is kept
+	// readable (like license keys).
+	Value     string
+	Level     int
+	MaxUses   int // 0 = unlimited
+	UsedCount int
+	ExpiresAt time.Time // zero = never
+	Note      string
+	Enabled   bool
+	CreatedAt time.Time
+	UpdatedAt time.Time
+}
+
+// TokenStore persists access tokens.
+type TokenStore interface {
+	// CreateTokens inserts all in one bulk write, or none (ErrConflict on a taken value).
+	CreateTokens(ctx context.Context, ts []Token) error
+	GetToken(ctx context.Context, appID, id string) (Token, error)
+	GetTokenByValue(ctx context.Context, appID, value string) (Token, error)
+	// ListTokens answers one page, newest first, and the total.
+	ListTokens(ctx context.Context, appID string, p Page) ([]Token, int, error)
+	// UpdateToken applies fn atomically (see UpdateAccount): concurrent validations that
+	// each increment UsedCount below MaxUses never exceed it.
+	UpdateToken(ctx context.Context, appID, id string, fn func(*Token) error) (Token, error)
+	DeleteToken(ctx context.Context, appID, id string) error
+}

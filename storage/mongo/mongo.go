@@ -1,0 +1,220 @@
+package mongo
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
+	"go.mongodb.org/mongo-driver/v2/mongo/readpref"
+	"go.mongodb.org/mongo-driver/v2/x/mongo/driver/connstring"
+	"go.mongodb.org/mongo-driver/v2/x/mongo/driver/topology"
+
+	"github.com/keyward/keyward/storage"
+)
+
+// Config says which server and database to use.
+type Config struct {
+	// URI is a mongodb:// or mongodb+srv:// connection string.
+	URI string
+	// Database defaults to the database named in the URI path, else DefaultDatabase.
+	Database string
+}
+
+// DefaultDatabase is used when neither Config.Database nor the URI names one.
+const DefaultDatabase = "keyward"
+
+const (
+	// serverSelectionTimeout bounds how long one call waits for a reachable server, so that
+	// during an outage requests fail fast with ErrUnavailable instead of piling up for the
+	// driver's default 30 s.
+	serverSelectionTimeout = 3 * time.Second
+	// openTimeout bounds the ping at Open, so that a wrong or unreachable URI stops
+	// start-up with a clear error.
+	openTimeout = 5 * time.Second
+)
+
+// Collection names.
+const (
+	collAccounts = "accounts"
+	collTokens   = "accountTokens"
+	collClaims   = "accountClaims"
+)
+
+// Store is the MongoDB-wire engine. It is safe for concurrent use.
+type Store struct {
+	client   *mongo.Client
+	db       *mongo.Database
+	accounts *mongo.Collection
+	tokens   *mongo.Collection
+	claims   *mongo.Collection
+}
+
+var _ storage.Store = (*Store)(nil)
+
+// Open connects, checks the server answers, and creates the indexes the contract relies on.
+func Open(ctx context.Context, cfg Config) (*Store, error) {
+	cs, err := connstring.ParseAndValidate(cfg.URI)
+	if err != nil {
+		// The parse error may quote the URI, password included: keep only its kind.
+		return nil, errors.New("mongo: open: invalid URI")
+	}
+	dbName := databaseName(cfg, cs)
+	where := strings.Join(cs.Hosts, ",") + "/" + dbName
+
+	client, err := mongo.Connect(options.Client().
+		ApplyURI(cfg.URI).
+		SetServerSelectionTimeout(serverSelectionTimeout).
+		SetConnectTimeout(serverSelectionTimeout))
+	if err != nil {
+		return nil, fmt.Errorf("mongo: open %s: %w", where, err)
+	}
+
+	pingCtx, cancel := context.WithTimeout(ctx, openTimeout)
+	defer cancel()
+	if err := client.Ping(pingCtx, readpref.Primary()); err != nil {
+		_ = client.Disconnect(context.WithoutCancel(ctx))
+		return nil, fmt.Errorf("mongo: open %s: %w: %v", where, storage.ErrUnavailable, err)
+	}
+
+	db := client.Database(dbName)
+	s := &Store{
+		client:   client,
+		db:       db,
+		accounts: db.Collection(collAccounts),
+		tokens:   db.Collection(collTokens),
+		claims:   db.Collection(collClaims),
+	}
+	if err := s.createIndexes(ctx); err != nil {
+		_ = client.Disconnect(context.WithoutCancel(ctx))
+		return nil, fmt.Errorf("mongo: open %s: %w", where, err)
+	}
+	return s, nil
+}
+
+// databaseName picks the database: the configured one, else the URI's, else the default.
+func databaseName(cfg Config, cs *connstring.ConnString) string {
+	switch {
+	case cfg.Database != "":
+		return cfg.Database
+	case cs.Database != "":
+		return cs.Database
+	}
+	return DefaultDatabase
+}
+
+// createIndexes creates what the contract needs; creating an index that exists with the
+// same spec is a no-op, so this runs at every Open.
+//
+// Every unique index is on a field every document has: FerretDB does not reliably support
+// sparse or partial indexes, so uniqueness must not depend on skipping documents. For the
+// same reason the API key hash index is not unique (accounts without a key all hold "").
+func (s *Store) createIndexes(ctx context.Context) error {
+	unique := func(name string) *options.IndexOptionsBuilder {
+		return options.Index().SetName(name).SetUnique(true)
+	}
+	plain := func(name string) *options.IndexOptionsBuilder { return options.Index().SetName(name) }
+
+	sets := []struct {
+		coll   *mongo.Collection
+		models []mongo.IndexModel
+	}{
+		{s.accounts, []mongo.IndexModel{
+			{Keys: bson.D{{Key: "usernameLower", Value: 1}}, Options: unique("usernameLower_unique")},
+			{Keys: bson.D{{Key: "emailLower", Value: 1}}, Options: unique("emailLower_unique")},
+			{Keys: bson.D{{Key: "apiKeyHash", Value: 1}}, Options: plain("apiKeyHash")},
+			{Keys: bson.D{{Key: "createdAt", Value: 1}, {Key: "_id", Value: 1}}, Options: plain("createdAt_id")},
+		}},
+		// A token's hash is its _id, unique by construction.
+		{s.tokens, []mongo.IndexModel{
+			{Keys: bson.D{{Key: "accountId", Value: 1}, {Key: "purpose", Value: 1}}, Options: plain("accountId_purpose")},
+		}},
+		// A claim's _id is the account id and version it reserves (see UpdateAccount).
+		{s.claims, []mongo.IndexModel{
+			{Keys: bson.D{{Key: "accountId", Value: 1}}, Options: plain("accountId")},
+		}},
+	}
+	// One createIndexes command per index: FerretDB 1.24 panics (and drops the
+	// connection) when one command lists several indexes that already exist, which is
+	// what every Open after the first sends.
+	for _, set := range sets {
+		for _, m := range set.models {
+			if _, err := set.coll.Indexes().CreateOne(ctx, m); err != nil {
+				return wrap("create indexes on "+set.coll.Name(), err)
+			}
+		}
+	}
+	return nil
+}
+
+// Ping reports whether the server answers.
+func (s *Store) Ping(ctx context.Context) error {
+	if err := s.client.Ping(ctx, readpref.Primary()); err != nil {
+		return wrap("ping", err)
+	}
+	return nil
+}
+
+// Close disconnects, waiting at most a few seconds for in-flight operations.
+func (s *Store) Close() error {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := s.client.Disconnect(ctx); err != nil {
+		return fmt.Errorf("mongo: close: %w", err)
+	}
+	return nil
+}
+
+// wrap adds the operation to err and maps driver errors onto the storage sentinels. The
+// driver's message is kept as text, never its type, so callers match sentinels only.
+// Errors that are not the driver's (context cancellation) stay matchable as they are.
+func wrap(op string, err error) error {
+	switch {
+	case errors.Is(err, mongo.ErrNoDocuments):
+		return fmt.Errorf("mongo: %s: %w", op, storage.ErrNotFound)
+	case isDuplicateKey(err):
+		return fmt.Errorf("mongo: %s: %w: %v", op, storage.ErrConflict, err)
+	case isUnavailable(err):
+		return fmt.Errorf("mongo: %s: %w: %v", op, storage.ErrUnavailable, err)
+	}
+	return fmt.Errorf("mongo: %s: %w", op, err)
+}
+
+// isDuplicateKey reports a unique index violation. FerretDB 1.24 answers the standard
+// E11000 to an insert but a generic InternalError quoting its backend's constraint message
+// to an update, so those messages (SQLite's and PostgreSQL's) count too.
+func isDuplicateKey(err error) bool {
+	if mongo.IsDuplicateKeyError(err) {
+		return true
+	}
+	var se mongo.ServerError
+	return errors.As(err, &se) &&
+		(se.HasErrorMessage("UNIQUE constraint failed") ||
+			se.HasErrorMessage("duplicate key value violates unique constraint"))
+}
+
+// isUnavailable reports errors caused by the server being unreachable rather than by the
+// request. A caller's own cancelled context is not an outage.
+func isUnavailable(err error) bool {
+	if errors.Is(err, context.Canceled) {
+		return false
+	}
+	var sel topology.ServerSelectionError
+	return errors.As(err, &sel) ||
+		mongo.IsNetworkError(err) ||
+		errors.Is(err, mongo.ErrClientDisconnected) ||
+		(mongo.IsTimeout(err) && !errors.Is(err, context.DeadlineExceeded))
+}
+
+// fromDate brings a decoded BSON date to the contract's form: UTC, or the zero time for a
+// field that was absent.
+func fromDate(t time.Time) time.Time {
+	if t.IsZero() {
+		return time.Time{}
+	}
+	return t.UTC()
+}

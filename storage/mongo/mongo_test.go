@@ -1,0 +1,239 @@
+package mongo
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"net"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/x/mongo/driver/connstring"
+
+	"github.com/keyward/keyward/internal/testenv"
+	"github.com/keyward/keyward/storage"
+	"github.com/keyward/keyward/storage/storagetest"
+)
+
+// openFresh opens a store on a database of its own, dropped when the test ends.
+func openFresh(t *testing.T, uri string) *Store {
+	t.Helper()
+	name := testenv.UniqueName("kwtest_")
+	s, err := Open(t.Context(), Config{URI: uri, Database: name})
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if err := s.db.Drop(ctx); err != nil {
+			t.Errorf("drop database %s: %v", name, err)
+		}
+		if err := s.Close(); err != nil {
+			t.Errorf("Close: %v", err)
+		}
+	})
+	return s
+}
+
+func TestConformance(t *testing.T) {
+	uri := testenv.MongoURI(t)
+	storagetest.Run(t, func(t *testing.T) storage.Store { return openFresh(t, uri) })
+}
+
+func TestOpenIsIdempotent(t *testing.T) {
+	uri := testenv.MongoURI(t)
+	s := openFresh(t, uri)
+	a := storage.Account{ID: "a1", Username: "Again", Email: "again@example.com", CreatedAt: storage.Now()}
+	if err := s.CreateAccount(t.Context(), a); err != nil {
+		t.Fatalf("CreateAccount: %v", err)
+	}
+	// A second Open on the same database re-creates the indexes without error and sees
+	// the data; the unique indexes still hold.
+	s2, err := Open(t.Context(), Config{URI: uri, Database: s.db.Name()})
+	if err != nil {
+		t.Fatalf("second Open: %v", err)
+	}
+	defer s2.Close()
+	if _, err := s2.GetAccountByUsername(t.Context(), "again"); err != nil {
+		t.Errorf("GetAccountByUsername through the second store: %v", err)
+	}
+	dup := storage.Account{ID: "a2", Username: "AGAIN", Email: "other@example.com"}
+	if err := s2.CreateAccount(t.Context(), dup); !errors.Is(err, storage.ErrConflict) {
+		t.Errorf("CreateAccount with a taken username after reopen: error = %v, want ErrConflict", err)
+	}
+}
+
+func TestOpenUnreachable(t *testing.T) {
+	// A port that was just free refuses connections at once.
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	_ = l.Close()
+
+	start := time.Now()
+	_, err = Open(t.Context(), Config{URI: "mongodb://" + addr + "/"})
+	if !errors.Is(err, storage.ErrUnavailable) {
+		t.Fatalf("Open of an unreachable server: error = %v, want ErrUnavailable", err)
+	}
+	if d := time.Since(start); d > openTimeout+2*time.Second {
+		t.Errorf("Open took %v to fail, want about %v at most", d, openTimeout)
+	}
+}
+
+func TestDatabaseName(t *testing.T) {
+	cases := []struct {
+		uri, configured, want string
+	}{
+		{"mongodb://127.0.0.1:27017", "", DefaultDatabase},
+		{"mongodb://127.0.0.1:27017/", "", DefaultDatabase},
+		{"mongodb://127.0.0.1:27017/?appName=x", "", DefaultDatabase},
+		{"mongodb://127.0.0.1:27017/licensing", "", "licensing"},
+		{"mongodb://u:p@a:1,b:2/licensing?replicaSet=rs0", "", "licensing"},
+		{"mongodb://127.0.0.1:27017/licensing", "override", "override"},
+	}
+	for _, c := range cases {
+		cs, err := connstring.ParseAndValidate(c.uri)
+		if err != nil {
+			t.Fatalf("parse %q: %v", c.uri, err)
+		}
+		if got := databaseName(Config{URI: c.uri, Database: c.configured}, cs); got != c.want {
+			t.Errorf("databaseName(%q, %q) = %q, want %q", c.uri, c.configured, got, c.want)
+		}
+	}
+}
+
+func TestOpenInvalidURIHidesPassword(t *testing.T) {
+	_, err := Open(t.Context(), Config{URI: "mongodb://user:s3cret@host:notaport/db"})
+	if err == nil {
+		t.Fatal("Open with an invalid URI succeeded")
+	}
+	if strings.Contains(err.Error(), "s3cret") {
+		t.Errorf("error leaks the password: %v", err)
+	}
+}
+
+// TestOutageFailsFast runs a FerretDB server of its own, stops it under an open store, and
+// checks that calls then fail within about the server-selection timeout with an error
+// wrapping ErrUnavailable, rather than hanging.
+func TestOutageFailsFast(t *testing.T) {
+	bin := os.Getenv("KEYWARD_TEST_FERRETDB_BIN")
+	if bin == "" {
+		testenv.MongoURI(t) // fails or skips, as for every test needing the server
+		t.Skip("KEYWARD_TEST_FERRETDB_BIN is not set: run the tests through deploy/testenv.sh")
+	}
+	cmd := exec.Command(bin, "-listen", "127.0.0.1:0", "-dir", t.TempDir())
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("start %s: %v", bin, err)
+	}
+	stopped := false
+	stop := func() {
+		if !stopped {
+			stopped = true
+			_ = cmd.Process.Kill()
+			_ = cmd.Wait()
+		}
+	}
+	t.Cleanup(stop)
+
+	// The server prints its URI once it listens.
+	uriCh := make(chan string, 1)
+	go func() {
+		line, _ := bufio.NewReader(out).ReadString('\n')
+		uriCh <- strings.TrimSpace(line)
+	}()
+	var uri string
+	select {
+	case uri = <-uriCh:
+	case <-time.After(30 * time.Second):
+		t.Fatal("private FerretDB server did not report its URI within 30s")
+	}
+	if !strings.HasPrefix(uri, "mongodb://") {
+		t.Fatalf("private FerretDB server printed %q, want a mongodb:// URI", uri)
+	}
+
+	ctx := t.Context()
+	s, err := Open(ctx, Config{URI: uri, Database: testenv.UniqueName("kwtest_")})
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	if err := s.CreateAccount(ctx, storage.Account{ID: "a", Username: "a", Email: "a@a"}); err != nil {
+		t.Fatalf("CreateAccount: %v", err)
+	}
+
+	stop()
+
+	calls := map[string]func() error{
+		"GetAccount": func() error { _, err := s.GetAccount(ctx, "a"); return err },
+		"Ping":       func() error { return s.Ping(ctx) },
+		"UpdateAccount": func() error {
+			_, err := s.UpdateAccount(ctx, "a", func(*storage.Account) error { return nil })
+			return err
+		},
+	}
+	for name, call := range calls {
+		start := time.Now()
+		err := call()
+		if !errors.Is(err, storage.ErrUnavailable) {
+			t.Errorf("%s during the outage: error = %v, want ErrUnavailable", name, err)
+		}
+		if d := time.Since(start); d > serverSelectionTimeout+2*time.Second {
+			t.Errorf("%s took %v to fail, want about %v at most", name, d, serverSelectionTimeout)
+		}
+	}
+}
+
+// TestUpdateAcrossRecreate: an updater whose account is deleted and created again under the
+// same id between its read and its write must not write the old record's fields over the
+// new one (version ABA). fn does the delete and re-create itself on its first call, which
+// puts them exactly in that window.
+func TestUpdateAcrossRecreate(t *testing.T) {
+	s := openFresh(t, testenv.MongoURI(t))
+	ctx := t.Context()
+	old := storage.Account{ID: "same", Username: "old", Email: "old@example.com", Plan: "basic"}
+	if err := s.CreateAccount(ctx, old); err != nil {
+		t.Fatalf("CreateAccount: %v", err)
+	}
+	fresh := storage.Account{ID: "same", Username: "fresh", Email: "fresh@example.com", Plan: "basic"}
+
+	calls := 0
+	got, err := s.UpdateAccount(ctx, "same", func(a *storage.Account) error {
+		calls++
+		if calls == 1 {
+			if err := s.DeleteAccount(ctx, "same"); err != nil {
+				return err
+			}
+			if err := s.CreateAccount(ctx, fresh); err != nil {
+				return err
+			}
+		}
+		a.Plan = "pro"
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("UpdateAccount: %v", err)
+	}
+	if calls != 2 {
+		t.Errorf("fn called %d times, want 2 (once on each record)", calls)
+	}
+	stored, err := s.GetAccount(ctx, "same")
+	if err != nil {
+		t.Fatalf("GetAccount: %v", err)
+	}
+	if stored.Username != "fresh" || stored.Email != fresh.Email || stored.Plan != "pro" {
+		t.Errorf("stored account = %q %q plan %q, want the re-created account with plan pro", stored.Username, stored.Email, stored.Plan)
+	}
+	if got.Username != stored.Username || got.Plan != stored.Plan {
+		t.Errorf("UpdateAccount returned %q plan %q, stored is %q plan %q", got.Username, got.Plan, stored.Username, stored.Plan)
+	}
+}

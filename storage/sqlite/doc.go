@@ -1,0 +1,27 @@
+// Package sqlite is Keyward's embedded storage engine, built on modernc.org/sqlite (pure
+// Go, no cgo). It owns the SQLite schema, its numbered migrations (migrations.go), and the
+// mapping of the storage contract onto SQL; it passes storage/storagetest unchanged.
+//
+// Shape:
+//   - Two connection pools on one file. The writer pool has exactly one connection, and
+//     its transactions start with BEGIN IMMEDIATE, because SQLite allows one writer at a
+//     time: queueing our own writers in database/sql instead of inside SQLite means they
+//     never see SQLITE_BUSY, and taking the write lock up front means a read-then-write
+//     transaction can never fail to upgrade. The reader pool has several query_only
+//     connections which, in WAL mode, read a consistent snapshot without blocking the
+//     writer.
+//   - busy_timeout covers the remaining contention: another process on the same file, and
+//     WAL checkpoints.
+//   - Times are INTEGER unix milliseconds with 0 standing for the zero time.Time, so an
+//     instant exactly at the Unix epoch reads back as the zero time; Keyward never stores
+//     1970-01-01T00:00:00Z as a meaningful time.
+//   - Case-insensitive uniqueness uses unique indexes on columns holding strings.ToLower
+//     copies, lowered in Go rather than by SQLite's lower(), which only folds ASCII.
+//
+// Where it stops scaling: every write in the process goes through one connection, so write
+// throughput is that of one SQLite writer (thousands of small transactions a second on a
+// local SSD, far less on slow disks), and UpdateAccount holds the write lock while its
+// updater function runs. The file must be on a local filesystem of a single host — WAL
+// needs shared memory, so network filesystems and several Keyward nodes sharing one file
+// are unsupported. A cluster uses the MongoDB engine (storage/mongo) instead.
+package sqlite

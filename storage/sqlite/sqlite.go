@@ -1,0 +1,181 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"net/url"
+	"runtime"
+	"strings"
+	"time"
+
+	msqlite "modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
+
+	"github.com/keyward/keyward/storage"
+)
+
+// Config says where the database lives.
+type Config struct {
+	// Path is the database file, created if missing. It must be a real file: the writer
+	// and reader pools each open it, so ":memory:" would give them two different databases.
+	Path string
+}
+
+// busyTimeout is how long a connection waits for a lock held by another process (or a
+// checkpoint) before failing with SQLITE_BUSY.
+const busyTimeout = 10 * time.Second
+
+// Store is the SQLite engine. It is safe for concurrent use.
+type Store struct {
+	w *sql.DB // exactly one connection; every write goes through it
+	r *sql.DB // query_only connections for reads
+}
+
+var _ storage.Store = (*Store)(nil)
+
+// Open opens (creating if needed) the database at cfg.Path and applies pending migrations.
+func Open(ctx context.Context, cfg Config) (*Store, error) {
+	if cfg.Path == "" || cfg.Path == ":memory:" || strings.HasPrefix(cfg.Path, "file:") {
+		return nil, fmt.Errorf("sqlite: open: path %q: need a database file path", cfg.Path)
+	}
+	// The driver cuts the DSN at the first '?' to find its parameters.
+	if strings.ContainsRune(cfg.Path, '?') {
+		return nil, fmt.Errorf("sqlite: open: path %q must not contain '?'", cfg.Path)
+	}
+
+	w, err := sql.Open("sqlite", dsn(cfg.Path, true))
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: open %s: %w", cfg.Path, err)
+	}
+	w.SetMaxOpenConns(1)
+	w.SetMaxIdleConns(1)
+	// Reopening the writer would cost the page cache for nothing.
+	w.SetConnMaxLifetime(0)
+	w.SetConnMaxIdleTime(0)
+
+	if err := setupWriter(ctx, w); err != nil {
+		_ = w.Close()
+		return nil, wrap("open "+cfg.Path, err)
+	}
+
+	r, err := sql.Open("sqlite", dsn(cfg.Path, false))
+	if err != nil {
+		_ = w.Close()
+		return nil, fmt.Errorf("sqlite: open %s: %w", cfg.Path, err)
+	}
+	n := max(4, runtime.GOMAXPROCS(0))
+	r.SetMaxOpenConns(n)
+	r.SetMaxIdleConns(n)
+	if err := r.PingContext(ctx); err != nil {
+		_ = w.Close()
+		_ = r.Close()
+		return nil, wrap("open readers "+cfg.Path, err)
+	}
+	return &Store{w: w, r: r}, nil
+}
+
+// dsn builds the driver's data source name. Pragmas go in the DSN rather than being run
+// once after Open because database/sql may open new connections at any time, and each
+// must be configured the same way.
+func dsn(path string, writer bool) string {
+	q := url.Values{}
+	q.Set("_busy_timeout", fmt.Sprint(busyTimeout.Milliseconds()))
+	q.Set("_foreign_keys", "1")
+	if writer {
+		// journal_mode=WAL is persistent in the file; the writer sets it before anything
+		// else touches the database.
+		q.Set("_journal_mode", "WAL")
+		// NORMAL in WAL mode can lose the last transactions on power loss but never
+		// corrupts the database, and saves an fsync per commit.
+		q.Set("_synchronous", "NORMAL")
+		q.Set("_txlock", "immediate")
+	} else {
+		q.Set("_synchronous", "NORMAL")
+		// A write through the reader pool would bypass the single-writer queue.
+		q.Set("_query_only", "1")
+	}
+	return path + "?" + q.Encode()
+}
+
+func setupWriter(ctx context.Context, w *sql.DB) error {
+	var mode string
+	if err := w.QueryRowContext(ctx, `PRAGMA journal_mode`).Scan(&mode); err != nil {
+		return err
+	}
+	// SQLite silently keeps another mode where WAL is impossible (some network or
+	// read-only filesystems); the concurrency design above depends on WAL.
+	if !strings.EqualFold(mode, "wal") {
+		return fmt.Errorf("journal_mode is %q, want wal (is the file on a local filesystem?)", mode)
+	}
+	if err := migrate(ctx, w); err != nil {
+		return fmt.Errorf("migrate: %w", err)
+	}
+	return nil
+}
+
+// Ping reports whether both pools can reach the database file.
+func (s *Store) Ping(ctx context.Context) error {
+	if err := s.w.PingContext(ctx); err != nil {
+		return wrap("ping", err)
+	}
+	if err := s.r.PingContext(ctx); err != nil {
+		return wrap("ping", err)
+	}
+	return nil
+}
+
+// Close closes both pools. In WAL mode closing the last connection checkpoints the log
+// into the main file.
+func (s *Store) Close() error {
+	return errors.Join(s.r.Close(), s.w.Close())
+}
+
+// wrap adds the operation to err and maps driver errors onto the storage sentinels. The
+// driver's message is kept as text, never its type, so callers match sentinels only.
+// Errors that are not the driver's (context cancellation) stay matchable as they are.
+func wrap(op string, err error) error {
+	if errors.Is(err, sql.ErrNoRows) {
+		return fmt.Errorf("sqlite: %s: %w", op, storage.ErrNotFound)
+	}
+	var se *msqlite.Error
+	if !errors.As(err, &se) {
+		return fmt.Errorf("sqlite: %s: %w", op, err)
+	}
+	code := se.Code()
+	switch {
+	case code == sqlite3.SQLITE_CONSTRAINT_UNIQUE || code == sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY:
+		return fmt.Errorf("sqlite: %s: %w: %s", op, storage.ErrConflict, se.Error())
+	case code&0xff == sqlite3.SQLITE_BUSY,
+		code&0xff == sqlite3.SQLITE_LOCKED,
+		code&0xff == sqlite3.SQLITE_IOERR,
+		code&0xff == sqlite3.SQLITE_CANTOPEN,
+		code&0xff == sqlite3.SQLITE_FULL:
+		return fmt.Errorf("sqlite: %s: %w: %s", op, storage.ErrUnavailable, se.Error())
+	}
+	return fmt.Errorf("sqlite: %s: %s", op, se.Error())
+}
+
+// isForeignKey reports a foreign key violation, which only a token for an unknown
+// account causes.
+func isForeignKey(err error) bool {
+	var se *msqlite.Error
+	return errors.As(err, &se) && se.Code() == sqlite3.SQLITE_CONSTRAINT_FOREIGNKEY
+}
+
+// toMillis and fromMillis convert times to and from their column form: unix milliseconds,
+// 0 for the zero time (whose own unix value is a large negative number).
+func toMillis(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixMilli()
+}
+
+func fromMillis(v int64) time.Time {
+	if v == 0 {
+		return time.Time{}
+	}
+	return time.UnixMilli(v).UTC()
+}

@@ -1,0 +1,225 @@
+package sqlite
+
+import (
+	"database/sql"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/keyward/keyward/storage"
+	"github.com/keyward/keyward/storage/storagetest"
+)
+
+func openTemp(t *testing.T, path string) *Store {
+	t.Helper()
+	s, err := Open(t.Context(), Config{Path: path})
+	if err != nil {
+		t.Fatalf("Open(%s): %v", path, err)
+	}
+	t.Cleanup(func() {
+		if err := s.Close(); err != nil {
+			t.Errorf("Close: %v", err)
+		}
+	})
+	return s
+}
+
+func TestConformance(t *testing.T) {
+	storagetest.Run(t, func(t *testing.T) storage.Store {
+		return openTemp(t, filepath.Join(t.TempDir(), "keyward.db"))
+	})
+}
+
+func TestMigrationsAreNumberedInOrder(t *testing.T) {
+	for i, m := range migrations {
+		if m.version != i+1 {
+			t.Errorf("migrations[%d] has version %d, want %d", i, m.version, i+1)
+		}
+		if m.name == "" || strings.TrimSpace(m.sql) == "" {
+			t.Errorf("migration %d has no name or no SQL", m.version)
+		}
+	}
+}
+
+type migrationRow struct {
+	version   int
+	name      string
+	appliedAt int64
+}
+
+func migrationRows(t *testing.T, s *Store) []migrationRow {
+	t.Helper()
+	rows, err := s.r.QueryContext(t.Context(), `SELECT version, name, applied_at FROM schema_migrations ORDER BY version`)
+	if err != nil {
+		t.Fatalf("read schema_migrations: %v", err)
+	}
+	defer rows.Close()
+	var out []migrationRow
+	for rows.Next() {
+		var r migrationRow
+		if err := rows.Scan(&r.version, &r.name, &r.appliedAt); err != nil {
+			t.Fatalf("scan schema_migrations: %v", err)
+		}
+		out = append(out, r)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatalf("read schema_migrations: %v", err)
+	}
+	return out
+}
+
+func TestReopenKeepsDataAndMigrationsOnce(t *testing.T) {
+	ctx := t.Context()
+	path := filepath.Join(t.TempDir(), "keyward.db")
+
+	s, err := Open(ctx, Config{Path: path})
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	a := storage.Account{ID: "a1", Username: "Persist", Email: "persist@example.com", Plan: "pro", CreatedAt: storage.Now()}
+	if err := s.CreateAccount(ctx, a); err != nil {
+		t.Fatalf("CreateAccount: %v", err)
+	}
+	tok := storage.AccountToken{Hash: "h1", AccountID: a.ID, Purpose: storage.TokenVerifyEmail,
+		ExpiresAt: a.CreatedAt.Add(3600e9), CreatedAt: a.CreatedAt}
+	if err := s.CreateAccountToken(ctx, tok); err != nil {
+		t.Fatalf("CreateAccountToken: %v", err)
+	}
+	first := migrationRows(t, s)
+	if len(first) != len(migrations) {
+		t.Fatalf("schema_migrations has %d rows after the first Open, want %d", len(first), len(migrations))
+	}
+	for i, r := range first {
+		if r.version != migrations[i].version || r.name != migrations[i].name {
+			t.Errorf("schema_migrations row %d = %+v, want version %d %q", i, r, migrations[i].version, migrations[i].name)
+		}
+	}
+	if err := s.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+
+	s2 := openTemp(t, path)
+	got, err := s2.GetAccountByUsername(ctx, "persist")
+	if err != nil {
+		t.Fatalf("GetAccountByUsername after reopen: %v", err)
+	}
+	if got.ID != a.ID || got.Email != a.Email || got.Plan != a.Plan || !got.CreatedAt.Equal(a.CreatedAt) {
+		t.Errorf("account after reopen = %+v, want %+v", got, a)
+	}
+	// Reopening applied nothing again: same rows, same applied_at.
+	if again := migrationRows(t, s2); fmt.Sprint(again) != fmt.Sprint(first) {
+		t.Errorf("schema_migrations changed on reopen: %v, was %v", again, first)
+	}
+	// Running the migrations by hand on the migrated database is a no-op too.
+	if err := migrate(ctx, s2.w); err != nil {
+		t.Fatalf("migrate on an up-to-date database: %v", err)
+	}
+	if again := migrationRows(t, s2); fmt.Sprint(again) != fmt.Sprint(first) {
+		t.Errorf("schema_migrations changed by a second migrate: %v, was %v", again, first)
+	}
+	if _, err := s2.ConsumeAccountToken(ctx, tok.Purpose, tok.Hash, a.CreatedAt); err != nil {
+		t.Errorf("token after reopen: %v", err)
+	}
+}
+
+func TestRefusesNewerSchema(t *testing.T) {
+	ctx := t.Context()
+	path := filepath.Join(t.TempDir(), "keyward.db")
+	s := openTemp(t, path)
+	if _, err := s.w.ExecContext(ctx, `INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, 'from the future', 0)`,
+		len(migrations)+1); err != nil {
+		t.Fatalf("insert: %v", err)
+	}
+	s2, err := Open(ctx, Config{Path: path})
+	if err == nil {
+		_ = s2.Close()
+		t.Fatal("Open of a database with a newer schema succeeded, want an error")
+	}
+	if !strings.Contains(err.Error(), "newer") {
+		t.Errorf("Open error = %v, want it to say the schema is newer", err)
+	}
+}
+
+func TestPragmas(t *testing.T) {
+	s := openTemp(t, filepath.Join(t.TempDir(), "keyward.db"))
+	want := map[string]string{
+		"journal_mode": "wal",
+		"foreign_keys": "1",
+		"synchronous":  "1", // NORMAL
+		"busy_timeout": fmt.Sprint(busyTimeout.Milliseconds()),
+	}
+	for name, db := range map[string]*sql.DB{"writer": s.w, "reader": s.r} {
+		for pragma, v := range want {
+			var got string
+			if err := db.QueryRowContext(t.Context(), "PRAGMA "+pragma).Scan(&got); err != nil {
+				t.Fatalf("%s: PRAGMA %s: %v", name, pragma, err)
+			}
+			if !strings.EqualFold(got, v) {
+				t.Errorf("%s: PRAGMA %s = %s, want %s", name, pragma, got, v)
+			}
+		}
+	}
+	// The reader pool refuses writes, so none can bypass the single writer.
+	if _, err := s.r.ExecContext(t.Context(), `DELETE FROM accounts`); err == nil {
+		t.Error("write through the reader pool succeeded, want it refused")
+	}
+}
+
+// TestTwoStoresOneFile runs concurrent updaters through two Stores on the same file, as two
+// processes would be: only busy_timeout and BEGIN IMMEDIATE keep them from failing with
+// SQLITE_BUSY or losing updates.
+func TestTwoStoresOneFile(t *testing.T) {
+	ctx := t.Context()
+	path := filepath.Join(t.TempDir(), "keyward.db")
+	s1 := openTemp(t, path)
+	s2 := openTemp(t, path)
+	if err := s1.CreateAccount(ctx, storage.Account{ID: "c", Username: "c", Email: "c@c"}); err != nil {
+		t.Fatalf("CreateAccount: %v", err)
+	}
+
+	const perStore = 15
+	var wg sync.WaitGroup
+	errs := make(chan error, 2*perStore)
+	for _, s := range []*Store{s1, s2} {
+		for range perStore {
+			wg.Go(func() {
+				_, err := s.UpdateAccount(ctx, "c", func(a *storage.Account) error {
+					a.APICallsUsed++
+					return nil
+				})
+				if err != nil {
+					errs <- err
+				}
+			})
+		}
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Errorf("UpdateAccount: %v", err)
+	}
+	got, err := s2.GetAccount(ctx, "c")
+	if err != nil {
+		t.Fatalf("GetAccount: %v", err)
+	}
+	if got.APICallsUsed != 2*perStore {
+		t.Errorf("APICallsUsed = %d, want %d", got.APICallsUsed, 2*perStore)
+	}
+}
+
+func TestOpenRejectsBadPaths(t *testing.T) {
+	for _, p := range []string{"", ":memory:", "file:x.db", filepath.Join(t.TempDir(), "a?b.db")} {
+		if s, err := Open(t.Context(), Config{Path: p}); err == nil {
+			_ = s.Close()
+			t.Errorf("Open(%q) succeeded, want an error", p)
+		}
+	}
+	// A directory that does not exist cannot hold the file: the error says unavailable.
+	_, err := Open(t.Context(), Config{Path: filepath.Join(t.TempDir(), "missing", "dir", "k.db")})
+	if !errors.Is(err, storage.ErrUnavailable) {
+		t.Errorf("Open in a missing directory: error = %v, want ErrUnavailable", err)
+	}
+}

@@ -1,0 +1,83 @@
+package storage
+
+import (
+	"context"
+	"time"
+)
+
+// AppUser is an end user of an application (SPEC 2, Application user).
+type AppUser struct {
+	ID           string
+	AppID        string
+	Username     string
+	PasswordHash string
+	Email        string
+	Level        int
+	// ExpiresAt is when the user's access ends; zero means never.
+	ExpiresAt   time.Time
+	DeviceLimit int
+	// Metadata is a JSON object as text ("" means {}), owner-defined.
+	Metadata    string
+	Enabled     bool
+	Banned      bool
+	BanReason   string
+	HWID        string
+	DisplayName string
+	PCName      string
+	LockedIP    string
+	LastLoginIP string
+	// Reset limits: at most *ResetMax resets (0 = unlimited), each at least *ResetCooldown
+	// seconds after the previous one (0 = none).
+	HwidResetMax      int
+	HwidResetCooldown int
+	IPResetMax        int
+	IPResetCooldown   int
+	HwidResets        int
+	LastHwidResetAt   time.Time
+	IPResets          int
+	LastIPResetAt     time.Time
+	// LicenseID is the user's active license (the subscription), "" when none.
+	LicenseID string
+	DiscordID string
+
+	LastLoginAt time.Time
+	CreatedAt   time.Time
+	UpdatedAt   time.Time
+}
+
+// User sort keys (the sortBy values of SPEC 4.3).
+const (
+	UserSortUsername    = "username"
+	UserSortCreatedAt   = "created_at"
+	UserSortLastLoginAt = "last_login_at"
+	UserSortExpiresAt   = "expires_at"
+)
+
+// UserQuery selects users of one app.
+type UserQuery struct {
+	// Search matches a case-insensitive substring of the username or email.
+	Search string
+	// SortBy is one of the UserSort* keys (default created_at); Desc reverses it. Ties are
+	// broken by id so pages are stable.
+	SortBy string
+	Desc   bool
+	// Banned, when set, keeps only users with that banned flag.
+	Banned *bool
+	// Expired keeps only users whose ExpiresAt is set and not after Now.
+	Expired bool
+	Now     time.Time
+	Page    Page
+}
+
+// UserStore persists application users. Usernames are unique per app, case-insensitively.
+type UserStore interface {
+	CreateUser(ctx context.Context, u AppUser) error
+	GetUser(ctx context.Context, appID, id string) (AppUser, error)
+	GetUserByUsername(ctx context.Context, appID, username string) (AppUser, error)
+	ListUsers(ctx context.Context, appID string, q UserQuery) ([]AppUser, int, error)
+	CountUsers(ctx context.Context, appID string) (int, error)
+	// UpdateUser applies fn atomically (see UpdateAccount). ErrConflict on a taken username.
+	UpdateUser(ctx context.Context, appID, id string, fn func(*AppUser) error) (AppUser, error)
+	// DeleteUser removes the user and its devices.
+	DeleteUser(ctx context.Context, appID, id string) error
+}
