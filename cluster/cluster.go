@@ -44,11 +44,23 @@ type Revocations interface {
 	IsRevoked(ctx context.Context, id string) (bool, error)
 }
 
+// Counters are shared integer counters grouped under a name, for figures bumped on every
+// request and written to storage in batches (the monthly API calls of an account).
+type Counters interface {
+	// AddCount adds delta to field of group and answers the field's new value.
+	AddCount(ctx context.Context, group, field string, delta int64) (int64, error)
+	// TakeCounts atomically reads and empties group, answering field → value. A concurrent
+	// AddCount lands either in this take or in the group for the next one: none is lost or
+	// taken twice.
+	TakeCounts(ctx context.Context, group string) (map[string]int64, error)
+}
+
 // Engine is everything a node coordinates with its peers through.
 type Engine interface {
 	RateLimiter
 	OneTimeTokens
 	Revocations
+	Counters
 	// Name says which engine this is ("memory", "redis"), for logs.
 	Name() string
 	// Ping reports whether the engine answers, for readiness checks.

@@ -46,6 +46,8 @@ func Run(t *testing.T, newEngine func(t *testing.T) cluster.Engine) {
 		{"Revocations/BeforeAndAfterExpiry", testRevocation},
 		{"Revocations/Replace", testRevocationReplace},
 		{"Namespaces/Separate", testNamespaces},
+		{"Counters/AddAndTake", testCountersAddTake},
+		{"Counters/ConcurrentAddsDuringTakes", testCountersConcurrent},
 	}
 	for _, st := range subtests {
 		t.Run(st.name, func(t *testing.T) {
@@ -566,5 +568,86 @@ func testNamespaces(t *testing.T, e cluster.Engine) {
 	}
 	if r, err := e.IsRevoked(ctx, name); err != nil || !r {
 		t.Fatalf("IsRevoked = %v, %v; want true", r, err)
+	}
+}
+
+func testCountersAddTake(t *testing.T, e cluster.Engine) {
+	ctx := context.Background()
+	if got, err := e.TakeCounts(ctx, "calls"); err != nil || len(got) != 0 {
+		t.Fatalf("take of an empty group: %v %v", got, err)
+	}
+	for i, want := range []int64{1, 2, 7} {
+		delta := int64(1)
+		if i == 2 {
+			delta = 5
+		}
+		n, err := e.AddCount(ctx, "calls", "acct-a", delta)
+		if err != nil || n != want {
+			t.Fatalf("add %d: %d %v, want %d", i, n, err, want)
+		}
+	}
+	if _, err := e.AddCount(ctx, "calls", "acct-b", 3); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.AddCount(ctx, "other", "acct-a", 100); err != nil {
+		t.Fatal(err)
+	}
+	got, err := e.TakeCounts(ctx, "calls")
+	if err != nil || len(got) != 2 || got["acct-a"] != 7 || got["acct-b"] != 3 {
+		t.Fatalf("take: %v %v", got, err)
+	}
+	if got, _ := e.TakeCounts(ctx, "calls"); len(got) != 0 {
+		t.Fatalf("second take: %v", got)
+	}
+	if n, _ := e.AddCount(ctx, "calls", "acct-a", 1); n != 1 {
+		t.Fatalf("counter did not restart after a take: %d", n)
+	}
+	if got, _ := e.TakeCounts(ctx, "other"); got["acct-a"] != 100 {
+		t.Fatalf("other group: %v", got)
+	}
+}
+
+// testCountersConcurrent adds from many goroutines while another keeps taking: the sum of
+// everything taken equals everything added.
+func testCountersConcurrent(t *testing.T, e cluster.Engine) {
+	ctx := context.Background()
+	const workers, adds = 10, 50
+	var wg sync.WaitGroup
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < adds; i++ {
+				if _, err := e.AddCount(ctx, "busy", "acct", 1); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	stop, done := make(chan struct{}), make(chan struct{})
+	var taken int64
+	go func() {
+		defer close(done)
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			got, err := e.TakeCounts(ctx, "busy")
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			taken += got["acct"]
+		}
+	}()
+	wg.Wait()
+	close(stop)
+	<-done
+	rest, _ := e.TakeCounts(ctx, "busy")
+	if total := taken + rest["acct"]; total != workers*adds {
+		t.Fatalf("taken %d + left %d != added %d", taken, rest["acct"], workers*adds)
 	}
 }

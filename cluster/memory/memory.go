@@ -32,6 +32,7 @@ type Engine struct {
 	limiters map[string]*ring
 	tokens   map[string]token
 	revoked  map[string]time.Time
+	counters map[string]map[string]int64
 
 	stop      chan struct{} // closed by Close to stop the janitor
 	done      chan struct{} // closed by the janitor when it has returned
@@ -51,6 +52,7 @@ func New(cfg Config) *Engine {
 		limiters: make(map[string]*ring),
 		tokens:   make(map[string]token),
 		revoked:  make(map[string]time.Time),
+		counters: make(map[string]map[string]int64),
 		stop:     make(chan struct{}),
 		done:     make(chan struct{}),
 	}
@@ -211,6 +213,37 @@ func (e *Engine) IsRevoked(_ context.Context, id string) (bool, error) {
 	}
 	until, ok := e.revoked[id]
 	return ok && e.now().Before(until), nil
+}
+
+// AddCount implements cluster.Counters.
+func (e *Engine) AddCount(_ context.Context, group, field string, delta int64) (int64, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.closed {
+		return 0, errClosed
+	}
+	g := e.counters[group]
+	if g == nil {
+		g = make(map[string]int64)
+		e.counters[group] = g
+	}
+	g[field] += delta
+	return g[field], nil
+}
+
+// TakeCounts implements cluster.Counters; the mutex makes read-and-empty atomic.
+func (e *Engine) TakeCounts(_ context.Context, group string) (map[string]int64, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.closed {
+		return nil, errClosed
+	}
+	g := e.counters[group]
+	delete(e.counters, group)
+	if g == nil {
+		g = map[string]int64{}
+	}
+	return g, nil
 }
 
 type token struct {

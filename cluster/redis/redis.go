@@ -228,6 +228,35 @@ func (e *Engine) IsRevoked(ctx context.Context, id string) (bool, error) {
 	return n == 1, nil
 }
 
+// AddCount implements cluster.Counters with HINCRBY on one hash per group.
+func (e *Engine) AddCount(ctx context.Context, group, field string, delta int64) (int64, error) {
+	n, err := e.client.HIncrBy(ctx, e.prefix+"cnt:"+group, field, delta).Result()
+	if err != nil {
+		return 0, e.wrap(ctx, "add count", err)
+	}
+	return n, nil
+}
+
+// takeScript reads and deletes a hash in one step, so no HINCRBY falls between the two.
+var takeScript = goredis.NewScript(`local v = redis.call('HGETALL', KEYS[1]); redis.call('DEL', KEYS[1]); return v`)
+
+// TakeCounts implements cluster.Counters with takeScript.
+func (e *Engine) TakeCounts(ctx context.Context, group string) (map[string]int64, error) {
+	flat, err := takeScript.Run(ctx, e.client, []string{e.prefix + "cnt:" + group}).StringSlice()
+	if err != nil {
+		return nil, e.wrap(ctx, "take counts", err)
+	}
+	out := make(map[string]int64, len(flat)/2)
+	for i := 0; i+1 < len(flat); i += 2 {
+		n, err := strconv.ParseInt(flat[i+1], 10, 64)
+		if err != nil {
+			return nil, fmt.Errorf("cluster/redis: take counts: field %q holds %q: %w", flat[i], flat[i+1], err)
+		}
+		out[flat[i]] = n
+	}
+	return out, nil
+}
+
 // wrap adds context to a go-redis error and decides whether it means "Redis cannot be
 // reached" (wrapping cluster.ErrUnavailable, with the original error still in the chain).
 func (e *Engine) wrap(ctx context.Context, op string, err error) error {
