@@ -1,0 +1,33 @@
+# Keyward developer tasks. `make test` runs the Go tests against throwaway
+# Redis and FerretDB (MongoDB wire protocol) servers started by
+# deploy/testenv.sh; see deploy/README.md.
+
+VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
+TESTENV := bash deploy/testenv.sh
+GOTEST  := go test -race -count=1 -timeout 20m
+
+.PHONY: run build test test-v bench lint clean
+
+run:
+	go run ./cmd/keyward serve
+
+build:
+	go build -ldflags "-X main.version=$(VERSION)" -o bin/keyward ./cmd/keyward
+
+test:
+	go vet ./...
+	$(TESTENV) $(GOTEST) ./...
+
+test-v:
+	go vet ./...
+	$(TESTENV) $(GOTEST) -v ./...
+
+bench:
+	$(TESTENV) go test -run '^$$' -bench . -benchmem ./...
+
+lint:
+	@files=$$(gofmt -l .); if [ -n "$$files" ]; then echo "gofmt -l lists files that need gofmt -w:"; echo "$$files"; exit 1; fi
+	go vet ./...
+
+clean:
+	rm -rf bin

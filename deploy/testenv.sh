@@ -1,0 +1,200 @@
+#!/usr/bin/env bash
+# Usage: deploy/testenv.sh CMD [ARGS...]
+#
+# Runs CMD with a throwaway Redis and a throwaway FerretDB (MongoDB wire
+# protocol on SQLite) listening on free loopback ports, and exports:
+#
+#   KEYWARD_TEST_REDIS_URL        redis://127.0.0.1:PORT/0
+#   KEYWARD_TEST_MONGO_URI        mongodb://127.0.0.1:PORT/
+#   KEYWARD_TEST_REQUIRE_SERVERS  1 (tests must fail, not skip, without servers)
+#   KEYWARD_TEST_REDIS_SERVER     path of redis-server (to start more servers)
+#   KEYWARD_TEST_FERRETDB_BIN     path of the FerretDB test server binary
+#
+# redis-server is installed with apt-get when missing. The FerretDB program in
+# deploy/ferretdb is built once into a cache directory and rebuilt only when
+# its sources change. Both servers are stopped, and their temporary
+# directories removed, when CMD ends, fails or is interrupted; the script
+# exits with CMD's status.
+set -euo pipefail
+
+readonly START_TIMEOUT=30 # seconds to wait for each server to accept connections
+
+repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+tmp=""
+ferret_bin=""
+redis_pid=""
+ferret_pid=""
+
+log() { echo "testenv: $*" >&2; }
+die() {
+	log "error: $*"
+	exit 1
+}
+
+# --- cleanup ----------------------------------------------------------------
+
+# shellcheck disable=SC2317 # called from the EXIT trap
+stop_server() { # pid
+	local pid=$1 i
+	[[ -n $pid ]] || return 0
+	kill -TERM "$pid" 2>/dev/null || return 0
+	for ((i = 0; i < 50; i++)); do # up to 5 s, then SIGKILL
+		kill -0 "$pid" 2>/dev/null || break
+		sleep 0.1
+	done
+	kill -KILL "$pid" 2>/dev/null || true
+	wait "$pid" 2>/dev/null || true
+}
+
+# shellcheck disable=SC2317 # called from the EXIT trap
+cleanup() {
+	stop_server "$redis_pid"
+	stop_server "$ferret_pid"
+	if [[ -n $tmp ]]; then rm -rf "$tmp"; fi
+	if [[ -n $ferret_bin ]]; then rm -f "$ferret_bin.tmp.$$"; fi
+}
+# On a signal: clean up, then die of the same signal so callers see it.
+# shellcheck disable=SC2317 # called from the signal traps
+on_signal() {
+	cleanup
+	trap - EXIT "$1"
+	kill -s "$1" $$
+}
+trap cleanup EXIT
+trap 'on_signal INT' INT
+trap 'on_signal TERM' TERM
+trap 'on_signal HUP' HUP
+
+[[ $# -gt 0 ]] || die "usage: deploy/testenv.sh CMD [ARGS...]"
+
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/keyward-testenv.XXXXXX")
+
+# --- redis-server -------------------------------------------------------------
+
+if ! command -v redis-server >/dev/null 2>&1; then
+	log "redis-server not found; installing it with apt-get"
+	sudo=()
+	if [[ $(id -u) -ne 0 ]]; then sudo=(sudo -n); fi
+	if ! {
+		"${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update -qq &&
+			"${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server
+	} >"$tmp/apt.log" 2>&1; then
+		cat "$tmp/apt.log" >&2
+		die "could not install redis-server (apt-get failed, output above); install it by hand"
+	fi
+	command -v redis-server >/dev/null 2>&1 || die "redis-server still not found after apt-get install"
+fi
+redis_server=$(command -v redis-server)
+
+# --- FerretDB test server binary ------------------------------------------------
+
+src="$repo/deploy/ferretdb"
+hash=$(cat "$src/go.mod" "$src/go.sum" "$src/main.go" <(go env GOVERSION GOOS GOARCH) |
+	sha256sum | cut -c1-16)
+cache="${XDG_CACHE_HOME:-${HOME:-/tmp}/.cache}/keyward"
+ferret_bin="$cache/ferretdb-$hash"
+if [[ ! -x $ferret_bin ]]; then
+	log "building the FerretDB test server into $ferret_bin (takes about 2 minutes the first time)"
+	mkdir -p "$cache"
+	(cd "$src" && GOWORK=off CGO_ENABLED=0 go build -trimpath -buildvcs=false -o "$ferret_bin.tmp.$$" .) ||
+		die "building deploy/ferretdb failed"
+	mv -f "$ferret_bin.tmp.$$" "$ferret_bin"
+	# Drop binaries built from older sources.
+	find "$cache" -maxdepth 1 -name 'ferretdb-*' ! -name "ferretdb-$hash" -delete 2>/dev/null || true
+fi
+
+# --- helpers --------------------------------------------------------------------
+
+# redis_ping PORT: true when a Redis server on 127.0.0.1:PORT answers PING.
+redis_ping() {
+	local reply
+	reply=$(
+		exec 2>/dev/null
+		exec 3<>"/dev/tcp/127.0.0.1/$1" || exit
+		printf 'PING\r\n' >&3
+		IFS= read -r -t 2 line <&3 && echo "$line"
+	) || true
+	[[ $reply == "+PONG"* ]]
+}
+
+# port_in_use PORT: true when something accepts connections on 127.0.0.1:PORT.
+port_in_use() {
+	(exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null
+}
+
+# show_log NAME FILE: print the last lines of a server's log.
+show_log() {
+	log "last lines of the $1 log:"
+	tail -n 20 "$2" >&2 || true
+}
+
+# --- start Redis ------------------------------------------------------------------
+# Redis cannot report a port it picked, so try random free-looking ports below
+# Linux's ephemeral range (32768-60999) and retry when the bind fails (another
+# process may take the port in between).
+
+mkdir "$tmp/redis"
+redis_port=""
+for attempt in 1 2 3 4 5 6 7 8 9 10; do
+	port=$((16384 + RANDOM % 16384))
+	port_in_use "$port" && continue
+	"$redis_server" --bind 127.0.0.1 --port "$port" --save '' --appendonly no \
+		--dir "$tmp/redis" --logfile "$tmp/redis.log" --loglevel warning \
+		--daemonize no </dev/null &
+	redis_pid=$!
+	for ((i = 0; i < START_TIMEOUT * 10; i++)); do
+		kill -0 "$redis_pid" 2>/dev/null || break
+		if redis_ping "$port"; then
+			redis_port=$port
+			break
+		fi
+		sleep 0.1
+	done
+	[[ -n $redis_port ]] && break
+	if kill -0 "$redis_pid" 2>/dev/null; then
+		show_log redis "$tmp/redis.log"
+		die "redis-server on 127.0.0.1:$port did not answer PING within ${START_TIMEOUT}s"
+	fi
+	wait "$redis_pid" 2>/dev/null || true
+	redis_pid=""
+	log "redis-server could not start on port $port (attempt $attempt: $(tail -n 1 "$tmp/redis.log")), trying another port"
+done
+if [[ -z $redis_port ]]; then
+	show_log redis "$tmp/redis.log"
+	die "could not start redis-server"
+fi
+
+# --- start FerretDB ----------------------------------------------------------------
+# Port 0: the server picks a free port and prints its URI on stdout once listening.
+
+"$ferret_bin" -listen 127.0.0.1:0 -dir "$tmp/ferretdb" \
+	>"$tmp/ferretdb.out" 2>"$tmp/ferretdb.log" </dev/null &
+ferret_pid=$!
+mongo_uri=""
+for ((i = 0; i < START_TIMEOUT * 10; i++)); do
+	kill -0 "$ferret_pid" 2>/dev/null || break
+	mongo_uri=$(head -n 1 "$tmp/ferretdb.out")
+	[[ $mongo_uri == mongodb://* ]] && break
+	mongo_uri=""
+	sleep 0.1
+done
+if [[ -z $mongo_uri ]]; then
+	show_log ferretdb "$tmp/ferretdb.log"
+	die "FerretDB did not start listening within ${START_TIMEOUT}s"
+fi
+hostport=${mongo_uri#mongodb://}
+hostport=${hostport%/}
+port_in_use "${hostport##*:}" || die "FerretDB reported $mongo_uri but does not accept connections"
+
+# --- run CMD ---------------------------------------------------------------------
+
+export KEYWARD_TEST_REDIS_URL="redis://127.0.0.1:$redis_port/0"
+export KEYWARD_TEST_MONGO_URI="$mongo_uri"
+export KEYWARD_TEST_REQUIRE_SERVERS=1
+export KEYWARD_TEST_REDIS_SERVER="$redis_server"
+export KEYWARD_TEST_FERRETDB_BIN="$ferret_bin"
+log "redis at $KEYWARD_TEST_REDIS_URL, FerretDB at $KEYWARD_TEST_MONGO_URI"
+
+status=0
+"$@" || status=$?
+exit "$status"
