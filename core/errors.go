@@ -19,12 +19,17 @@ const (
 	CodeNotFound     Code = "NOT_FOUND"
 	CodeConflict     Code = "CONFLICT"
 	CodeRateLimited  Code = "RATE_LIMITED"
-	CodePlanFeature  Code = "PLAN_FEATURE"
-	CodePlanLimit    Code = "PLAN_LIMIT"
-	CodeTooLarge     Code = "PAYLOAD_TOO_LARGE"
-	CodeNoMethod     Code = "METHOD_NOT_ALLOWED"
-	CodeUnavailable  Code = "UNAVAILABLE"
-	CodeInternal     Code = "INTERNAL"
+	// CodeQuotaExceeded refuses client API calls beyond the owner's monthly plan quota.
+	CodeQuotaExceeded Code = "QUOTA_EXCEEDED"
+	CodePlanFeature   Code = "PLAN_FEATURE"
+	CodePlanLimit     Code = "PLAN_LIMIT"
+	CodeTooLarge      Code = "PAYLOAD_TOO_LARGE"
+	CodeNoMethod      Code = "METHOD_NOT_ALLOWED"
+	CodeUnavailable   Code = "UNAVAILABLE"
+	CodeInternal      Code = "INTERNAL"
+	// CodeBanned and CodeExpired refuse a banned or expired user or license.
+	CodeBanned  Code = "BANNED"
+	CodeExpired Code = "EXPIRED"
 	// CodeRequireVerify and CodeRequires2FA are the two special login answers of SPEC 7.2;
 	// the http package writes them with their special bodies, not the error object.
 	CodeRequireVerify Code = "REQUIRE_VERIFY"

@@ -77,7 +77,7 @@ func statusOf(code core.Code) int {
 		return http.StatusBadRequest
 	case core.CodeUnauthorized:
 		return http.StatusUnauthorized
-	case core.CodeForbidden, core.CodePlanFeature, core.CodePlanLimit, core.CodeRequireVerify:
+	case core.CodeForbidden, core.CodePlanFeature, core.CodePlanLimit, core.CodeRequireVerify, core.CodeBanned, core.CodeExpired:
 		return http.StatusForbidden
 	case core.CodeNotFound:
 		return http.StatusNotFound
@@ -87,7 +87,7 @@ func statusOf(code core.Code) int {
 		return http.StatusConflict
 	case core.CodeTooLarge:
 		return http.StatusRequestEntityTooLarge
-	case core.CodeRateLimited:
+	case core.CodeRateLimited, core.CodeQuotaExceeded:
 		return http.StatusTooManyRequests
 	case core.CodeUnavailable:
 		return http.StatusServiceUnavailable

@@ -15,6 +15,7 @@ import (
 	"github.com/keyward/keyward/cluster"
 	"github.com/keyward/keyward/core"
 	"github.com/keyward/keyward/core/accounts"
+	"github.com/keyward/keyward/core/apps"
 )
 
 // Checker is something /readyz asks: the storage and cluster engines.
@@ -26,6 +27,7 @@ type Checker struct {
 // Deps are what the HTTP edge calls.
 type Deps struct {
 	Accounts *accounts.Service
+	Apps     *apps.Service
 	Limiter  cluster.RateLimiter
 	Ready    []Checker
 	// Metrics is where request metrics are registered and what /metrics serves.
@@ -50,7 +52,7 @@ func init() { gin.SetMode(gin.ReleaseMode) }
 
 // New builds the handler with every route of ROUTES.md that exists so far.
 func New(d Deps, cfg Config) (http.Handler, error) {
-	if d.Accounts == nil || d.Limiter == nil || d.Metrics == nil || d.Log == nil {
+	if d.Accounts == nil || d.Apps == nil || d.Limiter == nil || d.Metrics == nil || d.Log == nil {
 		return nil, errors.New("httpapi: missing dependency")
 	}
 	if cfg.MaxBodyBytes <= 0 {
@@ -104,6 +106,9 @@ func New(d Deps, cfg Config) (http.Handler, error) {
 	admin := api.Group("/admin", requireOwner(d.Accounts), requireAdmin())
 	admin.GET("/accounts", h.adminList)
 	patchOrPut(admin, "/accounts/:accountId", h.adminChange)
+
+	ah := &appHandlers{svc: d.Apps}
+	ah.routes(api.Group("/apps", requireOwner(d.Accounts)), requireAdmin())
 	return r, nil
 }
 

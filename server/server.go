@@ -23,8 +23,10 @@ import (
 	clustermemory "github.com/keyward/keyward/cluster/memory"
 	clusterredis "github.com/keyward/keyward/cluster/redis"
 	"github.com/keyward/keyward/core/accounts"
+	"github.com/keyward/keyward/core/apps"
 	"github.com/keyward/keyward/core/passwords"
 	"github.com/keyward/keyward/core/plans"
+	"github.com/keyward/keyward/core/usage"
 	httpapi "github.com/keyward/keyward/http"
 	"github.com/keyward/keyward/mail"
 	"github.com/keyward/keyward/storage"
@@ -34,12 +36,9 @@ import (
 
 // Server is one running node.
 type Server struct {
-	cfg      Config
-	log      *slog.Logger
-	store    storage.Store
-	engine   cluster.Engine
-	mailq    *mail.Queue
-	accounts *accounts.Service
+	cfg  Config
+	log  *slog.Logger
+	core *Core
 
 	api        *http.Server
 	apiLn      net.Listener
@@ -164,14 +163,21 @@ type Core struct {
 	Engine   cluster.Engine
 	Mail     *mail.Queue
 	Accounts *accounts.Service
+	Apps     *apps.Service
+	// Meter counts client API calls; Server starts its flusher.
+	Meter *usage.Meter
 	// Engines names the engines in use (storage, cluster, mail), for the start-up log line.
 	Engines []any
 }
 
-// Close releases the engines in reverse order of opening.
+// Close releases the engines in reverse order of opening, after a last flush of the
+// pending API-call counts.
 func (c *Core) Close() error {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	meterErr := c.Meter.Close(ctx)
 	c.Mail.Close()
-	return errors.Join(c.Engine.Close(), c.Store.Close())
+	return errors.Join(meterErr, c.Engine.Close(), c.Store.Close())
 }
 
 // OpenCore opens the engines and builds the services, closing what it opened on failure.
@@ -207,12 +213,15 @@ func OpenCore(ctx context.Context, c Config, log *slog.Logger) (_ *Core, err err
 	if err != nil {
 		return nil, err
 	}
-	svc, err := accounts.New(accounts.Deps{Store: store, Revoked: engine, Hasher: passwords.NewHasher(c.Argon2, 0),
-		Plans: catalogue, Mailer: mailq, Log: log}, accounts.Config{JWTSecret: secret, TokenTTL: c.JWTTTL, PublicURL: c.PublicURL, Now: c.Clock})
+	hasher := passwords.NewHasher(c.Argon2, 0)
+	appsSvc := apps.New(store, catalogue, hasher, c.Clock, log)
+	svc, err := accounts.New(accounts.Deps{Store: store, Revoked: engine, Hasher: hasher, Plans: catalogue, Mailer: mailq,
+		Apps: appsSvc, Log: log}, accounts.Config{JWTSecret: secret, TokenTTL: c.JWTTTL, PublicURL: c.PublicURL, Now: c.Clock})
 	if err != nil {
 		return nil, err
 	}
-	return &Core{Store: store, Engine: engine, Mail: mailq, Accounts: svc,
+	meter := usage.New(engine, store, catalogue, usage.Config{Now: c.Clock}, log)
+	return &Core{Store: store, Engine: engine, Mail: mailq, Accounts: svc, Apps: appsSvc, Meter: meter,
 		Engines: []any{"storage", storeDesc, "cluster", engineDesc, "mail", mailDesc}}, nil
 }
 
@@ -223,12 +232,11 @@ func New(ctx context.Context, c Config, log *slog.Logger) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: c, log: log, store: core.Store, engine: core.Engine, mailq: core.Mail, accounts: core.Accounts,
-		serveErrCh: make(chan error, 2)}
+	s := &Server{cfg: c, log: log, core: core, serveErrCh: make(chan error, 2)}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	handler, err := httpapi.New(httpapi.Deps{
-		Accounts: core.Accounts, Limiter: core.Engine, Metrics: reg, Log: log,
+		Accounts: core.Accounts, Apps: core.Apps, Limiter: core.Engine, Metrics: reg, Log: log,
 		Ready: []httpapi.Checker{{Name: "storage", Ping: core.Store.Ping}, {Name: "cluster", Ping: core.Engine.Ping}},
 	}, httpapi.Config{TrustedProxies: c.TrustedProxies, MaxBodyBytes: c.MaxBodyBytes, MetricsOnMain: c.MetricsAddr == ""})
 	if err != nil {
@@ -251,6 +259,7 @@ func New(ctx context.Context, c Config, log *slog.Logger) (*Server, error) {
 		}
 		s.metrics = &http.Server{Handler: promhttp.HandlerFor(reg, promhttp.HandlerOpts{}), ReadHeaderTimeout: 10 * time.Second}
 	}
+	core.Meter.Start()
 	log.Info("keyward ready", append(core.Engines, "listen", s.apiLn.Addr().String(), "metrics", s.metricsAddr())...)
 	return s, nil
 }
@@ -266,7 +275,7 @@ func (s *Server) metricsAddr() string {
 func (s *Server) Addr() string { return s.apiLn.Addr().String() }
 
 // Accounts is the account service, for tests and admin tooling.
-func (s *Server) Accounts() *accounts.Service { return s.accounts }
+func (s *Server) Accounts() *accounts.Service { return s.core.Accounts }
 
 // Run serves until ctx is cancelled or a listener fails, then shuts down gracefully.
 func (s *Server) Run(ctx context.Context) error {
@@ -288,8 +297,8 @@ func (s *Server) Run(ctx context.Context) error {
 	return errors.Join(runErr, s.Shutdown(shutdownCtx))
 }
 
-// Shutdown stops the node in order: HTTP (in-flight requests finish), then mail, the
-// cluster engine and storage. It is idempotent.
+// Shutdown stops the node in order: HTTP (in-flight requests finish), then the API-call
+// meter (a last flush), mail, the cluster engine and storage. It is idempotent.
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.closeOnce.Do(func() {
 		var errs []error
@@ -301,12 +310,8 @@ func (s *Server) Shutdown(ctx context.Context) error {
 				errs = append(errs, fmt.Errorf("metrics shutdown: %w", err))
 			}
 		}
-		s.mailq.Close()
-		if err := s.engine.Close(); err != nil {
-			errs = append(errs, fmt.Errorf("cluster engine close: %w", err))
-		}
-		if err := s.store.Close(); err != nil {
-			errs = append(errs, fmt.Errorf("storage close: %w", err))
+		if err := s.core.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("closing engines: %w", err))
 		}
 		s.closeErr = errors.Join(errs...)
 		s.log.Info("stopped")

@@ -14,4 +14,6 @@
 //   - Update methods take an updater function and are atomic per record: concurrent
 //     updaters of one record never lose each other's writes.
 //   - A lost connection to the database answers an error wrapping ErrUnavailable.
+//   - Creating a record under a parent that does not exist (a user of an unknown app, a
+//     device of an unknown user) answers ErrNotFound, so deletes never leave orphans.
 package storage

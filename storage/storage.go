@@ -52,6 +52,12 @@ func (p Page) Normalize() Page {
 // Store is everything Keyward persists. Engines implement all of it.
 type Store interface {
 	AccountStore
+	AppStore
+	AppStatsStore
+	UserStore
+	LicenseStore
+	DeviceStore
+	TokenStore
 	// Ping reports whether the database answers, for readiness checks.
 	Ping(ctx context.Context) error
 	// Close releases the engine's connections. It is safe to call once.

@@ -15,6 +15,7 @@ import (
 	"github.com/keyward/keyward/core/passwords"
 	"github.com/keyward/keyward/core/plans"
 	"github.com/keyward/keyward/core/secrets"
+	"github.com/keyward/keyward/core/usage"
 	"github.com/keyward/keyward/mail"
 	"github.com/keyward/keyward/storage"
 )
@@ -35,8 +36,7 @@ type Mailer interface {
 	Enqueue(m mail.Message)
 }
 
-// AppCounter counts an account's applications. The applications domain provides it; until
-// then nil counts zero.
+// AppCounter counts an account's applications (the applications domain); nil counts zero.
 type AppCounter interface {
 	CountApps(ctx context.Context, accountID string) (int, error)
 }
@@ -96,9 +96,6 @@ func New(d Deps, cfg Config) (*Service, error) {
 		apps: d.Apps, tokens: tokenIssuer{secret: cfg.JWTSecret, ttl: cfg.TokenTTL}, cfg: cfg, log: d.Log}, nil
 }
 
-// SetAppCounter installs the application counter once the applications domain exists.
-func (s *Service) SetAppCounter(a AppCounter) { s.apps = a }
-
 func (s *Service) now() time.Time { return storage.Truncate(s.cfg.Now()) }
 
 // Errors of the login flows. Their messages never say which part was wrong.
@@ -142,13 +139,6 @@ type Session struct {
 	Token     string
 	ExpiresAt time.Time
 	Account   storage.Account
-}
-
-// nextMonth is when a monthly API-call counter that starts at t resets: the first instant
-// of the following calendar month (UTC).
-func nextMonth(t time.Time) time.Time {
-	y, m, _ := t.UTC().Date()
-	return time.Date(y, m+1, 1, 0, 0, 0, 0, time.UTC)
 }
 
 func normalizeEmail(e string) string { return strings.TrimSpace(e) }
@@ -224,7 +214,7 @@ func (s *Service) newAccount(username, email, passwordHash, role string) storage
 		ID: uuid.NewString(), Username: username, Email: email, PasswordHash: passwordHash,
 		Role: role, Plan: plans.Free,
 		APIKeyHash: keyHash, APIKeyPrefix: keyPrefix, APIKeyLast4: keyLast4,
-		APICallsResetAt: nextMonth(now), CreatedAt: now, UpdatedAt: now,
+		APICallsResetAt: usage.PeriodEnd(now), CreatedAt: now, UpdatedAt: now,
 	}
 }
 
@@ -721,7 +711,7 @@ func (s *Service) Me(ctx context.Context, p Principal) (View, error) {
 func (s *Service) view(ctx context.Context, a storage.Account) (View, error) {
 	v := View{Account: a, Plan: s.plans.MustGet(a.Plan), APICallsUsed: a.APICallsUsed, APICallsResetAt: a.APICallsResetAt}
 	if now := s.now(); !v.APICallsResetAt.After(now) {
-		v.APICallsUsed, v.APICallsResetAt = 0, nextMonth(now)
+		v.APICallsUsed, v.APICallsResetAt = 0, usage.PeriodEnd(now)
 	}
 	if s.apps != nil {
 		n, err := s.apps.CountApps(ctx, a.ID)

@@ -2,17 +2,11 @@ package mongo
 
 import (
 	"context"
-	"errors"
-
-	"fmt"
-	"math/rand/v2"
-	"regexp"
 	"strings"
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
-	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
 	"github.com/keyward/keyward/storage"
 )
@@ -21,7 +15,7 @@ import (
 // rather than stored as year 1, so they read back as the zero time.Time.
 type accountDoc struct {
 	ID string `bson:"_id"`
-	// Version changes at every write (from a random start, see CreateAccount);
+	// Version changes at every write (from a random start, see newVersion);
 	// UpdateAccount replaces a document only at the version it read.
 	Version  int64  `bson:"version"`
 	Username string `bson:"username"`
@@ -124,11 +118,7 @@ func (d tokenDoc) token() storage.AccountToken {
 // CreateAccount inserts a; the unique _id, usernameLower and emailLower indexes answer
 // ErrConflict.
 func (s *Store) CreateAccount(ctx context.Context, a storage.Account) error {
-	// The version starts at a random value, not 1: an updater that read an account which
-	// is then deleted and created again under the same id must not find "its" version on
-	// the new record and overwrite it with the old one's fields.
-	version := rand.Int64N(1<<62) + 1
-	if _, err := s.accounts.InsertOne(ctx, toAccountDoc(a, version)); err != nil {
+	if _, err := s.accounts.InsertOne(ctx, toAccountDoc(a, newVersion())); err != nil {
 		return wrap("create account", err)
 	}
 	return nil
@@ -170,122 +160,26 @@ func (s *Store) GetAccountByAPIKeyHash(ctx context.Context, hash string) (storag
 	return d.account(), err
 }
 
-// UpdateAccount is optimistic: read, apply fn, then replace the document only if it is
-// still at the version read, else start again.
-//
-// The replace filtered by {_id, version} is an atomic compare-and-swap on MongoDB, but not
-// on FerretDB 1.x, whose update runs as a query followed by an unconditional write by _id:
-// two updaters that read the same version can both match and one write is lost. So, to
-// work on both, an updater first claims the version it is about to write by inserting a
-// claim document whose _id names the account and that version. Inserting into the unique
-// _id index is atomic on both servers, so exactly one updater holds the claim for version
-// v+1, and only it replaces version v. The claim is removed once the replace is done; on
-// MongoDB it is redundant, and costs two small writes.
+// claimKey implements versioned: an account owns its own claims.
+func (d accountDoc) claimKey() (string, int64, string) { return d.ID, d.Version, d.ID }
+
+// UpdateAccount applies fn under a version claim (see updateDoc).
 func (s *Store) UpdateAccount(ctx context.Context, id string, fn func(*storage.Account) error) (storage.Account, error) {
-	for attempt := 0; ; attempt++ {
-		cur, err := s.findAccount(ctx, "update account", bson.D{{Key: "_id", Value: id}})
-		if err != nil {
-			return storage.Account{}, err
-		}
-		next := cur.account()
-		if err := fn(&next); err != nil {
-			return storage.Account{}, err
-		}
-		doc := toAccountDoc(next, cur.Version+1)
-		doc.ID, doc.CreatedAt = cur.ID, cur.CreatedAt
-
-		matched, err := s.replaceClaimed(ctx, cur, doc)
-		if err != nil {
-			return storage.Account{}, wrap("update account", err)
-		}
-		if matched {
-			return doc.account(), nil
-		}
-		if err := backoff(ctx, attempt); err != nil {
-			return storage.Account{}, wrap("update account", err)
-		}
-	}
-}
-
-// claimDoc reserves the write of one version of one account.
-type claimDoc struct {
-	ID        string    `bson:"_id"` // "<account id>#<version>"
-	AccountID string    `bson:"accountId"`
-	At        time.Time `bson:"at"`
-}
-
-// claimLease is how long a claim protects its version. A claim older than this is taken to
-// be left by an updater that died between claiming and releasing, and is removed so that
-// the account does not stay locked. An updater's own replace is bounded to half of it.
-const claimLease = 30 * time.Second
-
-// replaceClaimed writes next over cur if cur is still the stored version. It answers false
-// when another updater got there first (or holds the claim), and the caller starts again.
-func (s *Store) replaceClaimed(ctx context.Context, cur, next accountDoc) (bool, error) {
-	claim := claimDoc{
-		ID:        fmt.Sprintf("%s#%d", cur.ID, next.Version),
-		AccountID: cur.ID,
-		At:        storage.Now(),
-	}
-	if _, err := s.claims.InsertOne(ctx, claim); err != nil {
-		if !isDuplicateKey(err) {
-			return false, err
-		}
-		return false, s.clearStaleClaim(ctx, claim.ID)
-	}
-	// Release even if ctx is cancelled meanwhile: a claim left behind blocks this version
-	// for the whole lease.
-	defer func() {
-		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), serverSelectionTimeout)
-		defer cancel()
-		_, _ = s.claims.DeleteOne(rctx, bson.D{{Key: "_id", Value: claim.ID}})
-	}()
-
-	wctx, cancel := context.WithTimeout(ctx, claimLease/2)
-	defer cancel()
-	res, err := s.accounts.ReplaceOne(wctx, bson.D{{Key: "_id", Value: cur.ID}, {Key: "version", Value: cur.Version}}, next)
+	d, err := updateDoc(ctx, s, s.accounts, "update account", bson.D{{Key: "_id", Value: id}},
+		func(cur accountDoc) (accountDoc, error) {
+			next := cur.account()
+			if err := fn(&next); err != nil {
+				return accountDoc{}, err
+			}
+			doc := toAccountDoc(next, cur.Version+1)
+			doc.ID, doc.CreatedAt = cur.ID, cur.CreatedAt
+			return doc, nil
+		})
 	if err != nil {
-		return false, err
+		return storage.Account{}, err
 	}
-	return res.MatchedCount == 1, nil
+	return d.account(), nil
 }
-
-// clearStaleClaim removes the claim id if it has outlived claimLease. The delete is
-// filtered by the claim's time, so a fresh claim made under the same id meanwhile stays.
-func (s *Store) clearStaleClaim(ctx context.Context, id string) error {
-	var c claimDoc
-	err := s.claims.FindOne(ctx, bson.D{{Key: "_id", Value: id}}).Decode(&c)
-	if errors.Is(err, mongo.ErrNoDocuments) {
-		return nil // released meanwhile
-	}
-	if err != nil {
-		return err
-	}
-	if time.Since(c.At) < claimLease {
-		return nil
-	}
-	_, err = s.claims.DeleteOne(ctx, bson.D{{Key: "_id", Value: id}, {Key: "at", Value: c.At}})
-	return err
-}
-
-// backoff sleeps a little, more as attempts grow, with jitter so that colliding updaters
-// spread out. It gives up after maxAttempts, so that a bug can never spin forever.
-func backoff(ctx context.Context, attempt int) error {
-	if attempt >= maxAttempts {
-		return fmt.Errorf("gave up after %d attempts under contention", attempt+1)
-	}
-	d := time.Duration(rand.Int64N(int64(time.Millisecond) << min(attempt, 6)))
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
-}
-
-const maxAttempts = 200
 
 // DeleteAccount removes the account, then its tokens.
 func (s *Store) DeleteAccount(ctx context.Context, id string) error {
@@ -295,11 +189,11 @@ func (s *Store) DeleteAccount(ctx context.Context, id string) error {
 	}
 	// Tokens go even when the account was already gone, so that retrying a delete that
 	// failed between the two steps finishes the job.
-	if _, err := s.tokens.DeleteMany(ctx, bson.D{{Key: "accountId", Value: id}}); err != nil {
+	if _, err := s.accountTokens.DeleteMany(ctx, bson.D{{Key: "accountId", Value: id}}); err != nil {
 		return wrap("delete account: tokens", err)
 	}
 	// Claims left by updaters that died would otherwise outlive the account.
-	if _, err := s.claims.DeleteMany(ctx, bson.D{{Key: "accountId", Value: id}}); err != nil {
+	if err := s.deleteClaims(ctx, id); err != nil {
 		return wrap("delete account: claims", err)
 	}
 	if res.DeletedCount == 0 {
@@ -312,39 +206,8 @@ func (s *Store) DeleteAccount(ctx context.Context, id string) error {
 // total are two reads without a common snapshot (FerretDB has no transactions), so under
 // concurrent writes the total may be off by the accounts created in between.
 func (s *Store) ListAccounts(ctx context.Context, q storage.AccountQuery) ([]storage.Account, int, error) {
-	page := q.Page.Normalize()
-	filter := bson.D{}
-	if q.Search != "" {
-		// $regex with a quoted pattern is a literal substring search that FerretDB and
-		// MongoDB both run. It searches the lower-cased copies, like the SQLite engine,
-		// so both engines fold case the same way; "i" keeps it case-blind regardless.
-		re := bson.Regex{Pattern: regexp.QuoteMeta(strings.ToLower(q.Search)), Options: "i"}
-		filter = bson.D{{Key: "$or", Value: bson.A{
-			bson.D{{Key: "usernameLower", Value: re}},
-			bson.D{{Key: "emailLower", Value: re}},
-		}}}
-	}
-
-	total, err := s.accounts.CountDocuments(ctx, filter)
-	if err != nil {
-		return nil, 0, wrap("list accounts: count", err)
-	}
-	cur, err := s.accounts.Find(ctx, filter, options.Find().
-		SetSort(bson.D{{Key: "createdAt", Value: 1}, {Key: "_id", Value: 1}}).
-		SetSkip(int64(page.Offset)).
-		SetLimit(int64(page.Limit)))
-	if err != nil {
-		return nil, 0, wrap("list accounts", err)
-	}
-	var docs []accountDoc
-	if err := cur.All(ctx, &docs); err != nil {
-		return nil, 0, wrap("list accounts", err)
-	}
-	out := make([]storage.Account, len(docs))
-	for i, d := range docs {
-		out[i] = d.account()
-	}
-	return out, int(total), nil
+	filter := searchAny(bson.D{}, q.Search, "usernameLower", "emailLower")
+	return listDocs(ctx, s.accounts, "list accounts", filter, sortBy("createdAt", false), q.Page, accountDoc.account)
 }
 
 // CreateAccountToken stores t, refusing a token of an unknown account (ErrNotFound) as the
@@ -357,24 +220,11 @@ func (s *Store) CreateAccountToken(ctx context.Context, t storage.AccountToken) 
 		ExpiresAt: storage.Truncate(t.ExpiresAt),
 		CreatedAt: storage.Truncate(t.CreatedAt),
 	}
-	if _, err := s.tokens.InsertOne(ctx, doc); err != nil {
-		return wrap("create account token", err)
-	}
-	// The account is checked after the insert, not before: DeleteAccount removes the
-	// account and then its tokens, so either this check sees the account gone, or the
-	// account was still there when the token was written and DeleteAccount's sweep removes
-	// it. Checking first would leave a window for an orphan token.
-	n, err := s.accounts.CountDocuments(ctx, bson.D{{Key: "_id", Value: t.AccountID}}, options.Count().SetLimit(1))
-	if err != nil {
-		return wrap("create account token: check account", err)
-	}
-	if n == 0 {
-		if _, err := s.tokens.DeleteOne(context.WithoutCancel(ctx), bson.D{{Key: "_id", Value: t.Hash}}); err != nil {
-			return wrap("create account token: remove orphan", err)
-		}
-		return wrap("create account token: account "+t.AccountID, mongo.ErrNoDocuments)
-	}
-	return nil
+	// insertOwned checks the account after the insert, not before, closing the window in
+	// which DeleteAccount could miss a token written for the account it is removing.
+	return s.insertOwned(ctx, "create account token", s.accountTokens, []any{doc},
+		bson.D{{Key: "_id", Value: t.Hash}},
+		[]parentRef{{what: "account " + t.AccountID, coll: s.accounts, filter: bson.D{{Key: "_id", Value: t.AccountID}}}})
 }
 
 // ConsumeAccountToken deletes and returns the token if it is live at now.
@@ -390,10 +240,10 @@ func (s *Store) ConsumeAccountToken(ctx context.Context, purpose, hash string, n
 		{Key: "expiresAt", Value: bson.D{{Key: "$gt", Value: now}}},
 	}
 	var d tokenDoc
-	if err := s.tokens.FindOne(ctx, filter).Decode(&d); err != nil {
+	if err := s.accountTokens.FindOne(ctx, filter).Decode(&d); err != nil {
 		return storage.AccountToken{}, wrap("consume account token", err)
 	}
-	res, err := s.tokens.DeleteOne(ctx, filter)
+	res, err := s.accountTokens.DeleteOne(ctx, filter)
 	if err != nil {
 		return storage.AccountToken{}, wrap("consume account token", err)
 	}
@@ -406,7 +256,7 @@ func (s *Store) ConsumeAccountToken(ctx context.Context, purpose, hash string, n
 
 // DeleteAccountTokens removes the account's tokens with purpose; none is not an error.
 func (s *Store) DeleteAccountTokens(ctx context.Context, accountID, purpose string) error {
-	if _, err := s.tokens.DeleteMany(ctx, bson.D{{Key: "accountId", Value: accountID}, {Key: "purpose", Value: purpose}}); err != nil {
+	if _, err := s.accountTokens.DeleteMany(ctx, bson.D{{Key: "accountId", Value: accountID}, {Key: "purpose", Value: purpose}}); err != nil {
 		return wrap("delete account tokens", err)
 	}
 	return nil

@@ -3,32 +3,60 @@
 // of the storage contract onto MongoDB queries; it passes storage/storagetest unchanged.
 //
 // Collections: accounts (_id is the account id, with a version counter and lower-cased
-// copies of username and email), accountTokens (_id is the token hash) and accountClaims
-// (short-lived reservations used by UpdateAccount). Field names are camelCase; times are
-// BSON dates, which hold exactly the milliseconds the contract keeps, and zero times are
-// left out of the document.
+// copies of username and email), accountTokens (_id is the token hash), apps, users,
+// licenses, devices and tokens (application access tokens), each _id being the record id,
+// and claims (short-lived reservations used by every Update method). Records of an app
+// carry its appId; updatable records carry a version; case-insensitive fields and searched
+// fields have lower-cased copies (usernameLower, nameLower, keyLower, …). Field names are
+// camelCase; times are BSON dates, which hold exactly the milliseconds the contract keeps,
+// and zero times are left out of the document (so they sort as null, before every date).
 //
 // Every query is written to run on both real MongoDB and FerretDB 1.x (the MongoDB wire
 // protocol over SQLite or PostgreSQL), which the tests use. FerretDB notes:
-//   - No transactions: DeleteAccount removes the account, then its tokens, in two steps,
-//     and ListAccounts counts and pages in two reads.
-//   - No collation: case-insensitive uniqueness relies on unique indexes over
-//     usernameLower and emailLower.
-//   - Sparse and partial indexes are unreliable, so every unique index is on a field each
-//     document has, and the API key hash index is not unique.
+//   - No transactions. Deletions that span collections are several steps, parent first:
+//     DeleteAccount removes the account, then its tokens; DeleteApp the app, then its
+//     users, devices, licenses and tokens; DeleteUser the user, then its devices. A retry
+//     of a delete that stopped part-way finishes the sweep. Creating a record that belongs
+//     to another (an account token, a user, license or token of an app, a device of a user)
+//     inserts it and then checks the parent, undoing the insert and answering ErrNotFound
+//     if the parent is gone: either the check sees the parent gone, or the parent's sweep
+//     runs after the insert and removes it (insertOwned).
+//   - Bulk inserts (CreateLicenses, CreateTokens) are one ordered InsertMany, made all or
+//     nothing by hand: when it fails, the documents of the batch that were written are
+//     deleted again, found by their ids together with the version the whole batch was
+//     created at, so that a pre-existing document under one of the ids is never touched.
+//     FerretDB 1.24 needs this even for an ordered insert: after a failing document it goes
+//     on with the next internal batch of documents. Until the undo, readers may see part
+//     of the batch.
+//   - Lists count and page in two reads (CountDocuments, then Find with sort, skip and
+//     limit), so under concurrent writes a total may be off by the records written between.
+//     Searches are $regex with regexp.QuoteMeta over the lower-cased copies: a literal,
+//     case-insensitive substring. AppStats is one CountDocuments per figure.
+//   - No collation: case-insensitive uniqueness relies on unique indexes over the
+//     lower-cased copies (per account for app names, per app for usernames).
+//   - Sparse and partial indexes are unreliable, so every unique index is on fields each
+//     document has, and the API key and app secret hash indexes are not unique.
 //   - Updates and findAndModify are a query followed by an unconditional write, so a
 //     filter on {_id, version} is not a compare-and-swap and FindOneAndDelete can hand one
 //     document to two callers. Only inserts into a unique index and the count a delete
-//     reports are atomic. UpdateAccount therefore claims each version by inserting a claim
-//     document, and ConsumeAccountToken trusts the delete count; both stay correct on
-//     MongoDB, where they cost a little more than the native form.
+//     reports are atomic. Every Update method therefore goes through updateDoc, which
+//     claims each version by inserting a claim document ("<collection>/<id>#<version>"),
+//     and ConsumeAccountToken trusts the delete count; both stay correct on MongoDB, where
+//     they cost a little more than the native form. Versions start at a random value, so a
+//     record deleted and created again under the same id never matches an old reader.
+//   - Unique violations of an update come back as an InternalError quoting the backend's
+//     constraint message, mapped to ErrConflict like the standard E11000.
+//   - One createIndexes command per index (FerretDB 1.24 fails on several that exist).
 //   - No TTL indexes are relied on: expired tokens stay until consumed or deleted with
 //     their account (a consume of an expired token answers ErrNotFound).
 //
-// A claim whose updater died before releasing it blocks updates of that account version
+// A claim whose updater died before releasing it blocks updates of that record version
 // for claimLease (30 s) and is then cleared; the lease assumes node clocks agree to well
 // within that. On FerretDB, two updaters clearing the same stale claim at the same instant
-// could in theory both proceed; that needs a crashed updater first.
+// could in theory both proceed; that needs a crashed updater first. Claims carry an owner
+// (the account, or the app of an app's record) and are swept with it. Claims used to live
+// in accountClaims under "<account id>#<version>"; nodes of that older build and of this
+// one must not update the same accounts at once on FerretDB.
 //
 // Outages: server selection is bounded to a few seconds, so calls made while the server
 // is unreachable fail fast with an error wrapping storage.ErrUnavailable, and Open fails

@@ -40,18 +40,28 @@ const (
 
 // Collection names.
 const (
-	collAccounts = "accounts"
-	collTokens   = "accountTokens"
-	collClaims   = "accountClaims"
+	collAccounts      = "accounts"
+	collAccountTokens = "accountTokens"
+	collClaims        = "claims"
+	collApps          = "apps"
+	collUsers         = "users"
+	collLicenses      = "licenses"
+	collDevices       = "devices"
+	collTokens        = "tokens"
 )
 
 // Store is the MongoDB-wire engine. It is safe for concurrent use.
 type Store struct {
-	client   *mongo.Client
-	db       *mongo.Database
-	accounts *mongo.Collection
-	tokens   *mongo.Collection
-	claims   *mongo.Collection
+	client        *mongo.Client
+	db            *mongo.Database
+	accounts      *mongo.Collection
+	accountTokens *mongo.Collection
+	claims        *mongo.Collection
+	apps          *mongo.Collection
+	users         *mongo.Collection
+	licenses      *mongo.Collection
+	devices       *mongo.Collection
+	tokens        *mongo.Collection // application access tokens
 }
 
 var _ storage.Store = (*Store)(nil)
@@ -83,11 +93,16 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 
 	db := client.Database(dbName)
 	s := &Store{
-		client:   client,
-		db:       db,
-		accounts: db.Collection(collAccounts),
-		tokens:   db.Collection(collTokens),
-		claims:   db.Collection(collClaims),
+		client:        client,
+		db:            db,
+		accounts:      db.Collection(collAccounts),
+		accountTokens: db.Collection(collAccountTokens),
+		claims:        db.Collection(collClaims),
+		apps:          db.Collection(collApps),
+		users:         db.Collection(collUsers),
+		licenses:      db.Collection(collLicenses),
+		devices:       db.Collection(collDevices),
+		tokens:        db.Collection(collTokens),
 	}
 	if err := s.createIndexes(ctx); err != nil {
 		_ = client.Disconnect(context.WithoutCancel(ctx))
@@ -130,12 +145,46 @@ func (s *Store) createIndexes(ctx context.Context) error {
 			{Keys: bson.D{{Key: "createdAt", Value: 1}, {Key: "_id", Value: 1}}, Options: plain("createdAt_id")},
 		}},
 		// A token's hash is its _id, unique by construction.
-		{s.tokens, []mongo.IndexModel{
+		{s.accountTokens, []mongo.IndexModel{
 			{Keys: bson.D{{Key: "accountId", Value: 1}, {Key: "purpose", Value: 1}}, Options: plain("accountId_purpose")},
 		}},
-		// A claim's _id is the account id and version it reserves (see UpdateAccount).
+		// A claim's _id names the document and version it reserves (see updateDoc); owner
+		// lets the deletion of an account or app sweep claims of dead updaters.
 		{s.claims, []mongo.IndexModel{
-			{Keys: bson.D{{Key: "accountId", Value: 1}}, Options: plain("accountId")},
+			{Keys: bson.D{{Key: "owner", Value: 1}}, Options: plain("owner")},
+		}},
+		// App names are unique per account, case-insensitively; ListApps sorts by creation.
+		{s.apps, []mongo.IndexModel{
+			{Keys: bson.D{{Key: "accountId", Value: 1}, {Key: "nameLower", Value: 1}}, Options: unique("accountId_nameLower_unique")},
+			{Keys: bson.D{{Key: "accountId", Value: 1}, {Key: "createdAt", Value: 1}, {Key: "_id", Value: 1}}, Options: plain("accountId_createdAt_id")},
+			{Keys: bson.D{{Key: "secretHash", Value: 1}}, Options: plain("secretHash")},
+		}},
+		// Usernames are unique per app, case-insensitively (the index also serves the
+		// username sort); the others serve the list sorts, and lastLoginAt the stats.
+		{s.users, []mongo.IndexModel{
+			{Keys: bson.D{{Key: "appId", Value: 1}, {Key: "usernameLower", Value: 1}}, Options: unique("appId_usernameLower_unique")},
+			{Keys: bson.D{{Key: "appId", Value: 1}, {Key: "createdAt", Value: 1}, {Key: "_id", Value: 1}}, Options: plain("appId_createdAt_id")},
+			{Keys: bson.D{{Key: "appId", Value: 1}, {Key: "lastLoginAt", Value: 1}, {Key: "_id", Value: 1}}, Options: plain("appId_lastLoginAt_id")},
+			{Keys: bson.D{{Key: "appId", Value: 1}, {Key: "expiresAt", Value: 1}, {Key: "_id", Value: 1}}, Options: plain("appId_expiresAt_id")},
+		}},
+		// License keys are unique per app as stored (the index also serves the key sort).
+		{s.licenses, []mongo.IndexModel{
+			{Keys: bson.D{{Key: "appId", Value: 1}, {Key: "key", Value: 1}}, Options: unique("appId_key_unique")},
+			{Keys: bson.D{{Key: "appId", Value: 1}, {Key: "createdAt", Value: 1}, {Key: "_id", Value: 1}}, Options: plain("appId_createdAt_id")},
+			{Keys: bson.D{{Key: "appId", Value: 1}, {Key: "expiresAt", Value: 1}, {Key: "_id", Value: 1}}, Options: plain("appId_expiresAt_id")},
+			{Keys: bson.D{{Key: "appId", Value: 1}, {Key: "usedCount", Value: 1}, {Key: "_id", Value: 1}}, Options: plain("appId_usedCount_id")},
+		}},
+		// A hwid is unique per user (user ids are unique across apps); devices are listed
+		// newest first per app, and per user of an app.
+		{s.devices, []mongo.IndexModel{
+			{Keys: bson.D{{Key: "userId", Value: 1}, {Key: "hwid", Value: 1}}, Options: unique("userId_hwid_unique")},
+			{Keys: bson.D{{Key: "appId", Value: 1}, {Key: "createdAt", Value: 1}, {Key: "_id", Value: 1}}, Options: plain("appId_createdAt_id")},
+			{Keys: bson.D{{Key: "appId", Value: 1}, {Key: "userId", Value: 1}, {Key: "createdAt", Value: 1}, {Key: "_id", Value: 1}}, Options: plain("appId_userId_createdAt_id")},
+		}},
+		// Token values are unique per app as stored; tokens are listed newest first.
+		{s.tokens, []mongo.IndexModel{
+			{Keys: bson.D{{Key: "appId", Value: 1}, {Key: "value", Value: 1}}, Options: unique("appId_value_unique")},
+			{Keys: bson.D{{Key: "appId", Value: 1}, {Key: "createdAt", Value: 1}, {Key: "_id", Value: 1}}, Options: plain("appId_createdAt_id")},
 		}},
 	}
 	// One createIndexes command per index: FerretDB 1.24 panics (and drops the

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/mongo/driver/connstring"
 
 	"github.com/keyward/keyward/internal/testenv"
@@ -235,5 +236,66 @@ func TestUpdateAcrossRecreate(t *testing.T) {
 	}
 	if got.Username != stored.Username || got.Plan != stored.Plan {
 		t.Errorf("UpdateAccount returned %q plan %q, stored is %q plan %q", got.Username, got.Plan, stored.Username, stored.Plan)
+	}
+}
+
+// TestDeleteAppFinishesInterruptedDelete: without transactions DeleteApp is several steps.
+// If one stopped after removing the app, the records left behind must go with the next
+// DeleteApp (which answers ErrNotFound, the app being gone), together with the claims of
+// updaters that died; another account's app must never be swept that way.
+func TestDeleteAppFinishesInterruptedDelete(t *testing.T) {
+	s := openFresh(t, testenv.MongoURI(t))
+	ctx := t.Context()
+	for _, a := range []storage.App{{ID: "gone", AccountID: "acc", Name: "gone"}, {ID: "theirs", AccountID: "other", Name: "theirs"}} {
+		if err := s.CreateApp(ctx, a); err != nil {
+			t.Fatalf("CreateApp: %v", err)
+		}
+		u := storage.AppUser{ID: a.ID + "-u", AppID: a.ID, Username: "u"}
+		if err := s.CreateUser(ctx, u); err != nil {
+			t.Fatalf("CreateUser: %v", err)
+		}
+		if err := s.CreateDevice(ctx, storage.Device{ID: a.ID + "-d", AppID: a.ID, UserID: u.ID, HWID: "hw"}); err != nil {
+			t.Fatalf("CreateDevice: %v", err)
+		}
+		if err := s.CreateLicenses(ctx, []storage.License{{ID: a.ID + "-l", AppID: a.ID, Key: "K"}}); err != nil {
+			t.Fatalf("CreateLicenses: %v", err)
+		}
+		if err := s.CreateTokens(ctx, []storage.Token{{ID: a.ID + "-t", AppID: a.ID, Value: "v"}}); err != nil {
+			t.Fatalf("CreateTokens: %v", err)
+		}
+		// A claim an updater of the app's user left behind when it died.
+		if _, err := s.claims.InsertOne(ctx, claimDoc{ID: "users/" + u.ID + "#7", Owner: a.ID, At: storage.Now()}); err != nil {
+			t.Fatalf("insert claim: %v", err)
+		}
+	}
+	// The first step of a DeleteApp that then stopped.
+	if _, err := s.apps.DeleteOne(ctx, ownedApp("acc", "gone")); err != nil {
+		t.Fatalf("delete app document: %v", err)
+	}
+
+	// Another account asking for "theirs" gets ErrNotFound and sweeps nothing of it.
+	if err := s.DeleteApp(ctx, "acc", "theirs"); !errors.Is(err, storage.ErrNotFound) {
+		t.Fatalf("DeleteApp of another account's app: error = %v, want ErrNotFound", err)
+	}
+	if err := s.DeleteApp(ctx, "acc", "gone"); !errors.Is(err, storage.ErrNotFound) {
+		t.Fatalf("DeleteApp of an app already gone: error = %v, want ErrNotFound", err)
+	}
+	for _, c := range []struct {
+		app  string
+		want int64
+	}{{"gone", 0}, {"theirs", 1}} {
+		for _, coll := range append(s.appRecordColls(), s.claims) {
+			field := "appId"
+			if coll == s.claims {
+				field = "owner"
+			}
+			n, err := coll.CountDocuments(ctx, bson.D{{Key: field, Value: c.app}})
+			if err != nil {
+				t.Fatalf("count %s: %v", coll.Name(), err)
+			}
+			if n != c.want {
+				t.Errorf("%s of app %q after DeleteApp: %d documents, want %d", coll.Name(), c.app, n, c.want)
+			}
+		}
 	}
 }

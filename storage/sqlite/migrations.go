@@ -68,6 +68,158 @@ CREATE TABLE account_tokens (
 CREATE INDEX account_tokens_account ON account_tokens (account_id, purpose);
 `,
 	},
+	{
+		version: 2,
+		name:    "apps, app users, licenses, devices and app tokens",
+		sql: `
+-- apps.account_id has no foreign key: DeleteAccount's contract removes only the account
+-- and its mailed tokens, and the MongoDB engine cannot cascade either.
+CREATE TABLE apps (
+	id           TEXT    NOT NULL PRIMARY KEY,
+	account_id   TEXT    NOT NULL,
+	name         TEXT    NOT NULL,
+	name_lower   TEXT    NOT NULL,
+	description  TEXT    NOT NULL,
+	version      TEXT    NOT NULL,
+	enabled      INTEGER NOT NULL,
+	paused       INTEGER NOT NULL,
+	anti_debug   INTEGER NOT NULL,
+	anti_vm      INTEGER NOT NULL,
+	lock_hwid    INTEGER NOT NULL,
+	lock_ip      INTEGER NOT NULL,
+	lock_pc_name INTEGER NOT NULL,
+	secret_hash  TEXT    NOT NULL,
+	secret_last6 TEXT    NOT NULL,
+	created_at   INTEGER NOT NULL,
+	updated_at   INTEGER NOT NULL
+) STRICT;
+
+-- Names are unique per account, case-insensitively (name_lower is strings.ToLower(name)).
+CREATE UNIQUE INDEX apps_account_name ON apps (account_id, name_lower);
+-- ListApps order (oldest first, id breaking ties) and CountApps.
+CREATE INDEX apps_account_created ON apps (account_id, created_at, id);
+-- Client init finds the app by its secret's hash. Not unique, as for account API keys
+-- (secrets are random); apps without a secret stay out of the index.
+CREATE INDEX apps_secret_hash ON apps (secret_hash) WHERE secret_hash <> '';
+
+CREATE TABLE app_users (
+	id                  TEXT    NOT NULL PRIMARY KEY,
+	app_id              TEXT    NOT NULL REFERENCES apps (id) ON DELETE CASCADE,
+	username            TEXT    NOT NULL,
+	username_lower      TEXT    NOT NULL,
+	password_hash       TEXT    NOT NULL,
+	email               TEXT    NOT NULL,
+	email_lower         TEXT    NOT NULL,
+	level               INTEGER NOT NULL,
+	expires_at          INTEGER NOT NULL,
+	device_limit        INTEGER NOT NULL,
+	metadata            TEXT    NOT NULL,
+	enabled             INTEGER NOT NULL,
+	banned              INTEGER NOT NULL,
+	ban_reason          TEXT    NOT NULL,
+	hwid                TEXT    NOT NULL,
+	display_name        TEXT    NOT NULL,
+	pc_name             TEXT    NOT NULL,
+	locked_ip           TEXT    NOT NULL,
+	last_login_ip       TEXT    NOT NULL,
+	hwid_reset_max      INTEGER NOT NULL,
+	hwid_reset_cooldown INTEGER NOT NULL,
+	ip_reset_max        INTEGER NOT NULL,
+	ip_reset_cooldown   INTEGER NOT NULL,
+	hwid_resets         INTEGER NOT NULL,
+	last_hwid_reset_at  INTEGER NOT NULL,
+	ip_resets           INTEGER NOT NULL,
+	last_ip_reset_at    INTEGER NOT NULL,
+	license_id          TEXT    NOT NULL,
+	discord_id          TEXT    NOT NULL,
+	last_login_at       INTEGER NOT NULL,
+	created_at          INTEGER NOT NULL,
+	updated_at          INTEGER NOT NULL
+) STRICT;
+
+-- Usernames are unique per app, case-insensitively; the index also serves the username
+-- sort and GetUserByUsername.
+CREATE UNIQUE INDEX app_users_username ON app_users (app_id, username_lower);
+-- The target of the devices' foreign key, which names the app as well as the user so that
+-- a device can never point at a user of another app.
+CREATE UNIQUE INDEX app_users_app_id ON app_users (app_id, id);
+-- The other list sorts, id breaking ties; last_login_at also serves the login stats.
+CREATE INDEX app_users_created ON app_users (app_id, created_at, id);
+CREATE INDEX app_users_last_login ON app_users (app_id, last_login_at, id);
+CREATE INDEX app_users_expires ON app_users (app_id, expires_at, id);
+
+CREATE TABLE licenses (
+	id            TEXT    NOT NULL PRIMARY KEY,
+	app_id        TEXT    NOT NULL REFERENCES apps (id) ON DELETE CASCADE,
+	key           TEXT    NOT NULL,
+	key_lower     TEXT    NOT NULL,
+	level         INTEGER NOT NULL,
+	max_uses      INTEGER NOT NULL,
+	used_count    INTEGER NOT NULL,
+	duration      INTEGER NOT NULL,
+	expires_at    INTEGER NOT NULL,
+	note          TEXT    NOT NULL,
+	note_lower    TEXT    NOT NULL,
+	used_by       TEXT    NOT NULL,
+	used_by_lower TEXT    NOT NULL,
+	device_limit  INTEGER NOT NULL,
+	display_name  TEXT    NOT NULL,
+	enabled       INTEGER NOT NULL,
+	banned        INTEGER NOT NULL,
+	discord_id    TEXT    NOT NULL,
+	activated_at  INTEGER NOT NULL,
+	created_at    INTEGER NOT NULL,
+	updated_at    INTEGER NOT NULL
+) STRICT;
+
+-- Keys are unique per app as stored (generated upper-case); the index also serves the key
+-- sort and GetLicenseByKey. The *_lower copies exist only for the case-insensitive search.
+CREATE UNIQUE INDEX licenses_key ON licenses (app_id, key);
+CREATE INDEX licenses_created ON licenses (app_id, created_at, id);
+CREATE INDEX licenses_expires ON licenses (app_id, expires_at, id);
+CREATE INDEX licenses_used_count ON licenses (app_id, used_count, id);
+
+CREATE TABLE devices (
+	id             TEXT    NOT NULL PRIMARY KEY,
+	app_id         TEXT    NOT NULL,
+	user_id        TEXT    NOT NULL,
+	username       TEXT    NOT NULL,
+	username_lower TEXT    NOT NULL,
+	hwid           TEXT    NOT NULL,
+	hwid_lower     TEXT    NOT NULL,
+	pc_name        TEXT    NOT NULL,
+	ip             TEXT    NOT NULL,
+	created_at     INTEGER NOT NULL,
+	last_seen_at   INTEGER NOT NULL,
+	FOREIGN KEY (app_id, user_id) REFERENCES app_users (app_id, id) ON DELETE CASCADE
+) STRICT;
+
+-- A hwid is unique per user, compared as stored (user ids are unique across apps).
+CREATE UNIQUE INDEX devices_user_hwid ON devices (user_id, hwid);
+-- ListDevices (newest first) of the app, and of one user; the second also serves the
+-- foreign key and DeleteUserDevices.
+CREATE INDEX devices_app_created ON devices (app_id, created_at, id);
+CREATE INDEX devices_app_user ON devices (app_id, user_id, created_at, id);
+
+CREATE TABLE app_tokens (
+	id         TEXT    NOT NULL PRIMARY KEY,
+	app_id     TEXT    NOT NULL REFERENCES apps (id) ON DELETE CASCADE,
+	value      TEXT    NOT NULL,
+	level      INTEGER NOT NULL,
+	max_uses   INTEGER NOT NULL,
+	used_count INTEGER NOT NULL,
+	expires_at INTEGER NOT NULL,
+	note       TEXT    NOT NULL,
+	enabled    INTEGER NOT NULL,
+	created_at INTEGER NOT NULL,
+	updated_at INTEGER NOT NULL
+) STRICT;
+
+-- Values are unique per app as stored; the index serves GetTokenByValue too.
+CREATE UNIQUE INDEX app_tokens_value ON app_tokens (app_id, value);
+CREATE INDEX app_tokens_created ON app_tokens (app_id, created_at, id);
+`,
+	},
 }
 
 // migrate brings the database at db (the writer pool) to the last migration. Applied steps

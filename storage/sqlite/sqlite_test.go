@@ -223,3 +223,121 @@ func TestOpenRejectsBadPaths(t *testing.T) {
 		t.Errorf("Open in a missing directory: error = %v, want ErrUnavailable", err)
 	}
 }
+
+// tableCounts counts, straight from the tables, the rows of every app record kind that
+// belong to appID.
+func tableCounts(t *testing.T, s *Store, appID string) map[string]int {
+	t.Helper()
+	out := map[string]int{}
+	for _, table := range append([]string{"apps"}, appChildTables...) {
+		col := "app_id"
+		if table == "apps" {
+			col = "id"
+		}
+		var n int
+		if err := s.r.QueryRowContext(t.Context(), `SELECT count(*) FROM `+table+` WHERE `+col+` = ?`, appID).Scan(&n); err != nil {
+			t.Fatalf("count %s: %v", table, err)
+		}
+		out[table] = n
+	}
+	return out
+}
+
+// seedApp creates an app with one record of every kind (two devices).
+func seedApp(t *testing.T, s *Store, id, name string) {
+	t.Helper()
+	ctx := t.Context()
+	if err := s.CreateApp(ctx, storage.App{ID: id, AccountID: "acc", Name: name}); err != nil {
+		t.Fatalf("CreateApp: %v", err)
+	}
+	u := storage.AppUser{ID: id + "-u", AppID: id, Username: "alice"}
+	if err := s.CreateUser(ctx, u); err != nil {
+		t.Fatalf("CreateUser: %v", err)
+	}
+	for _, hw := range []string{"hw1", "hw2"} {
+		if err := s.CreateDevice(ctx, storage.Device{ID: id + "-" + hw, AppID: id, UserID: u.ID, HWID: hw}); err != nil {
+			t.Fatalf("CreateDevice: %v", err)
+		}
+	}
+	if err := s.CreateLicenses(ctx, []storage.License{{ID: id + "-l", AppID: id, Key: "K"}}); err != nil {
+		t.Fatalf("CreateLicenses: %v", err)
+	}
+	if err := s.CreateTokens(ctx, []storage.Token{{ID: id + "-t", AppID: id, Value: "v"}}); err != nil {
+		t.Fatalf("CreateTokens: %v", err)
+	}
+}
+
+// TestDeleteWithoutForeignKeys: DeleteApp and DeleteUser remove the records that belong to
+// the app or user themselves; the foreign keys' ON DELETE CASCADE is only a second line of
+// defence. With foreign key enforcement off on the writer (as on a connection opened
+// without the pragma), nothing may be left behind.
+func TestDeleteWithoutForeignKeys(t *testing.T) {
+	ctx := t.Context()
+	s := openTemp(t, filepath.Join(t.TempDir(), "keyward.db"))
+	seedApp(t, s, "doomed", "Doomed")
+	seedApp(t, s, "kept", "Kept")
+	seedApp(t, s, "user-only", "UserOnly")
+	full := map[string]int{"apps": 1, "app_users": 1, "devices": 2, "licenses": 1, "app_tokens": 1}
+	if got := tableCounts(t, s, "doomed"); fmt.Sprint(got) != fmt.Sprint(full) {
+		t.Fatalf("rows before the delete = %v, want %v", got, full)
+	}
+
+	// The writer pool has exactly one connection, so the pragma holds for what follows.
+	if _, err := s.w.ExecContext(ctx, `PRAGMA foreign_keys = OFF`); err != nil {
+		t.Fatalf("foreign_keys off: %v", err)
+	}
+	var on int
+	if err := s.w.QueryRowContext(ctx, `PRAGMA foreign_keys`).Scan(&on); err != nil || on != 0 {
+		t.Fatalf("PRAGMA foreign_keys = (%d, %v), want 0", on, err)
+	}
+
+	if err := s.DeleteApp(ctx, "acc", "doomed"); err != nil {
+		t.Fatalf("DeleteApp: %v", err)
+	}
+	none := map[string]int{"apps": 0, "app_users": 0, "devices": 0, "licenses": 0, "app_tokens": 0}
+	if got := tableCounts(t, s, "doomed"); fmt.Sprint(got) != fmt.Sprint(none) {
+		t.Errorf("rows of the deleted app = %v, want none", got)
+	}
+	if got := tableCounts(t, s, "kept"); fmt.Sprint(got) != fmt.Sprint(full) {
+		t.Errorf("rows of the other app = %v, want %v", got, full)
+	}
+
+	if err := s.DeleteUser(ctx, "user-only", "user-only-u"); err != nil {
+		t.Fatalf("DeleteUser: %v", err)
+	}
+	got := tableCounts(t, s, "user-only")
+	if got["app_users"] != 0 || got["devices"] != 0 || got["licenses"] != 1 || got["app_tokens"] != 1 {
+		t.Errorf("rows after DeleteUser = %v, want the user and its devices gone, the rest kept", got)
+	}
+}
+
+// TestUpgradeFromVersion1 opens a database made by a build that knew only migration 1:
+// the next Open applies the later steps and keeps the data.
+func TestUpgradeFromVersion1(t *testing.T) {
+	ctx := t.Context()
+	path := filepath.Join(t.TempDir(), "keyward.db")
+
+	all := migrations
+	migrations = all[:1]
+	s, err := Open(ctx, Config{Path: path})
+	migrations = all
+	if err != nil {
+		t.Fatalf("Open at version 1: %v", err)
+	}
+	a := storage.Account{ID: "a1", Username: "old", Email: "old@example.com"}
+	if err := s.CreateAccount(ctx, a); err != nil {
+		t.Fatalf("CreateAccount: %v", err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+
+	s2 := openTemp(t, path)
+	if rows := migrationRows(t, s2); len(rows) != len(migrations) {
+		t.Fatalf("schema_migrations has %d rows after the upgrade, want %d", len(rows), len(migrations))
+	}
+	if _, err := s2.GetAccount(ctx, a.ID); err != nil {
+		t.Errorf("account after the upgrade: %v", err)
+	}
+	seedApp(t, s2, "app", "App")
+}

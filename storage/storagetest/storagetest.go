@@ -25,6 +25,11 @@ func Run(t *testing.T, newStore func(t *testing.T) storage.Store) {
 	var tests []subtest
 	tests = append(tests, accountTests...)
 	tests = append(tests, tokenTests...)
+	tests = append(tests, appTests...)
+	tests = append(tests, userTests...)
+	tests = append(tests, licenseTests...)
+	tests = append(tests, deviceTests...)
+	tests = append(tests, appTokenTests...)
 	tests = append(tests, subtest{"Ping", testPing})
 
 	for _, tc := range tests {
@@ -107,6 +112,11 @@ func diffAccount(want, got storage.Account) string {
 }
 
 func diffToken(want, got storage.AccountToken) string {
+	return diffStruct(reflect.ValueOf(want), reflect.ValueOf(got))
+}
+
+// diff describes every field where got differs from want, like diffAccount, for any record.
+func diff[T any](want, got T) string {
 	return diffStruct(reflect.ValueOf(want), reflect.ValueOf(got))
 }
 

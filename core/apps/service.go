@@ -1,0 +1,293 @@
+package apps
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/keyward/keyward/core"
+	"github.com/keyward/keyward/core/passwords"
+	"github.com/keyward/keyward/core/plans"
+	"github.com/keyward/keyward/core/secrets"
+	"github.com/keyward/keyward/storage"
+)
+
+// Store is what the service needs from storage.
+type Store interface {
+	storage.AppStore
+	storage.AppStatsStore
+	storage.UserStore
+	storage.LicenseStore
+	storage.DeviceStore
+	storage.TokenStore
+}
+
+// Service runs the application flows.
+type Service struct {
+	store  Store
+	plans  *plans.Catalogue
+	hasher *passwords.Hasher
+	now    func() time.Time
+	log    *slog.Logger
+}
+
+// New builds the service; now defaults to time.Now.
+func New(store Store, catalogue *plans.Catalogue, hasher *passwords.Hasher, now func() time.Time, log *slog.Logger) *Service {
+	if now == nil {
+		now = time.Now
+	}
+	return &Service{store: store, plans: catalogue, hasher: hasher, now: now, log: log}
+}
+
+func (s *Service) clock() time.Time { return storage.Truncate(s.now()) }
+
+// Owner is who calls: the account and its plan.
+type Owner struct {
+	AccountID string
+	Plan      string
+}
+
+var errAppNotFound = core.E(core.CodeNotFound, "application not found")
+
+// notFound turns storage.ErrNotFound into a NOT_FOUND error naming the record.
+func notFound(err error, what string) error {
+	if errors.Is(err, storage.ErrNotFound) {
+		return core.E(core.CodeNotFound, "%s not found", what)
+	}
+	return err
+}
+
+// app reads the caller's app, or answers NOT_FOUND (also for another owner's app).
+func (s *Service) app(ctx context.Context, o Owner, appID string) (storage.App, error) {
+	if _, err := uuid.Parse(appID); err != nil {
+		return storage.App{}, errAppNotFound
+	}
+	a, err := s.store.GetApp(ctx, o.AccountID, appID)
+	if errors.Is(err, storage.ErrNotFound) {
+		return storage.App{}, errAppNotFound
+	}
+	return a, err
+}
+
+// MaskSecret is the read form of an app secret: three asterisks and the last 6 characters.
+func MaskSecret(a storage.App) string { return "***" + a.SecretLast6 }
+
+// newSecret makes an app secret of 32 random bytes (43 URL-safe characters).
+func newSecret() (secret, hash, last6 string) {
+	secret = secrets.Random(32)
+	return secret, secrets.Hash(secret), secret[len(secret)-6:]
+}
+
+// Limits of application fields.
+const (
+	maxAppName        = 64
+	maxAppDescription = 500
+	maxVersion        = 32
+)
+
+func validateAppName(name string) error {
+	if strings.TrimSpace(name) == "" {
+		return core.Invalid("name", "name is required")
+	}
+	if len([]rune(name)) > maxAppName {
+		return core.Invalid("name", "name must be at most %d characters", maxAppName)
+	}
+	return nil
+}
+
+func validateVersion(field, v string) error {
+	if v == "" {
+		return core.Invalid(field, "%s must not be empty", field)
+	}
+	if len(v) > maxVersion {
+		return core.Invalid(field, "%s must be at most %d characters", field, maxVersion)
+	}
+	return nil
+}
+
+// CreateAppInput is the body of an application creation.
+type CreateAppInput struct {
+	Name        string
+	Description string
+	Version     string
+}
+
+// CreateApp creates an app within the plan's maxApps and returns it with its full secret,
+// the only time the secret is shown.
+func (s *Service) CreateApp(ctx context.Context, o Owner, in CreateAppInput) (storage.App, string, error) {
+	in.Name = strings.TrimSpace(in.Name)
+	if in.Version == "" {
+		in.Version = "1.0.0"
+	}
+	if err := core.FirstError(validateAppName(in.Name), validateVersion("version", in.Version)); err != nil {
+		return storage.App{}, "", err
+	}
+	if len([]rune(in.Description)) > maxAppDescription {
+		return storage.App{}, "", core.Invalid("description", "description must be at most %d characters", maxAppDescription)
+	}
+	plan := s.plans.MustGet(o.Plan)
+	n, err := s.store.CountApps(ctx, o.AccountID)
+	if err != nil {
+		return storage.App{}, "", fmt.Errorf("apps: count: %w", err)
+	}
+	if n >= plan.Limits.MaxApps {
+		return storage.App{}, "", core.E(core.CodePlanLimit, "the %s plan allows %d application(s); upgrade to create more", plan.Name, plan.Limits.MaxApps)
+	}
+	secret, hash, last6 := newSecret()
+	now := s.clock()
+	a := storage.App{ID: uuid.NewString(), AccountID: o.AccountID, Name: in.Name, Description: in.Description, Version: in.Version,
+		Enabled: true, SecretHash: hash, SecretLast6: last6, CreatedAt: now, UpdatedAt: now}
+	if err := s.store.CreateApp(ctx, a); err != nil {
+		if errors.Is(err, storage.ErrConflict) {
+			return storage.App{}, "", core.E(core.CodeConflict, "you already have an application named %q", in.Name)
+		}
+		return storage.App{}, "", fmt.Errorf("apps: create: %w", err)
+	}
+	return a, secret, nil
+}
+
+// AppWithCounts is an app of the list with its record counts.
+type AppWithCounts struct {
+	App    storage.App
+	Counts storage.AppCounts
+}
+
+// ListApps answers the caller's apps with their counts.
+func (s *Service) ListApps(ctx context.Context, o Owner) ([]AppWithCounts, error) {
+	list, err := s.store.ListApps(ctx, o.AccountID)
+	if err != nil {
+		return nil, fmt.Errorf("apps: list: %w", err)
+	}
+	out := make([]AppWithCounts, 0, len(list))
+	for _, a := range list {
+		c, err := s.store.CountAppRecords(ctx, a.ID)
+		if err != nil {
+			return nil, fmt.Errorf("apps: counts: %w", err)
+		}
+		out = append(out, AppWithCounts{App: a, Counts: c})
+	}
+	return out, nil
+}
+
+// GetApp answers one of the caller's apps.
+func (s *Service) GetApp(ctx context.Context, o Owner, appID string) (storage.App, error) {
+	return s.app(ctx, o, appID)
+}
+
+// UpdateAppInput holds the members to change; nil members stay as they are.
+type UpdateAppInput struct {
+	Name, Description, Version                                   *string
+	Enabled, Paused, AntiDebug, AntiVM, LockHwid, LockIP, LockPc *bool
+}
+
+// UpdateApp changes only the given members.
+func (s *Service) UpdateApp(ctx context.Context, o Owner, appID string, in UpdateAppInput) (storage.App, error) {
+	if in.Name != nil {
+		trimmed := strings.TrimSpace(*in.Name)
+		in.Name = &trimmed
+		if err := validateAppName(trimmed); err != nil {
+			return storage.App{}, err
+		}
+	}
+	if in.Version != nil {
+		if err := validateVersion("version", *in.Version); err != nil {
+			return storage.App{}, err
+		}
+	}
+	if in.Description != nil && len([]rune(*in.Description)) > maxAppDescription {
+		return storage.App{}, core.Invalid("description", "description must be at most %d characters", maxAppDescription)
+	}
+	if _, err := s.app(ctx, o, appID); err != nil {
+		return storage.App{}, err
+	}
+	a, err := s.store.UpdateApp(ctx, o.AccountID, appID, func(a *storage.App) error {
+		set(&a.Name, in.Name)
+		set(&a.Description, in.Description)
+		set(&a.Version, in.Version)
+		set(&a.Enabled, in.Enabled)
+		set(&a.Paused, in.Paused)
+		set(&a.AntiDebug, in.AntiDebug)
+		set(&a.AntiVM, in.AntiVM)
+		set(&a.LockHwid, in.LockHwid)
+		set(&a.LockIP, in.LockIP)
+		set(&a.LockPcName, in.LockPc)
+		a.UpdatedAt = s.clock()
+		return nil
+	})
+	switch {
+	case errors.Is(err, storage.ErrConflict):
+		return storage.App{}, core.E(core.CodeConflict, "you already have an application named %q", *in.Name)
+	case err != nil:
+		return storage.App{}, notFound(err, "application")
+	}
+	return a, nil
+}
+
+// set copies *v into *dst when v is given.
+func set[T any](dst *T, v *T) {
+	if v != nil {
+		*dst = *v
+	}
+}
+
+// DeleteApp removes the app and everything under it; confirm must be true.
+func (s *Service) DeleteApp(ctx context.Context, o Owner, appID string, confirm bool) error {
+	if !confirm {
+		return core.Invalid("confirm", "confirm must be true to delete an application and all its data")
+	}
+	if _, err := s.app(ctx, o, appID); err != nil {
+		return err
+	}
+	if err := s.store.DeleteApp(ctx, o.AccountID, appID); err != nil {
+		return notFound(err, "application")
+	}
+	return nil
+}
+
+// RegenerateSecret replaces the app secret; the old one stops working at once.
+func (s *Service) RegenerateSecret(ctx context.Context, o Owner, appID string) (string, error) {
+	if _, err := s.app(ctx, o, appID); err != nil {
+		return "", err
+	}
+	secret, hash, last6 := newSecret()
+	_, err := s.store.UpdateApp(ctx, o.AccountID, appID, func(a *storage.App) error {
+		a.SecretHash, a.SecretLast6, a.UpdatedAt = hash, last6, s.clock()
+		return nil
+	})
+	if err != nil {
+		return "", notFound(err, "application")
+	}
+	return secret, nil
+}
+
+// Stats are the figures of SPEC 4.2's stats call.
+type Stats struct {
+	storage.AppStats
+	ActiveSessions int
+}
+
+// AppStats computes the app's stats; "today" and "this week" start at UTC midnight and at
+// the most recent Monday (UTC).
+func (s *Service) AppStats(ctx context.Context, o Owner, appID string) (Stats, error) {
+	if _, err := s.app(ctx, o, appID); err != nil {
+		return Stats{}, err
+	}
+	now := s.clock()
+	day := time.Date(now.Year(), now.Month(), now.Day(), 0, 0, 0, 0, time.UTC)
+	week := day.AddDate(0, 0, -((int(day.Weekday()) + 6) % 7))
+	st, err := s.store.AppStats(ctx, appID, storage.AppStatsQuery{Now: now, DayStart: day, WeekStart: week})
+	if err != nil {
+		return Stats{}, fmt.Errorf("apps: stats: %w", err)
+	}
+	return Stats{AppStats: st}, nil
+}
+
+// CountApps implements accounts.AppCounter.
+func (s *Service) CountApps(ctx context.Context, accountID string) (int, error) {
+	return s.store.CountApps(ctx, accountID)
+}

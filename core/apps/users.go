@@ -1,0 +1,335 @@
+package apps
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/keyward/keyward/core"
+	"github.com/keyward/keyward/storage"
+)
+
+// CreateUserInput is the body of a user creation (SPEC 4.3).
+type CreateUserInput struct {
+	Username    string
+	Password    string
+	Email       string
+	Level       *int
+	ExpiresAt   *string
+	DeviceLimit *int
+	Metadata    json.RawMessage
+}
+
+// CreateUser adds a user to the app within the plan's maxUsersPerApp.
+func (s *Service) CreateUser(ctx context.Context, o Owner, appID string, in CreateUserInput) (storage.AppUser, error) {
+	expires, err := parseTime("expiresAt", in.ExpiresAt)
+	if err != nil {
+		return storage.AppUser{}, err
+	}
+	meta, err := normalizeMetadata(in.Metadata)
+	if err != nil {
+		return storage.AppUser{}, err
+	}
+	if err := core.FirstError(validateAppUsername("username", in.Username), validateAppPassword("password", in.Password),
+		intIn("level", in.Level, 0, maxLevel), intIn("deviceLimit", in.DeviceLimit, 0, maxDeviceLimit)); err != nil {
+		return storage.AppUser{}, err
+	}
+	if in.Email != "" {
+		if err := core.ValidateEmail("email", in.Email); err != nil {
+			return storage.AppUser{}, err
+		}
+	}
+	if _, err := s.app(ctx, o, appID); err != nil {
+		return storage.AppUser{}, err
+	}
+	if err := s.checkUserLimit(ctx, o, appID); err != nil {
+		return storage.AppUser{}, err
+	}
+	hash, err := s.hasher.Hash(ctx, in.Password)
+	if err != nil {
+		return storage.AppUser{}, err
+	}
+	now := s.clock()
+	u := storage.AppUser{ID: uuid.NewString(), AppID: appID, Username: in.Username, PasswordHash: hash, Email: in.Email,
+		Level: 1, DeviceLimit: 1, Enabled: true, CreatedAt: now, UpdatedAt: now}
+	set(&u.Level, in.Level)
+	set(&u.DeviceLimit, in.DeviceLimit)
+	set(&u.ExpiresAt, expires)
+	set(&u.Metadata, meta)
+	if err := s.store.CreateUser(ctx, u); err != nil {
+		if errors.Is(err, storage.ErrConflict) {
+			return storage.AppUser{}, core.E(core.CodeConflict, "a user named %q exists in this application", in.Username)
+		}
+		return storage.AppUser{}, fmt.Errorf("apps: create user: %w", err)
+	}
+	return u, nil
+}
+
+// checkUserLimit refuses a new user beyond the plan's maxUsersPerApp. The client API's
+// register flow calls it too.
+func (s *Service) checkUserLimit(ctx context.Context, o Owner, appID string) error {
+	plan := s.plans.MustGet(o.Plan)
+	n, err := s.store.CountUsers(ctx, appID)
+	if err != nil {
+		return fmt.Errorf("apps: count users: %w", err)
+	}
+	if n >= plan.Limits.MaxUsersPerApp {
+		return core.E(core.CodePlanLimit, "the %s plan allows %d users per application; upgrade to add more", plan.Name, plan.Limits.MaxUsersPerApp)
+	}
+	return nil
+}
+
+// UserQueryInput is the list query of SPEC 4.3 as strings from the URL.
+type UserQueryInput struct {
+	Search, SortBy, SortOrder, Banned, Expired string
+	Page                                       storage.Page
+}
+
+// ListUsers answers one page of the app's users and the total.
+func (s *Service) ListUsers(ctx context.Context, o Owner, appID string, in UserQueryInput) ([]storage.AppUser, int, storage.Page, error) {
+	q := storage.UserQuery{Search: in.Search, Now: s.clock()}
+	var err error
+	if q.Page, err = page(in.Page); err != nil {
+		return nil, 0, q.Page, err
+	}
+	if err := maxLen("search", &in.Search, maxSearch); err != nil {
+		return nil, 0, q.Page, err
+	}
+	switch in.SortBy {
+	case "":
+		q.SortBy = storage.UserSortCreatedAt
+	case storage.UserSortUsername, storage.UserSortCreatedAt, storage.UserSortLastLoginAt, storage.UserSortExpiresAt:
+		q.SortBy = in.SortBy
+	default:
+		return nil, 0, q.Page, core.Invalid("sortBy", "sortBy must be one of username, created_at, last_login_at, expires_at")
+	}
+	if q.Desc, err = sortOrder(in.SortOrder); err != nil {
+		return nil, 0, q.Page, err
+	}
+	if q.Banned, err = optionalBool("banned", in.Banned); err != nil {
+		return nil, 0, q.Page, err
+	}
+	switch in.Expired {
+	case "", "false":
+	case "true":
+		q.Expired = true
+	default:
+		return nil, 0, q.Page, core.Invalid("expired", "expired must be true or false")
+	}
+	if _, err := s.app(ctx, o, appID); err != nil {
+		return nil, 0, q.Page, err
+	}
+	list, total, err := s.store.ListUsers(ctx, appID, q)
+	if err != nil {
+		return nil, 0, q.Page, fmt.Errorf("apps: list users: %w", err)
+	}
+	return list, total, q.Page, nil
+}
+
+func sortOrder(s string) (desc bool, err error) {
+	switch strings.ToLower(s) {
+	case "", "asc":
+		return false, nil
+	case "desc":
+		return true, nil
+	}
+	return false, core.Invalid("sortOrder", "sortOrder must be asc or desc")
+}
+
+func optionalBool(field, s string) (*bool, error) {
+	switch s {
+	case "":
+		return nil, nil
+	case "true":
+		t := true
+		return &t, nil
+	case "false":
+		f := false
+		return &f, nil
+	}
+	return nil, core.Invalid(field, "%s must be true or false", field)
+}
+
+// UserDetail is a user with its devices and subscriptions.
+type UserDetail struct {
+	User          storage.AppUser
+	Devices       []storage.Device
+	Subscriptions []storage.License
+}
+
+// GetUser answers a user with its devices and its active license as subscription.
+func (s *Service) GetUser(ctx context.Context, o Owner, appID, userID string) (UserDetail, error) {
+	u, err := s.user(ctx, o, appID, userID)
+	if err != nil {
+		return UserDetail{}, err
+	}
+	devices, _, err := s.store.ListDevices(ctx, appID, storage.DeviceQuery{UserID: u.ID, Page: storage.Page{Limit: storage.MaxPageSize}})
+	if err != nil {
+		return UserDetail{}, fmt.Errorf("apps: user devices: %w", err)
+	}
+	d := UserDetail{User: u, Devices: devices, Subscriptions: []storage.License{}}
+	if u.LicenseID != "" {
+		l, err := s.store.GetLicense(ctx, appID, u.LicenseID)
+		if err == nil {
+			d.Subscriptions = append(d.Subscriptions, l)
+		} else if !errors.Is(err, storage.ErrNotFound) {
+			return UserDetail{}, fmt.Errorf("apps: user license: %w", err)
+		}
+	}
+	return d, nil
+}
+
+func (s *Service) user(ctx context.Context, o Owner, appID, userID string) (storage.AppUser, error) {
+	if _, err := s.app(ctx, o, appID); err != nil {
+		return storage.AppUser{}, err
+	}
+	u, err := s.store.GetUser(ctx, appID, userID)
+	return u, notFound(err, "user")
+}
+
+// UpdateUserInput holds the members to change (SPEC 4.3); nil members stay.
+type UpdateUserInput struct {
+	Password, Email, ExpiresAt, BanReason, HWID, DisplayName, PCName, LockedIP       *string
+	Level, DeviceLimit, HwidResetMax, HwidResetCooldown, IPResetMax, IPResetCooldown *int
+	Enabled, Banned                                                                  *bool
+	Metadata                                                                         json.RawMessage
+}
+
+// UpdateUser changes only the given members. Banning records the reason; unbanning clears it.
+func (s *Service) UpdateUser(ctx context.Context, o Owner, appID, userID string, in UpdateUserInput) (storage.AppUser, error) {
+	expires, err := parseTime("expiresAt", in.ExpiresAt)
+	if err != nil {
+		return storage.AppUser{}, err
+	}
+	meta, err := normalizeMetadata(in.Metadata)
+	if err != nil {
+		return storage.AppUser{}, err
+	}
+	if err := core.FirstError(intIn("level", in.Level, 0, maxLevel), intIn("deviceLimit", in.DeviceLimit, 0, maxDeviceLimit),
+		intIn("hwidResetMax", in.HwidResetMax, 0, maxUses), intIn("hwidResetCooldown", in.HwidResetCooldown, 0, maxDuration),
+		intIn("ipResetMax", in.IPResetMax, 0, maxUses), intIn("ipResetCooldown", in.IPResetCooldown, 0, maxDuration),
+		maxLen("banReason", in.BanReason, maxNote), maxLen("hwid", in.HWID, maxHWID), maxLen("displayName", in.DisplayName, maxDisplayName),
+		maxLen("pcName", in.PCName, maxHWID), maxLen("lockedIp", in.LockedIP, 64)); err != nil {
+		return storage.AppUser{}, err
+	}
+	if in.Email != nil && *in.Email != "" {
+		if err := core.ValidateEmail("email", *in.Email); err != nil {
+			return storage.AppUser{}, err
+		}
+	}
+	var hash *string
+	if in.Password != nil {
+		if err := validateAppPassword("password", *in.Password); err != nil {
+			return storage.AppUser{}, err
+		}
+		h, err := s.hasher.Hash(ctx, *in.Password)
+		if err != nil {
+			return storage.AppUser{}, err
+		}
+		hash = &h
+	}
+	if _, err := s.user(ctx, o, appID, userID); err != nil {
+		return storage.AppUser{}, err
+	}
+	u, err := s.store.UpdateUser(ctx, appID, userID, func(u *storage.AppUser) error {
+		set(&u.PasswordHash, hash)
+		set(&u.Email, in.Email)
+		set(&u.ExpiresAt, expires)
+		set(&u.HWID, in.HWID)
+		set(&u.DisplayName, in.DisplayName)
+		set(&u.PCName, in.PCName)
+		set(&u.LockedIP, in.LockedIP)
+		set(&u.Level, in.Level)
+		set(&u.DeviceLimit, in.DeviceLimit)
+		set(&u.HwidResetMax, in.HwidResetMax)
+		set(&u.HwidResetCooldown, in.HwidResetCooldown)
+		set(&u.IPResetMax, in.IPResetMax)
+		set(&u.IPResetCooldown, in.IPResetCooldown)
+		set(&u.Enabled, in.Enabled)
+		set(&u.Metadata, meta)
+		set(&u.Banned, in.Banned)
+		set(&u.BanReason, in.BanReason)
+		if in.Banned != nil && !*in.Banned {
+			u.BanReason = ""
+		}
+		u.UpdatedAt = s.clock()
+		return nil
+	})
+	return u, notFound(err, "user")
+}
+
+// DeleteUser removes the user and its devices.
+func (s *Service) DeleteUser(ctx context.Context, o Owner, appID, userID string) error {
+	if _, err := s.user(ctx, o, appID, userID); err != nil {
+		return err
+	}
+	return notFound(s.store.DeleteUser(ctx, appID, userID), "user")
+}
+
+// ResetHWID clears the user's hwid, locked IP and devices, within hwidResetMax resets
+// (0 = unlimited) spaced by hwidResetCooldown seconds.
+func (s *Service) ResetHWID(ctx context.Context, o Owner, appID, userID string) (storage.AppUser, int, error) {
+	if _, err := s.user(ctx, o, appID, userID); err != nil {
+		return storage.AppUser{}, 0, err
+	}
+	now := s.clock()
+	u, err := s.store.UpdateUser(ctx, appID, userID, func(u *storage.AppUser) error {
+		if u.HwidResetMax > 0 && u.HwidResets >= u.HwidResetMax {
+			return core.E(core.CodeForbidden, "HWID reset limit reached (%d)", u.HwidResetMax)
+		}
+		if u.HwidResetCooldown > 0 && !u.LastHwidResetAt.IsZero() {
+			next := u.LastHwidResetAt.Add(time.Duration(u.HwidResetCooldown) * time.Second)
+			if now.Before(next) {
+				return core.RateLimited(next.Sub(now))
+			}
+		}
+		u.HWID, u.LockedIP = "", ""
+		u.HwidResets++
+		u.LastHwidResetAt = now
+		u.UpdatedAt = now
+		return nil
+	})
+	if err != nil {
+		return storage.AppUser{}, 0, notFound(err, "user")
+	}
+	n, err := s.store.DeleteUserDevices(ctx, appID, userID)
+	if err != nil {
+		return storage.AppUser{}, 0, fmt.Errorf("apps: reset devices: %w", err)
+	}
+	return u, n, nil
+}
+
+// ExtendUser moves the user's expiry by duration seconds: from the current expiry, or
+// from now when it is unset or past.
+func (s *Service) ExtendUser(ctx context.Context, o Owner, appID, userID string, duration *int64) (storage.AppUser, error) {
+	if duration == nil {
+		return storage.AppUser{}, core.Invalid("duration", "duration is required (seconds)")
+	}
+	if err := int64In("duration", duration, 1, maxDuration); err != nil {
+		return storage.AppUser{}, err
+	}
+	if _, err := s.user(ctx, o, appID, userID); err != nil {
+		return storage.AppUser{}, err
+	}
+	now := s.clock()
+	u, err := s.store.UpdateUser(ctx, appID, userID, func(u *storage.AppUser) error {
+		base := u.ExpiresAt
+		if base.IsZero() || base.Before(now) {
+			base = now
+		}
+		u.ExpiresAt = base.Add(time.Duration(*duration) * time.Second)
+		u.UpdatedAt = now
+		return nil
+	})
+	return u, notFound(err, "user")
+}
+
+// UserIPInfo answers the user's last login IP and locked IP (admin only; checked at the edge).
+func (s *Service) UserIPInfo(ctx context.Context, o Owner, appID, userID string) (storage.AppUser, error) {
+	return s.user(ctx, o, appID, userID)
+}

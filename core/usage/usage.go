@@ -1,0 +1,206 @@
+// Package usage counts the client API calls of each owner account and enforces the
+// monthly quota of its plan (SPEC 2: apiCallsUsed, apiCallsResetAt, maxApiCallsMonth)
+// without a database write per call.
+//
+// How: every call adds 1 to the account's counter in the cluster engine (one Redis
+// HINCRBY, or a map update in memory). Each node's flusher periodically takes the pending
+// counters (atomically, cluster-wide) and adds them to the accounts in storage, starting a
+// new month when the stored period is over. A call is allowed while stored + pending stays
+// within the quota; each node caches the stored figure and reloads it after every flush.
+//
+// Precision: the total is exact (every counted call reaches storage), except that a node
+// killed between taking counters and writing them loses that one batch. The quota check
+// can let through at most the calls made in one flush interval (default 10 s) after
+// another node's flush, while this node's cached stored figure is older than that flush.
+// apiCallsUsed as shown to the owner lags by at most one flush interval.
+package usage
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/keyward/keyward/cluster"
+	"github.com/keyward/keyward/core"
+	"github.com/keyward/keyward/core/plans"
+	"github.com/keyward/keyward/storage"
+)
+
+// group names the cluster counters of API calls.
+const group = "apicalls"
+
+// DefaultFlushInterval is how often pending counts are written to storage.
+const DefaultFlushInterval = 10 * time.Second
+
+// PeriodEnd is when a monthly counter that runs at t resets: the first instant of the next
+// calendar month, UTC.
+func PeriodEnd(t time.Time) time.Time {
+	y, m, _ := t.UTC().Date()
+	return time.Date(y, m+1, 1, 0, 0, 0, 0, time.UTC)
+}
+
+// Config tunes a Meter. Zero values take the defaults.
+type Config struct {
+	FlushInterval time.Duration
+	Now           func() time.Time
+}
+
+// Meter counts calls and checks quotas. Start runs its flusher; Close stops it after a
+// last flush.
+type Meter struct {
+	counters cluster.Counters
+	store    storage.AccountStore
+	plans    *plans.Catalogue
+	log      *slog.Logger
+	cfg      Config
+
+	mu    sync.Mutex
+	cache map[string]stored // account id → what storage said at the last load
+
+	stop      chan struct{}
+	done      chan struct{}
+	startOnce sync.Once
+	started   bool
+	stopOnce  sync.Once
+}
+
+type stored struct {
+	used    int64
+	resetAt time.Time
+	limit   int64
+}
+
+// New builds a meter; call Start to flush periodically.
+func New(counters cluster.Counters, store storage.AccountStore, catalogue *plans.Catalogue, cfg Config, log *slog.Logger) *Meter {
+	if cfg.FlushInterval <= 0 {
+		cfg.FlushInterval = DefaultFlushInterval
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	return &Meter{counters: counters, store: store, plans: catalogue, log: log, cfg: cfg,
+		cache: map[string]stored{}, stop: make(chan struct{}), done: make(chan struct{})}
+}
+
+// Count records one call of the account and refuses it with QUOTA_EXCEEDED (not counted)
+// beyond the plan's monthly quota.
+func (m *Meter) Count(ctx context.Context, accountID string) error {
+	s, err := m.stored(ctx, accountID)
+	if err != nil {
+		return err
+	}
+	pending, err := m.counters.AddCount(ctx, group, accountID, 1)
+	if err != nil {
+		return fmt.Errorf("usage: count: %w", err)
+	}
+	used := s.used
+	if !m.cfg.Now().Before(s.resetAt) {
+		used = 0 // the stored month is over; the next flush starts a new one
+	}
+	if used+pending > s.limit {
+		if _, err := m.counters.AddCount(ctx, group, accountID, -1); err != nil {
+			m.log.Warn("could not uncount a refused call", "accountId", accountID, "err", err)
+		}
+		return core.E(core.CodeQuotaExceeded, "the monthly quota of %d API calls of this application's owner is used up", s.limit)
+	}
+	return nil
+}
+
+// stored answers the cached storage figures of the account, loading them when missing.
+func (m *Meter) stored(ctx context.Context, accountID string) (stored, error) {
+	m.mu.Lock()
+	s, ok := m.cache[accountID]
+	m.mu.Unlock()
+	if ok {
+		return s, nil
+	}
+	a, err := m.store.GetAccount(ctx, accountID)
+	if err != nil {
+		return stored{}, fmt.Errorf("usage: load account: %w", err)
+	}
+	s = stored{used: a.APICallsUsed, resetAt: a.APICallsResetAt, limit: int64(m.plans.MustGet(a.Plan).Limits.MaxAPICallsMonth)}
+	m.mu.Lock()
+	m.cache[accountID] = s
+	m.mu.Unlock()
+	return s, nil
+}
+
+// Flush takes every pending count and adds it to its account in storage. A count that
+// cannot be written is put back for the next flush.
+func (m *Meter) Flush(ctx context.Context) error {
+	counts, err := m.counters.TakeCounts(ctx, group)
+	if err != nil {
+		return fmt.Errorf("usage: take counts: %w", err)
+	}
+	var errs []error
+	for accountID, n := range counts {
+		if n == 0 {
+			continue
+		}
+		now := storage.Truncate(m.cfg.Now())
+		_, err := m.store.UpdateAccount(ctx, accountID, func(a *storage.Account) error {
+			if !now.Before(a.APICallsResetAt) {
+				a.APICallsUsed, a.APICallsResetAt = 0, PeriodEnd(now)
+			}
+			a.APICallsUsed += n
+			return nil
+		})
+		switch {
+		case errors.Is(err, storage.ErrNotFound):
+			// The account was deleted: its calls have nowhere to go.
+		case err != nil:
+			errs = append(errs, fmt.Errorf("usage: write %d calls of %s: %w", n, accountID, err))
+			if _, err := m.counters.AddCount(ctx, group, accountID, n); err != nil {
+				m.log.Error("API calls lost: could not put them back", "accountId", accountID, "calls", n, "err", err)
+			}
+		}
+	}
+	// Reload stored figures lazily: this node's view includes every flush so far.
+	m.mu.Lock()
+	clear(m.cache)
+	m.mu.Unlock()
+	return errors.Join(errs...)
+}
+
+// Start runs the flusher in a goroutine owned by the meter, until Close.
+func (m *Meter) Start() {
+	m.startOnce.Do(func() {
+		m.started = true
+		go m.run()
+	})
+}
+
+func (m *Meter) run() {
+	defer close(m.done)
+	t := time.NewTicker(m.cfg.FlushInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-m.stop:
+			return
+		case <-t.C:
+			ctx, cancel := context.WithTimeout(context.Background(), m.cfg.FlushInterval)
+			if err := m.Flush(ctx); err != nil {
+				m.log.Warn("API call counts not flushed, will retry", "err", err)
+			}
+			cancel()
+		}
+	}
+}
+
+// Close stops the flusher (if started) and flushes what is pending. Idempotent.
+func (m *Meter) Close(ctx context.Context) error {
+	var err error
+	m.stopOnce.Do(func() {
+		close(m.stop)
+		m.startOnce.Do(func() {}) // a Start after Close does nothing
+		if m.started {
+			<-m.done
+		}
+		err = m.Flush(ctx)
+	})
+	return err
+}

@@ -1,0 +1,258 @@
+package mongo
+
+import (
+	"context"
+	"strings"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
+
+	"github.com/keyward/keyward/storage"
+)
+
+var (
+	_ storage.AppStore      = (*Store)(nil)
+	_ storage.AppStatsStore = (*Store)(nil)
+)
+
+// appDoc is an app as stored; zero times are left out (omitempty).
+type appDoc struct {
+	ID        string `bson:"_id"`
+	Version   int64  `bson:"version"` // see versioned
+	AccountID string `bson:"accountId"`
+	Name      string `bson:"name"`
+	// NameLower carries the per-account unique index (no collation on FerretDB).
+	NameLower   string    `bson:"nameLower"`
+	Description string    `bson:"description"`
+	AppVersion  string    `bson:"appVersion"` // the app's own version string
+	Enabled     bool      `bson:"enabled"`
+	Paused      bool      `bson:"paused"`
+	AntiDebug   bool      `bson:"antiDebug"`
+	AntiVM      bool      `bson:"antiVm"`
+	LockHwid    bool      `bson:"lockHwid"`
+	LockIP      bool      `bson:"lockIp"`
+	LockPcName  bool      `bson:"lockPcName"`
+	SecretHash  string    `bson:"secretHash"`
+	SecretLast6 string    `bson:"secretLast6"`
+	CreatedAt   time.Time `bson:"createdAt,omitempty"`
+	UpdatedAt   time.Time `bson:"updatedAt,omitempty"`
+}
+
+func toAppDoc(a storage.App, version int64) appDoc {
+	return appDoc{
+		ID:          a.ID,
+		Version:     version,
+		AccountID:   a.AccountID,
+		Name:        a.Name,
+		NameLower:   strings.ToLower(a.Name),
+		Description: a.Description,
+		AppVersion:  a.Version,
+		Enabled:     a.Enabled,
+		Paused:      a.Paused,
+		AntiDebug:   a.AntiDebug,
+		AntiVM:      a.AntiVM,
+		LockHwid:    a.LockHwid,
+		LockIP:      a.LockIP,
+		LockPcName:  a.LockPcName,
+		SecretHash:  a.SecretHash,
+		SecretLast6: a.SecretLast6,
+		CreatedAt:   storage.Truncate(a.CreatedAt),
+		UpdatedAt:   storage.Truncate(a.UpdatedAt),
+	}
+}
+
+func (d appDoc) app() storage.App {
+	return storage.App{
+		ID:          d.ID,
+		AccountID:   d.AccountID,
+		Name:        d.Name,
+		Description: d.Description,
+		Version:     d.AppVersion,
+		Enabled:     d.Enabled,
+		Paused:      d.Paused,
+		AntiDebug:   d.AntiDebug,
+		AntiVM:      d.AntiVM,
+		LockHwid:    d.LockHwid,
+		LockIP:      d.LockIP,
+		LockPcName:  d.LockPcName,
+		SecretHash:  d.SecretHash,
+		SecretLast6: d.SecretLast6,
+		CreatedAt:   fromDate(d.CreatedAt),
+		UpdatedAt:   fromDate(d.UpdatedAt),
+	}
+}
+
+// claimKey implements versioned: an app owns its own claims, as it owns its records'.
+func (d appDoc) claimKey() (string, int64, string) { return d.ID, d.Version, d.ID }
+
+// ownedApp filters on the account's app: another account's app is not found.
+func ownedApp(accountID, id string) bson.D {
+	return bson.D{{Key: "_id", Value: id}, {Key: "accountId", Value: accountID}}
+}
+
+// CreateApp inserts a; the unique _id and (accountId, nameLower) indexes answer ErrConflict.
+func (s *Store) CreateApp(ctx context.Context, a storage.App) error {
+	if _, err := s.apps.InsertOne(ctx, toAppDoc(a, newVersion())); err != nil {
+		return wrap("create app", err)
+	}
+	return nil
+}
+
+// GetApp reads the account's app.
+func (s *Store) GetApp(ctx context.Context, accountID, id string) (storage.App, error) {
+	d, err := findDoc[appDoc](ctx, s.apps, "get app", ownedApp(accountID, id))
+	return d.app(), err
+}
+
+// GetAppBySecretHash finds the app whose current secret hashes to hash.
+func (s *Store) GetAppBySecretHash(ctx context.Context, hash string) (storage.App, error) {
+	// An app without a secret stores "": that must never identify anyone.
+	if hash == "" {
+		return storage.App{}, wrap("get app by secret", mongo.ErrNoDocuments)
+	}
+	d, err := findDoc[appDoc](ctx, s.apps, "get app by secret", bson.D{{Key: "secretHash", Value: hash}})
+	return d.app(), err
+}
+
+// ListApps answers every app of the account, oldest first.
+func (s *Store) ListApps(ctx context.Context, accountID string) ([]storage.App, error) {
+	cur, err := s.apps.Find(ctx, bson.D{{Key: "accountId", Value: accountID}},
+		options.Find().SetSort(sortBy("createdAt", false)))
+	if err != nil {
+		return nil, wrap("list apps", err)
+	}
+	var docs []appDoc
+	if err := cur.All(ctx, &docs); err != nil {
+		return nil, wrap("list apps", err)
+	}
+	out := make([]storage.App, len(docs))
+	for i, d := range docs {
+		out[i] = d.app()
+	}
+	return out, nil
+}
+
+// CountApps counts the account's apps.
+func (s *Store) CountApps(ctx context.Context, accountID string) (int, error) {
+	return count(ctx, s.apps, "count apps", bson.D{{Key: "accountId", Value: accountID}})
+}
+
+// UpdateApp applies fn to the account's app under a version claim (see updateDoc). The id,
+// the owning account and the creation time are kept from the stored record.
+func (s *Store) UpdateApp(ctx context.Context, accountID, id string, fn func(*storage.App) error) (storage.App, error) {
+	d, err := updateDoc(ctx, s, s.apps, "update app", ownedApp(accountID, id),
+		func(cur appDoc) (appDoc, error) {
+			next := cur.app()
+			if err := fn(&next); err != nil {
+				return appDoc{}, err
+			}
+			doc := toAppDoc(next, cur.Version+1)
+			doc.ID, doc.AccountID, doc.CreatedAt = cur.ID, cur.AccountID, cur.CreatedAt
+			return doc, nil
+		})
+	if err != nil {
+		return storage.App{}, err
+	}
+	return d.app(), nil
+}
+
+// appRecordColls answers the collections holding records that belong to an app, by
+// appId, in the order DeleteApp sweeps them: users before devices, so that a device
+// created while its user is being swept is still caught (see insertOwned). Every later
+// record kind of an app (sessions, variables, files, rules, …) must be added here, and
+// counted in CountAppRecords.
+func (s *Store) appRecordColls() []*mongo.Collection {
+	return []*mongo.Collection{s.users, s.devices, s.licenses, s.tokens}
+}
+
+// DeleteApp removes the account's app, then every record that belongs to it. Without
+// transactions this is several steps: the app goes first, so that creators of new records
+// (which check the app after inserting) either see it gone or are swept. If a delete stops
+// part-way, the records left behind belong to no app, and calling DeleteApp again (it
+// answers ErrNotFound then) finishes the sweep.
+func (s *Store) DeleteApp(ctx context.Context, accountID, id string) error {
+	const op = "delete app"
+	res, err := s.apps.DeleteOne(ctx, ownedApp(accountID, id))
+	if err != nil {
+		return wrap(op, err)
+	}
+	if res.DeletedCount == 0 {
+		// Another account's app keeps its records; only an app gone altogether (an earlier
+		// delete that stopped part-way) has its leftovers swept.
+		n, err := s.apps.CountDocuments(ctx, bson.D{{Key: "_id", Value: id}}, options.Count().SetLimit(1))
+		if err != nil {
+			return wrap(op, err)
+		}
+		if n > 0 {
+			return wrap(op, mongo.ErrNoDocuments)
+		}
+	}
+	for _, coll := range s.appRecordColls() {
+		if _, err := coll.DeleteMany(ctx, bson.D{{Key: "appId", Value: id}}); err != nil {
+			return wrap(op+": "+coll.Name(), err)
+		}
+	}
+	if err := s.deleteClaims(ctx, id); err != nil {
+		return wrap(op+": claims", err)
+	}
+	if res.DeletedCount == 0 {
+		return wrap(op, mongo.ErrNoDocuments)
+	}
+	return nil
+}
+
+// CountAppRecords counts the app's records of each kind. Kinds without a store yet
+// (sessions, variables, files, rules) are 0 until their collections exist.
+func (s *Store) CountAppRecords(ctx context.Context, appID string) (storage.AppCounts, error) {
+	const op = "count app records"
+	byAppID := bson.D{{Key: "appId", Value: appID}}
+	var c storage.AppCounts
+	for _, f := range []struct {
+		coll *mongo.Collection
+		n    *int
+	}{{s.users, &c.Users}, {s.licenses, &c.Licenses}, {s.tokens, &c.Tokens}} {
+		n, err := count(ctx, f.coll, op+": "+f.coll.Name(), byAppID)
+		if err != nil {
+			return storage.AppCounts{}, err
+		}
+		*f.n = n
+	}
+	return c, nil
+}
+
+// AppStats computes each figure with CountDocuments: the server counts, no record is
+// loaded. The counts are separate reads, so under concurrent writes they may not add up
+// exactly.
+func (s *Store) AppStats(ctx context.Context, appID string, q storage.AppStatsQuery) (storage.AppStats, error) {
+	const op = "app stats"
+	app := bson.E{Key: "appId", Value: appID}
+	var st storage.AppStats
+	for _, f := range []struct {
+		coll   *mongo.Collection
+		filter bson.D
+		n      *int
+	}{
+		{s.users, bson.D{app}, &st.Users},
+		{s.users, bson.D{app, {Key: "enabled", Value: true}, {Key: "banned", Value: false},
+			// Not expired: no expiry (the field is absent for the zero time), or after now.
+			{Key: "$or", Value: bson.A{
+				bson.D{{Key: "expiresAt", Value: bson.D{{Key: "$exists", Value: false}}}},
+				bson.D{{Key: "expiresAt", Value: bson.D{{Key: "$gt", Value: q.Now}}}},
+			}}}, &st.ActiveUsers},
+		{s.users, bson.D{app, {Key: "banned", Value: true}}, &st.BannedUsers},
+		// A user who never logged in has no lastLoginAt, which $gte never matches.
+		{s.users, bson.D{app, {Key: "lastLoginAt", Value: bson.D{{Key: "$gte", Value: q.DayStart}}}}, &st.LoginsSinceDay},
+		{s.users, bson.D{app, {Key: "lastLoginAt", Value: bson.D{{Key: "$gte", Value: q.WeekStart}}}}, &st.LoginsSinceWeek},
+		{s.licenses, bson.D{app}, &st.Licenses},
+		{s.licenses, bson.D{app, {Key: "usedCount", Value: bson.D{{Key: "$gt", Value: 0}}}}, &st.UsedLicenses},
+	} {
+		n, err := count(ctx, f.coll, op, f.filter)
+		if err != nil {
+			return storage.AppStats{}, err
+		}
+		*f.n = n
+	}
+	return st, nil
+}

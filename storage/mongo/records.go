@@ -1,0 +1,341 @@
+package mongo
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"regexp"
+	"strings"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
+
+	"github.com/keyward/keyward/storage"
+)
+
+// versioned is a stored document that Update methods replace under a version claim (see
+// updateDoc). Every updatable record kind's document implements it.
+type versioned interface {
+	// claimKey answers the document's id, the version it was read at, and its owner: the
+	// scope whose deletion sweeps the claims left behind (the account for an account, the
+	// app for an app and for every record of the app).
+	claimKey() (id string, version int64, owner string)
+}
+
+// newVersion is the version a record is created at. It is random, not 1: an updater that
+// read a record which is then deleted and created again under the same id must not find
+// "its" version on the new record and overwrite it with the old one's fields.
+func newVersion() int64 { return rand.Int64N(1<<62) + 1 }
+
+// updateDoc is the read-modify-write every Update method shares. It is optimistic: read
+// the document with filter (which carries the id and its owner, so another owner's record
+// is not found), let next build the successor (fn applied, identity kept, version+1), then
+// replace the document only if it is still at the version read, else start again.
+//
+// The replace filtered by {_id, version} is an atomic compare-and-swap on MongoDB, but not
+// on FerretDB 1.x, whose update runs as a query followed by an unconditional write by _id:
+// two updaters that read the same version can both match and one write is lost. So, to
+// work on both, an updater first claims the version it is about to write by inserting a
+// claim document whose _id names the collection, the document and that version. Inserting
+// into the unique _id index is atomic on both servers, so exactly one updater holds the
+// claim for version v+1, and only it replaces version v. The claim is removed once the
+// replace is done; on MongoDB it is redundant, and costs two small writes.
+//
+// next's error (the caller's updater failing) is returned as it is, so it stays matchable.
+func updateDoc[D versioned](ctx context.Context, s *Store, coll *mongo.Collection, op string, filter bson.D,
+	next func(cur D) (D, error),
+) (D, error) {
+	var zero D
+	for attempt := 0; ; attempt++ {
+		var cur D
+		if err := coll.FindOne(ctx, filter).Decode(&cur); err != nil {
+			return zero, wrap(op, err)
+		}
+		doc, err := next(cur)
+		if err != nil {
+			return zero, err
+		}
+		matched, err := s.replaceClaimed(ctx, coll, cur, doc)
+		if err != nil {
+			return zero, wrap(op, err)
+		}
+		if matched {
+			return doc, nil
+		}
+		if err := backoff(ctx, attempt); err != nil {
+			return zero, wrap(op, err)
+		}
+	}
+}
+
+// claimDoc reserves the write of one version of one document.
+type claimDoc struct {
+	ID    string    `bson:"_id"`   // "<collection>/<document id>#<version>"
+	Owner string    `bson:"owner"` // see versioned.claimKey
+	At    time.Time `bson:"at"`
+}
+
+// claimLease is how long a claim protects its version. A claim older than this is taken to
+// be left by an updater that died between claiming and releasing, and is removed so that
+// the record does not stay locked. An updater's own replace is bounded to half of it.
+const claimLease = 30 * time.Second
+
+// replaceClaimed writes next over cur in coll if cur is still the stored version. It
+// answers false when another updater got there first (or holds the claim), and the caller
+// starts again.
+func (s *Store) replaceClaimed(ctx context.Context, coll *mongo.Collection, cur versioned, next any) (bool, error) {
+	id, version, owner := cur.claimKey()
+	claim := claimDoc{
+		ID:    fmt.Sprintf("%s/%s#%d", coll.Name(), id, version+1),
+		Owner: owner,
+		At:    storage.Now(),
+	}
+	if _, err := s.claims.InsertOne(ctx, claim); err != nil {
+		if !isDuplicateKey(err) {
+			return false, err
+		}
+		return false, s.clearStaleClaim(ctx, claim.ID)
+	}
+	// Release even if ctx is cancelled meanwhile: a claim left behind blocks this version
+	// for the whole lease.
+	defer func() {
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), serverSelectionTimeout)
+		defer cancel()
+		_, _ = s.claims.DeleteOne(rctx, bson.D{{Key: "_id", Value: claim.ID}})
+	}()
+
+	wctx, cancel := context.WithTimeout(ctx, claimLease/2)
+	defer cancel()
+	res, err := coll.ReplaceOne(wctx, bson.D{{Key: "_id", Value: id}, {Key: "version", Value: version}}, next)
+	if err != nil {
+		return false, err
+	}
+	return res.MatchedCount == 1, nil
+}
+
+// clearStaleClaim removes the claim id if it has outlived claimLease. The delete is
+// filtered by the claim's time, so a fresh claim made under the same id meanwhile stays.
+func (s *Store) clearStaleClaim(ctx context.Context, id string) error {
+	var c claimDoc
+	err := s.claims.FindOne(ctx, bson.D{{Key: "_id", Value: id}}).Decode(&c)
+	if errors.Is(err, mongo.ErrNoDocuments) {
+		return nil // released meanwhile
+	}
+	if err != nil {
+		return err
+	}
+	if time.Since(c.At) < claimLease {
+		return nil
+	}
+	_, err = s.claims.DeleteOne(ctx, bson.D{{Key: "_id", Value: id}, {Key: "at", Value: c.At}})
+	return err
+}
+
+// deleteClaims removes the claims of an owner whose records are being deleted. Only claims
+// of updaters that died are left to find; they would block nothing (a record created again
+// under the same id starts at a new random version) but would otherwise stay forever.
+func (s *Store) deleteClaims(ctx context.Context, owner string) error {
+	_, err := s.claims.DeleteMany(ctx, bson.D{{Key: "owner", Value: owner}})
+	return err
+}
+
+// backoff sleeps a little, more as attempts grow, with jitter so that colliding updaters
+// spread out. It gives up after maxAttempts, so that a bug can never spin forever.
+func backoff(ctx context.Context, attempt int) error {
+	if attempt >= maxAttempts {
+		return fmt.Errorf("gave up after %d attempts under contention", attempt+1)
+	}
+	d := time.Duration(rand.Int64N(int64(time.Millisecond) << min(attempt, 6)))
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+const maxAttempts = 200
+
+// parentRef names the record a new record belongs to: the app of a user, license or token,
+// the user of a device.
+type parentRef struct {
+	what   string
+	coll   *mongo.Collection
+	filter bson.D
+}
+
+// insertOwned inserts docs into coll, all or none, and only while their parents exist.
+//
+// There are no transactions on FerretDB, so all-or-nothing is done by hand: when the
+// insert fails part-way (a duplicate key aborts an ordered InsertMany, but FerretDB may
+// have written other documents of the batch, including ones after the failing one), the
+// documents this call wrote are deleted again. undo selects exactly those: their ids
+// together with the version the whole batch was created at (see newVersion), so that a
+// document that already existed under one of the ids is never taken for one of ours.
+// Until the undo, readers can see part of the batch; and a document of the batch updated
+// in that instant (its version changed) would survive the undo.
+//
+// The parents are checked after the insert, not before, as CreateAccountToken does:
+// deletions remove the parent first and then sweep its children, so either the check sees
+// the parent gone (and the new documents are undone, answering ErrNotFound), or the parent
+// was still there when they were written and the sweep that follows removes them.
+func (s *Store) insertOwned(ctx context.Context, op string, coll *mongo.Collection, docs []any, undo bson.D, parents []parentRef) error {
+	if len(docs) == 0 {
+		return nil
+	}
+	var err error
+	if len(docs) == 1 {
+		// One document is inserted or not: nothing to undo on failure.
+		if _, err = coll.InsertOne(ctx, docs[0]); err != nil {
+			return wrap(op, err)
+		}
+	} else if _, err = coll.InsertMany(ctx, docs, options.InsertMany().SetOrdered(true)); err != nil {
+		return s.undoInsert(ctx, op, coll, undo, wrap(op, err))
+	}
+	for _, p := range parents {
+		n, err := p.coll.CountDocuments(ctx, p.filter, options.Count().SetLimit(1))
+		if err != nil {
+			return s.undoInsert(ctx, op, coll, undo, wrap(op+": check "+p.what, err))
+		}
+		if n == 0 {
+			return s.undoInsert(ctx, op, coll, undo, wrap(op+": "+p.what, mongo.ErrNoDocuments))
+		}
+	}
+	return nil
+}
+
+// undoInsert deletes what a failed insertOwned wrote and answers cause, joined with the
+// undo's own failure if any. The undo runs even if ctx was cancelled: half a batch must
+// not stay behind because the caller gave up.
+func (s *Store) undoInsert(ctx context.Context, op string, coll *mongo.Collection, undo bson.D, cause error) error {
+	uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*serverSelectionTimeout)
+	defer cancel()
+	if _, err := coll.DeleteMany(uctx, undo); err != nil {
+		return errors.Join(cause, wrap(op+": undo partial insert", err))
+	}
+	return cause
+}
+
+// batchUndo is the undo filter of a batch inserted by insertOwned.
+func batchUndo(ids []string, version int64) bson.D {
+	return bson.D{{Key: "_id", Value: bson.D{{Key: "$in", Value: ids}}}, {Key: "version", Value: version}}
+}
+
+// appParents answers the distinct apps of a batch, to be checked by insertOwned.
+func (s *Store) appParents(appIDs []string) []parentRef {
+	seen := map[string]bool{}
+	var out []parentRef
+	for _, id := range appIDs {
+		if seen[id] {
+			continue
+		}
+		seen[id] = true
+		out = append(out, parentRef{what: "app " + id, coll: s.apps, filter: bson.D{{Key: "_id", Value: id}}})
+	}
+	return out
+}
+
+// searchRegex is a case-insensitive literal substring match. $regex with a quoted pattern
+// is a search that FerretDB and MongoDB both run; it is applied to lower-cased copies, like
+// the SQLite engine, so that both engines fold case the same way, and "i" keeps it
+// case-blind regardless.
+func searchRegex(s string) bson.Regex {
+	return bson.Regex{Pattern: regexp.QuoteMeta(strings.ToLower(s)), Options: "i"}
+}
+
+// searchAny adds to filter a match of search on any of the lower-cased fields.
+func searchAny(filter bson.D, search string, lowerFields ...string) bson.D {
+	if search == "" {
+		return filter
+	}
+	re := searchRegex(search)
+	ors := make(bson.A, len(lowerFields))
+	for i, f := range lowerFields {
+		ors[i] = bson.D{{Key: f, Value: re}}
+	}
+	return append(filter, bson.E{Key: "$or", Value: ors})
+}
+
+// sortBy sorts on field with _id breaking ties so that pages are stable; desc reverses the
+// whole order. A missing field (a zero time) sorts as null, before every value.
+func sortBy(field string, desc bool) bson.D {
+	dir := 1
+	if desc {
+		dir = -1
+	}
+	return bson.D{{Key: field, Value: dir}, {Key: "_id", Value: dir}}
+}
+
+// expiredBy matches documents whose field is set and not after now; a zero time is left
+// out of the document, and a missing field never compares with a date.
+func expiredBy(field string, now time.Time) bson.E {
+	return bson.E{Key: field, Value: bson.D{{Key: "$lte", Value: now}}}
+}
+
+// listDocs counts the documents matching filter and reads one page of them. The page and
+// the total are two reads without a common snapshot (FerretDB has no transactions), so
+// under concurrent writes the total may be off by the records written in between.
+func listDocs[D any, R any](ctx context.Context, coll *mongo.Collection, op string, filter, sort bson.D, p storage.Page,
+	record func(D) R,
+) ([]R, int, error) {
+	p = p.Normalize()
+	total, err := coll.CountDocuments(ctx, filter)
+	if err != nil {
+		return nil, 0, wrap(op+": count", err)
+	}
+	cur, err := coll.Find(ctx, filter, options.Find().SetSort(sort).SetSkip(int64(p.Offset)).SetLimit(int64(p.Limit)))
+	if err != nil {
+		return nil, 0, wrap(op, err)
+	}
+	var docs []D
+	if err := cur.All(ctx, &docs); err != nil {
+		return nil, 0, wrap(op, err)
+	}
+	out := make([]R, len(docs))
+	for i, d := range docs {
+		out[i] = record(d)
+	}
+	return out, int(total), nil
+}
+
+// findDoc reads one document of coll.
+func findDoc[D any](ctx context.Context, coll *mongo.Collection, op string, filter bson.D) (D, error) {
+	var d D
+	if err := coll.FindOne(ctx, filter).Decode(&d); err != nil {
+		var zero D
+		return zero, wrap(op, err)
+	}
+	return d, nil
+}
+
+// count answers how many documents of coll match filter.
+func count(ctx context.Context, coll *mongo.Collection, op string, filter bson.D) (int, error) {
+	n, err := coll.CountDocuments(ctx, filter)
+	if err != nil {
+		return 0, wrap(op, err)
+	}
+	return int(n), nil
+}
+
+// deleteOne removes the document matching filter, answering ErrNotFound when none did.
+func deleteOne(ctx context.Context, coll *mongo.Collection, op string, filter bson.D) error {
+	res, err := coll.DeleteOne(ctx, filter)
+	if err != nil {
+		return wrap(op, err)
+	}
+	if res.DeletedCount == 0 {
+		return wrap(op, mongo.ErrNoDocuments)
+	}
+	return nil
+}
+
+// byApp filters on a record of an app by id: the app is part of the key, so a record of
+// another app is not found.
+func byApp(appID, id string) bson.D {
+	return bson.D{{Key: "_id", Value: id}, {Key: "appId", Value: appID}}
+}

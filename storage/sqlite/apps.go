@@ -1,0 +1,183 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"strings"
+
+	"github.com/keyward/keyward/storage"
+)
+
+var (
+	_ storage.AppStore      = (*Store)(nil)
+	_ storage.AppStatsStore = (*Store)(nil)
+)
+
+// appCols is the column order of scanApp.
+const appCols = `id, account_id, name, description, version, enabled, paused, anti_debug, anti_vm,
+	lock_hwid, lock_ip, lock_pc_name, secret_hash, secret_last6, created_at, updated_at`
+
+// appSet assigns every mutable column, in the order of appSetArgs.
+const appSet = `name = ?, name_lower = ?, description = ?, version = ?, enabled = ?, paused = ?,
+	anti_debug = ?, anti_vm = ?, lock_hwid = ?, lock_ip = ?, lock_pc_name = ?,
+	secret_hash = ?, secret_last6 = ?, updated_at = ?`
+
+func appSetArgs(a storage.App) []any {
+	return []any{a.Name, strings.ToLower(a.Name), a.Description, a.Version, a.Enabled, a.Paused,
+		a.AntiDebug, a.AntiVM, a.LockHwid, a.LockIP, a.LockPcName,
+		a.SecretHash, a.SecretLast6, toMillis(a.UpdatedAt)}
+}
+
+func scanApp(row scanner) (storage.App, error) {
+	var a storage.App
+	err := row.Scan(&a.ID, &a.AccountID, &a.Name, &a.Description, &a.Version, &a.Enabled, &a.Paused,
+		&a.AntiDebug, &a.AntiVM, &a.LockHwid, &a.LockIP, &a.LockPcName, &a.SecretHash, &a.SecretLast6,
+		timeCol{&a.CreatedAt}, timeCol{&a.UpdatedAt})
+	return a, err
+}
+
+// CreateApp inserts a; the unique index on (account_id, name_lower) answers ErrConflict.
+func (s *Store) CreateApp(ctx context.Context, a storage.App) error {
+	args := append([]any{a.ID, a.AccountID, toMillis(a.CreatedAt)}, appSetArgs(a)...)
+	_, err := s.w.ExecContext(ctx, `INSERT INTO apps (id, account_id, created_at,
+	name, name_lower, description, version, enabled, paused, anti_debug, anti_vm,
+	lock_hwid, lock_ip, lock_pc_name, secret_hash, secret_last6, updated_at)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, args...)
+	if err != nil {
+		return wrap("create app", err)
+	}
+	return nil
+}
+
+// GetApp reads the account's app; the account is part of the key, so another account's
+// app is not found.
+func (s *Store) GetApp(ctx context.Context, accountID, id string) (storage.App, error) {
+	a, err := scanApp(s.r.QueryRowContext(ctx, `SELECT `+appCols+` FROM apps WHERE id = ? AND account_id = ?`, id, accountID))
+	if err != nil {
+		return storage.App{}, wrap("get app", err)
+	}
+	return a, nil
+}
+
+// GetAppBySecretHash finds the app whose current secret hashes to hash.
+func (s *Store) GetAppBySecretHash(ctx context.Context, hash string) (storage.App, error) {
+	// An app without a secret stores "": that must never identify anyone.
+	if hash == "" {
+		return storage.App{}, wrap("get app by secret", sql.ErrNoRows)
+	}
+	a, err := scanApp(s.r.QueryRowContext(ctx, `SELECT `+appCols+` FROM apps WHERE secret_hash = ?`, hash))
+	if err != nil {
+		return storage.App{}, wrap("get app by secret", err)
+	}
+	return a, nil
+}
+
+// ListApps answers every app of the account, oldest first.
+func (s *Store) ListApps(ctx context.Context, accountID string) ([]storage.App, error) {
+	rows, err := s.r.QueryContext(ctx, `SELECT `+appCols+` FROM apps WHERE account_id = ? ORDER BY created_at, id`, accountID)
+	if err != nil {
+		return nil, wrap("list apps", err)
+	}
+	out, err := scanAll(rows, scanApp)
+	if err != nil {
+		return nil, wrap("list apps", err)
+	}
+	return out, nil
+}
+
+// CountApps counts the account's apps.
+func (s *Store) CountApps(ctx context.Context, accountID string) (int, error) {
+	return s.countWhere(ctx, "count apps", "apps", "account_id = ?", accountID)
+}
+
+// UpdateApp applies fn to the account's app in one write transaction (see updateRecord).
+// The id, the owning account and the creation time are kept from the stored record.
+func (s *Store) UpdateApp(ctx context.Context, accountID, id string, fn func(*storage.App) error) (storage.App, error) {
+	return updateRecord(ctx, s, "update app",
+		func(tx *sql.Tx) (storage.App, error) {
+			return scanApp(tx.QueryRowContext(ctx, `SELECT `+appCols+` FROM apps WHERE id = ? AND account_id = ?`, id, accountID))
+		},
+		fn,
+		func(cur storage.App, next *storage.App) {
+			next.ID, next.AccountID, next.CreatedAt = cur.ID, cur.AccountID, cur.CreatedAt
+			next.UpdatedAt = storage.Truncate(next.UpdatedAt)
+		},
+		func(tx *sql.Tx, next storage.App) error {
+			_, err := tx.ExecContext(ctx, `UPDATE apps SET `+appSet+` WHERE id = ?`, append(appSetArgs(next), next.ID)...)
+			return err
+		})
+}
+
+// appChildTables are the tables holding records that belong to an app, children before
+// parents. DeleteApp empties them explicitly, so that deleting an app never depends on
+// the connection having foreign keys enabled (the ON DELETE CASCADE clauses are a second
+// line of defence, not the mechanism). Every later record kind of an app (sessions,
+// variables, files, rules, …) must be added here, and counted in CountAppRecords.
+var appChildTables = []string{"devices", "app_tokens", "licenses", "app_users"}
+
+// DeleteApp removes the account's app and every record that belongs to it, in one
+// transaction: either all of it goes or nothing does.
+func (s *Store) DeleteApp(ctx context.Context, accountID, id string) error {
+	const op = "delete app"
+	return s.inWriteTx(ctx, op, func(tx *sql.Tx) error {
+		// Ownership first: another account's app must keep its records.
+		var one int
+		if err := tx.QueryRowContext(ctx, `SELECT 1 FROM apps WHERE id = ? AND account_id = ?`, id, accountID).Scan(&one); err != nil {
+			return wrap(op, err)
+		}
+		for _, table := range appChildTables {
+			if _, err := tx.ExecContext(ctx, `DELETE FROM `+table+` WHERE app_id = ?`, id); err != nil {
+				return wrap(op+": "+table, err)
+			}
+		}
+		if _, err := tx.ExecContext(ctx, `DELETE FROM apps WHERE id = ?`, id); err != nil {
+			return wrap(op, err)
+		}
+		return nil
+	})
+}
+
+// CountAppRecords counts the app's records of each kind in one snapshot. Kinds without a
+// store yet (sessions, variables, files, rules) are 0 until their tables exist.
+func (s *Store) CountAppRecords(ctx context.Context, appID string) (storage.AppCounts, error) {
+	var c storage.AppCounts
+	err := s.inReadTx(ctx, "count app records", func(tx *sql.Tx) error {
+		err := tx.QueryRowContext(ctx, `SELECT
+	(SELECT count(*) FROM app_users WHERE app_id = ?1),
+	(SELECT count(*) FROM licenses WHERE app_id = ?1),
+	(SELECT count(*) FROM app_tokens WHERE app_id = ?1)`, appID).Scan(&c.Users, &c.Licenses, &c.Tokens)
+		if err != nil {
+			return wrap("count app records", err)
+		}
+		return nil
+	})
+	return c, err
+}
+
+// AppStats computes the figures with two aggregate queries (users, licenses) in one
+// snapshot: rows are counted by SQLite, never loaded.
+func (s *Store) AppStats(ctx context.Context, appID string, q storage.AppStatsQuery) (storage.AppStats, error) {
+	const op = "app stats"
+	var st storage.AppStats
+	err := s.inReadTx(ctx, op, func(tx *sql.Tx) error {
+		// A zero last_login_at means never: it must not count as a login at or after an
+		// instant, even a zero one.
+		err := tx.QueryRowContext(ctx, `SELECT count(*),
+	count(*) FILTER (WHERE enabled AND NOT banned AND (expires_at = 0 OR expires_at > ?2)),
+	count(*) FILTER (WHERE banned),
+	count(*) FILTER (WHERE last_login_at <> 0 AND last_login_at >= ?3),
+	count(*) FILTER (WHERE last_login_at <> 0 AND last_login_at >= ?4)
+FROM app_users WHERE app_id = ?1`, appID, q.Now.UnixMilli(), toMillis(q.DayStart), toMillis(q.WeekStart)).
+			Scan(&st.Users, &st.ActiveUsers, &st.BannedUsers, &st.LoginsSinceDay, &st.LoginsSinceWeek)
+		if err != nil {
+			return wrap(op+": users", err)
+		}
+		err = tx.QueryRowContext(ctx, `SELECT count(*), count(*) FILTER (WHERE used_count > 0)
+FROM licenses WHERE app_id = ?`, appID).Scan(&st.Licenses, &st.UsedLicenses)
+		if err != nil {
+			return wrap(op+": licenses", err)
+		}
+		return nil
+	})
+	return st, err
+}
