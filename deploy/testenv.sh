@@ -167,13 +167,16 @@ fi
 # --- start FerretDB ----------------------------------------------------------------
 # Port 0: the server picks a free port and prints its URI on stdout once listening.
 
+# Create the output file first: the background job opens it for writing only when it gets
+# scheduled, and under load the loop below can look before that.
+: >"$tmp/ferretdb.out"
 "$ferret_bin" -listen 127.0.0.1:0 -dir "$tmp/ferretdb" \
 	>"$tmp/ferretdb.out" 2>"$tmp/ferretdb.log" </dev/null &
 ferret_pid=$!
 mongo_uri=""
 for ((i = 0; i < START_TIMEOUT * 10; i++)); do
 	kill -0 "$ferret_pid" 2>/dev/null || break
-	mongo_uri=$(head -n 1 "$tmp/ferretdb.out")
+	mongo_uri=$(head -n 1 "$tmp/ferretdb.out" 2>/dev/null || true)
 	[[ $mongo_uri == mongodb://* ]] && break
 	mongo_uri=""
 	sleep 0.1
