@@ -382,8 +382,9 @@ func (h *appHandlers) deleteToken(c *gin.Context) {
 	reply(c, http.StatusOK, gin.H{"message": "token deleted"}, err)
 }
 
-// routes registers SPEC 4.2 to 4.5 under /api/apps for authenticated owners.
-func (h *appHandlers) routes(g *gin.RouterGroup, admin gin.HandlerFunc) {
+// routes registers SPEC 4.2 to 4.5 under /api/apps for authenticated owners and answers
+// the /api/apps/:appId group for the other app-scoped routes.
+func (h *appHandlers) routes(g *gin.RouterGroup, admin gin.HandlerFunc) *gin.RouterGroup {
 	g.GET("", h.list)
 	g.POST("", h.create)
 	one := g.Group("/:appId")
@@ -417,4 +418,5 @@ func (h *appHandlers) routes(g *gin.RouterGroup, admin gin.HandlerFunc) {
 	one.POST("/tokens", h.createTokens)
 	patchOrPut(one, "/tokens/:tokenId", h.updateToken)
 	one.DELETE("/tokens/:tokenId", h.deleteToken)
+	return one
 }

@@ -16,6 +16,9 @@ import (
 	"github.com/keyward/keyward/core"
 	"github.com/keyward/keyward/core/accounts"
 	"github.com/keyward/keyward/core/apps"
+	"github.com/keyward/keyward/core/logs"
+	"github.com/keyward/keyward/core/rules"
+	"github.com/keyward/keyward/core/variables"
 )
 
 // Checker is something /readyz asks: the storage and cluster engines.
@@ -26,10 +29,13 @@ type Checker struct {
 
 // Deps are what the HTTP edge calls.
 type Deps struct {
-	Accounts *accounts.Service
-	Apps     *apps.Service
-	Limiter  cluster.RateLimiter
-	Ready    []Checker
+	Accounts  *accounts.Service
+	Apps      *apps.Service
+	Variables *variables.Service
+	Rules     *rules.Service
+	Logs      *logs.Service
+	Limiter   cluster.RateLimiter
+	Ready     []Checker
 	// Metrics is where request metrics are registered and what /metrics serves.
 	Metrics *prometheus.Registry
 	Log     *slog.Logger
@@ -52,7 +58,7 @@ func init() { gin.SetMode(gin.ReleaseMode) }
 
 // New builds the handler with every route of ROUTES.md that exists so far.
 func New(d Deps, cfg Config) (http.Handler, error) {
-	if d.Accounts == nil || d.Apps == nil || d.Limiter == nil || d.Metrics == nil || d.Log == nil {
+	if d.Accounts == nil || d.Apps == nil || d.Variables == nil || d.Rules == nil || d.Logs == nil || d.Limiter == nil || d.Metrics == nil || d.Log == nil {
 		return nil, errors.New("httpapi: missing dependency")
 	}
 	if cfg.MaxBodyBytes <= 0 {
@@ -108,7 +114,9 @@ func New(d Deps, cfg Config) (http.Handler, error) {
 	patchOrPut(admin, "/accounts/:accountId", h.adminChange)
 
 	ah := &appHandlers{svc: d.Apps}
-	ah.routes(api.Group("/apps", requireOwner(d.Accounts)), requireAdmin())
+	one := ah.routes(api.Group("/apps", requireOwner(d.Accounts)), requireAdmin())
+	dh := &appDataHandlers{vars: d.Variables, rules: d.Rules, logs: d.Logs}
+	dh.routes(one)
 	return r, nil
 }
 

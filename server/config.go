@@ -46,6 +46,12 @@ type Config struct {
 	Argon2 passwords.Params
 	Plans  plans.Config
 
+	GeoIPDB        string
+	CountryHeader  string
+	LogMaxAge      time.Duration
+	LogMaxPerApp   int
+	MaxUploadBytes int64
+
 	// Clock is the time source of the services; time.Now when nil. Only tests set it.
 	Clock func() time.Time
 }
@@ -81,6 +87,11 @@ func options() []*option {
 		{flag: "shutdown-timeout", env: "KEYWARD_SHUTDOWN_TIMEOUT", def: "30s", usage: "how long in-flight requests may take to finish on shutdown"},
 		{flag: "log-level", env: "KEYWARD_LOG_LEVEL", def: "info", usage: "debug, info, warn or error"},
 		{flag: "log-format", env: "KEYWARD_LOG_FORMAT", def: "text", usage: "text or json"},
+		{flag: "geoip-db", env: "KEYWARD_GEOIP_DB", usage: "MaxMind-format GeoIP database (GeoLite2-Country or -City) for the country of client addresses"},
+		{flag: "country-header", env: "KEYWARD_COUNTRY_HEADER", usage: "header a trusted proxy sets to the client's country, e.g. CF-IPCountry (used when no GeoIP database is set)"},
+		{flag: "log-max-age", env: "KEYWARD_LOG_MAX_AGE", def: "2160h", usage: "application log entries older than this are removed"},
+		{flag: "log-max-per-app", env: "KEYWARD_LOG_MAX_PER_APP", def: "1000000", usage: "application log entries kept per application (the oldest go first)"},
+		{flag: "max-upload-bytes", env: "KEYWARD_MAX_UPLOAD_BYTES", def: "104857600", usage: "largest file upload accepted"},
 		{flag: "argon2-memory-kib", env: "KEYWARD_ARGON2_MEMORY_KIB", def: strconv.Itoa(int(passwords.OWASP.MemoryKiB)), usage: "argon2id memory cost of password hashes"},
 		{flag: "argon2-iterations", env: "KEYWARD_ARGON2_ITERATIONS", def: strconv.Itoa(int(passwords.OWASP.Iterations)), usage: "argon2id time cost of password hashes"},
 		{flag: "plan-pro-max-apps", env: "KEYWARD_PLAN_PRO_MAX_APPS", def: strconv.Itoa(plans.DefaultProMaxApps), usage: "applications per account on the pro plan"},
@@ -154,6 +165,8 @@ func parse(v map[string]string) (Config, error) {
 			Password: v["smtp-password"], TLS: v["smtp-tls"]},
 		MaxBodyBytes: num("max-body-bytes", 1024), ShutdownTimeout: dur("shutdown-timeout"),
 		LogFormat: v["log-format"],
+		GeoIPDB:   v["geoip-db"], CountryHeader: v["country-header"], LogMaxAge: dur("log-max-age"),
+		LogMaxPerApp: int(num("log-max-per-app", 1000)), MaxUploadBytes: num("max-upload-bytes", 1),
 		Argon2: passwords.Params{MemoryKiB: uint32(num("argon2-memory-kib", 64)), Iterations: uint32(num("argon2-iterations", 1)),
 			Parallelism: 1},
 		Plans: plans.Config{

@@ -24,9 +24,13 @@ import (
 	clusterredis "github.com/keyward/keyward/cluster/redis"
 	"github.com/keyward/keyward/core/accounts"
 	"github.com/keyward/keyward/core/apps"
+	"github.com/keyward/keyward/core/events"
+	"github.com/keyward/keyward/core/logs"
 	"github.com/keyward/keyward/core/passwords"
 	"github.com/keyward/keyward/core/plans"
+	"github.com/keyward/keyward/core/rules"
 	"github.com/keyward/keyward/core/usage"
+	"github.com/keyward/keyward/core/variables"
 	httpapi "github.com/keyward/keyward/http"
 	"github.com/keyward/keyward/mail"
 	"github.com/keyward/keyward/storage"
@@ -159,11 +163,21 @@ func newMailQueue(c Config, log *slog.Logger) (*mail.Queue, string, error) {
 
 // Core are the engines and services every entry point (server, admin commands) shares.
 type Core struct {
-	Store    storage.Store
-	Engine   cluster.Engine
-	Mail     *mail.Queue
-	Accounts *accounts.Service
-	Apps     *apps.Service
+	Store     storage.Store
+	Engine    cluster.Engine
+	Mail      *mail.Queue
+	Accounts  *accounts.Service
+	Apps      *apps.Service
+	Variables *variables.Service
+	Rules     *rules.Service
+	Logs      *logs.Service
+	// Bus carries domain events to the log writer (and, later, webhooks and sockets).
+	Bus *events.Bus
+	// LogWriter batches log entries; Janitor enforces log retention (serve only).
+	LogWriter *logs.Writer
+	Janitor   *logs.Janitor
+	// Country resolves client addresses to countries; nil when not configured.
+	Country rules.CountryResolver
 	// Meter counts client API calls; Server starts its flusher.
 	Meter *usage.Meter
 	// Engines names the engines in use (storage, cluster, mail), for the start-up log line.
@@ -176,8 +190,18 @@ func (c *Core) Close() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	meterErr := c.Meter.Close(ctx)
+	if c.Janitor != nil {
+		c.Janitor.Close()
+	}
+	// The bus drains into the log writer, which then writes its last batch.
+	c.Bus.Close()
+	c.LogWriter.Close()
 	c.Mail.Close()
-	return errors.Join(meterErr, c.Engine.Close(), c.Store.Close())
+	var geoErr error
+	if g, ok := c.Country.(*rules.GeoIP); ok {
+		geoErr = g.Close()
+	}
+	return errors.Join(meterErr, geoErr, c.Engine.Close(), c.Store.Close())
 }
 
 // OpenCore opens the engines and builds the services, closing what it opened on failure.
@@ -213,8 +237,21 @@ func OpenCore(ctx context.Context, c Config, log *slog.Logger) (_ *Core, err err
 	if err != nil {
 		return nil, err
 	}
+	var country rules.CountryResolver
+	if c.GeoIPDB != "" {
+		g, err := rules.OpenGeoIP(c.GeoIPDB)
+		if err != nil {
+			return nil, fmt.Errorf("GeoIP database: %w", err)
+		}
+		closers = append(closers, g.Close)
+		country = g
+	}
+	bus := events.NewBus(c.Clock)
+	writer := logs.NewWriter(store, logs.WriterConfig{}, log)
+	bus.Subscribe("logs", 10_000, writer.Handle)
+	closers = append(closers, func() error { bus.Close(); writer.Close(); return nil })
 	hasher := passwords.NewHasher(c.Argon2, 0)
-	appsSvc := apps.New(store, catalogue, hasher, c.Clock, log)
+	appsSvc := apps.New(store, catalogue, hasher, bus, c.Clock, log)
 	svc, err := accounts.New(accounts.Deps{Store: store, Revoked: engine, Hasher: hasher, Plans: catalogue, Mailer: mailq,
 		Apps: appsSvc, Log: log}, accounts.Config{JWTSecret: secret, TokenTTL: c.JWTTTL, PublicURL: c.PublicURL, Now: c.Clock})
 	if err != nil {
@@ -222,6 +259,9 @@ func OpenCore(ctx context.Context, c Config, log *slog.Logger) (_ *Core, err err
 	}
 	meter := usage.New(engine, store, catalogue, usage.Config{Now: c.Clock}, log)
 	return &Core{Store: store, Engine: engine, Mail: mailq, Accounts: svc, Apps: appsSvc, Meter: meter,
+		Variables: variables.New(store, appsSvc, catalogue, bus, c.Clock),
+		Rules:     rules.NewService(store, appsSvc, bus, country != nil || c.CountryHeader != "", c.Clock),
+		Logs:      logs.NewService(store, appsSvc, c.Clock), Bus: bus, LogWriter: writer, Country: country,
 		Engines: []any{"storage", storeDesc, "cluster", engineDesc, "mail", mailDesc}}, nil
 }
 
@@ -234,9 +274,25 @@ func New(ctx context.Context, c Config, log *slog.Logger) (*Server, error) {
 	}
 	s := &Server{cfg: c, log: log, core: core, serveErrCh: make(chan error, 2)}
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "keyward_log_entries_dropped_total",
+			Help: "Application log entries dropped because the write queue was full."},
+			func() float64 { return float64(core.LogWriter.Dropped()) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "keyward_log_entries_failed_total",
+			Help: "Application log entries lost because their bulk write failed."},
+			func() float64 { return float64(core.LogWriter.Failed()) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "keyward_events_dropped_total",
+			Help: "Events a slow consumer of the event bus did not receive."},
+			func() float64 {
+				var n uint64
+				for _, s := range core.Bus.Subscribers() {
+					n += s.Dropped()
+				}
+				return float64(n)
+			}))
 	handler, err := httpapi.New(httpapi.Deps{
-		Accounts: core.Accounts, Apps: core.Apps, Limiter: core.Engine, Metrics: reg, Log: log,
+		Accounts: core.Accounts, Apps: core.Apps, Variables: core.Variables, Rules: core.Rules, Logs: core.Logs,
+		Limiter: core.Engine, Metrics: reg, Log: log,
 		Ready: []httpapi.Checker{{Name: "storage", Ping: core.Store.Ping}, {Name: "cluster", Ping: core.Engine.Ping}},
 	}, httpapi.Config{TrustedProxies: c.TrustedProxies, MaxBodyBytes: c.MaxBodyBytes, MetricsOnMain: c.MetricsAddr == ""})
 	if err != nil {
@@ -260,6 +316,7 @@ func New(ctx context.Context, c Config, log *slog.Logger) (*Server, error) {
 		s.metrics = &http.Server{Handler: promhttp.HandlerFor(reg, promhttp.HandlerOpts{}), ReadHeaderTimeout: 10 * time.Second}
 	}
 	core.Meter.Start()
+	core.Janitor = logs.StartJanitor(core.Store, logs.RetentionConfig{MaxAge: c.LogMaxAge, MaxPerApp: c.LogMaxPerApp, Now: c.Clock}, log)
 	log.Info("keyward ready", append(core.Engines, "listen", s.apiLn.Addr().String(), "metrics", s.metricsAddr())...)
 	return s, nil
 }

@@ -58,6 +58,10 @@ type Store interface {
 	LicenseStore
 	DeviceStore
 	TokenStore
+	VariableStore
+	FileStore
+	RuleStore
+	LogStore
 	// Ping reports whether the database answers, for readiness checks.
 	Ping(ctx context.Context) error
 	// Close releases the engine's connections. It is safe to call once.

@@ -92,6 +92,7 @@ func (s *Service) CreateLicenses(ctx context.Context, o Owner, appID string, in 
 	if err := s.store.CreateLicenses(ctx, out); err != nil {
 		return nil, fmt.Errorf("apps: create licenses: %w", err)
 	}
+	s.publish(appID, "license.create", "", fmt.Sprintf("%d license(s) created", count), map[string]any{"count": count})
 	return out, nil
 }
 
@@ -195,15 +196,24 @@ func (s *Service) UpdateLicense(ctx context.Context, o Owner, appID, id string, 
 		l.UpdatedAt = s.clock()
 		return nil
 	})
-	return l, notFound(err, "license")
+	if err != nil {
+		return storage.License{}, notFound(err, "license")
+	}
+	s.publish(appID, "license.update", l.UsedBy, "license "+l.Key+" updated", map[string]any{"licenseId": l.ID})
+	return l, nil
 }
 
 // DeleteLicense removes one license.
 func (s *Service) DeleteLicense(ctx context.Context, o Owner, appID, id string) error {
-	if _, err := s.license(ctx, o, appID, id); err != nil {
+	l, err := s.license(ctx, o, appID, id)
+	if err != nil {
 		return err
 	}
-	return notFound(s.store.DeleteLicense(ctx, appID, id), "license")
+	if err := s.store.DeleteLicense(ctx, appID, id); err != nil {
+		return notFound(err, "license")
+	}
+	s.publish(appID, "license.delete", l.UsedBy, "license "+l.Key+" deleted", map[string]any{"licenseId": l.ID})
+	return nil
 }
 
 // BulkDeleteLicenses removes licenses by ids or by a filter (used, expired, banned).
@@ -227,10 +237,17 @@ func (s *Service) BulkDeleteLicenses(ctx context.Context, o Owner, appID string,
 	if _, err := s.app(ctx, o, appID); err != nil {
 		return 0, err
 	}
+	var n int
+	var err error
 	if filter != "" {
-		return s.store.DeleteLicensesWhere(ctx, appID, filter, s.clock())
+		n, err = s.store.DeleteLicensesWhere(ctx, appID, filter, s.clock())
+	} else {
+		n, err = s.store.DeleteLicenses(ctx, appID, ids)
 	}
-	return s.store.DeleteLicenses(ctx, appID, ids)
+	if err == nil && n > 0 {
+		s.publish(appID, "license.delete", "", fmt.Sprintf("%d license(s) deleted", n), map[string]any{"count": n, "filter": filter})
+	}
+	return n, err
 }
 
 // VerifyLicense answers the license with the key, or NOT_FOUND, EXPIRED or BANNED.

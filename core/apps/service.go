@@ -11,6 +11,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/keyward/keyward/core"
+	"github.com/keyward/keyward/core/events"
 	"github.com/keyward/keyward/core/passwords"
 	"github.com/keyward/keyward/core/plans"
 	"github.com/keyward/keyward/core/secrets"
@@ -27,21 +28,32 @@ type Store interface {
 	storage.TokenStore
 }
 
+// Publisher takes events (events.Bus).
+type Publisher interface{ Publish(e events.Event) }
+
 // Service runs the application flows.
 type Service struct {
 	store  Store
 	plans  *plans.Catalogue
 	hasher *passwords.Hasher
+	bus    Publisher
 	now    func() time.Time
 	log    *slog.Logger
 }
 
-// New builds the service; now defaults to time.Now.
-func New(store Store, catalogue *plans.Catalogue, hasher *passwords.Hasher, now func() time.Time, log *slog.Logger) *Service {
+// New builds the service; now defaults to time.Now; bus may be nil (no events).
+func New(store Store, catalogue *plans.Catalogue, hasher *passwords.Hasher, bus Publisher, now func() time.Time, log *slog.Logger) *Service {
 	if now == nil {
 		now = time.Now
 	}
-	return &Service{store: store, plans: catalogue, hasher: hasher, now: now, log: log}
+	return &Service{store: store, plans: catalogue, hasher: hasher, bus: bus, now: now, log: log}
+}
+
+// publish emits an event of the app (SPEC 6.1 names).
+func (s *Service) publish(appID, name, username, message string, data map[string]any) {
+	if s.bus != nil {
+		s.bus.Publish(events.Event{Name: name, AppID: appID, Username: username, Message: message, Data: data})
+	}
 }
 
 func (s *Service) clock() time.Time { return storage.Truncate(s.now()) }
@@ -225,6 +237,7 @@ func (s *Service) UpdateApp(ctx context.Context, o Owner, appID string, in Updat
 	case err != nil:
 		return storage.App{}, notFound(err, "application")
 	}
+	s.publish(a.ID, "app.update", "", "application settings changed", map[string]any{"paused": a.Paused, "enabled": a.Enabled})
 	return a, nil
 }
 
@@ -262,6 +275,7 @@ func (s *Service) RegenerateSecret(ctx context.Context, o Owner, appID string) (
 	if err != nil {
 		return "", notFound(err, "application")
 	}
+	s.publish(appID, "app.secret_reset", "", "application secret regenerated", nil)
 	return secret, nil
 }
 

@@ -51,6 +51,7 @@ func (s *Service) CreateTokens(ctx context.Context, o Owner, appID string, in Cr
 	if err := s.store.CreateTokens(ctx, out); err != nil {
 		return nil, fmt.Errorf("apps: create tokens: %w", err)
 	}
+	s.publish(appID, "token.create", "", fmt.Sprintf("%d token(s) created", count), map[string]any{"count": count})
 	return out, nil
 }
 
@@ -102,7 +103,11 @@ func (s *Service) DeleteToken(ctx context.Context, o Owner, appID, id string) er
 	if _, err := s.app(ctx, o, appID); err != nil {
 		return err
 	}
-	return notFound(s.store.DeleteToken(ctx, appID, id), "token")
+	if err := s.store.DeleteToken(ctx, appID, id); err != nil {
+		return notFound(err, "token")
+	}
+	s.publish(appID, "token.delete", "", "token deleted", map[string]any{"tokenId": id})
+	return nil
 }
 
 // errTokenRefused is the one answer for an unknown, disabled, expired or used-up token.

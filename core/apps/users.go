@@ -67,6 +67,7 @@ func (s *Service) CreateUser(ctx context.Context, o Owner, appID string, in Crea
 		}
 		return storage.AppUser{}, fmt.Errorf("apps: create user: %w", err)
 	}
+	s.publish(appID, "user.create", u.Username, "user created", map[string]any{"userId": u.ID})
 	return u, nil
 }
 
@@ -260,15 +261,27 @@ func (s *Service) UpdateUser(ctx context.Context, o Owner, appID, userID string,
 		u.UpdatedAt = s.clock()
 		return nil
 	})
-	return u, notFound(err, "user")
+	if err != nil {
+		return storage.AppUser{}, notFound(err, "user")
+	}
+	if in.Banned != nil && *in.Banned {
+		s.publish(appID, "user.ban", u.Username, "user banned: "+u.BanReason, map[string]any{"userId": u.ID, "reason": u.BanReason})
+	}
+	s.publish(appID, "user.update", u.Username, "user updated", map[string]any{"userId": u.ID})
+	return u, nil
 }
 
 // DeleteUser removes the user and its devices.
 func (s *Service) DeleteUser(ctx context.Context, o Owner, appID, userID string) error {
-	if _, err := s.user(ctx, o, appID, userID); err != nil {
+	u, err := s.user(ctx, o, appID, userID)
+	if err != nil {
 		return err
 	}
-	return notFound(s.store.DeleteUser(ctx, appID, userID), "user")
+	if err := s.store.DeleteUser(ctx, appID, userID); err != nil {
+		return notFound(err, "user")
+	}
+	s.publish(appID, "user.delete", u.Username, "user deleted", map[string]any{"userId": u.ID})
+	return nil
 }
 
 // ResetHWID clears the user's hwid, locked IP and devices, within hwidResetMax resets
@@ -301,6 +314,7 @@ func (s *Service) ResetHWID(ctx context.Context, o Owner, appID, userID string) 
 	if err != nil {
 		return storage.AppUser{}, 0, fmt.Errorf("apps: reset devices: %w", err)
 	}
+	s.publish(appID, "user.hwid_reset", u.Username, "hardware id reset", map[string]any{"userId": u.ID, "devicesRemoved": n})
 	return u, n, nil
 }
 
@@ -326,7 +340,12 @@ func (s *Service) ExtendUser(ctx context.Context, o Owner, appID, userID string,
 		u.UpdatedAt = now
 		return nil
 	})
-	return u, notFound(err, "user")
+	if err != nil {
+		return storage.AppUser{}, notFound(err, "user")
+	}
+	s.publish(appID, "user.extend", u.Username, fmt.Sprintf("access extended by %d seconds", *duration),
+		map[string]any{"userId": u.ID, "duration": *duration, "expiresAt": u.ExpiresAt.Format(time.RFC3339)})
+	return u, nil
 }
 
 // UserIPInfo answers the user's last login IP and locked IP (admin only; checked at the edge).

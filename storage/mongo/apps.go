@@ -162,9 +162,10 @@ func (s *Store) UpdateApp(ctx context.Context, accountID, id string, fn func(*st
 // appId, in the order DeleteApp sweeps them: users before devices, so that a device
 // created while its user is being swept is still caught (see insertOwned). Every later
 // record kind of an app (sessions, variables, files, rules, …) must be added here, and
-// counted in CountAppRecords.
+// counted in CountAppRecords. Variables come after users and licenses, their owners; log
+// entries are not checked against their app when written, and are swept here like the rest.
 func (s *Store) appRecordColls() []*mongo.Collection {
-	return []*mongo.Collection{s.users, s.devices, s.licenses, s.tokens}
+	return []*mongo.Collection{s.users, s.devices, s.licenses, s.tokens, s.variables, s.files, s.rules, s.logs}
 }
 
 // DeleteApp removes the account's app, then every record that belongs to it. Without
@@ -203,17 +204,25 @@ func (s *Store) DeleteApp(ctx context.Context, accountID, id string) error {
 	return nil
 }
 
-// CountAppRecords counts the app's records of each kind. Kinds without a store yet
-// (sessions, variables, files, rules) are 0 until their collections exist.
+// CountAppRecords counts the app's records of each kind. Variables are the app's own
+// (scope app), as SPEC 4.2 counts them; sessions are 0 until their collection exists.
 func (s *Store) CountAppRecords(ctx context.Context, appID string) (storage.AppCounts, error) {
 	const op = "count app records"
 	byAppID := bson.D{{Key: "appId", Value: appID}}
 	var c storage.AppCounts
 	for _, f := range []struct {
-		coll *mongo.Collection
-		n    *int
-	}{{s.users, &c.Users}, {s.licenses, &c.Licenses}, {s.tokens, &c.Tokens}} {
-		n, err := count(ctx, f.coll, op+": "+f.coll.Name(), byAppID)
+		coll   *mongo.Collection
+		filter bson.D
+		n      *int
+	}{
+		{s.users, byAppID, &c.Users},
+		{s.licenses, byAppID, &c.Licenses},
+		{s.tokens, byAppID, &c.Tokens},
+		{s.variables, ownedBy(appID, storage.ScopeApp, ""), &c.Variables},
+		{s.files, byAppID, &c.Files},
+		{s.rules, byAppID, &c.Rules},
+	} {
+		n, err := count(ctx, f.coll, op+": "+f.coll.Name(), f.filter)
 		if err != nil {
 			return storage.AppCounts{}, err
 		}

@@ -3,10 +3,12 @@ package mongo
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
 
 	"github.com/keyward/keyward/storage"
 )
@@ -178,25 +180,46 @@ func (s *Store) UpdateLicense(ctx context.Context, appID, id string, fn func(*st
 	return d.license(), nil
 }
 
-// DeleteLicense removes the app's license.
+// DeleteLicense removes the app's license, then its variables (see DeleteUser: the
+// variables go even when the license was already gone, so a retry finishes the job).
 func (s *Store) DeleteLicense(ctx context.Context, appID, id string) error {
-	return deleteOne(ctx, s.licenses, "delete license", byApp(appID, id))
+	const op = "delete license"
+	res, err := s.licenses.DeleteOne(ctx, byApp(appID, id))
+	if err != nil {
+		return wrap(op, err)
+	}
+	if err := s.deleteOwnedVariables(ctx, appID, storage.ScopeLicense, []string{id}); err != nil {
+		return wrap(op+": variables", err)
+	}
+	if res.DeletedCount == 0 {
+		return wrap(op, mongo.ErrNoDocuments)
+	}
+	return nil
 }
 
-// DeleteLicenses removes the app's licenses with these ids; the delete count is exact on
-// both servers.
+// DeleteLicenses removes the app's licenses with these ids, then their variables; the
+// delete count is exact on both servers. After the first step the app has no license with
+// any of the ids, so every variable naming one of them as owner is a deleted license's.
 func (s *Store) DeleteLicenses(ctx context.Context, appID string, ids []string) (int, error) {
+	const op = "delete licenses"
 	if len(ids) == 0 {
 		return 0, nil
 	}
 	res, err := s.licenses.DeleteMany(ctx, bson.D{{Key: "appId", Value: appID}, {Key: "_id", Value: bson.D{{Key: "$in", Value: ids}}}})
 	if err != nil {
-		return 0, wrap("delete licenses", err)
+		return 0, wrap(op, err)
+	}
+	if err := s.deleteOwnedVariables(ctx, appID, storage.ScopeLicense, ids); err != nil {
+		return 0, wrap(op+": variables", err)
 	}
 	return int(res.DeletedCount), nil
 }
 
-// DeleteLicensesWhere removes the app's licenses matching a LicenseFilter*.
+// licenseDeleteChunk bounds the ids of one step of DeleteLicensesWhere.
+const licenseDeleteChunk = 1000
+
+// DeleteLicensesWhere removes the app's licenses matching a LicenseFilter*, then their
+// variables.
 func (s *Store) DeleteLicensesWhere(ctx context.Context, appID, filter string, now time.Time) (int, error) {
 	f := bson.D{{Key: "appId", Value: appID}}
 	switch filter {
@@ -209,9 +232,34 @@ func (s *Store) DeleteLicensesWhere(ctx context.Context, appID, filter string, n
 	default:
 		return 0, fmt.Errorf("mongo: delete licenses: unknown filter %q", filter)
 	}
-	res, err := s.licenses.DeleteMany(ctx, f)
+	op := "delete licenses where " + filter
+	// The matching licenses are found first, so that their variables can follow them:
+	// each chunk of ids is deleted under the filter again (a license that stopped matching
+	// meanwhile stays), then the variables of the ids no longer there are swept.
+	ids, err := findIDs(ctx, s.licenses, f)
 	if err != nil {
-		return 0, wrap("delete licenses where "+filter, err)
+		return 0, wrap(op, err)
 	}
-	return int(res.DeletedCount), nil
+	total := 0
+	for chunk := range slices.Chunk(ids, licenseDeleteChunk) {
+		in := bson.E{Key: "_id", Value: bson.D{{Key: "$in", Value: chunk}}}
+		res, err := s.licenses.DeleteMany(ctx, append(slices.Clone(f), in))
+		if err != nil {
+			return total, wrap(op, err)
+		}
+		total += int(res.DeletedCount)
+		kept, err := findIDs(ctx, s.licenses, bson.D{{Key: "appId", Value: appID}, in})
+		if err != nil {
+			return total, wrap(op, err)
+		}
+		left := make(map[string]bool, len(kept))
+		for _, id := range kept {
+			left[id] = true
+		}
+		gone := slices.DeleteFunc(slices.Clone(chunk), func(id string) bool { return left[id] })
+		if err := s.deleteOwnedVariables(ctx, appID, storage.ScopeLicense, gone); err != nil {
+			return total, wrap(op+": variables", err)
+		}
+	}
+	return total, nil
 }

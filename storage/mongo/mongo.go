@@ -48,6 +48,10 @@ const (
 	collLicenses      = "licenses"
 	collDevices       = "devices"
 	collTokens        = "tokens"
+	collVariables     = "variables"
+	collFiles         = "files"
+	collRules         = "rules"
+	collLogs          = "logs"
 )
 
 // Store is the MongoDB-wire engine. It is safe for concurrent use.
@@ -62,6 +66,10 @@ type Store struct {
 	licenses      *mongo.Collection
 	devices       *mongo.Collection
 	tokens        *mongo.Collection // application access tokens
+	variables     *mongo.Collection
+	files         *mongo.Collection
+	rules         *mongo.Collection
+	logs          *mongo.Collection
 }
 
 var _ storage.Store = (*Store)(nil)
@@ -103,6 +111,10 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		licenses:      db.Collection(collLicenses),
 		devices:       db.Collection(collDevices),
 		tokens:        db.Collection(collTokens),
+		variables:     db.Collection(collVariables),
+		files:         db.Collection(collFiles),
+		rules:         db.Collection(collRules),
+		logs:          db.Collection(collLogs),
 	}
 	if err := s.createIndexes(ctx); err != nil {
 		_ = client.Disconnect(context.WithoutCancel(ctx))
@@ -185,6 +197,36 @@ func (s *Store) createIndexes(ctx context.Context) error {
 		{s.tokens, []mongo.IndexModel{
 			{Keys: bson.D{{Key: "appId", Value: 1}, {Key: "value", Value: 1}}, Options: unique("appId_value_unique")},
 			{Keys: bson.D{{Key: "appId", Value: 1}, {Key: "createdAt", Value: 1}, {Key: "_id", Value: 1}}, Options: plain("appId_createdAt_id")},
+		}},
+		// Variable keys are unique per scope and owner (ownerId is "" for app variables, so
+		// every document has the fields); the index serves the lists, sorted by key, and
+		// the sweeps of an owner's variables.
+		{s.variables, []mongo.IndexModel{
+			{Keys: bson.D{{Key: "appId", Value: 1}, {Key: "scope", Value: 1}, {Key: "ownerId", Value: 1}, {Key: "key", Value: 1}},
+				Options: unique("appId_scope_ownerId_key_unique")},
+		}},
+		// Files are listed newest first, of the app and of one name (LatestFile).
+		{s.files, []mongo.IndexModel{
+			{Keys: bson.D{{Key: "appId", Value: 1}, {Key: "createdAt", Value: 1}, {Key: "_id", Value: 1}}, Options: plain("appId_createdAt_id")},
+			{Keys: bson.D{{Key: "appId", Value: 1}, {Key: "name", Value: 1}, {Key: "createdAt", Value: 1}, {Key: "_id", Value: 1}},
+				Options: plain("appId_name_createdAt_id")},
+		}},
+		// A rule is unique by (app, type, action, value); rules are listed oldest first.
+		{s.rules, []mongo.IndexModel{
+			{Keys: bson.D{{Key: "appId", Value: 1}, {Key: "type", Value: 1}, {Key: "action", Value: 1}, {Key: "value", Value: 1}},
+				Options: unique("appId_type_action_value_unique")},
+			{Keys: bson.D{{Key: "appId", Value: 1}, {Key: "createdAt", Value: 1}, {Key: "_id", Value: 1}}, Options: plain("appId_createdAt_id")},
+		}},
+		// Log entries: the list (newest first) and its time bounds, the aggregations since an
+		// instant, DeleteLogsBefore, TrimLogs and LogApps; the list filtered by event, and
+		// CountLogs and LogSeries; the list filtered by level; LogCountries; and the sweep
+		// of every app by age.
+		{s.logs, []mongo.IndexModel{
+			{Keys: bson.D{{Key: "appId", Value: 1}, {Key: "createdAt", Value: 1}, {Key: "_id", Value: 1}}, Options: plain("appId_createdAt_id")},
+			{Keys: bson.D{{Key: "appId", Value: 1}, {Key: "event", Value: 1}, {Key: "createdAt", Value: 1}}, Options: plain("appId_event_createdAt")},
+			{Keys: bson.D{{Key: "appId", Value: 1}, {Key: "level", Value: 1}, {Key: "createdAt", Value: 1}}, Options: plain("appId_level_createdAt")},
+			{Keys: bson.D{{Key: "appId", Value: 1}, {Key: "country", Value: 1}, {Key: "createdAt", Value: 1}}, Options: plain("appId_country_createdAt")},
+			{Keys: bson.D{{Key: "createdAt", Value: 1}}, Options: plain("createdAt")},
 		}},
 	}
 	// One createIndexes command per index: FerretDB 1.24 panics (and drops the

@@ -20,7 +20,7 @@ import (
 )
 
 // openFresh opens a store on a database of its own, dropped when the test ends.
-func openFresh(t *testing.T, uri string) *Store {
+func openFresh(t testing.TB, uri string) *Store {
 	t.Helper()
 	name := testenv.UniqueName("kwtest_")
 	s, err := Open(t.Context(), Config{URI: uri, Database: name})
@@ -262,6 +262,18 @@ func TestDeleteAppFinishesInterruptedDelete(t *testing.T) {
 		}
 		if err := s.CreateTokens(ctx, []storage.Token{{ID: a.ID + "-t", AppID: a.ID, Value: "v"}}); err != nil {
 			t.Fatalf("CreateTokens: %v", err)
+		}
+		if err := s.CreateVariables(ctx, []storage.Variable{{ID: a.ID + "-v", AppID: a.ID, Scope: storage.ScopeUser, OwnerID: u.ID, Key: "k"}}); err != nil {
+			t.Fatalf("CreateVariables: %v", err)
+		}
+		if err := s.CreateFile(ctx, storage.File{ID: a.ID + "-f", AppID: a.ID, Name: "f"}); err != nil {
+			t.Fatalf("CreateFile: %v", err)
+		}
+		if err := s.CreateRules(ctx, []storage.Rule{{ID: a.ID + "-r", AppID: a.ID, Type: "ip", Action: "blacklist", Value: "v"}}); err != nil {
+			t.Fatalf("CreateRules: %v", err)
+		}
+		if err := s.InsertLogs(ctx, []storage.LogEntry{{ID: a.ID + "-log", AppID: a.ID, Event: "e", CreatedAt: storage.Now()}}); err != nil {
+			t.Fatalf("InsertLogs: %v", err)
 		}
 		// A claim an updater of the app's user left behind when it died.
 		if _, err := s.claims.InsertOne(ctx, claimDoc{ID: "users/" + u.ID + "#7", Owner: a.ID, At: storage.Now()}); err != nil {

@@ -339,3 +339,38 @@ func deleteOne(ctx context.Context, coll *mongo.Collection, op string, filter bs
 func byApp(appID, id string) bson.D {
 	return bson.D{{Key: "_id", Value: id}, {Key: "appId", Value: appID}}
 }
+
+// distinctStrings answers the distinct values of a string field over the documents of coll
+// matching filter, in no particular order. Unwrapped: callers wrap with their op.
+func distinctStrings(ctx context.Context, coll *mongo.Collection, field string, filter bson.D) ([]string, error) {
+	res := coll.Distinct(ctx, field, filter)
+	if err := res.Err(); err != nil {
+		return nil, err
+	}
+	var out []string
+	if err := res.Decode(&out); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// findIDs answers the ids of the documents of coll matching filter, read through a cursor
+// (a distinct command answers one document, which caps it at 16 MB on MongoDB).
+// Unwrapped: callers wrap with their op.
+func findIDs(ctx context.Context, coll *mongo.Collection, filter bson.D) ([]string, error) {
+	cur, err := coll.Find(ctx, filter, options.Find().SetProjection(bson.D{{Key: "_id", Value: 1}}))
+	if err != nil {
+		return nil, err
+	}
+	var docs []struct {
+		ID string `bson:"_id"`
+	}
+	if err := cur.All(ctx, &docs); err != nil {
+		return nil, err
+	}
+	ids := make([]string, len(docs))
+	for i, d := range docs {
+		ids[i] = d.ID
+	}
+	return ids, nil
+}

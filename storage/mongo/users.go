@@ -200,10 +200,10 @@ func (s *Store) UpdateUser(ctx context.Context, appID, id string, fn func(*stora
 	return d.user(), nil
 }
 
-// DeleteUser removes the user, then its devices. The user goes first, so that a device
-// created meanwhile either sees its user gone or is swept (see insertOwned); the devices
-// go even when the user was already gone, so that retrying a delete that stopped between
-// the two steps finishes the job.
+// DeleteUser removes the user, then its devices and its variables. The user goes first,
+// so that a device or variable created meanwhile either sees its user gone or is swept
+// (see insertOwned); the sweeps run even when the user was already gone, so that retrying
+// a delete that stopped part-way finishes the job.
 func (s *Store) DeleteUser(ctx context.Context, appID, id string) error {
 	const op = "delete user"
 	res, err := s.users.DeleteOne(ctx, byApp(appID, id))
@@ -212,6 +212,9 @@ func (s *Store) DeleteUser(ctx context.Context, appID, id string) error {
 	}
 	if _, err := s.devices.DeleteMany(ctx, bson.D{{Key: "appId", Value: appID}, {Key: "userId", Value: id}}); err != nil {
 		return wrap(op+": devices", err)
+	}
+	if err := s.deleteOwnedVariables(ctx, appID, storage.ScopeUser, []string{id}); err != nil {
+		return wrap(op+": variables", err)
 	}
 	if res.DeletedCount == 0 {
 		return wrap(op, mongo.ErrNoDocuments)

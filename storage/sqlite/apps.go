@@ -113,7 +113,7 @@ func (s *Store) UpdateApp(ctx context.Context, accountID, id string, fn func(*st
 // the connection having foreign keys enabled (the ON DELETE CASCADE clauses are a second
 // line of defence, not the mechanism). Every later record kind of an app (sessions,
 // variables, files, rules, …) must be added here, and counted in CountAppRecords.
-var appChildTables = []string{"devices", "app_tokens", "licenses", "app_users"}
+var appChildTables = []string{"variables", "files", "rules", "logs", "devices", "app_tokens", "licenses", "app_users"}
 
 // DeleteApp removes the account's app and every record that belongs to it, in one
 // transaction: either all of it goes or nothing does.
@@ -137,15 +137,19 @@ func (s *Store) DeleteApp(ctx context.Context, accountID, id string) error {
 	})
 }
 
-// CountAppRecords counts the app's records of each kind in one snapshot. Kinds without a
-// store yet (sessions, variables, files, rules) are 0 until their tables exist.
+// CountAppRecords counts the app's records of each kind in one snapshot. Variables are the
+// app's own (scope app), as SPEC 4.2 counts them; sessions are 0 until their table exists.
 func (s *Store) CountAppRecords(ctx context.Context, appID string) (storage.AppCounts, error) {
 	var c storage.AppCounts
 	err := s.inReadTx(ctx, "count app records", func(tx *sql.Tx) error {
 		err := tx.QueryRowContext(ctx, `SELECT
 	(SELECT count(*) FROM app_users WHERE app_id = ?1),
 	(SELECT count(*) FROM licenses WHERE app_id = ?1),
-	(SELECT count(*) FROM app_tokens WHERE app_id = ?1)`, appID).Scan(&c.Users, &c.Licenses, &c.Tokens)
+	(SELECT count(*) FROM app_tokens WHERE app_id = ?1),
+	(SELECT count(*) FROM variables WHERE app_id = ?1 AND scope = ?2 AND owner_id = ''),
+	(SELECT count(*) FROM files WHERE app_id = ?1),
+	(SELECT count(*) FROM rules WHERE app_id = ?1)`, appID, storage.ScopeApp).
+			Scan(&c.Users, &c.Licenses, &c.Tokens, &c.Variables, &c.Files, &c.Rules)
 		if err != nil {
 			return wrap("count app records", err)
 		}

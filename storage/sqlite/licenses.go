@@ -129,16 +129,29 @@ func (s *Store) UpdateLicense(ctx context.Context, appID, id string, fn func(*st
 		})
 }
 
-// DeleteLicense removes the app's license.
+// DeleteLicense removes the app's license and its variables in one transaction.
 func (s *Store) DeleteLicense(ctx context.Context, appID, id string) error {
-	return s.deleteOne(ctx, "delete license", `DELETE FROM licenses WHERE app_id = ? AND id = ?`, appID, id)
+	const op = "delete license"
+	return s.inWriteTx(ctx, op, func(tx *sql.Tx) error {
+		n, err := execCount(ctx, tx, `DELETE FROM licenses WHERE app_id = ? AND id = ?`, appID, id)
+		if err != nil {
+			return wrap(op, err)
+		}
+		if n == 0 {
+			return wrap(op, sql.ErrNoRows)
+		}
+		if err := deleteOwnedVariables(ctx, tx, appID, storage.ScopeLicense, id); err != nil {
+			return wrap(op+": variables", err)
+		}
+		return nil
+	})
 }
 
 // deleteChunk bounds the ids bound to one DELETE, well below SQLite's limit on variables.
 const deleteChunk = 500
 
-// DeleteLicenses removes the app's licenses with these ids in one transaction; unknown ids
-// and other apps' licenses are left alone.
+// DeleteLicenses removes the app's licenses with these ids, and their variables, in one
+// transaction; unknown ids and other apps' licenses are left alone.
 func (s *Store) DeleteLicenses(ctx context.Context, appID string, ids []string) (int, error) {
 	const op = "delete licenses"
 	total := 0
@@ -155,6 +168,11 @@ func (s *Store) DeleteLicenses(ctx context.Context, appID string, ids []string) 
 				return wrap(op, err)
 			}
 			total += n
+			// The app has no license with any of these ids now, so variables naming them
+			// as owner are the deleted licenses'.
+			if err := deleteOwnedVariables(ctx, tx, appID, storage.ScopeLicense, chunk...); err != nil {
+				return wrap(op+": variables", err)
+			}
 		}
 		return nil
 	})
@@ -164,7 +182,8 @@ func (s *Store) DeleteLicenses(ctx context.Context, appID string, ids []string) 
 	return total, nil
 }
 
-// DeleteLicensesWhere removes the app's licenses matching a LicenseFilter*.
+// DeleteLicensesWhere removes the app's licenses matching a LicenseFilter*, and their
+// variables, in one transaction.
 func (s *Store) DeleteLicensesWhere(ctx context.Context, appID, filter string, now time.Time) (int, error) {
 	var (
 		cond string
@@ -180,9 +199,22 @@ func (s *Store) DeleteLicensesWhere(ctx context.Context, appID, filter string, n
 	default:
 		return 0, fmt.Errorf("sqlite: delete licenses: unknown filter %q", filter)
 	}
-	n, err := execCount(ctx, s.w, `DELETE FROM licenses WHERE app_id = ? AND `+cond, args...)
+	op := "delete licenses where " + filter
+	n := 0
+	err := s.inWriteTx(ctx, op, func(tx *sql.Tx) error {
+		// The variables first, while the licenses they belong to can still be selected.
+		if _, err := tx.ExecContext(ctx, `DELETE FROM variables WHERE app_id = ? AND scope = ? AND owner_id IN
+	(SELECT id FROM licenses WHERE app_id = ? AND `+cond+`)`, append([]any{appID, storage.ScopeLicense}, args...)...); err != nil {
+			return wrap(op+": variables", err)
+		}
+		var err error
+		if n, err = execCount(ctx, tx, `DELETE FROM licenses WHERE app_id = ? AND `+cond, args...); err != nil {
+			return wrap(op, err)
+		}
+		return nil
+	})
 	if err != nil {
-		return 0, wrap("delete licenses where "+filter, err)
+		return 0, err
 	}
 	return n, nil
 }

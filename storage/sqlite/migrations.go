@@ -220,6 +220,94 @@ CREATE UNIQUE INDEX app_tokens_value ON app_tokens (app_id, value);
 CREATE INDEX app_tokens_created ON app_tokens (app_id, created_at, id);
 `,
 	},
+	{
+		version: 3,
+		name:    "variables, files, rules and logs",
+		sql: `
+-- owner_id is '' for app variables, the user or license id otherwise. It has no foreign
+-- key (it points at one of two tables by scope): CreateVariables checks the owner in its
+-- write transaction, and DeleteUser and the license deletes remove the owner's variables.
+CREATE TABLE variables (
+	id         TEXT    NOT NULL PRIMARY KEY,
+	app_id     TEXT    NOT NULL REFERENCES apps (id) ON DELETE CASCADE,
+	scope      TEXT    NOT NULL,
+	owner_id   TEXT    NOT NULL,
+	key        TEXT    NOT NULL,
+	value      TEXT    NOT NULL,
+	type       TEXT    NOT NULL,
+	created_at INTEGER NOT NULL,
+	updated_at INTEGER NOT NULL
+) STRICT;
+
+-- Keys are unique per scope and owner, as stored; the index serves the lists (sorted by
+-- key), GetVariableByKey, the owner sweeps and the count of app variables.
+CREATE UNIQUE INDEX variables_key ON variables (app_id, scope, owner_id, key);
+
+CREATE TABLE files (
+	id           TEXT    NOT NULL PRIMARY KEY,
+	app_id       TEXT    NOT NULL REFERENCES apps (id) ON DELETE CASCADE,
+	name         TEXT    NOT NULL,
+	version      TEXT    NOT NULL,
+	size         INTEGER NOT NULL,
+	sha256       TEXT    NOT NULL,
+	blob_key     TEXT    NOT NULL,
+	content_type TEXT    NOT NULL,
+	created_at   INTEGER NOT NULL,
+	updated_at   INTEGER NOT NULL
+) STRICT;
+
+-- ListFiles and LatestFile of the app (newest first), and LatestFile of one name.
+CREATE INDEX files_created ON files (app_id, created_at, id);
+CREATE INDEX files_name_created ON files (app_id, name, created_at, id);
+
+CREATE TABLE rules (
+	id         TEXT    NOT NULL PRIMARY KEY,
+	app_id     TEXT    NOT NULL REFERENCES apps (id) ON DELETE CASCADE,
+	type       TEXT    NOT NULL,
+	action     TEXT    NOT NULL,
+	value      TEXT    NOT NULL,
+	note       TEXT    NOT NULL,
+	enabled    INTEGER NOT NULL,
+	created_at INTEGER NOT NULL,
+	updated_at INTEGER NOT NULL
+) STRICT;
+
+CREATE UNIQUE INDEX rules_value ON rules (app_id, type, action, value);
+CREATE INDEX rules_created ON rules (app_id, created_at, id);
+
+-- Log entries have no foreign key: they are written in bulk on a hot path without a parent
+-- check, and DeleteApp sweeps the app's entries itself.
+CREATE TABLE logs (
+	id             TEXT    NOT NULL PRIMARY KEY,
+	app_id         TEXT    NOT NULL,
+	event          TEXT    NOT NULL,
+	message        TEXT    NOT NULL,
+	username       TEXT    NOT NULL,
+	username_lower TEXT    NOT NULL,
+	ip             TEXT    NOT NULL,
+	country        TEXT    NOT NULL,
+	level          TEXT    NOT NULL,
+	data           TEXT    NOT NULL,
+	created_at     INTEGER NOT NULL
+) STRICT;
+
+-- The aggregations read these indexes only, never the table. They count with a
+-- skip-scan: one seek to each distinct event, level, country or time bucket, then a count
+-- of its range (see logs.go), which reads the entries in the window once and sorts nothing.
+-- Beyond the list order, id is left out to keep them narrow: the log is the largest table
+-- and takes the most writes.
+--
+-- The list (newest first, id breaking ties), its time bounds, DeleteLogsBefore, TrimLogs,
+-- LogApps and the series of every event.
+CREATE INDEX logs_app_created ON logs (app_id, created_at, id);
+-- The list filtered by event, LogEvents, CountLogs, LogSeries and LogStats per event.
+CREATE INDEX logs_app_event_created ON logs (app_id, event, created_at);
+-- The list filtered by level, and LogStats per level.
+CREATE INDEX logs_app_level_created ON logs (app_id, level, created_at);
+-- LogCountries.
+CREATE INDEX logs_app_country_created ON logs (app_id, country, created_at);
+`,
+	},
 }
 
 // migrate brings the database at db (the writer pool) to the last migration. Applied steps

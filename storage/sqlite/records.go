@@ -88,10 +88,22 @@ func updateRecord[T any](ctx context.Context, s *Store, op string,
 // at the first error, none. A foreign key violation means the parent record (the app, or
 // the user of a device) does not exist, and answers ErrNotFound.
 func (s *Store) insertAll(ctx context.Context, op, query string, rows [][]any) error {
+	return s.insertChecked(ctx, op, query, rows, nil)
+}
+
+// insertChecked is insertAll with check run first in the same write transaction: a parent
+// that no foreign key can express (the owner of a variable) is checked there, and no
+// other writer can remove it before the rows are in. check's error is returned as it is.
+func (s *Store) insertChecked(ctx context.Context, op, query string, rows [][]any, check func(tx *sql.Tx) error) error {
 	if len(rows) == 0 {
 		return nil
 	}
 	return s.inWriteTx(ctx, op, func(tx *sql.Tx) error {
+		if check != nil {
+			if err := check(tx); err != nil {
+				return err
+			}
+		}
 		stmt, err := tx.PrepareContext(ctx, query)
 		if err != nil {
 			return wrap(op, err)

@@ -13,7 +13,7 @@ import (
 	"github.com/keyward/keyward/storage/storagetest"
 )
 
-func openTemp(t *testing.T, path string) *Store {
+func openTemp(t testing.TB, path string) *Store {
 	t.Helper()
 	s, err := Open(t.Context(), Config{Path: path})
 	if err != nil {
@@ -265,6 +265,23 @@ func seedApp(t *testing.T, s *Store, id, name string) {
 	if err := s.CreateTokens(ctx, []storage.Token{{ID: id + "-t", AppID: id, Value: "v"}}); err != nil {
 		t.Fatalf("CreateTokens: %v", err)
 	}
+	// One variable of each scope: the user's goes with DeleteUser, the others stay.
+	if err := s.CreateVariables(ctx, []storage.Variable{
+		{ID: id + "-va", AppID: id, Scope: storage.ScopeApp, Key: "k"},
+		{ID: id + "-vu", AppID: id, Scope: storage.ScopeUser, OwnerID: u.ID, Key: "k"},
+		{ID: id + "-vl", AppID: id, Scope: storage.ScopeLicense, OwnerID: id + "-l", Key: "k"},
+	}); err != nil {
+		t.Fatalf("CreateVariables: %v", err)
+	}
+	if err := s.CreateFile(ctx, storage.File{ID: id + "-f", AppID: id, Name: "f"}); err != nil {
+		t.Fatalf("CreateFile: %v", err)
+	}
+	if err := s.CreateRules(ctx, []storage.Rule{{ID: id + "-r", AppID: id, Type: "ip", Action: "blacklist", Value: "v"}}); err != nil {
+		t.Fatalf("CreateRules: %v", err)
+	}
+	if err := s.InsertLogs(ctx, []storage.LogEntry{{ID: id + "-log", AppID: id, Event: "e", CreatedAt: storage.Now()}}); err != nil {
+		t.Fatalf("InsertLogs: %v", err)
+	}
 }
 
 // TestDeleteWithoutForeignKeys: DeleteApp and DeleteUser remove the records that belong to
@@ -277,7 +294,8 @@ func TestDeleteWithoutForeignKeys(t *testing.T) {
 	seedApp(t, s, "doomed", "Doomed")
 	seedApp(t, s, "kept", "Kept")
 	seedApp(t, s, "user-only", "UserOnly")
-	full := map[string]int{"apps": 1, "app_users": 1, "devices": 2, "licenses": 1, "app_tokens": 1}
+	full := map[string]int{"apps": 1, "app_users": 1, "devices": 2, "licenses": 1, "app_tokens": 1,
+		"variables": 3, "files": 1, "rules": 1, "logs": 1}
 	if got := tableCounts(t, s, "doomed"); fmt.Sprint(got) != fmt.Sprint(full) {
 		t.Fatalf("rows before the delete = %v, want %v", got, full)
 	}
@@ -294,7 +312,8 @@ func TestDeleteWithoutForeignKeys(t *testing.T) {
 	if err := s.DeleteApp(ctx, "acc", "doomed"); err != nil {
 		t.Fatalf("DeleteApp: %v", err)
 	}
-	none := map[string]int{"apps": 0, "app_users": 0, "devices": 0, "licenses": 0, "app_tokens": 0}
+	none := map[string]int{"apps": 0, "app_users": 0, "devices": 0, "licenses": 0, "app_tokens": 0,
+		"variables": 0, "files": 0, "rules": 0, "logs": 0}
 	if got := tableCounts(t, s, "doomed"); fmt.Sprint(got) != fmt.Sprint(none) {
 		t.Errorf("rows of the deleted app = %v, want none", got)
 	}
@@ -306,8 +325,8 @@ func TestDeleteWithoutForeignKeys(t *testing.T) {
 		t.Fatalf("DeleteUser: %v", err)
 	}
 	got := tableCounts(t, s, "user-only")
-	if got["app_users"] != 0 || got["devices"] != 0 || got["licenses"] != 1 || got["app_tokens"] != 1 {
-		t.Errorf("rows after DeleteUser = %v, want the user and its devices gone, the rest kept", got)
+	if got["app_users"] != 0 || got["devices"] != 0 || got["variables"] != 2 || got["licenses"] != 1 || got["app_tokens"] != 1 {
+		t.Errorf("rows after DeleteUser = %v, want the user, its devices and its variable gone, the rest kept", got)
 	}
 }
 

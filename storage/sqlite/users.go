@@ -137,13 +137,17 @@ func (s *Store) UpdateUser(ctx context.Context, appID, id string, fn func(*stora
 		})
 }
 
-// DeleteUser removes the user and its devices in one transaction. The devices are deleted
-// explicitly rather than left to the foreign key's cascade, as DeleteApp does.
+// DeleteUser removes the user, its devices and its variables in one transaction. The
+// devices are deleted explicitly rather than left to the foreign key's cascade, as
+// DeleteApp does; the variables have no foreign key to their owner.
 func (s *Store) DeleteUser(ctx context.Context, appID, id string) error {
 	const op = "delete user"
 	return s.inWriteTx(ctx, op, func(tx *sql.Tx) error {
 		if _, err := tx.ExecContext(ctx, `DELETE FROM devices WHERE app_id = ? AND user_id = ?`, appID, id); err != nil {
 			return wrap(op+": devices", err)
+		}
+		if err := deleteOwnedVariables(ctx, tx, appID, storage.ScopeUser, id); err != nil {
+			return wrap(op+": variables", err)
 		}
 		n, err := execCount(ctx, tx, `DELETE FROM app_users WHERE app_id = ? AND id = ?`, appID, id)
 		if err != nil {

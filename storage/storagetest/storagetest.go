@@ -30,6 +30,10 @@ func Run(t *testing.T, newStore func(t *testing.T) storage.Store) {
 	tests = append(tests, licenseTests...)
 	tests = append(tests, deviceTests...)
 	tests = append(tests, appTokenTests...)
+	tests = append(tests, variableTests...)
+	tests = append(tests, fileTests...)
+	tests = append(tests, ruleTests...)
+	tests = append(tests, logTests...)
 	tests = append(tests, subtest{"Ping", testPing})
 
 	for _, tc := range tests {

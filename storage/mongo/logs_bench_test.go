@@ -1,0 +1,17 @@
+package mongo
+
+import (
+	"testing"
+
+	"github.com/keyward/keyward/internal/testenv"
+	"github.com/keyward/keyward/storage"
+	"github.com/keyward/keyward/storage/storagetest"
+)
+
+// BenchmarkLogsAtScale times the log queries on a million entries; it runs only with
+// KEYWARD_BIG_LOG_BENCH=1 (see storagetest.BenchLogsAtScale).
+func BenchmarkLogsAtScale(b *testing.B) {
+	storagetest.BenchLogsAtScale(b, func(b *testing.B) storage.Store {
+		return openFresh(b, testenv.MongoURI(b))
+	})
+}
