@@ -6,6 +6,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/keyward/keyward/core/analytics"
 	"github.com/keyward/keyward/core/logs"
 	"github.com/keyward/keyward/core/rules"
 	"github.com/keyward/keyward/core/variables"
@@ -267,4 +268,49 @@ func (h *appDataHandlers) routes(one *gin.RouterGroup) {
 	one.GET("/logs/stats", h.logStats)
 	one.GET("/logs/events", h.logEvents)
 	one.DELETE("/logs", h.purgeLogs)
+}
+
+// analyticsHandlers serves SPEC 4.8's analytics.
+type analyticsHandlers struct {
+	svc *analytics.Service
+}
+
+func (h *analyticsHandlers) overview(c *gin.Context) {
+	o, err := h.svc.Overview(c.Request.Context(), ownerOf(c), c.Param("appId"), c.Query("period"))
+	reply(c, http.StatusOK, gin.H{
+		"period":   o.Period,
+		"users":    gin.H{"total": o.Users, "new": o.NewUsers, "active": o.Active, "banned": o.Banned},
+		"licenses": gin.H{"total": o.Licenses, "unused": o.UnusedLicenses},
+		"sessions": gin.H{"active": o.ActiveSessions},
+		"activity": gin.H{"logins": o.Logins, "failedLogins": o.FailedLogins, "registrations": o.Registrations},
+	}, err)
+}
+
+func (h *analyticsHandlers) timeseries(c *gin.Context) {
+	points, err := h.svc.Timeseries(c.Request.Context(), ownerOf(c), c.Param("appId"), c.Query("period"), c.Query("event"))
+	reply(c, http.StatusOK, mapSlice(points, func(p analytics.Point) gin.H {
+		return gin.H{"bucket": p.Bucket.UTC().Format(timeFormat), "count": p.Count}
+	}), err)
+}
+
+func (h *analyticsHandlers) geography(c *gin.Context) {
+	list, err := h.svc.Geography(c.Request.Context(), ownerOf(c), c.Param("appId"), c.Query("days"))
+	reply(c, http.StatusOK, mapSlice(list, func(cc storage.CountryCount) gin.H {
+		return gin.H{"country": cc.Country, "count": cc.Count}
+	}), err)
+}
+
+func (h *analyticsHandlers) recent(c *gin.Context) {
+	list, err := h.svc.Recent(c.Request.Context(), ownerOf(c), c.Param("appId"), c.Query("limit"))
+	reply(c, http.StatusOK, mapSlice(list, func(e storage.LogEntry) gin.H {
+		return gin.H{"id": e.ID, "event": e.Event, "message": e.Message, "username": e.Username, "ipAddress": e.IP,
+			"level": e.Level, "createdAt": stamp(e.CreatedAt)}
+	}), err)
+}
+
+func (h *analyticsHandlers) routes(one *gin.RouterGroup) {
+	one.GET("/analytics/overview", h.overview)
+	one.GET("/analytics/timeseries", h.timeseries)
+	one.GET("/analytics/geography", h.geography)
+	one.GET("/analytics/recent", h.recent)
 }

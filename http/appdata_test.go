@@ -257,3 +257,55 @@ func TestLogs(t *testing.T) {
 		expect(t, stranger.do("GET", "/api/apps/"+id+"/logs", nil), http.StatusNotFound, "NOT_FOUND")
 	})
 }
+
+func TestAnalytics(t *testing.T) {
+	ts.Each(t, func(t *testing.T, e ts.Engines) {
+		s := ts.Start(t, e)
+		a := api{t, s, newOwner(t, s).Token}
+		id, _ := a.createApp("Stats")
+		base := "/api/apps/" + id + "/analytics"
+		a.do("POST", "/api/apps/"+id+"/users", map[string]any{"username": "fresh", "password": "pw"})
+		a.do("POST", "/api/apps/"+id+"/licenses", map[string]any{"count": 3})
+		waitLog(t, a, id, "license.create")
+
+		r := a.do("GET", base+"/overview", nil)
+		expectOK(t, r, http.StatusOK)
+		d := r.Data()
+		if d["period"] != "24h" || d["users"].(map[string]any)["total"] != float64(1) || d["users"].(map[string]any)["new"] != float64(1) ||
+			d["licenses"].(map[string]any)["unused"] != float64(3) || d["activity"].(map[string]any)["logins"] != float64(0) {
+			t.Fatalf("overview: %s", r.Raw)
+		}
+		expect(t, a.do("GET", base+"/overview?period=2d", nil), http.StatusBadRequest, "VALIDATION_ERROR")
+
+		r = a.do("GET", base+"/timeseries?period=24h&event=user.create", nil)
+		expectOK(t, r, http.StatusOK)
+		// Sums, not positions: the test may straddle an hour or a midnight.
+		sum := func(points []any) (n float64) {
+			for _, p := range points {
+				n += p.(map[string]any)["count"].(float64)
+			}
+			return n
+		}
+		if points := r.Body["data"].([]any); len(points) != 24 || sum(points) != 1 {
+			t.Fatalf("hourly series: %s", r.Raw)
+		}
+		r = a.do("GET", base+"/timeseries?event=license.create", nil)
+		if points := r.Body["data"].([]any); len(points) != 7 || sum(points) != 1 {
+			t.Fatalf("daily series: %s", r.Raw)
+		}
+		if r := a.do("GET", base+"/timeseries?period=30d", nil); len(r.Body["data"].([]any)) != 30 {
+			t.Fatalf("30d series: %s", r.Raw)
+		}
+		expect(t, a.do("GET", base+"/timeseries?period=1y", nil), http.StatusBadRequest, "VALIDATION_ERROR")
+		r = a.do("GET", base+"/geography", nil)
+		expectOK(t, r, http.StatusOK)
+		if len(r.Body["data"].([]any)) != 0 {
+			t.Fatalf("geography without countries: %s", r.Raw)
+		}
+		r = a.do("GET", base+"/recent?limit=1", nil)
+		if list := r.Body["data"].([]any); len(list) != 1 || list[0].(map[string]any)["event"] == nil {
+			t.Fatalf("recent: %s", r.Raw)
+		}
+		expect(t, a.do("GET", base+"/recent?limit=0", nil), http.StatusBadRequest, "VALIDATION_ERROR")
+	})
+}

@@ -15,6 +15,7 @@ import (
 	"github.com/keyward/keyward/cluster"
 	"github.com/keyward/keyward/core"
 	"github.com/keyward/keyward/core/accounts"
+	"github.com/keyward/keyward/core/analytics"
 	"github.com/keyward/keyward/core/apps"
 	"github.com/keyward/keyward/core/logs"
 	"github.com/keyward/keyward/core/rules"
@@ -34,6 +35,7 @@ type Deps struct {
 	Variables *variables.Service
 	Rules     *rules.Service
 	Logs      *logs.Service
+	Analytics *analytics.Service
 	Limiter   cluster.RateLimiter
 	Ready     []Checker
 	// Metrics is where request metrics are registered and what /metrics serves.
@@ -58,7 +60,7 @@ func init() { gin.SetMode(gin.ReleaseMode) }
 
 // New builds the handler with every route of ROUTES.md that exists so far.
 func New(d Deps, cfg Config) (http.Handler, error) {
-	if d.Accounts == nil || d.Apps == nil || d.Variables == nil || d.Rules == nil || d.Logs == nil || d.Limiter == nil || d.Metrics == nil || d.Log == nil {
+	if d.Accounts == nil || d.Apps == nil || d.Variables == nil || d.Rules == nil || d.Logs == nil || d.Analytics == nil || d.Limiter == nil || d.Metrics == nil || d.Log == nil {
 		return nil, errors.New("httpapi: missing dependency")
 	}
 	if cfg.MaxBodyBytes <= 0 {
@@ -117,6 +119,7 @@ func New(d Deps, cfg Config) (http.Handler, error) {
 	one := ah.routes(api.Group("/apps", requireOwner(d.Accounts)), requireAdmin())
 	dh := &appDataHandlers{vars: d.Variables, rules: d.Rules, logs: d.Logs}
 	dh.routes(one)
+	(&analyticsHandlers{svc: d.Analytics}).routes(one)
 	return r, nil
 }
 

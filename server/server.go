@@ -23,6 +23,7 @@ import (
 	clustermemory "github.com/keyward/keyward/cluster/memory"
 	clusterredis "github.com/keyward/keyward/cluster/redis"
 	"github.com/keyward/keyward/core/accounts"
+	"github.com/keyward/keyward/core/analytics"
 	"github.com/keyward/keyward/core/apps"
 	"github.com/keyward/keyward/core/events"
 	"github.com/keyward/keyward/core/logs"
@@ -171,6 +172,7 @@ type Core struct {
 	Variables *variables.Service
 	Rules     *rules.Service
 	Logs      *logs.Service
+	Analytics *analytics.Service
 	// Bus carries domain events to the log writer (and, later, webhooks and sockets).
 	Bus *events.Bus
 	// LogWriter batches log entries; Janitor enforces log retention (serve only).
@@ -261,7 +263,7 @@ func OpenCore(ctx context.Context, c Config, log *slog.Logger) (_ *Core, err err
 	return &Core{Store: store, Engine: engine, Mail: mailq, Accounts: svc, Apps: appsSvc, Meter: meter,
 		Variables: variables.New(store, appsSvc, catalogue, bus, c.Clock),
 		Rules:     rules.NewService(store, appsSvc, bus, country != nil || c.CountryHeader != "", c.Clock),
-		Logs:      logs.NewService(store, appsSvc, c.Clock), Bus: bus, LogWriter: writer, Country: country,
+		Logs:      logs.NewService(store, appsSvc, c.Clock), Analytics: analytics.New(store, appsSvc, c.Clock), Bus: bus, LogWriter: writer, Country: country,
 		Engines: []any{"storage", storeDesc, "cluster", engineDesc, "mail", mailDesc}}, nil
 }
 
@@ -291,7 +293,7 @@ func New(ctx context.Context, c Config, log *slog.Logger) (*Server, error) {
 				return float64(n)
 			}))
 	handler, err := httpapi.New(httpapi.Deps{
-		Accounts: core.Accounts, Apps: core.Apps, Variables: core.Variables, Rules: core.Rules, Logs: core.Logs,
+		Accounts: core.Accounts, Apps: core.Apps, Variables: core.Variables, Rules: core.Rules, Logs: core.Logs, Analytics: core.Analytics,
 		Limiter: core.Engine, Metrics: reg, Log: log,
 		Ready: []httpapi.Checker{{Name: "storage", Ping: core.Store.Ping}, {Name: "cluster", Ping: core.Engine.Ping}},
 	}, httpapi.Config{TrustedProxies: c.TrustedProxies, MaxBodyBytes: c.MaxBodyBytes, MetricsOnMain: c.MetricsAddr == ""})

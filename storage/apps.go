@@ -70,11 +70,15 @@ type AppStats struct {
 	// given instants.
 	LoginsSinceDay  int
 	LoginsSinceWeek int
+	// NewUsers counts users created at or after AppStatsQuery.NewSince (0 when it is zero).
+	NewUsers int
 }
 
 // AppStatsQuery gives the instants the stats are judged at.
 type AppStatsQuery struct {
 	Now, DayStart, WeekStart time.Time
+	// NewSince, when set, is the start of the period whose new users are counted.
+	NewSince time.Time
 }
 
 // AppStatsStore computes application stats with counting queries (no records loaded).

@@ -263,5 +263,12 @@ func (s *Store) AppStats(ctx context.Context, appID string, q storage.AppStatsQu
 		}
 		*f.n = n
 	}
+	if !q.NewSince.IsZero() {
+		n, err := count(ctx, s.users, op, bson.D{app, {Key: "createdAt", Value: bson.D{{Key: "$gte", Value: q.NewSince}}}})
+		if err != nil {
+			return storage.AppStats{}, err
+		}
+		st.NewUsers = n
+	}
 	return st, nil
 }

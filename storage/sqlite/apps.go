@@ -170,9 +170,10 @@ func (s *Store) AppStats(ctx context.Context, appID string, q storage.AppStatsQu
 	count(*) FILTER (WHERE enabled AND NOT banned AND (expires_at = 0 OR expires_at > ?2)),
 	count(*) FILTER (WHERE banned),
 	count(*) FILTER (WHERE last_login_at <> 0 AND last_login_at >= ?3),
-	count(*) FILTER (WHERE last_login_at <> 0 AND last_login_at >= ?4)
-FROM app_users WHERE app_id = ?1`, appID, q.Now.UnixMilli(), toMillis(q.DayStart), toMillis(q.WeekStart)).
-			Scan(&st.Users, &st.ActiveUsers, &st.BannedUsers, &st.LoginsSinceDay, &st.LoginsSinceWeek)
+	count(*) FILTER (WHERE last_login_at <> 0 AND last_login_at >= ?4),
+	count(*) FILTER (WHERE ?5 <> 0 AND created_at >= ?5)
+FROM app_users WHERE app_id = ?1`, appID, q.Now.UnixMilli(), toMillis(q.DayStart), toMillis(q.WeekStart), toMillis(q.NewSince)).
+			Scan(&st.Users, &st.ActiveUsers, &st.BannedUsers, &st.LoginsSinceDay, &st.LoginsSinceWeek, &st.NewUsers)
 		if err != nil {
 			return wrap(op+": users", err)
 		}

@@ -24,6 +24,7 @@ var appTests = []subtest{
 	{"AppDeleteCascade", testAppDeleteCascade},
 	{"AppCountRecords", testAppCountRecords},
 	{"AppStats", testAppStats},
+	{"AppStats/NewUsers", testAppStatsNewUsers},
 }
 
 func testAppRoundTrip(t *testing.T, s storage.Store) {
@@ -459,6 +460,25 @@ func testAppCountRecords(t *testing.T, s storage.Store) {
 	}
 	if want := (storage.AppCounts{Users: 2, Licenses: 5, Tokens: 1}); got != want {
 		t.Errorf("CountAppRecords after deletes = %+v, want %+v", got, want)
+	}
+}
+
+// testAppStatsNewUsers counts users created at or after NewSince, and none without it.
+func testAppStatsNewUsers(t *testing.T, s storage.Store) {
+	app := mustCreateApp(t, s, fullApp("acc-1", "growth"))
+	since := base.Add(-24 * time.Hour)
+	for i, created := range []time.Time{since.Add(-time.Millisecond), since, base, base.Add(-time.Hour)} {
+		u := minimalUser(app.ID, fmt.Sprintf("grown-%d", i))
+		u.CreatedAt = created
+		mustCreateUser(t, s, u)
+	}
+	got, err := s.AppStats(t.Context(), app.ID, storage.AppStatsQuery{Now: base, DayStart: base, WeekStart: base, NewSince: since})
+	if err != nil || got.NewUsers != 3 || got.Users != 4 {
+		t.Errorf("AppStats with NewSince = (%+v, %v), want 3 new of 4", got, err)
+	}
+	got, err = s.AppStats(t.Context(), app.ID, storage.AppStatsQuery{Now: base, DayStart: base, WeekStart: base})
+	if err != nil || got.NewUsers != 0 {
+		t.Errorf("AppStats without NewSince = (%+v, %v), want no new users counted", got, err)
 	}
 }
 
