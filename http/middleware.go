@@ -110,9 +110,14 @@ func (m *httpMetrics) middleware() gin.HandlerFunc {
 	}
 }
 
-// bodyLimit caps request bodies; reading past the cap fails with PAYLOAD_TOO_LARGE.
-func bodyLimit(limit int64) gin.HandlerFunc {
+// bodyLimit caps request bodies; reading past the cap fails with PAYLOAD_TOO_LARGE. Routes
+// named in larger ("METHOD /route/:pattern") get their own cap (file uploads).
+func bodyLimit(limit int64, larger map[string]int64) gin.HandlerFunc {
 	return func(c *gin.Context) {
+		limit := limit
+		if l, found := larger[c.Request.Method+" "+c.FullPath()]; found {
+			limit = l
+		}
 		if c.Request.ContentLength > limit {
 			fail(c, core.E(core.CodeTooLarge, "request body exceeds %d bytes", limit))
 			return

@@ -17,6 +17,7 @@ import (
 	"github.com/keyward/keyward/core/accounts"
 	"github.com/keyward/keyward/core/analytics"
 	"github.com/keyward/keyward/core/apps"
+	"github.com/keyward/keyward/core/files"
 	"github.com/keyward/keyward/core/logs"
 	"github.com/keyward/keyward/core/rules"
 	"github.com/keyward/keyward/core/variables"
@@ -36,6 +37,7 @@ type Deps struct {
 	Rules     *rules.Service
 	Logs      *logs.Service
 	Analytics *analytics.Service
+	Files     *files.Service
 	Limiter   cluster.RateLimiter
 	Ready     []Checker
 	// Metrics is where request metrics are registered and what /metrics serves.
@@ -60,7 +62,7 @@ func init() { gin.SetMode(gin.ReleaseMode) }
 
 // New builds the handler with every route of ROUTES.md that exists so far.
 func New(d Deps, cfg Config) (http.Handler, error) {
-	if d.Accounts == nil || d.Apps == nil || d.Variables == nil || d.Rules == nil || d.Logs == nil || d.Analytics == nil || d.Limiter == nil || d.Metrics == nil || d.Log == nil {
+	if d.Accounts == nil || d.Apps == nil || d.Variables == nil || d.Rules == nil || d.Logs == nil || d.Analytics == nil || d.Files == nil || d.Limiter == nil || d.Metrics == nil || d.Log == nil {
 		return nil, errors.New("httpapi: missing dependency")
 	}
 	if cfg.MaxBodyBytes <= 0 {
@@ -75,7 +77,9 @@ func New(d Deps, cfg Config) (http.Handler, error) {
 		return nil, fmt.Errorf("httpapi: trusted proxies: %w", err)
 	}
 	metrics := newHTTPMetrics(d.Metrics)
-	r.Use(requestID(), recovery(d.Log), accessLog(d.Log), metrics.middleware(), bodyLimit(cfg.MaxBodyBytes))
+	r.Use(requestID(), recovery(d.Log), accessLog(d.Log), metrics.middleware(),
+		// Uploads stream through, capped by the upload limit plus room for the multipart framing.
+		bodyLimit(cfg.MaxBodyBytes, map[string]int64{"POST " + uploadRoute: d.Files.MaxBytes() + 64<<10}))
 	r.NoRoute(func(c *gin.Context) {
 		fail(c, core.E(core.CodeNotFound, "no route %s %s", c.Request.Method, c.Request.URL.Path))
 	})
@@ -120,6 +124,7 @@ func New(d Deps, cfg Config) (http.Handler, error) {
 	dh := &appDataHandlers{vars: d.Variables, rules: d.Rules, logs: d.Logs}
 	dh.routes(one)
 	(&analyticsHandlers{svc: d.Analytics}).routes(one)
+	(&fileHandlers{svc: d.Files}).routes(one)
 	return r, nil
 }
 

@@ -26,6 +26,7 @@ import (
 	"github.com/keyward/keyward/core/analytics"
 	"github.com/keyward/keyward/core/apps"
 	"github.com/keyward/keyward/core/events"
+	"github.com/keyward/keyward/core/files"
 	"github.com/keyward/keyward/core/logs"
 	"github.com/keyward/keyward/core/passwords"
 	"github.com/keyward/keyward/core/plans"
@@ -35,6 +36,9 @@ import (
 	httpapi "github.com/keyward/keyward/http"
 	"github.com/keyward/keyward/mail"
 	"github.com/keyward/keyward/storage"
+	"github.com/keyward/keyward/storage/blobs"
+	"github.com/keyward/keyward/storage/blobs/fsblobs"
+	"github.com/keyward/keyward/storage/blobs/gridfs"
 	storagemongo "github.com/keyward/keyward/storage/mongo"
 	storagesqlite "github.com/keyward/keyward/storage/sqlite"
 )
@@ -100,6 +104,23 @@ func redactURL(u string) string {
 	}
 	user, _, _ := strings.Cut(userinfo, ":")
 	return scheme + "://" + user + ":***@" + host
+}
+
+// openBlobs opens where file bytes live: GridFS in the MongoDB store's database, so every
+// node serves them, or <data dir>/files in the embedded mode.
+func openBlobs(ctx context.Context, c Config, store storage.Store) (blobs.Store, error) {
+	if m, ok := store.(*storagemongo.Store); ok {
+		b, err := gridfs.New(ctx, m.Database(), "files")
+		if err != nil {
+			return nil, fmt.Errorf("GridFS file store: %w", err)
+		}
+		return b, nil
+	}
+	b, err := fsblobs.New(filepath.Join(c.DataDir, "files"))
+	if err != nil {
+		return nil, fmt.Errorf("file store: %w", err)
+	}
+	return b, nil
 }
 
 // jwtSecret returns the configured secret, or the one kept in the data dir (made on first start).
@@ -173,6 +194,7 @@ type Core struct {
 	Rules     *rules.Service
 	Logs      *logs.Service
 	Analytics *analytics.Service
+	Files     *files.Service
 	// Bus carries domain events to the log writer (and, later, webhooks and sockets).
 	Bus *events.Bus
 	// LogWriter batches log entries; Janitor enforces log retention (serve only).
@@ -252,8 +274,14 @@ func OpenCore(ctx context.Context, c Config, log *slog.Logger) (_ *Core, err err
 	writer := logs.NewWriter(store, logs.WriterConfig{}, log)
 	bus.Subscribe("logs", 10_000, writer.Handle)
 	closers = append(closers, func() error { bus.Close(); writer.Close(); return nil })
+	blobStore, err := openBlobs(ctx, c, store)
+	if err != nil {
+		return nil, err
+	}
 	hasher := passwords.NewHasher(c.Argon2, 0)
 	appsSvc := apps.New(store, catalogue, hasher, bus, c.Clock, log)
+	filesSvc := files.New(store, blobStore, appsSvc, bus, c.MaxUploadBytes, c.Clock)
+	appsSvc.OnDelete(filesSvc.DeleteAppFiles)
 	svc, err := accounts.New(accounts.Deps{Store: store, Revoked: engine, Hasher: hasher, Plans: catalogue, Mailer: mailq,
 		Apps: appsSvc, Log: log}, accounts.Config{JWTSecret: secret, TokenTTL: c.JWTTTL, PublicURL: c.PublicURL, Now: c.Clock})
 	if err != nil {
@@ -263,7 +291,7 @@ func OpenCore(ctx context.Context, c Config, log *slog.Logger) (_ *Core, err err
 	return &Core{Store: store, Engine: engine, Mail: mailq, Accounts: svc, Apps: appsSvc, Meter: meter,
 		Variables: variables.New(store, appsSvc, catalogue, bus, c.Clock),
 		Rules:     rules.NewService(store, appsSvc, bus, country != nil || c.CountryHeader != "", c.Clock),
-		Logs:      logs.NewService(store, appsSvc, c.Clock), Analytics: analytics.New(store, appsSvc, c.Clock), Bus: bus, LogWriter: writer, Country: country,
+		Logs:      logs.NewService(store, appsSvc, c.Clock), Analytics: analytics.New(store, appsSvc, c.Clock), Files: filesSvc, Bus: bus, LogWriter: writer, Country: country,
 		Engines: []any{"storage", storeDesc, "cluster", engineDesc, "mail", mailDesc}}, nil
 }
 
@@ -293,7 +321,7 @@ func New(ctx context.Context, c Config, log *slog.Logger) (*Server, error) {
 				return float64(n)
 			}))
 	handler, err := httpapi.New(httpapi.Deps{
-		Accounts: core.Accounts, Apps: core.Apps, Variables: core.Variables, Rules: core.Rules, Logs: core.Logs, Analytics: core.Analytics,
+		Accounts: core.Accounts, Apps: core.Apps, Variables: core.Variables, Rules: core.Rules, Logs: core.Logs, Analytics: core.Analytics, Files: core.Files,
 		Limiter: core.Engine, Metrics: reg, Log: log,
 		Ready: []httpapi.Checker{{Name: "storage", Ping: core.Store.Ping}, {Name: "cluster", Ping: core.Engine.Ping}},
 	}, httpapi.Config{TrustedProxies: c.TrustedProxies, MaxBodyBytes: c.MaxBodyBytes, MetricsOnMain: c.MetricsAddr == ""})

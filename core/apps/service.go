@@ -39,6 +39,15 @@ type Service struct {
 	bus    Publisher
 	now    func() time.Time
 	log    *slog.Logger
+	// onDelete run after an app's records are deleted (its files' bytes, for one).
+	onDelete []func(ctx context.Context, appID string) error
+}
+
+// OnDelete registers fn to run when an app is deleted, after its records are gone; the
+// composition root wires what lives outside the record store (file bytes). Call before
+// serving.
+func (s *Service) OnDelete(fn func(ctx context.Context, appID string) error) {
+	s.onDelete = append(s.onDelete, fn)
 }
 
 // New builds the service; now defaults to time.Now; bus may be nil (no events).
@@ -258,6 +267,11 @@ func (s *Service) DeleteApp(ctx context.Context, o Owner, appID string, confirm 
 	}
 	if err := s.store.DeleteApp(ctx, o.AccountID, appID); err != nil {
 		return notFound(err, "application")
+	}
+	for _, fn := range s.onDelete {
+		if err := fn(ctx, appID); err != nil {
+			return fmt.Errorf("apps: delete app data: %w", err)
+		}
 	}
 	return nil
 }

@@ -309,3 +309,7 @@ func fromDate(t time.Time) time.Time {
 	}
 	return t.UTC()
 }
+
+// Database is the engine's database, for the GridFS blob store that keeps file bytes next
+// to the records (storage/blobs/gridfs).
+func (s *Store) Database() *mongo.Database { return s.db }

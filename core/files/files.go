@@ -1,0 +1,215 @@
+// Package files owns an application's files (SPEC 4.7): uploads streamed into a blob store
+// (the data dir, or GridFS so every node serves them) with their SHA-256 computed on the
+// way, records with name and version, downloads, renames and deletes. Bytes are never held
+// whole in memory.
+package files
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/keyward/keyward/core"
+	"github.com/keyward/keyward/core/apps"
+	"github.com/keyward/keyward/core/events"
+	"github.com/keyward/keyward/storage"
+	"github.com/keyward/keyward/storage/blobs"
+)
+
+// Bounds of file metadata.
+const (
+	MaxNameLength    = 255
+	MaxVersionLength = 32
+)
+
+// AppAccess checks that the caller owns the app (apps.Service).
+type AppAccess interface {
+	GetApp(ctx context.Context, o apps.Owner, appID string) (storage.App, error)
+}
+
+// Publisher takes events (events.Bus).
+type Publisher interface{ Publish(e events.Event) }
+
+// Service runs the file flows.
+type Service struct {
+	store    storage.FileStore
+	blobs    blobs.Store
+	apps     AppAccess
+	bus      Publisher
+	maxBytes int64
+	now      func() time.Time
+}
+
+// New builds the service; maxBytes caps one upload.
+func New(store storage.FileStore, blobStore blobs.Store, access AppAccess, bus Publisher, maxBytes int64, now func() time.Time) *Service {
+	if now == nil {
+		now = time.Now
+	}
+	return &Service{store: store, blobs: blobStore, apps: access, bus: bus, maxBytes: maxBytes, now: now}
+}
+
+// MaxBytes is the upload limit.
+func (s *Service) MaxBytes() int64 { return s.maxBytes }
+
+func checkName(field, v string) error {
+	if strings.TrimSpace(v) == "" {
+		return core.Invalid(field, "%s must not be empty", field)
+	}
+	if len([]rune(v)) > MaxNameLength || strings.ContainsAny(v, "\x00\r\n\"\\/") {
+		return core.Invalid(field, "%s must be at most %d characters without quotes, slashes or line breaks", field, MaxNameLength)
+	}
+	return nil
+}
+
+func checkVersion(v string) error {
+	if len(v) > MaxVersionLength {
+		return core.Invalid("version", "version must be at most %d characters", MaxVersionLength)
+	}
+	return nil
+}
+
+// Upload is one file being uploaded.
+type Upload struct {
+	Name        string
+	Version     string
+	ContentType string
+	Body        io.Reader
+}
+
+// Upload streams the bytes into the blob store and records the file.
+func (s *Service) Upload(ctx context.Context, o apps.Owner, appID string, up Upload) (storage.File, error) {
+	if up.Version == "" {
+		up.Version = "1.0.0"
+	}
+	if err := core.FirstError(checkName("name", up.Name), checkVersion(up.Version)); err != nil {
+		return storage.File{}, err
+	}
+	if _, err := s.apps.GetApp(ctx, o, appID); err != nil {
+		return storage.File{}, err
+	}
+	id := uuid.NewString()
+	key := appID + "/" + id
+	size, sum, err := s.blobs.Put(ctx, key, up.Body, s.maxBytes)
+	if errors.Is(err, blobs.ErrTooLarge) {
+		return storage.File{}, core.E(core.CodeTooLarge, "the file exceeds the upload limit of %d bytes", s.maxBytes)
+	} else if err != nil {
+		return storage.File{}, fmt.Errorf("files: store bytes: %w", err)
+	}
+	now := storage.Truncate(s.now())
+	f := storage.File{ID: id, AppID: appID, Name: up.Name, Version: up.Version, Size: size, SHA256: sum, BlobKey: key,
+		ContentType: up.ContentType, CreatedAt: now, UpdatedAt: now}
+	if err := s.store.CreateFile(ctx, f); err != nil {
+		_ = s.blobs.Delete(context.WithoutCancel(ctx), key)
+		return storage.File{}, fmt.Errorf("files: record: %w", err)
+	}
+	s.publish(appID, "file.upload", f)
+	return f, nil
+}
+
+// List answers the app's files, newest first.
+func (s *Service) List(ctx context.Context, o apps.Owner, appID string) ([]storage.File, error) {
+	if _, err := s.apps.GetApp(ctx, o, appID); err != nil {
+		return nil, err
+	}
+	return s.store.ListFiles(ctx, appID)
+}
+
+func (s *Service) file(ctx context.Context, o apps.Owner, appID, id string) (storage.File, error) {
+	if _, err := s.apps.GetApp(ctx, o, appID); err != nil {
+		return storage.File{}, err
+	}
+	f, err := s.store.GetFile(ctx, appID, id)
+	if errors.Is(err, storage.ErrNotFound) {
+		return storage.File{}, core.E(core.CodeNotFound, "file not found")
+	}
+	return f, err
+}
+
+// Open answers a file record and a reader of its bytes; the caller closes the reader.
+func (s *Service) Open(ctx context.Context, o apps.Owner, appID, id string) (storage.File, io.ReadCloser, error) {
+	f, err := s.file(ctx, o, appID, id)
+	if err != nil {
+		return storage.File{}, nil, err
+	}
+	r, _, err := s.blobs.Open(ctx, f.BlobKey)
+	if errors.Is(err, blobs.ErrNotFound) {
+		return storage.File{}, nil, core.E(core.CodeNotFound, "the file's bytes are missing")
+	} else if err != nil {
+		return storage.File{}, nil, fmt.Errorf("files: open bytes: %w", err)
+	}
+	return f, r, nil
+}
+
+// Update renames a file or changes its version.
+func (s *Service) Update(ctx context.Context, o apps.Owner, appID, id string, name, version *string) (storage.File, error) {
+	if name == nil && version == nil {
+		return storage.File{}, core.Invalid("name", "give name, version or both")
+	}
+	if name != nil {
+		if err := checkName("name", *name); err != nil {
+			return storage.File{}, err
+		}
+	}
+	if version != nil {
+		if err := core.FirstError(checkVersion(*version), core.Required("version", *version)); err != nil {
+			return storage.File{}, err
+		}
+	}
+	if _, err := s.file(ctx, o, appID, id); err != nil {
+		return storage.File{}, err
+	}
+	f, err := s.store.UpdateFile(ctx, appID, id, func(f *storage.File) error {
+		if name != nil {
+			f.Name = *name
+		}
+		if version != nil {
+			f.Version = *version
+		}
+		f.UpdatedAt = storage.Truncate(s.now())
+		return nil
+	})
+	if errors.Is(err, storage.ErrNotFound) {
+		return storage.File{}, core.E(core.CodeNotFound, "file not found")
+	} else if err != nil {
+		return storage.File{}, err
+	}
+	s.publish(appID, "file.update", f)
+	return f, nil
+}
+
+// Delete removes the record, then the bytes.
+func (s *Service) Delete(ctx context.Context, o apps.Owner, appID, id string) error {
+	f, err := s.file(ctx, o, appID, id)
+	if err != nil {
+		return err
+	}
+	if err := s.store.DeleteFile(ctx, appID, id); err != nil {
+		if errors.Is(err, storage.ErrNotFound) {
+			return core.E(core.CodeNotFound, "file not found")
+		}
+		return err
+	}
+	if err := s.blobs.Delete(ctx, f.BlobKey); err != nil {
+		return fmt.Errorf("files: delete bytes: %w", err)
+	}
+	s.publish(appID, "file.delete", f)
+	return nil
+}
+
+// DeleteAppFiles removes the bytes of every file of an app (called when the app is deleted).
+func (s *Service) DeleteAppFiles(ctx context.Context, appID string) error {
+	_, err := s.blobs.DeletePrefix(ctx, appID+"/")
+	return err
+}
+
+func (s *Service) publish(appID, name string, f storage.File) {
+	if s.bus != nil {
+		s.bus.Publish(events.Event{Name: name, AppID: appID, Message: fmt.Sprintf("file %s %s", f.Name, f.Version),
+			Data: map[string]any{"fileId": f.ID, "name": f.Name, "version": f.Version, "size": f.Size, "sha256": f.SHA256}})
+	}
+}
