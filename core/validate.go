@@ -3,6 +3,7 @@ package core
 import (
 	"net/mail"
 	"regexp"
+	"strconv"
 	"strings"
 	"unicode"
 )
@@ -105,4 +106,17 @@ func FirstError(errs ...error) error {
 		}
 	}
 	return nil
+}
+
+// IntParam reads an optional integer query parameter: def when absent, else an integer
+// from 1 to max, or a VALIDATION_ERROR naming the field.
+func IntParam(field, s string, def, max int) (int, error) {
+	if s == "" {
+		return def, nil
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 1 || n > max {
+		return 0, Invalid(field, "%s must be an integer from 1 to %d", field, max)
+	}
+	return n, nil
 }

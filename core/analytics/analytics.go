@@ -7,7 +7,6 @@ package analytics
 import (
 	"context"
 	"fmt"
-	"strconv"
 	"time"
 
 	"github.com/keyward/keyward/core"
@@ -136,20 +135,9 @@ func (s *Service) Timeseries(ctx context.Context, o apps.Owner, appID, period, e
 	return out, nil
 }
 
-func intParam(field, s string, def, max int) (int, error) {
-	if s == "" {
-		return def, nil
-	}
-	n, err := strconv.Atoi(s)
-	if err != nil || n < 1 || n > max {
-		return 0, core.Invalid(field, "%s must be an integer from 1 to %d", field, max)
-	}
-	return n, nil
-}
-
 // Geography counts log entries per country over the last days (default 30).
 func (s *Service) Geography(ctx context.Context, o apps.Owner, appID, days string) ([]storage.CountryCount, error) {
-	d, err := intParam("days", days, 30, 3650)
+	d, err := core.IntParam("days", days, 30, 3650)
 	if err != nil {
 		return nil, err
 	}
@@ -165,7 +153,7 @@ func (s *Service) Geography(ctx context.Context, o apps.Owner, appID, days strin
 
 // Recent answers the newest log entries (limit default 20, at most 200).
 func (s *Service) Recent(ctx context.Context, o apps.Owner, appID, limit string) ([]storage.LogEntry, error) {
-	n, err := intParam("limit", limit, 20, storage.MaxPageSize)
+	n, err := core.IntParam("limit", limit, 20, storage.MaxPageSize)
 	if err != nil {
 		return nil, err
 	}

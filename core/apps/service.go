@@ -28,15 +28,12 @@ type Store interface {
 	storage.TokenStore
 }
 
-// Publisher takes events (events.Bus).
-type Publisher interface{ Publish(e events.Event) }
-
 // Service runs the application flows.
 type Service struct {
 	store  Store
 	plans  *plans.Catalogue
 	hasher *passwords.Hasher
-	bus    Publisher
+	bus    events.Publisher
 	now    func() time.Time
 	log    *slog.Logger
 	// onDelete run after an app's records are deleted (its files' bytes, for one).
@@ -51,7 +48,7 @@ func (s *Service) OnDelete(fn func(ctx context.Context, appID string) error) {
 }
 
 // New builds the service; now defaults to time.Now; bus may be nil (no events).
-func New(store Store, catalogue *plans.Catalogue, hasher *passwords.Hasher, bus Publisher, now func() time.Time, log *slog.Logger) *Service {
+func New(store Store, catalogue *plans.Catalogue, hasher *passwords.Hasher, bus events.Publisher, now func() time.Time, log *slog.Logger) *Service {
 	if now == nil {
 		now = time.Now
 	}

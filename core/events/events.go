@@ -33,6 +33,9 @@ type Event struct {
 	At       time.Time
 }
 
+// Publisher is what producers of events need (Bus implements it).
+type Publisher interface{ Publish(e Event) }
+
 // Subscriber consumes events on its own goroutine.
 type Subscriber struct {
 	name    string

@@ -32,21 +32,18 @@ type AppAccess interface {
 	GetApp(ctx context.Context, o apps.Owner, appID string) (storage.App, error)
 }
 
-// Publisher takes events (events.Bus).
-type Publisher interface{ Publish(e events.Event) }
-
 // Service runs the file flows.
 type Service struct {
 	store    storage.FileStore
 	blobs    blobs.Store
 	apps     AppAccess
-	bus      Publisher
+	bus      events.Publisher
 	maxBytes int64
 	now      func() time.Time
 }
 
 // New builds the service; maxBytes caps one upload.
-func New(store storage.FileStore, blobStore blobs.Store, access AppAccess, bus Publisher, maxBytes int64, now func() time.Time) *Service {
+func New(store storage.FileStore, blobStore blobs.Store, access AppAccess, bus events.Publisher, maxBytes int64, now func() time.Time) *Service {
 	if now == nil {
 		now = time.Now
 	}

@@ -3,7 +3,6 @@ package logs
 import (
 	"context"
 	"fmt"
-	"strconv"
 	"time"
 
 	"github.com/keyward/keyward/core"
@@ -81,21 +80,9 @@ func (s *Service) List(ctx context.Context, o apps.Owner, appID string, in Query
 	return list, total, q.Page, nil
 }
 
-// intParam reads an optional positive integer query parameter with a default and a maximum.
-func intParam(field, s string, def, max int) (int, error) {
-	if s == "" {
-		return def, nil
-	}
-	n, err := strconv.Atoi(s)
-	if err != nil || n < 1 || n > max {
-		return 0, core.Invalid(field, "%s must be an integer from 1 to %d", field, max)
-	}
-	return n, nil
-}
-
 // Stats counts the app's entries of the last hours (default 24, at most 8760).
 func (s *Service) Stats(ctx context.Context, o apps.Owner, appID, hours string) (storage.LogStats, error) {
-	h, err := intParam("hours", hours, 24, 24*365)
+	h, err := core.IntParam("hours", hours, 24, 24*365)
 	if err != nil {
 		return storage.LogStats{}, err
 	}
@@ -126,7 +113,7 @@ func (s *Service) Events(ctx context.Context, o apps.Owner, appID string) ([]str
 
 // Purge removes the app's entries older than days (default 30).
 func (s *Service) Purge(ctx context.Context, o apps.Owner, appID, days string) (int, error) {
-	d, err := intParam("days", days, 30, 36500)
+	d, err := core.IntParam("days", days, 30, 36500)
 	if err != nil {
 		return 0, err
 	}

@@ -26,14 +26,11 @@ type AppAccess interface {
 	GetApp(ctx context.Context, o apps.Owner, appID string) (storage.App, error)
 }
 
-// Publisher takes events (events.Bus).
-type Publisher interface{ Publish(e events.Event) }
-
 // Service runs the owner's rule flows (SPEC 4.7).
 type Service struct {
 	store storage.RuleStore
 	apps  AppAccess
-	bus   Publisher
+	bus   events.Publisher
 	now   func() time.Time
 	// countryAvailable says whether a country source is configured; without one, country
 	// rules are stored but inactive, and the API says so.
@@ -41,7 +38,7 @@ type Service struct {
 }
 
 // NewService builds the service.
-func NewService(store storage.RuleStore, access AppAccess, bus Publisher, countryAvailable bool, now func() time.Time) *Service {
+func NewService(store storage.RuleStore, access AppAccess, bus events.Publisher, countryAvailable bool, now func() time.Time) *Service {
 	if now == nil {
 		now = time.Now
 	}

@@ -101,9 +101,6 @@ type Records interface {
 	GetLicense(ctx context.Context, appID, id string) (storage.License, error)
 }
 
-// Publisher takes events (events.Bus).
-type Publisher interface{ Publish(e events.Event) }
-
 // Service runs the variable flows.
 type Service struct {
 	store Records
@@ -111,12 +108,12 @@ type Service struct {
 		GetApp(ctx context.Context, o apps.Owner, appID string) (storage.App, error)
 	}
 	plans *plans.Catalogue
-	bus   Publisher
+	bus   events.Publisher
 	now   func() time.Time
 }
 
 // New builds the service.
-func New(store Records, appsSvc *apps.Service, catalogue *plans.Catalogue, bus Publisher, now func() time.Time) *Service {
+func New(store Records, appsSvc *apps.Service, catalogue *plans.Catalogue, bus events.Publisher, now func() time.Time) *Service {
 	if now == nil {
 		now = time.Now
 	}
