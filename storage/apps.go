@@ -43,6 +43,9 @@ type AppStore interface {
 	CreateApp(ctx context.Context, a App) error
 	// GetApp reads an app of the account; another account's app is ErrNotFound.
 	GetApp(ctx context.Context, accountID, id string) (App, error)
+	// GetAppByID reads an app whatever its account (the client API knows an app from its
+	// session, not its owner).
+	GetAppByID(ctx context.Context, id string) (App, error)
 	// GetAppBySecretHash finds the app whose current secret has this hash (client init).
 	GetAppBySecretHash(ctx context.Context, hash string) (App, error)
 	// ListApps answers every app of the account, oldest first.

@@ -62,6 +62,8 @@ type Store interface {
 	FileStore
 	RuleStore
 	LogStore
+	IntegrationStore
+	DeliveryStore
 	// Ping reports whether the database answers, for readiness checks.
 	Ping(ctx context.Context) error
 	// Close releases the engine's connections. It is safe to call once.

@@ -116,6 +116,12 @@ func (s *Store) GetAppBySecretHash(ctx context.Context, hash string) (storage.Ap
 	return d.app(), err
 }
 
+// GetAppByID reads an app whatever its account.
+func (s *Store) GetAppByID(ctx context.Context, id string) (storage.App, error) {
+	d, err := findDoc[appDoc](ctx, s.apps, "get app by id", bson.D{{Key: "_id", Value: id}})
+	return d.app(), err
+}
+
 // ListApps answers every app of the account, oldest first.
 func (s *Store) ListApps(ctx context.Context, accountID string) ([]storage.App, error) {
 	cur, err := s.apps.Find(ctx, bson.D{{Key: "accountId", Value: accountID}},
@@ -162,10 +168,13 @@ func (s *Store) UpdateApp(ctx context.Context, accountID, id string, fn func(*st
 // appId, in the order DeleteApp sweeps them: users before devices, so that a device
 // created while its user is being swept is still caught (see insertOwned). Every later
 // record kind of an app (sessions, variables, files, rules, …) must be added here, and
-// counted in CountAppRecords. Variables come after users and licenses, their owners; log
-// entries are not checked against their app when written, and are swept here like the rest.
+// counted in CountAppRecords when SPEC 4.2 counts it (integrations are not). Variables come
+// after users and licenses, their owners, and deliveries and attempts after integrations;
+// log entries, deliveries and attempts are not checked against their app when written, and
+// are swept here like the rest.
 func (s *Store) appRecordColls() []*mongo.Collection {
-	return []*mongo.Collection{s.users, s.devices, s.licenses, s.tokens, s.variables, s.files, s.rules, s.logs}
+	return []*mongo.Collection{s.users, s.devices, s.licenses, s.tokens, s.variables, s.files, s.rules,
+		s.integrations, s.deliveries, s.attempts, s.logs}
 }
 
 // DeleteApp removes the account's app, then every record that belongs to it. Without

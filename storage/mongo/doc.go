@@ -4,12 +4,16 @@
 //
 // Collections: accounts (_id is the account id, with a version counter and lower-cased
 // copies of username and email), accountTokens (_id is the token hash), apps, users,
-// licenses, devices and tokens (application access tokens), each _id being the record id,
-// and claims (short-lived reservations used by every Update method). Records of an app
-// carry its appId; updatable records carry a version; case-insensitive fields and searched
-// fields have lower-cased copies (usernameLower, nameLower, keyLower, …). Field names are
-// camelCase; times are BSON dates, which hold exactly the milliseconds the contract keeps,
-// and zero times are left out of the document (so they sort as null, before every date).
+// licenses, devices, tokens (application access tokens), variables, files, rules, logs,
+// integrations, webhookDeliveries (the durable webhook delivery queue) and webhookAttempts,
+// each _id being the record id, and claims (short-lived reservations used by every Update
+// method). Records of an app carry its appId; updatable records carry a version;
+// case-insensitive fields and searched fields have lower-cased copies (usernameLower,
+// nameLower, keyLower, …). Field names are camelCase; times are BSON dates, which hold
+// exactly the milliseconds the contract keeps, and zero times are left out of the document
+// (so they sort as null, before every date) — except in log entries, webhookDeliveries and
+// webhookAttempts, which store every time (a zero one as the zero date, year 1) because
+// their ranges, due checks and purges compare them.
 //
 // Every query is written to run on both real MongoDB and FerretDB 1.x (the MongoDB wire
 // protocol over SQLite or PostgreSQL), which the tests use. FerretDB notes:
@@ -46,6 +50,12 @@
 //     record deleted and created again under the same id never matches an old reader.
 //   - Unique violations of an update come back as an InternalError quoting the backend's
 //     constraint message, mapped to ErrConflict like the standard E11000.
+//   - ClaimDeliveries cannot lease with one conditional update or findAndModify either: it
+//     reads a few more due candidates than asked and claims each through updateDoc, whose
+//     updater checks again that the delivery is still pending, due and not leased, so two
+//     claimers (on two nodes) never both get one delivery. DeleteIntegration removes the
+//     integration, then its deliveries and attempts; a delivery queued meanwhile is
+//     removed by ClaimDeliveries (its integration is gone), an attempt by PurgeDeliveries.
 //   - One createIndexes command per index (FerretDB 1.24 fails on several that exist).
 //   - No TTL indexes are relied on: expired tokens stay until consumed or deleted with
 //     their account (a consume of an expired token answers ErrNotFound).

@@ -52,6 +52,9 @@ const (
 	collFiles         = "files"
 	collRules         = "rules"
 	collLogs          = "logs"
+	collIntegrations  = "integrations"
+	collDeliveries    = "webhookDeliveries"
+	collAttempts      = "webhookAttempts"
 )
 
 // Store is the MongoDB-wire engine. It is safe for concurrent use.
@@ -70,6 +73,9 @@ type Store struct {
 	files         *mongo.Collection
 	rules         *mongo.Collection
 	logs          *mongo.Collection
+	integrations  *mongo.Collection
+	deliveries    *mongo.Collection // the webhook delivery queue
+	attempts      *mongo.Collection // webhook delivery attempts
 }
 
 var _ storage.Store = (*Store)(nil)
@@ -115,6 +121,9 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		files:         db.Collection(collFiles),
 		rules:         db.Collection(collRules),
 		logs:          db.Collection(collLogs),
+		integrations:  db.Collection(collIntegrations),
+		deliveries:    db.Collection(collDeliveries),
+		attempts:      db.Collection(collAttempts),
 	}
 	if err := s.createIndexes(ctx); err != nil {
 		_ = client.Disconnect(context.WithoutCancel(ctx))
@@ -226,6 +235,25 @@ func (s *Store) createIndexes(ctx context.Context) error {
 			{Keys: bson.D{{Key: "appId", Value: 1}, {Key: "event", Value: 1}, {Key: "createdAt", Value: 1}}, Options: plain("appId_event_createdAt")},
 			{Keys: bson.D{{Key: "appId", Value: 1}, {Key: "level", Value: 1}, {Key: "createdAt", Value: 1}}, Options: plain("appId_level_createdAt")},
 			{Keys: bson.D{{Key: "appId", Value: 1}, {Key: "country", Value: 1}, {Key: "createdAt", Value: 1}}, Options: plain("appId_country_createdAt")},
+			{Keys: bson.D{{Key: "createdAt", Value: 1}}, Options: plain("createdAt")},
+		}},
+		// Integrations are listed oldest first.
+		{s.integrations, []mongo.IndexModel{
+			{Keys: bson.D{{Key: "appId", Value: 1}, {Key: "createdAt", Value: 1}, {Key: "_id", Value: 1}}, Options: plain("appId_createdAt_id")},
+		}},
+		// ClaimDeliveries reads the due pending deliveries, oldest nextAttemptAt first;
+		// PurgeDeliveries the finished ones by last update; DeleteIntegration and DeleteApp
+		// sweep an integration's and an app's.
+		{s.deliveries, []mongo.IndexModel{
+			{Keys: bson.D{{Key: "state", Value: 1}, {Key: "nextAttemptAt", Value: 1}, {Key: "_id", Value: 1}}, Options: plain("state_nextAttemptAt_id")},
+			{Keys: bson.D{{Key: "state", Value: 1}, {Key: "updatedAt", Value: 1}}, Options: plain("state_updatedAt")},
+			{Keys: bson.D{{Key: "appId", Value: 1}, {Key: "integrationId", Value: 1}}, Options: plain("appId_integrationId")},
+		}},
+		// Attempts are listed newest first per integration (the index also serves the
+		// sweeps); PurgeDeliveries removes them by age.
+		{s.attempts, []mongo.IndexModel{
+			{Keys: bson.D{{Key: "appId", Value: 1}, {Key: "integrationId", Value: 1}, {Key: "createdAt", Value: 1}, {Key: "_id", Value: 1}},
+				Options: plain("appId_integrationId_createdAt_id")},
 			{Keys: bson.D{{Key: "createdAt", Value: 1}}, Options: plain("createdAt")},
 		}},
 	}

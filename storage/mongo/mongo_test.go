@@ -275,6 +275,17 @@ func TestDeleteAppFinishesInterruptedDelete(t *testing.T) {
 		if err := s.InsertLogs(ctx, []storage.LogEntry{{ID: a.ID + "-log", AppID: a.ID, Event: "e", CreatedAt: storage.Now()}}); err != nil {
 			t.Fatalf("InsertLogs: %v", err)
 		}
+		if err := s.CreateIntegration(ctx, storage.Integration{ID: a.ID + "-i", AppID: a.ID, Name: "i", Kind: "CUSTOM"}); err != nil {
+			t.Fatalf("CreateIntegration: %v", err)
+		}
+		if err := s.CreateDeliveries(ctx, []storage.Delivery{{ID: a.ID + "-dl", AppID: a.ID, IntegrationID: a.ID + "-i",
+			State: storage.DeliveryPending}}); err != nil {
+			t.Fatalf("CreateDeliveries: %v", err)
+		}
+		if err := s.AddDeliveryAttempt(ctx, storage.DeliveryAttempt{ID: a.ID + "-a", AppID: a.ID, IntegrationID: a.ID + "-i",
+			DeliveryID: a.ID + "-dl", Attempt: 1}); err != nil {
+			t.Fatalf("AddDeliveryAttempt: %v", err)
+		}
 		// A claim an updater of the app's user left behind when it died.
 		if _, err := s.claims.InsertOne(ctx, claimDoc{ID: "users/" + u.ID + "#7", Owner: a.ID, At: storage.Now()}); err != nil {
 			t.Fatalf("insert claim: %v", err)

@@ -72,6 +72,15 @@ func (s *Store) GetAppBySecretHash(ctx context.Context, hash string) (storage.Ap
 	return a, nil
 }
 
+// GetAppByID reads an app whatever its account.
+func (s *Store) GetAppByID(ctx context.Context, id string) (storage.App, error) {
+	a, err := scanApp(s.r.QueryRowContext(ctx, `SELECT `+appCols+` FROM apps WHERE id = ?`, id))
+	if err != nil {
+		return storage.App{}, wrap("get app by id", err)
+	}
+	return a, nil
+}
+
 // ListApps answers every app of the account, oldest first.
 func (s *Store) ListApps(ctx context.Context, accountID string) ([]storage.App, error) {
 	rows, err := s.r.QueryContext(ctx, `SELECT `+appCols+` FROM apps WHERE account_id = ? ORDER BY created_at, id`, accountID)
@@ -112,8 +121,10 @@ func (s *Store) UpdateApp(ctx context.Context, accountID, id string, fn func(*st
 // parents. DeleteApp empties them explicitly, so that deleting an app never depends on
 // the connection having foreign keys enabled (the ON DELETE CASCADE clauses are a second
 // line of defence, not the mechanism). Every later record kind of an app (sessions,
-// variables, files, rules, …) must be added here, and counted in CountAppRecords.
-var appChildTables = []string{"variables", "files", "rules", "logs", "devices", "app_tokens", "licenses", "app_users"}
+// variables, files, rules, …) must be added here, and counted in CountAppRecords when
+// SPEC 4.2 counts it (integrations and their deliveries are not counted).
+var appChildTables = []string{"webhook_attempts", "webhook_deliveries", "integrations",
+	"variables", "files", "rules", "logs", "devices", "app_tokens", "licenses", "app_users"}
 
 // DeleteApp removes the account's app and every record that belongs to it, in one
 // transaction: either all of it goes or nothing does.

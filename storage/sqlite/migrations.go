@@ -308,6 +308,80 @@ CREATE INDEX logs_app_level_created ON logs (app_id, level, created_at);
 CREATE INDEX logs_app_country_created ON logs (app_id, country, created_at);
 `,
 	},
+	{
+		version: 4,
+		name:    "integrations and the webhook delivery queue",
+		sql: `
+-- Events is the JSON array of the subscribed event names, in the owner's order.
+CREATE TABLE integrations (
+	id                   TEXT    NOT NULL PRIMARY KEY,
+	app_id               TEXT    NOT NULL REFERENCES apps (id) ON DELETE CASCADE,
+	name                 TEXT    NOT NULL,
+	kind                 TEXT    NOT NULL,
+	url                  TEXT    NOT NULL,
+	events               TEXT    NOT NULL,
+	enabled              INTEGER NOT NULL,
+	secret               TEXT    NOT NULL,
+	consecutive_failures INTEGER NOT NULL,
+	disabled_reason      TEXT    NOT NULL,
+	created_at           INTEGER NOT NULL,
+	updated_at           INTEGER NOT NULL
+) STRICT;
+
+-- ListIntegrations (oldest first).
+CREATE INDEX integrations_created ON integrations (app_id, created_at, id);
+
+-- Deliveries and attempts have no foreign keys: the contract lets a delivery of an
+-- integration deleted meanwhile be queued (ClaimDeliveries removes it), attempts are
+-- records of what happened, and DeleteIntegration and DeleteApp sweep both themselves.
+-- lease_until is 0 when the delivery is not leased.
+CREATE TABLE webhook_deliveries (
+	id              TEXT    NOT NULL PRIMARY KEY,
+	app_id          TEXT    NOT NULL,
+	integration_id  TEXT    NOT NULL,
+	event_id        TEXT    NOT NULL,
+	event           TEXT    NOT NULL,
+	payload         BLOB    NOT NULL,
+	state           TEXT    NOT NULL,
+	attempts        INTEGER NOT NULL,
+	next_attempt_at INTEGER NOT NULL,
+	lease_owner     TEXT    NOT NULL,
+	lease_until     INTEGER NOT NULL,
+	last_error      TEXT    NOT NULL,
+	created_at      INTEGER NOT NULL,
+	updated_at      INTEGER NOT NULL
+) STRICT;
+
+-- ClaimDeliveries: the due pending deliveries, oldest next_attempt_at first.
+CREATE INDEX webhook_deliveries_due ON webhook_deliveries (state, next_attempt_at, id);
+-- PurgeDeliveries: finished deliveries by last update.
+CREATE INDEX webhook_deliveries_updated ON webhook_deliveries (state, updated_at);
+-- The sweeps of DeleteIntegration and DeleteApp.
+CREATE INDEX webhook_deliveries_integration ON webhook_deliveries (app_id, integration_id);
+
+-- latency_ms is the attempt's latency in whole milliseconds.
+CREATE TABLE webhook_attempts (
+	id             TEXT    NOT NULL PRIMARY KEY,
+	app_id         TEXT    NOT NULL,
+	integration_id TEXT    NOT NULL,
+	delivery_id    TEXT    NOT NULL,
+	event          TEXT    NOT NULL,
+	attempt        INTEGER NOT NULL,
+	success        INTEGER NOT NULL,
+	status_code    INTEGER NOT NULL,
+	latency_ms     INTEGER NOT NULL,
+	error          TEXT    NOT NULL,
+	response       TEXT    NOT NULL,
+	created_at     INTEGER NOT NULL
+) STRICT;
+
+-- ListDeliveryAttempts (newest first, id breaking ties) and the sweeps of
+-- DeleteIntegration and DeleteApp.
+CREATE INDEX webhook_attempts_integration_created ON webhook_attempts (app_id, integration_id, created_at, id);
+-- PurgeDeliveries.
+CREATE INDEX webhook_attempts_created ON webhook_attempts (created_at);
+`,
+	},
 }
 
 // migrate brings the database at db (the writer pool) to the last migration. Applied steps

@@ -282,6 +282,17 @@ func seedApp(t *testing.T, s *Store, id, name string) {
 	if err := s.InsertLogs(ctx, []storage.LogEntry{{ID: id + "-log", AppID: id, Event: "e", CreatedAt: storage.Now()}}); err != nil {
 		t.Fatalf("InsertLogs: %v", err)
 	}
+	if err := s.CreateIntegration(ctx, storage.Integration{ID: id + "-i", AppID: id, Name: "i", Kind: "CUSTOM"}); err != nil {
+		t.Fatalf("CreateIntegration: %v", err)
+	}
+	if err := s.CreateDeliveries(ctx, []storage.Delivery{{ID: id + "-d", AppID: id, IntegrationID: id + "-i",
+		State: storage.DeliveryPending}}); err != nil {
+		t.Fatalf("CreateDeliveries: %v", err)
+	}
+	if err := s.AddDeliveryAttempt(ctx, storage.DeliveryAttempt{ID: id + "-a", AppID: id, IntegrationID: id + "-i",
+		DeliveryID: id + "-d", Attempt: 1}); err != nil {
+		t.Fatalf("AddDeliveryAttempt: %v", err)
+	}
 }
 
 // TestDeleteWithoutForeignKeys: DeleteApp and DeleteUser remove the records that belong to
@@ -295,7 +306,7 @@ func TestDeleteWithoutForeignKeys(t *testing.T) {
 	seedApp(t, s, "kept", "Kept")
 	seedApp(t, s, "user-only", "UserOnly")
 	full := map[string]int{"apps": 1, "app_users": 1, "devices": 2, "licenses": 1, "app_tokens": 1,
-		"variables": 3, "files": 1, "rules": 1, "logs": 1}
+		"variables": 3, "files": 1, "rules": 1, "logs": 1, "integrations": 1, "webhook_deliveries": 1, "webhook_attempts": 1}
 	if got := tableCounts(t, s, "doomed"); fmt.Sprint(got) != fmt.Sprint(full) {
 		t.Fatalf("rows before the delete = %v, want %v", got, full)
 	}
@@ -313,7 +324,7 @@ func TestDeleteWithoutForeignKeys(t *testing.T) {
 		t.Fatalf("DeleteApp: %v", err)
 	}
 	none := map[string]int{"apps": 0, "app_users": 0, "devices": 0, "licenses": 0, "app_tokens": 0,
-		"variables": 0, "files": 0, "rules": 0, "logs": 0}
+		"variables": 0, "files": 0, "rules": 0, "logs": 0, "integrations": 0, "webhook_deliveries": 0, "webhook_attempts": 0}
 	if got := tableCounts(t, s, "doomed"); fmt.Sprint(got) != fmt.Sprint(none) {
 		t.Errorf("rows of the deleted app = %v, want none", got)
 	}

@@ -41,6 +41,16 @@ func testAppRoundTrip(t *testing.T, s storage.Store) {
 	if d := diff(full, got); d != "" {
 		t.Errorf("GetAppBySecretHash differs: %s", d)
 	}
+	got, err = s.GetAppByID(ctx, full.ID)
+	if err != nil {
+		t.Fatalf("GetAppByID: %v", err)
+	}
+	if d := diff(full, got); d != "" {
+		t.Errorf("GetAppByID differs: %s", d)
+	}
+	if _, err := s.GetAppByID(ctx, "no-such-app"); !errors.Is(err, storage.ErrNotFound) {
+		t.Errorf("GetAppByID of an unknown id: %v, want ErrNotFound", err)
+	}
 	list, err := s.ListApps(ctx, "acc-1")
 	if err != nil {
 		t.Fatalf("ListApps: %v", err)

@@ -1,0 +1,122 @@
+package storage
+
+import (
+	"context"
+	"time"
+)
+
+// Integration is a webhook integration of an application (SPEC 2, Integration).
+type Integration struct {
+	ID    string
+	AppID string
+	Name  string
+	// Kind is DISCORD, TELEGRAM, SLACK or CUSTOM (the API's `type`).
+	Kind string
+	// URL is the webhook URL, validated by the caller. It may hold a bot token
+	// (Telegram), so it is only ever shown masked.
+	URL string
+	// Events are the subscribed event names, in the order the owner gave them.
+	Events  []string
+	Enabled bool
+	// Secret is the signing secret of a CUSTOM integration ("" for the others). It signs
+	// every delivery, so it is kept readable, like license keys.
+	Secret string
+	// ConsecutiveFailures counts deliveries that ended failed since the last success; the
+	// delivery queue disables the integration when it reaches webhooks.DisableAfter.
+	ConsecutiveFailures int
+	// DisabledReason says why the queue disabled the integration; "" when it did not, and
+	// cleared when the owner enables it again.
+	DisabledReason string
+	CreatedAt      time.Time
+	UpdatedAt      time.Time
+}
+
+// IntegrationStore persists integrations.
+type IntegrationStore interface {
+	// CreateIntegration inserts an integration; ErrNotFound when its app does not exist.
+	CreateIntegration(ctx context.Context, i Integration) error
+	GetIntegration(ctx context.Context, appID, id string) (Integration, error)
+	// ListIntegrations answers every integration of the app, oldest first.
+	ListIntegrations(ctx context.Context, appID string) ([]Integration, error)
+	// UpdateIntegration applies fn atomically (see UpdateAccount).
+	UpdateIntegration(ctx context.Context, appID, id string, fn func(*Integration) error) (Integration, error)
+	// DeleteIntegration removes the integration with its deliveries and their attempts.
+	DeleteIntegration(ctx context.Context, appID, id string) error
+}
+
+// Delivery states.
+const (
+	DeliveryPending   = "pending"   // waiting for its next attempt (or for its first)
+	DeliveryDelivered = "delivered" // an attempt succeeded
+	DeliveryFailed    = "failed"    // a permanent failure, or retried for webhooks.MaxAge
+)
+
+// Delivery is one event queued for one integration: the durable queue of webhook sends.
+// It survives restarts; any node may send it, one at a time, under a lease.
+type Delivery struct {
+	ID            string
+	AppID         string
+	IntegrationID string
+	// EventID is the event's own id (the same for every integration it goes to); Event is
+	// its name, e.g. user.login.
+	EventID string
+	Event   string
+	// Payload is the event as JSON (webhooks.Event); the request is built from it at each
+	// attempt, with the integration's URL and secret of that moment.
+	Payload []byte
+	State   string
+	// Attempts counts the attempts made so far.
+	Attempts int
+	// NextAttemptAt is when the delivery is due; only pending deliveries are due.
+	NextAttemptAt time.Time
+	// LeaseOwner and LeaseUntil mark a delivery claimed by a worker; the claim ends when the
+	// worker finishes the attempt or at LeaseUntil (the worker died), whichever is first.
+	LeaseOwner string
+	LeaseUntil time.Time
+	// LastError is the error of the last failed attempt, "" otherwise.
+	LastError string
+	CreatedAt time.Time
+	UpdatedAt time.Time
+}
+
+// DeliveryAttempt is the record of one attempt, listed per integration.
+type DeliveryAttempt struct {
+	ID            string
+	AppID         string
+	IntegrationID string
+	DeliveryID    string
+	Event         string
+	// Attempt numbers the attempts of one delivery from 1.
+	Attempt int
+	Success bool
+	// StatusCode is the receiver's HTTP status, 0 when no response arrived.
+	StatusCode int
+	Latency    time.Duration // stored at millisecond precision
+	Error      string
+	// Response is the start of the response body (at most 512 bytes).
+	Response  string
+	CreatedAt time.Time
+}
+
+// DeliveryStore is the durable webhook delivery queue.
+type DeliveryStore interface {
+	// CreateDeliveries inserts the deliveries in one write. A delivery whose integration
+	// no longer exists may be inserted; ClaimDeliveries never answers it (it is removed).
+	CreateDeliveries(ctx context.Context, ds []Delivery) error
+	// ClaimDeliveries leases up to n due deliveries to owner until now+lease: pending,
+	// NextAttemptAt <= now, and not leased (LeaseUntil <= now), oldest NextAttemptAt first.
+	// A delivery is answered to one claimer at a time, across nodes. The answered records
+	// carry the new lease.
+	ClaimDeliveries(ctx context.Context, owner string, now time.Time, lease time.Duration, n int) ([]Delivery, error)
+	// UpdateDelivery applies fn atomically (see UpdateAccount). fn checks the lease it
+	// expects and returns an error to abort when the lease was lost.
+	UpdateDelivery(ctx context.Context, id string, fn func(*Delivery) error) (Delivery, error)
+	// AddDeliveryAttempt records an attempt.
+	AddDeliveryAttempt(ctx context.Context, a DeliveryAttempt) error
+	// ListDeliveryAttempts answers one page of the integration's attempts, newest first
+	// (CreatedAt, then id), and the total.
+	ListDeliveryAttempts(ctx context.Context, appID, integrationID string, p Page) ([]DeliveryAttempt, int, error)
+	// PurgeDeliveries removes finished (delivered or failed) deliveries updated before
+	// before, and attempts created before before, and answers how many deliveries went.
+	PurgeDeliveries(ctx context.Context, before time.Time) (int, error)
+}

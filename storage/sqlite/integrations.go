@@ -1,0 +1,364 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/keyward/keyward/storage"
+)
+
+var (
+	_ storage.IntegrationStore = (*Store)(nil)
+	_ storage.DeliveryStore    = (*Store)(nil)
+)
+
+// integrationCols is the column order of scanIntegration.
+const integrationCols = `id, app_id, name, kind, url, events, enabled, secret, consecutive_failures,
+	disabled_reason, created_at, updated_at`
+
+// integrationSet assigns every mutable column, in the order of integrationSetArgs.
+const integrationSet = `name = ?, kind = ?, url = ?, events = ?, enabled = ?, secret = ?,
+	consecutive_failures = ?, disabled_reason = ?, updated_at = ?`
+
+func integrationSetArgs(i storage.Integration) ([]any, error) {
+	events, err := encodeEvents(i.Events)
+	if err != nil {
+		return nil, err
+	}
+	return []any{i.Name, i.Kind, i.URL, events, i.Enabled, i.Secret, i.ConsecutiveFailures,
+		i.DisabledReason, toMillis(i.UpdatedAt)}, nil
+}
+
+// encodeEvents stores the event names as a JSON array, "[]" for none.
+func encodeEvents(events []string) (string, error) {
+	if len(events) == 0 {
+		return "[]", nil
+	}
+	b, err := json.Marshal(events)
+	if err != nil {
+		return "", fmt.Errorf("encode events: %w", err)
+	}
+	return string(b), nil
+}
+
+// eventsCol scans the JSON events column into *e; no events read back as nil.
+type eventsCol struct{ e *[]string }
+
+func (c eventsCol) Scan(v any) error {
+	var raw []byte
+	switch x := v.(type) {
+	case string:
+		raw = []byte(x)
+	case []byte:
+		raw = x
+	default:
+		return fmt.Errorf("events column holds %T, want TEXT", v)
+	}
+	var events []string
+	if err := json.Unmarshal(raw, &events); err != nil {
+		return fmt.Errorf("decode events: %w", err)
+	}
+	if len(events) == 0 {
+		events = nil
+	}
+	*c.e = events
+	return nil
+}
+
+func scanIntegration(row scanner) (storage.Integration, error) {
+	var i storage.Integration
+	err := row.Scan(&i.ID, &i.AppID, &i.Name, &i.Kind, &i.URL, eventsCol{&i.Events}, &i.Enabled, &i.Secret,
+		&i.ConsecutiveFailures, &i.DisabledReason, timeCol{&i.CreatedAt}, timeCol{&i.UpdatedAt})
+	return i, err
+}
+
+// CreateIntegration inserts i; the foreign key answers ErrNotFound when the app does not
+// exist, the primary key ErrConflict on a taken id.
+func (s *Store) CreateIntegration(ctx context.Context, i storage.Integration) error {
+	const op = "create integration"
+	set, err := integrationSetArgs(i)
+	if err != nil {
+		return fmt.Errorf("sqlite: %s: %w", op, err)
+	}
+	return s.insertAll(ctx, op, `INSERT INTO integrations (id, app_id, created_at,
+	name, kind, url, events, enabled, secret, consecutive_failures, disabled_reason, updated_at)
+VALUES (`+placeholders(12)+`)`, [][]any{append([]any{i.ID, i.AppID, toMillis(i.CreatedAt)}, set...)})
+}
+
+// GetIntegration reads the app's integration by id.
+func (s *Store) GetIntegration(ctx context.Context, appID, id string) (storage.Integration, error) {
+	i, err := scanIntegration(s.r.QueryRowContext(ctx, `SELECT `+integrationCols+` FROM integrations WHERE app_id = ? AND id = ?`, appID, id))
+	if err != nil {
+		return storage.Integration{}, wrap("get integration", err)
+	}
+	return i, nil
+}
+
+// ListIntegrations answers every integration of the app, oldest first.
+func (s *Store) ListIntegrations(ctx context.Context, appID string) ([]storage.Integration, error) {
+	rows, err := s.r.QueryContext(ctx, `SELECT `+integrationCols+` FROM integrations WHERE app_id = ? ORDER BY `+orderBy("created_at", false), appID)
+	if err != nil {
+		return nil, wrap("list integrations", err)
+	}
+	out, err := scanAll(rows, scanIntegration)
+	if err != nil {
+		return nil, wrap("list integrations", err)
+	}
+	return out, nil
+}
+
+// UpdateIntegration applies fn to the app's integration in one write transaction (see
+// updateRecord). The id, the app and the creation time are kept.
+func (s *Store) UpdateIntegration(ctx context.Context, appID, id string, fn func(*storage.Integration) error) (storage.Integration, error) {
+	return updateRecord(ctx, s, "update integration",
+		func(tx *sql.Tx) (storage.Integration, error) {
+			return scanIntegration(tx.QueryRowContext(ctx, `SELECT `+integrationCols+` FROM integrations WHERE app_id = ? AND id = ?`, appID, id))
+		},
+		fn,
+		func(cur storage.Integration, next *storage.Integration) {
+			next.ID, next.AppID, next.CreatedAt = cur.ID, cur.AppID, cur.CreatedAt
+			next.UpdatedAt = storage.Truncate(next.UpdatedAt)
+			if len(next.Events) == 0 {
+				next.Events = nil // as it reads back
+			}
+		},
+		func(tx *sql.Tx, next storage.Integration) error {
+			set, err := integrationSetArgs(next)
+			if err != nil {
+				return err
+			}
+			_, err = tx.ExecContext(ctx, `UPDATE integrations SET `+integrationSet+` WHERE id = ?`, append(set, next.ID)...)
+			return err
+		})
+}
+
+// DeleteIntegration removes the app's integration with its deliveries and their attempts,
+// in one transaction.
+func (s *Store) DeleteIntegration(ctx context.Context, appID, id string) error {
+	const op = "delete integration"
+	return s.inWriteTx(ctx, op, func(tx *sql.Tx) error {
+		n, err := execCount(ctx, tx, `DELETE FROM integrations WHERE app_id = ? AND id = ?`, appID, id)
+		if err != nil {
+			return wrap(op, err)
+		}
+		if n == 0 {
+			return wrap(op, sql.ErrNoRows)
+		}
+		for _, table := range []string{"webhook_attempts", "webhook_deliveries"} {
+			if _, err := tx.ExecContext(ctx, `DELETE FROM `+table+` WHERE app_id = ? AND integration_id = ?`, appID, id); err != nil {
+				return wrap(op+": "+table, err)
+			}
+		}
+		return nil
+	})
+}
+
+// deliveryCols is the column order of scanDelivery.
+const deliveryCols = `id, app_id, integration_id, event_id, event, payload, state, attempts, next_attempt_at,
+	lease_owner, lease_until, last_error, created_at, updated_at`
+
+func scanDelivery(row scanner) (storage.Delivery, error) {
+	var d storage.Delivery
+	err := row.Scan(&d.ID, &d.AppID, &d.IntegrationID, &d.EventID, &d.Event, &d.Payload, &d.State, &d.Attempts,
+		timeCol{&d.NextAttemptAt}, &d.LeaseOwner, timeCol{&d.LeaseUntil}, &d.LastError,
+		timeCol{&d.CreatedAt}, timeCol{&d.UpdatedAt})
+	if len(d.Payload) == 0 {
+		d.Payload = nil // an empty payload reads back as nil, as it was most likely given
+	}
+	return d, err
+}
+
+// payloadArg is the column value of a payload: never NULL.
+func payloadArg(p []byte) []byte {
+	if p == nil {
+		return []byte{}
+	}
+	return p
+}
+
+// CreateDeliveries inserts every delivery in one transaction, all or none. There is no
+// parent check: a delivery of an integration deleted meanwhile is removed by
+// ClaimDeliveries.
+func (s *Store) CreateDeliveries(ctx context.Context, ds []storage.Delivery) error {
+	rows := make([][]any, len(ds))
+	for i, d := range ds {
+		rows[i] = []any{d.ID, d.AppID, d.IntegrationID, d.EventID, d.Event, payloadArg(d.Payload), d.State, d.Attempts,
+			toMillis(d.NextAttemptAt), d.LeaseOwner, toMillis(d.LeaseUntil), d.LastError,
+			toMillis(d.CreatedAt), toMillis(d.UpdatedAt)}
+	}
+	return s.insertAll(ctx, "create deliveries", `INSERT INTO webhook_deliveries (`+deliveryCols+`) VALUES (`+placeholders(14)+`)`, rows)
+}
+
+// dueDeliveries selects the claimable deliveries (see ClaimDeliveries) with whether their
+// integration exists. A lease_until of 0 is no lease, whatever now is.
+const dueDeliveries = `SELECT ` + deliveryCols + `,
+	EXISTS (SELECT 1 FROM integrations i WHERE i.id = d.integration_id AND i.app_id = d.app_id)
+FROM webhook_deliveries d
+WHERE state = ?1 AND next_attempt_at <= ?2 AND (lease_until = 0 OR lease_until <= ?2)
+ORDER BY next_attempt_at, id LIMIT ?3`
+
+// ClaimDeliveries leases up to n due deliveries to owner in one write transaction: select
+// the due ones, oldest first, and write the lease. The single writer serialises claimers,
+// in this process and others, so no delivery is answered twice while leased. Due
+// deliveries whose integration is gone are deleted on the way and not counted.
+func (s *Store) ClaimDeliveries(ctx context.Context, owner string, now time.Time, lease time.Duration, n int) ([]storage.Delivery, error) {
+	const op = "claim deliveries"
+	if n <= 0 {
+		return nil, nil
+	}
+	if lease < time.Millisecond {
+		// A lease ending at now (at the stored precision) would leave the delivery claimable.
+		return nil, fmt.Errorf("sqlite: %s: lease %v is shorter than a millisecond", op, lease)
+	}
+	now = storage.Truncate(now)
+	until := storage.Truncate(now.Add(lease))
+	var out []storage.Delivery
+	err := s.inWriteTx(ctx, op, func(tx *sql.Tx) error {
+		// Each round claims or deletes every row it reads, and claimed rows are no longer
+		// due, so rounds only repeat while orphans took places in the batch.
+		for len(out) < n {
+			rows, err := tx.QueryContext(ctx, dueDeliveries, storage.DeliveryPending, toMillis(now), n-len(out))
+			if err != nil {
+				return wrap(op, err)
+			}
+			var orphans []string
+			var claimed []storage.Delivery
+			err = func() error {
+				defer rows.Close()
+				for rows.Next() {
+					var alive bool
+					d, err := scanDelivery(rowWithExtra{rows, &alive})
+					if err != nil {
+						return err
+					}
+					if alive {
+						claimed = append(claimed, d)
+					} else {
+						orphans = append(orphans, d.ID)
+					}
+				}
+				return rows.Err()
+			}()
+			if err != nil {
+				return wrap(op, err)
+			}
+			if len(claimed)+len(orphans) == 0 {
+				return nil
+			}
+			for _, id := range orphans {
+				if _, err := tx.ExecContext(ctx, `DELETE FROM webhook_deliveries WHERE id = ?`, id); err != nil {
+					return wrap(op+": remove orphan", err)
+				}
+			}
+			for i := range claimed {
+				d := &claimed[i]
+				if _, err := tx.ExecContext(ctx, `UPDATE webhook_deliveries SET lease_owner = ?, lease_until = ? WHERE id = ?`,
+					owner, toMillis(until), d.ID); err != nil {
+					return wrap(op, err)
+				}
+				d.LeaseOwner, d.LeaseUntil = owner, until
+			}
+			out = append(out, claimed...)
+			if len(orphans) == 0 {
+				return nil // fewer due than asked, or the batch is full
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// rowWithExtra scans a row holding scanDelivery's columns followed by one boolean.
+type rowWithExtra struct {
+	rows  *sql.Rows
+	extra *bool
+}
+
+func (r rowWithExtra) Scan(dest ...any) error {
+	return r.rows.Scan(append(dest, r.extra)...)
+}
+
+// UpdateDelivery applies fn to the delivery in one write transaction (see updateRecord).
+// What the delivery is — id, app, integration, event and payload — and its creation time
+// are kept.
+func (s *Store) UpdateDelivery(ctx context.Context, id string, fn func(*storage.Delivery) error) (storage.Delivery, error) {
+	return updateRecord(ctx, s, "update delivery",
+		func(tx *sql.Tx) (storage.Delivery, error) {
+			return scanDelivery(tx.QueryRowContext(ctx, `SELECT `+deliveryCols+` FROM webhook_deliveries WHERE id = ?`, id))
+		},
+		fn,
+		func(cur storage.Delivery, next *storage.Delivery) {
+			next.ID, next.AppID, next.IntegrationID, next.CreatedAt = cur.ID, cur.AppID, cur.IntegrationID, cur.CreatedAt
+			next.EventID, next.Event, next.Payload = cur.EventID, cur.Event, cur.Payload
+			next.NextAttemptAt = storage.Truncate(next.NextAttemptAt)
+			next.LeaseUntil = storage.Truncate(next.LeaseUntil)
+			next.UpdatedAt = storage.Truncate(next.UpdatedAt)
+		},
+		func(tx *sql.Tx, next storage.Delivery) error {
+			_, err := tx.ExecContext(ctx, `UPDATE webhook_deliveries SET state = ?, attempts = ?, next_attempt_at = ?,
+	lease_owner = ?, lease_until = ?, last_error = ?, updated_at = ? WHERE id = ?`,
+				next.State, next.Attempts, toMillis(next.NextAttemptAt), next.LeaseOwner, toMillis(next.LeaseUntil),
+				next.LastError, toMillis(next.UpdatedAt), next.ID)
+			return err
+		})
+}
+
+// attemptCols is the column order of scanAttempt.
+const attemptCols = `id, app_id, integration_id, delivery_id, event, attempt, success, status_code, latency_ms,
+	error, response, created_at`
+
+func scanAttempt(row scanner) (storage.DeliveryAttempt, error) {
+	var (
+		a         storage.DeliveryAttempt
+		latencyMs int64
+	)
+	err := row.Scan(&a.ID, &a.AppID, &a.IntegrationID, &a.DeliveryID, &a.Event, &a.Attempt, &a.Success, &a.StatusCode,
+		&latencyMs, &a.Error, &a.Response, timeCol{&a.CreatedAt})
+	a.Latency = time.Duration(latencyMs) * time.Millisecond
+	return a, err
+}
+
+// AddDeliveryAttempt records a; the latency is kept in whole milliseconds.
+func (s *Store) AddDeliveryAttempt(ctx context.Context, a storage.DeliveryAttempt) error {
+	return s.insertAll(ctx, "add delivery attempt", `INSERT INTO webhook_attempts (`+attemptCols+`) VALUES (`+placeholders(12)+`)`,
+		[][]any{{a.ID, a.AppID, a.IntegrationID, a.DeliveryID, a.Event, a.Attempt, a.Success, a.StatusCode,
+			a.Latency.Milliseconds(), a.Error, a.Response, toMillis(a.CreatedAt)}})
+}
+
+// ListDeliveryAttempts answers one page of the integration's attempts, newest first, and
+// the total, in one snapshot.
+func (s *Store) ListDeliveryAttempts(ctx context.Context, appID, integrationID string, p storage.Page) ([]storage.DeliveryAttempt, int, error) {
+	var w where
+	w.add("app_id = ?", appID)
+	w.add("integration_id = ?", integrationID)
+	return listPage(ctx, s, "list delivery attempts", "webhook_attempts", attemptCols, w, orderBy("created_at", true), p, scanAttempt)
+}
+
+// PurgeDeliveries removes the finished deliveries updated before before and the attempts
+// created before it, in one transaction.
+func (s *Store) PurgeDeliveries(ctx context.Context, before time.Time) (int, error) {
+	const op = "purge deliveries"
+	var n int
+	err := s.inWriteTx(ctx, op, func(tx *sql.Tx) error {
+		var err error
+		n, err = execCount(ctx, tx, `DELETE FROM webhook_deliveries WHERE state IN (?, ?) AND updated_at < ?`,
+			storage.DeliveryDelivered, storage.DeliveryFailed, toMillis(before))
+		if err != nil {
+			return wrap(op, err)
+		}
+		if _, err := tx.ExecContext(ctx, `DELETE FROM webhook_attempts WHERE created_at < ?`, toMillis(before)); err != nil {
+			return wrap(op+": attempts", err)
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, err
+	}
+	return n, nil
+}
