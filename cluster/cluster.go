@@ -55,12 +55,64 @@ type Counters interface {
 	TakeCounts(ctx context.Context, group string) (map[string]int64, error)
 }
 
+// Values stores short-lived byte values under keys, with an expiry that can be pushed back
+// (client sessions: the value is the session, the ttl its idle timeout). Touching costs one
+// engine operation and no storage write.
+type Values interface {
+	// SetValue stores value under key for ttl, replacing what was there.
+	SetValue(ctx context.Context, key string, value []byte, ttl time.Duration) error
+	// GetValue answers the value and how long it has left; ok is false when the key is
+	// absent or expired.
+	GetValue(ctx context.Context, key string) (value []byte, ttl time.Duration, ok bool, err error)
+	// TouchValue sets the key's remaining time to ttl if it exists; ok is false otherwise
+	// (an expired key is not revived).
+	TouchValue(ctx context.Context, key string, ttl time.Duration) (ok bool, err error)
+	// DeleteValue removes the key; ok says whether it existed (and was not expired).
+	DeleteValue(ctx context.Context, key string) (ok bool, err error)
+}
+
+// ExpiringSets are sets of strings whose members each expire on their own (open nonces of a
+// session, the sessions of a user or an app, presence leases of connections). A member is
+// live from AddMember until its ttl runs out; expired members are never answered.
+type ExpiringSets interface {
+	// AddMember puts member into set for ttl (a member already there gets the new ttl).
+	// When limit > 0 and the set then holds more than limit live members, those that
+	// expire soonest are removed until limit are left (the member just added is kept, as
+	// it expires last for a fixed ttl). The set is forgotten once every member has expired.
+	AddMember(ctx context.Context, set, member string, ttl time.Duration, limit int) error
+	// TakeMember atomically removes member and reports whether it was live. Of concurrent
+	// takers of one member exactly one gets true.
+	TakeMember(ctx context.Context, set, member string) (bool, error)
+	// Members answers the live members, in no particular order.
+	Members(ctx context.Context, set string) ([]string, error)
+	// CountMembers answers how many members are live.
+	CountMembers(ctx context.Context, set string) (int, error)
+}
+
+// Bus carries messages between the nodes of a cluster (a dashboard change on one node that
+// every node's actors must see; later socket deliveries). Delivery is at most once and only
+// to subscribers connected when the message is published: a node that was away reloads
+// state from storage instead of replaying missed messages.
+type Bus interface {
+	// Publish sends payload to every current subscriber of topic on every node, this one
+	// included.
+	Publish(ctx context.Context, topic string, payload []byte) error
+	// Subscribe calls fn for each message published to topic, in publish order per
+	// publisher, on a goroutine owned by the engine; fn must not block for long. The
+	// returned function ends the subscription (it may be called more than once). Messages
+	// published after Subscribe returns are delivered.
+	Subscribe(ctx context.Context, topic string, fn func(payload []byte)) (unsubscribe func(), err error)
+}
+
 // Engine is everything a node coordinates with its peers through.
 type Engine interface {
 	RateLimiter
 	OneTimeTokens
 	Revocations
 	Counters
+	Values
+	ExpiringSets
+	Bus
 	// Name says which engine this is ("memory", "redis"), for logs.
 	Name() string
 	// Ping reports whether the engine answers, for readiness checks.

@@ -22,7 +22,8 @@ const (
 
 // Run runs the conformance suite. newEngine must return a fresh engine (or one with a fresh
 // key prefix) each time it is called; Run closes each engine when its subtest ends, and also
-// calls Close itself in some subtests, so Close must be idempotent.
+// calls Close itself in some subtests, so Close must be idempotent. The subtests that need
+// two nodes sharing one backend are in RunShared.
 func Run(t *testing.T, newEngine func(t *testing.T) cluster.Engine) {
 	subtests := []struct {
 		name string
@@ -48,6 +49,24 @@ func Run(t *testing.T, newEngine func(t *testing.T) cluster.Engine) {
 		{"Namespaces/Separate", testNamespaces},
 		{"Counters/AddAndTake", testCountersAddTake},
 		{"Counters/ConcurrentAddsDuringTakes", testCountersConcurrent},
+		{"Values/SetGetDelete", testValuesSetGetDelete},
+		{"Values/Expiry", testValuesExpiry},
+		{"Values/Touch", testValuesTouch},
+		{"Values/TouchDoesNotRevive", testValuesTouchDoesNotRevive},
+		{"Values/Replace", testValuesReplace},
+		{"Sets/AddTake", testSetsAddTake},
+		{"Sets/Expiry", testSetsExpiry},
+		{"Sets/ReAddSetsTTL", testSetsReAddSetsTTL},
+		{"Sets/Limit", testSetsLimit},
+		{"Sets/LimitCountsLiveMembers", testSetsLimitCountsLive},
+		{"Sets/ConcurrentTake", testSetsConcurrentTake},
+		{"Bus/Deliver", testBusDeliver},
+		{"Bus/SeveralSubscribers", testBusSeveralSubscribers},
+		{"Bus/OrderPerPublisher", testBusOrder},
+		{"Bus/Unsubscribe", testBusUnsubscribe},
+		{"Bus/PublishDoesNotWait", testBusPublishDoesNotWait},
+		{"Bus/Close", testBusClose},
+		{"InvalidArguments", testInvalidArguments},
 	}
 	for _, st := range subtests {
 		t.Run(st.name, func(t *testing.T) {
@@ -140,6 +159,36 @@ func testClose(t *testing.T, e cluster.Engine) {
 	}
 	if _, err := e.IsRevoked(ctx, "k"); !errors.Is(err, cluster.ErrUnavailable) {
 		t.Errorf("IsRevoked after Close = %v, want ErrUnavailable", err)
+	}
+	if err := e.SetValue(ctx, "k", []byte("v"), time.Minute); !errors.Is(err, cluster.ErrUnavailable) {
+		t.Errorf("SetValue after Close = %v, want ErrUnavailable", err)
+	}
+	if _, _, ok, err := e.GetValue(ctx, "k"); ok || !errors.Is(err, cluster.ErrUnavailable) {
+		t.Errorf("GetValue after Close = ok %v, err %v; want ErrUnavailable", ok, err)
+	}
+	if ok, err := e.TouchValue(ctx, "k", time.Minute); ok || !errors.Is(err, cluster.ErrUnavailable) {
+		t.Errorf("TouchValue after Close = ok %v, err %v; want ErrUnavailable", ok, err)
+	}
+	if ok, err := e.DeleteValue(ctx, "k"); ok || !errors.Is(err, cluster.ErrUnavailable) {
+		t.Errorf("DeleteValue after Close = ok %v, err %v; want ErrUnavailable", ok, err)
+	}
+	if err := e.AddMember(ctx, "s", "m", time.Minute, 0); !errors.Is(err, cluster.ErrUnavailable) {
+		t.Errorf("AddMember after Close = %v, want ErrUnavailable", err)
+	}
+	if ok, err := e.TakeMember(ctx, "s", "m"); ok || !errors.Is(err, cluster.ErrUnavailable) {
+		t.Errorf("TakeMember after Close = ok %v, err %v; want ErrUnavailable", ok, err)
+	}
+	if _, err := e.Members(ctx, "s"); !errors.Is(err, cluster.ErrUnavailable) {
+		t.Errorf("Members after Close = %v, want ErrUnavailable", err)
+	}
+	if _, err := e.CountMembers(ctx, "s"); !errors.Is(err, cluster.ErrUnavailable) {
+		t.Errorf("CountMembers after Close = %v, want ErrUnavailable", err)
+	}
+	if err := e.Publish(ctx, "t", []byte("p")); !errors.Is(err, cluster.ErrUnavailable) {
+		t.Errorf("Publish after Close = %v, want ErrUnavailable", err)
+	}
+	if _, err := e.Subscribe(ctx, "t", func([]byte) {}); !errors.Is(err, cluster.ErrUnavailable) {
+		t.Errorf("Subscribe after Close = %v, want ErrUnavailable", err)
 	}
 }
 
@@ -372,6 +421,57 @@ func testLimiterInvalid(t *testing.T, e cluster.Engine) {
 	}
 }
 
+// testInvalidArguments: a ttl that is not positive, or an empty key, set or topic, is a
+// caller's bug: an error that is not unavailability, and nothing stored.
+func testInvalidArguments(t *testing.T, e cluster.Engine) {
+	ctx := ctxT(t)
+	check := func(call string, err error) {
+		t.Helper()
+		if err == nil {
+			t.Errorf("%s succeeded, want an error", call)
+		} else if errors.Is(err, cluster.ErrUnavailable) {
+			t.Errorf("%s = %v: a caller bug is not unavailability", call, err)
+		}
+	}
+	for _, ttl := range []time.Duration{0, -time.Second} {
+		check(fmt.Sprintf("SetValue(ttl %v)", ttl), e.SetValue(ctx, "k", []byte("v"), ttl))
+		_, err := e.TouchValue(ctx, "k", ttl)
+		check(fmt.Sprintf("TouchValue(ttl %v)", ttl), err)
+		check(fmt.Sprintf("AddMember(ttl %v)", ttl), e.AddMember(ctx, "s", "m", ttl, 0))
+	}
+	check("SetValue(empty key)", e.SetValue(ctx, "", []byte("v"), time.Minute))
+	_, _, _, err := e.GetValue(ctx, "")
+	check("GetValue(empty key)", err)
+	_, err = e.TouchValue(ctx, "", time.Minute)
+	check("TouchValue(empty key)", err)
+	_, err = e.DeleteValue(ctx, "")
+	check("DeleteValue(empty key)", err)
+	check("AddMember(empty set)", e.AddMember(ctx, "", "m", time.Minute, 0))
+	_, err = e.TakeMember(ctx, "", "m")
+	check("TakeMember(empty set)", err)
+	_, err = e.Members(ctx, "")
+	check("Members(empty set)", err)
+	_, err = e.CountMembers(ctx, "")
+	check("CountMembers(empty set)", err)
+	check("Publish(empty topic)", e.Publish(ctx, "", []byte("p")))
+	unsub, err := e.Subscribe(ctx, "", func([]byte) {})
+	check("Subscribe(empty topic)", err)
+	if unsub != nil {
+		unsub()
+	}
+	unsub, err = e.Subscribe(ctx, "t", nil)
+	check("Subscribe(nil callback)", err)
+	if unsub != nil {
+		unsub()
+	}
+
+	// Nothing was stored by the refused calls.
+	if _, _, ok, err := e.GetValue(ctx, "k"); err != nil || ok {
+		t.Errorf("GetValue after refused SetValue calls = %v, %v; want absent", ok, err)
+	}
+	wantMembers(t, e, "s")
+}
+
 func testTokenPutTake(t *testing.T, e cluster.Engine) {
 	ctx := ctxT(t)
 	if v, ok, err := e.TakeToken(ctx, "nonce:missing"); err != nil || ok || v != "" {
@@ -549,13 +649,38 @@ func testRevocationReplace(t *testing.T, e cluster.Engine) {
 	}
 }
 
-// testNamespaces: the same string used as a limiter key, a token key and a revoked id names
-// three unrelated things.
+// testNamespaces: the same string used as a limiter key, a token key, a revoked id, a
+// counter group, a value key, a set and a topic names seven unrelated things.
 func testNamespaces(t *testing.T, e cluster.Engine) {
 	ctx := ctxT(t)
 	const name = "same"
 	if err := e.PutToken(ctx, name, "v", time.Minute); err != nil {
 		t.Fatalf("PutToken: %v", err)
+	}
+	if _, err := e.AddCount(ctx, name, "f", 1); err != nil {
+		t.Fatalf("AddCount: %v", err)
+	}
+	if _, _, ok, err := e.GetValue(ctx, name); err != nil || ok {
+		t.Fatalf("GetValue = %v, %v; want absent: values share state with another kind", ok, err)
+	}
+	if err := e.SetValue(ctx, name, []byte("val"), time.Minute); err != nil {
+		t.Fatalf("SetValue: %v", err)
+	}
+	if n, err := e.CountMembers(ctx, name); err != nil || n != 0 {
+		t.Fatalf("CountMembers = %d, %v; want 0: sets share state with another kind", n, err)
+	}
+	if err := e.AddMember(ctx, name, "m", time.Minute, 1); err != nil {
+		t.Fatalf("AddMember: %v", err)
+	}
+	if err := e.Publish(ctx, name, []byte("p")); err != nil {
+		t.Fatalf("Publish: %v", err)
+	}
+	if v, _, ok, err := e.GetValue(ctx, name); err != nil || !ok || string(v) != "val" {
+		t.Fatalf("GetValue = %q, %v, %v; want val", v, ok, err)
+	}
+	wantMembers(t, e, name, "m")
+	if got, err := e.TakeCounts(ctx, name); err != nil || len(got) != 1 || got["f"] != 1 {
+		t.Fatalf("TakeCounts = %v, %v; want f:1", got, err)
 	}
 	if err := e.Revoke(ctx, name, time.Now().Add(time.Minute)); err != nil {
 		t.Fatalf("Revoke: %v", err)

@@ -1,20 +1,29 @@
-// Package memory is the embedded cluster engine: rate limiters, one-time tokens and
-// revocations kept in this process's memory, under one mutex. It is the default for a
-// single Keyward node and needs nothing outside the process.
+// Package memory is the embedded cluster engine: rate limiters, one-time tokens,
+// revocations, counters, values and expiring sets kept in this process's memory under one
+// mutex, and a bus that delivers within the process. It is the default for a single
+// Keyward node and needs nothing outside the process.
 //
-// What it owns: three maps (limiter keys, tokens, revocations) and one janitor goroutine
-// that drops expired entries every Config.SweepInterval, started by New and stopped by
-// Close. Each limiter key keeps a ring of at most `limit` timestamps of allowed hits, grown
-// on demand, so a key costs O(limit) memory however often it is hit; refused hits are
-// never stored.
+// What it owns: a map per kind of state, one janitor goroutine that drops expired entries
+// every Config.SweepInterval, and one bus goroutine that calls subscribers; New starts both
+// and Close stops both (waiting for a subscriber callback in progress, so none starts after
+// Close returns). Each limiter key keeps a ring of at most `limit` timestamps of allowed
+// hits, grown on demand, so a key costs O(limit) memory however often it is hit; refused
+// hits are never stored. Every call on an expiring set first drops that set's expired
+// members, so a set never holds more than `limit` members after an AddMember with a limit.
+//
+// The bus queues each message with the subscribers of its topic at that moment and calls
+// them one after another on the bus goroutine, in publish order. When callbacks are so slow
+// that 10,000 messages wait, newer messages are dropped (delivery is at most once by
+// contract).
 //
 // Where it stops scaling:
 //   - One node only. Two Keyward nodes with memory engines each count and remember on
 //     their own, so a limit of 5 becomes 5 per node, a nonce can be used once per node and
 //     a logout is known only to the node that saw it. Use cluster/redis for more than one
 //     node.
-//   - State is lost on restart: limiter counts reset, pending tokens vanish and revoked
-//     JWT ids become valid again until they expire. Keep JWT lifetimes short.
+//   - State is lost on restart: limiter counts reset, pending tokens vanish, revoked JWT
+//     ids become valid again until they expire, and client sessions (values) are gone.
+//     Keep JWT lifetimes short.
 //   - The number of keys is bounded only by traffic: every distinct key lives until its
 //     window or ttl passes and the janitor runs. A sweep walks all entries under the lock,
 //     which stays cheap up to a few hundred thousand live keys.

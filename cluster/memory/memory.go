@@ -33,6 +33,9 @@ type Engine struct {
 	tokens   map[string]token
 	revoked  map[string]time.Time
 	counters map[string]map[string]int64
+	values   map[string]value
+	sets     map[string]map[string]time.Time // set → member → expiry
+	bus      *fanout
 
 	stop      chan struct{} // closed by Close to stop the janitor
 	done      chan struct{} // closed by the janitor when it has returned
@@ -45,7 +48,7 @@ var _ cluster.Engine = (*Engine)(nil)
 // that can no longer be reached, so callers handle both engines the same way.
 var errClosed = fmt.Errorf("cluster/memory: engine closed: %w", cluster.ErrUnavailable)
 
-// New returns a running engine; call Close to stop its janitor.
+// New returns a running engine; call Close to stop its janitor and its bus goroutine.
 func New(cfg Config) *Engine {
 	e := &Engine{
 		now:      cfg.Now,
@@ -53,6 +56,9 @@ func New(cfg Config) *Engine {
 		tokens:   make(map[string]token),
 		revoked:  make(map[string]time.Time),
 		counters: make(map[string]map[string]int64),
+		values:   make(map[string]value),
+		sets:     make(map[string]map[string]time.Time),
+		bus:      newFanout(),
 		stop:     make(chan struct{}),
 		done:     make(chan struct{}),
 	}
@@ -84,8 +90,10 @@ func (e *Engine) Ping(context.Context) error {
 	return nil
 }
 
-// Close stops the janitor and waits for it to return. Later calls do nothing; every other
-// method answers ErrUnavailable after Close.
+// Close stops the janitor and the bus goroutine and waits for them to return (for a bus
+// callback already running, too: no callback starts after Close returns, and a callback must
+// not call Close). Later calls do nothing; every other method answers ErrUnavailable after
+// Close.
 func (e *Engine) Close() error {
 	e.closeOnce.Do(func() {
 		e.mu.Lock()
@@ -93,6 +101,7 @@ func (e *Engine) Close() error {
 		e.mu.Unlock()
 		close(e.stop)
 		<-e.done
+		e.bus.close()
 	})
 	return nil
 }
@@ -131,6 +140,14 @@ func (e *Engine) Sweep() {
 		if !now.Before(until) {
 			delete(e.revoked, id)
 		}
+	}
+	for k, v := range e.values {
+		if !now.Before(v.expires) {
+			delete(e.values, k)
+		}
+	}
+	for name := range e.sets {
+		e.pruneSet(name, now)
 	}
 }
 

@@ -3,6 +3,8 @@ package memory_test
 import (
 	"context"
 	"errors"
+	"runtime"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -17,6 +19,16 @@ func TestConformance(t *testing.T) {
 		e := memory.New(memory.Config{})
 		t.Cleanup(func() { _ = e.Close() })
 		return e
+	})
+}
+
+// TestConformanceShared runs the two-node subtests on one engine given twice: a memory
+// engine is a single node, so the subtests that need two are skipped.
+func TestConformanceShared(t *testing.T) {
+	clustertest.RunShared(t, func(t *testing.T) (cluster.Engine, cluster.Engine) {
+		e := memory.New(memory.Config{})
+		t.Cleanup(func() { _ = e.Close() })
+		return e, e
 	})
 }
 
@@ -198,5 +210,149 @@ func TestJanitor(t *testing.T) {
 	}
 	if err := e.Ping(ctx); !errors.Is(err, cluster.ErrUnavailable) {
 		t.Fatalf("Ping after Close = %v", err)
+	}
+}
+
+// TestValuesBoundary pins value expiry with a fake clock: a value is live while now is
+// before its expiry, GetValue answers exactly the time left, and a touch restarts it.
+func TestValuesBoundary(t *testing.T) {
+	e, clock := newFake(t)
+	ctx := context.Background()
+	if err := e.SetValue(ctx, "k", []byte("v"), 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	clock.Advance(4 * time.Second)
+	if _, ttl, ok, _ := e.GetValue(ctx, "k"); !ok || ttl != 6*time.Second {
+		t.Fatalf("at 4s: ok %v, ttl %v; want 6s left", ok, ttl)
+	}
+	if ok, _ := e.TouchValue(ctx, "k", 10*time.Second); !ok {
+		t.Fatal("touch at 4s failed")
+	}
+	clock.Advance(10*time.Second - time.Nanosecond)
+	if _, ttl, ok, _ := e.GetValue(ctx, "k"); !ok || ttl != time.Nanosecond {
+		t.Fatalf("1ns before expiry: ok %v, ttl %v", ok, ttl)
+	}
+	clock.Advance(time.Nanosecond)
+	if _, _, ok, _ := e.GetValue(ctx, "k"); ok {
+		t.Fatal("value live at its expiry")
+	}
+	if ok, _ := e.TouchValue(ctx, "k", time.Hour); ok {
+		t.Fatal("touch revived an expired value")
+	}
+}
+
+// TestSetsBoundaryAndTies pins member expiry with a fake clock, and eviction among members
+// that expire at the same instant: by member, as Redis orders equal scores.
+func TestSetsBoundaryAndTies(t *testing.T) {
+	e, clock := newFake(t)
+	ctx := context.Background()
+	for _, m := range []string{"c", "a", "b"} {
+		if err := e.AddMember(ctx, "s", m, 10*time.Second, 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := e.AddMember(ctx, "s", "d", 10*time.Second, 2); err != nil {
+		t.Fatal(err)
+	}
+	got, _ := e.Members(ctx, "s")
+	slices.Sort(got)
+	if !slices.Equal(got, []string{"c", "d"}) {
+		t.Fatalf("after evicting ties: %q, want [c d]", got)
+	}
+	if e.SetLen("s") != 2 {
+		t.Fatalf("evicted members still held: %d", e.SetLen("s"))
+	}
+	clock.Advance(10*time.Second - time.Nanosecond)
+	if n, _ := e.CountMembers(ctx, "s"); n != 2 {
+		t.Fatalf("1ns before expiry: %d members, want 2", n)
+	}
+	clock.Advance(time.Nanosecond)
+	if n, _ := e.CountMembers(ctx, "s"); n != 0 {
+		t.Fatalf("at expiry: %d members, want 0", n)
+	}
+	if ok, _ := e.TakeMember(ctx, "s", "c"); ok {
+		t.Fatal("took an expired member")
+	}
+	if got := e.Len(); got != 0 {
+		t.Fatalf("Len = %d after every member expired, want 0 (the set is forgotten)", got)
+	}
+}
+
+// TestSweepDropsValuesAndSets: the janitor's sweep frees expired values and members, and
+// sets left empty, without touching live ones.
+func TestSweepDropsValuesAndSets(t *testing.T) {
+	e, clock := newFake(t)
+	ctx := context.Background()
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(e.SetValue(ctx, "vshort", []byte("v"), time.Second))
+	must(e.SetValue(ctx, "vlong", []byte("v"), time.Hour))
+	must(e.AddMember(ctx, "sshort", "m", time.Second, 0))
+	must(e.AddMember(ctx, "mixed", "short", time.Second, 0))
+	must(e.AddMember(ctx, "mixed", "long", time.Hour, 0))
+	if got := e.Len(); got != 4 { // a set counts once
+		t.Fatalf("Len = %d before sweep, want 4", got)
+	}
+	clock.Advance(time.Second)
+	e.Sweep()
+	if got := e.Len(); got != 2 {
+		t.Fatalf("Len = %d after sweep, want 2 (vlong and mixed)", got)
+	}
+	if got := e.SetLen("mixed"); got != 1 {
+		t.Fatalf("mixed holds %d members after sweep, want 1", got)
+	}
+	if _, _, ok, _ := e.GetValue(ctx, "vlong"); !ok {
+		t.Error("long value lost")
+	}
+	if ok, _ := e.TakeMember(ctx, "mixed", "long"); !ok {
+		t.Error("long member lost")
+	}
+}
+
+// TestCloseStopsGoroutines: Close stops the janitor and the bus goroutine, also with
+// subscribers still subscribed and messages queued.
+func TestCloseStopsGoroutines(t *testing.T) {
+	before := runtime.NumGoroutine()
+	e := memory.New(memory.Config{SweepInterval: time.Millisecond})
+	ctx := context.Background()
+	block := make(chan struct{})
+	called := make(chan struct{}, 1)
+	if _, err := e.Subscribe(ctx, "t", func([]byte) {
+		select {
+		case called <- struct{}{}:
+		default:
+		}
+		<-block
+	}); err != nil {
+		t.Fatal(err)
+	}
+	for range 10 {
+		if err := e.Publish(ctx, "t", []byte("m")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	<-called
+	closed := make(chan struct{})
+	go func() {
+		_ = e.Close()
+		close(closed)
+	}()
+	select {
+	case <-closed:
+		t.Fatal("Close returned while a callback was still running")
+	case <-time.After(50 * time.Millisecond):
+	}
+	close(block)
+	<-closed
+	deadline := time.Now().Add(5 * time.Second)
+	for runtime.NumGoroutine() > before {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d goroutines after Close, %d before New", runtime.NumGoroutine(), before)
+		}
+		time.Sleep(time.Millisecond)
 	}
 }

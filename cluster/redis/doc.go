@@ -1,18 +1,37 @@
 // Package redis is the cluster engine for any number of Keyward nodes: rate limiters,
-// one-time tokens and revocations kept in one Redis server (7.0 or later) through
-// go-redis v9, so every node sees the same counts, nonces and logouts.
+// one-time tokens, revocations, counters, values and expiring sets kept in one Redis server
+// (7.0 or later) through go-redis v9, so every node sees the same counts, nonces, logouts
+// and sessions, and a bus on Redis Pub/Sub that reaches every node.
 //
-// What it owns: one go-redis client (its connection pool) and the keys under
-// Config.Prefix ("kw:" by default):
+// What it owns: one go-redis client (its connection pool), once something subscribes one
+// more connection for the bus with two goroutines (bus.go), all stopped by Close, and the
+// keys and channels under Config.Prefix ("kw:" by default):
 //
-//	<prefix>rl:<key>   sorted set of allowed hits, expires with its window (allow.lua)
-//	<prefix>tok:<key>  string, SET ... PX ttl, taken with GETDEL
-//	<prefix>rev:<id>   string "1", SET ... PXAT until, tested with EXISTS
+//	<prefix>rl:<key>    sorted set of allowed hits, expires with its window (allow.lua)
+//	<prefix>tok:<key>   string, SET ... PX ttl, taken with GETDEL
+//	<prefix>rev:<id>    string "1", SET ... PXAT until, tested with EXISTS
+//	<prefix>cnt:<group> hash of counters, HINCRBY, read and deleted in one script
+//	<prefix>val:<key>   string, SET ... PX ttl, touched with PEXPIRE ... XX
+//	<prefix>set:<set>   sorted set member → expiry in microseconds of Redis's TIME
+//	                    (sets.lua), expires with its latest member
+//	<prefix>bus:<topic> Pub/Sub channel (not a key: channels ignore the database number,
+//	                    so the prefix is what keeps deployments apart)
 //
-// The limiter is one Lua script per hit, atomic in Redis, that reads Redis's own TIME, so
-// the window is exact across nodes whatever their clocks say. Revocation deadlines are
-// absolute times compared with Redis's clock; keep node clocks in sync (NTP) as JWT expiry
-// already requires.
+// The limiter and the expiring sets are Lua scripts, atomic in Redis, that read Redis's own
+// TIME, so windows and member expiries are exact across nodes whatever their clocks say.
+// Values expire by Redis's own key expiry.
+//
+// The bus: Publish is one PUBLISH. An engine subscribes its one Pub/Sub connection to a
+// topic's channel while it has subscribers of the topic; Subscribe returns once Redis has
+// confirmed (a PING sent after the SUBSCRIBE is answered), and callbacks run one after
+// another on the engine's goroutine, in the order Redis delivered. go-redis reconnects that
+// connection after a failure and subscribes again; a connection silent for 5s is pinged and
+// replaced when the answer does not come within 3s. Messages published while a node's
+// connection is down are lost to it, as the Bus contract allows, and so are messages beyond
+// 10,000 waiting for slow callbacks.
+//
+// Revocation deadlines are absolute times compared with Redis's clock; keep node clocks in
+// sync (NTP) as JWT expiry already requires.
 //
 // Failure: an error that comes from reaching Redis (dial, timeouts, closed connections,
 // pool exhaustion, a closed engine, Redis loading or read-only) wraps
@@ -26,7 +45,8 @@
 // Limits: one Redis primary is the shared state and a single point of failure: while it is
 // down, limited endpoints fail with 503 rather than run unlimited. Redis Cluster and
 // Sentinel are not supported (one client, one address). Redis persistence decides what a
-// Redis restart loses; losing it all resets limits and forgets logouts. A retried limiter
+// Redis restart loses; losing it all resets limits, forgets logouts and ends client
+// sessions. A retried limiter
 // hit (after a reply was lost) may count twice, which only errs on the strict side. Each
 // allowed hit costs one sorted-set member for the length of its window, so memory grows
 // with limit × active keys.

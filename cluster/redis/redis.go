@@ -51,6 +51,15 @@ type Engine struct {
 	prefix string
 	addr   string // host:port for error messages; the URL may hold a password
 
+	// busWait bounds how long Subscribe waits for Redis to confirm a subscription.
+	busWait time.Duration
+	// The bus (bus.go): started by the first Subscribe, stopped by Close.
+	busMu   sync.Mutex
+	closed  bool
+	bus     *busConn
+	waitMu  sync.Mutex
+	waiters map[string]*waiter // PING payload → Subscribe waiting for its PONG
+
 	closeOnce sync.Once
 	closeErr  error
 }
@@ -95,9 +104,11 @@ func New(ctx context.Context, cfg Config) (*Engine, error) {
 	opts.MaintNotificationsConfig = &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}
 
 	e := &Engine{
-		client: goredis.NewClient(opts),
-		prefix: cfg.Prefix,
-		addr:   opts.Addr,
+		client:  goredis.NewClient(opts),
+		prefix:  cfg.Prefix,
+		addr:    opts.Addr,
+		busWait: opts.DialTimeout + opts.ReadTimeout + opts.WriteTimeout,
+		waiters: make(map[string]*waiter),
 	}
 	if e.prefix == "" {
 		e.prefix = DefaultPrefix
@@ -143,10 +154,13 @@ func (e *Engine) Ping(ctx context.Context) error {
 	return e.wrap(ctx, "ping", e.client.Ping(ctx).Err())
 }
 
-// Close releases the connections. It is idempotent: later calls return the first result,
-// and every other method answers ErrUnavailable after it.
+// Close stops the bus (waiting for a subscriber callback already running: none starts after
+// Close returns, and a callback must not call Close) and releases the connections. It is
+// idempotent: later calls return the first result, and every other method answers
+// ErrUnavailable after it.
 func (e *Engine) Close() error {
 	e.closeOnce.Do(func() {
+		e.stopBus()
 		if err := e.client.Close(); err != nil {
 			e.closeErr = fmt.Errorf("cluster/redis: close: %w", err)
 		}

@@ -21,9 +21,14 @@ import (
 
 func newEngine(t testing.TB, url string) *kwredis.Engine {
 	t.Helper()
+	return newEngineWithPrefix(t, url, testenv.UniqueName("kwtest:")+":")
+}
+
+func newEngineWithPrefix(t testing.TB, url, prefix string) *kwredis.Engine {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	e, err := kwredis.New(ctx, kwredis.Config{URL: url, Prefix: testenv.UniqueName("kwtest:") + ":"})
+	e, err := kwredis.New(ctx, kwredis.Config{URL: url, Prefix: prefix})
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}
@@ -34,6 +39,16 @@ func newEngine(t testing.TB, url string) *kwredis.Engine {
 func TestConformance(t *testing.T) {
 	url := testenv.RedisURL(t)
 	clustertest.Run(t, func(t *testing.T) cluster.Engine { return newEngine(t, url) })
+}
+
+// TestConformanceShared runs the two-node subtests on two engines with one prefix: two
+// nodes of one cluster.
+func TestConformanceShared(t *testing.T) {
+	url := testenv.RedisURL(t)
+	clustertest.RunShared(t, func(t *testing.T) (cluster.Engine, cluster.Engine) {
+		prefix := testenv.UniqueName("kwtest:") + ":"
+		return newEngineWithPrefix(t, url, prefix), newEngineWithPrefix(t, url, prefix)
+	})
 }
 
 func BenchmarkAllow(b *testing.B) {
@@ -126,6 +141,10 @@ func TestOutage(t *testing.T) {
 	if d, err := e.Allow(ctx, "k", 5, time.Minute); err != nil || !d.Allowed {
 		t.Fatalf("Allow before the outage = %+v, %v", d, err)
 	}
+	got := make(chan []byte, 100)
+	if _, err := e.Subscribe(ctx, "t", func(p []byte) { got <- p }); err != nil {
+		t.Fatalf("Subscribe before the outage: %v", err)
+	}
 
 	srv.kill(t)
 	assertAllUnavailable(t, e)
@@ -142,6 +161,8 @@ func TestOutage(t *testing.T) {
 	if v, ok, err := e.TakeToken(ctx, "t"); err != nil || !ok || v != "v" {
 		t.Fatalf("TakeToken after healing = %q, %v, %v", v, ok, err)
 	}
+	// The subscription made before the outage is renewed on the new server.
+	awaitDelivery(t, e, "t", got)
 }
 
 // TestFrozen stops (SIGSTOP) a Redis under a live engine: the port still accepts
@@ -158,6 +179,10 @@ func TestFrozen(t *testing.T) {
 	if err := e.PutToken(ctx, "keep", "v", time.Minute); err != nil {
 		t.Fatalf("PutToken before freezing: %v", err)
 	}
+	got := make(chan []byte, 100)
+	if _, err := e.Subscribe(ctx, "keep", func(p []byte) { got <- p }); err != nil {
+		t.Fatalf("Subscribe before freezing: %v", err)
+	}
 
 	srv.signal(t, syscall.SIGSTOP)
 	assertAllUnavailable(t, e)
@@ -168,6 +193,8 @@ func TestFrozen(t *testing.T) {
 	if v, ok, err := e.TakeToken(ctx, "keep"); err != nil || !ok || v != "v" {
 		t.Fatalf("TakeToken after thawing = %q, %v, %v; want v", v, ok, err)
 	}
+	// The subscription made before the freeze works again.
+	awaitDelivery(t, e, "keep", got)
 }
 
 // assertAllUnavailable calls every method once and wants ErrUnavailable from each, reached
@@ -185,8 +212,33 @@ func assertAllUnavailable(t *testing.T, e *kwredis.Engine) {
 		},
 		"IsRevoked": func(ctx context.Context) error { _, err := e.IsRevoked(ctx, "j"); return err },
 		"Ping":      e.Ping,
+		"SetValue": func(ctx context.Context) error {
+			return e.SetValue(ctx, "v", []byte("v"), time.Minute)
+		},
+		"GetValue":   func(ctx context.Context) error { _, _, _, err := e.GetValue(ctx, "v"); return err },
+		"TouchValue": func(ctx context.Context) error { _, err := e.TouchValue(ctx, "v", time.Minute); return err },
+		"DeleteValue": func(ctx context.Context) error {
+			_, err := e.DeleteValue(ctx, "v")
+			return err
+		},
+		"AddMember": func(ctx context.Context) error {
+			return e.AddMember(ctx, "s", "m", time.Minute, 0)
+		},
+		"TakeMember":   func(ctx context.Context) error { _, err := e.TakeMember(ctx, "s", "m"); return err },
+		"Members":      func(ctx context.Context) error { _, err := e.Members(ctx, "s"); return err },
+		"CountMembers": func(ctx context.Context) error { _, err := e.CountMembers(ctx, "s"); return err },
+		"Publish":      func(ctx context.Context) error { return e.Publish(ctx, "p", []byte("m")) },
+		"Subscribe": func(ctx context.Context) error {
+			unsub, err := e.Subscribe(ctx, "during", func([]byte) {})
+			if unsub != nil {
+				unsub()
+			}
+			return err
+		},
 	}
-	for _, name := range []string{"Allow", "PutToken", "TakeToken", "Revoke", "IsRevoked", "Ping"} {
+	for _, name := range []string{"Allow", "PutToken", "TakeToken", "Revoke", "IsRevoked", "Ping",
+		"SetValue", "GetValue", "TouchValue", "DeleteValue", "AddMember", "TakeMember", "Members",
+		"CountMembers", "Publish", "Subscribe"} {
 		// The deadline bounds the test, generously: the engine must fail on its own.
 		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 		err := calls[name](ctx)
@@ -198,8 +250,8 @@ func assertAllUnavailable(t *testing.T, e *kwredis.Engine) {
 		if deadlineHit {
 			t.Fatalf("%s during the outage ran into the caller's deadline: %v", name, err)
 		}
-		if name == "Allow" {
-			t.Logf("Allow: %v", err)
+		if name == "Allow" || name == "Subscribe" {
+			t.Logf("%s: %v", name, err)
 		}
 	}
 
