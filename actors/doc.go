@@ -1,9 +1,15 @@
-// Package actors will hold Keyward's actors (protoactor-go): one AppActor per application
-// on each node (config snapshot, connected sessions, hook pipeline, limiters), one
-// SessionActor per client socket and one DashboardActor per owner socket, with supervision
-// and idle passivation. Actors own their state and never block in Receive: slow I/O runs
-// in a goroutine and comes back as a message.
+// Package actors holds Keyward's actors (protoactor-go). Actors own their state and never
+// block in Receive: slow I/O runs in a goroutine and comes back as a message.
 //
-// Nothing lives here yet: the client API issue brings the AppActor, the WebSocket issue the
-// session and dashboard actors.
+// Apps is the per-node directory of AppActors: one actor per application, spawned on the
+// first request for it and passivated (stopped) after an idle time. The actor owns the
+// application's snapshot (enabled, paused, version, flags, compiled rules, settings — the
+// type is the caller's) and answers client requests from it, so the hot path reads no
+// storage. A dashboard change reaches the actor as Invalidate (from the event pipeline on
+// this node and the cluster bus from other nodes): the actor drops its snapshot and loads
+// a fresh one, and requests that arrive meanwhile wait for it, so a pause takes effect on
+// the next request. A snapshot older than the refresh age is reloaded in the background
+// (served meanwhile), a backstop for changes whose notification was lost.
+//
+// The WebSocket issue will hang SessionActors and the hook pipeline under the AppActor.
 package actors

@@ -1,0 +1,284 @@
+package actors
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+)
+
+// Defaults of the directory.
+const (
+	DefaultIdle    = 10 * time.Minute
+	DefaultRefresh = time.Minute
+	// askTimeout bounds a request to an actor; a load slower than this fails the request
+	// (the load goes on and serves later requests).
+	askTimeout = 10 * time.Second
+)
+
+// Loader reads an application's snapshot from storage. It runs outside the actor.
+type Loader[S any] func(ctx context.Context, appID string) (S, error)
+
+// AppsConfig configures the directory; zero members take the defaults.
+type AppsConfig struct {
+	// Idle is how long an actor without requests lives before it is passivated.
+	Idle time.Duration
+	// Refresh is the age after which a snapshot is reloaded in the background.
+	Refresh time.Duration
+	Now     func() time.Time
+	Log     *slog.Logger
+}
+
+// Apps is the node's directory of AppActors, with snapshots of type S.
+type Apps[S any] struct {
+	system *actor.ActorSystem
+	load   Loader[S]
+	cfg    AppsConfig
+
+	// base ends with Close; loads run under it.
+	base   context.Context
+	cancel context.CancelFunc
+	loads  sync.WaitGroup
+
+	mu     sync.Mutex
+	pids   map[string]*actor.PID
+	closed bool
+}
+
+// NewApps starts the directory.
+func NewApps[S any](load Loader[S], cfg AppsConfig) *Apps[S] {
+	if cfg.Idle <= 0 {
+		cfg.Idle = DefaultIdle
+	}
+	if cfg.Refresh <= 0 {
+		cfg.Refresh = DefaultRefresh
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Log == nil {
+		cfg.Log = slog.Default()
+	}
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	system := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return quiet }))
+	ctx, cancel := context.WithCancel(context.Background())
+	return &Apps[S]{system: system, load: load, cfg: cfg, base: ctx, cancel: cancel, pids: map[string]*actor.PID{}}
+}
+
+// ErrClosed is answered after Close.
+var ErrClosed = errors.New("actors: directory closed")
+
+// Messages of the AppActor.
+type (
+	getSnapshot   struct{}
+	invalidate    struct{}
+	loaded[S any] struct {
+		gen  uint64
+		snap S
+		err  error
+	}
+	snapshotReply[S any] struct {
+		snap S
+		err  error
+	}
+)
+
+// Snapshot answers the application's snapshot from its actor, spawning the actor if needed.
+// The loader's error (for example the application does not exist) comes back as is.
+func (a *Apps[S]) Snapshot(ctx context.Context, appID string) (S, error) {
+	var zero S
+	for try := 0; try < 3; try++ {
+		pid, err := a.pid(appID)
+		if err != nil {
+			return zero, err
+		}
+		timeout := askTimeout
+		if d, ok := ctx.Deadline(); ok {
+			timeout = min(timeout, time.Until(d))
+		}
+		if timeout <= 0 {
+			return zero, context.DeadlineExceeded
+		}
+		res, err := a.system.Root.RequestFuture(pid, getSnapshot{}, timeout).Result()
+		if errors.Is(err, actor.ErrDeadLetter) {
+			// The actor passivated between the lookup and the request.
+			a.forget(appID, pid)
+			continue
+		}
+		if err != nil {
+			return zero, fmt.Errorf("app actor %s: %w", appID, err)
+		}
+		r := res.(snapshotReply[S])
+		return r.snap, r.err
+	}
+	return zero, fmt.Errorf("app actor %s: stopped repeatedly", appID)
+}
+
+// Invalidate tells the application's actor, if it is running, to reload its snapshot
+// before answering again.
+func (a *Apps[S]) Invalidate(appID string) {
+	a.mu.Lock()
+	pid := a.pids[appID]
+	a.mu.Unlock()
+	if pid != nil {
+		a.system.Root.Send(pid, invalidate{})
+	}
+}
+
+// Len reports how many actors run, for metrics and tests.
+func (a *Apps[S]) Len() int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return len(a.pids)
+}
+
+// Close stops every actor and waits for loads in flight.
+func (a *Apps[S]) Close() {
+	a.mu.Lock()
+	if a.closed {
+		a.mu.Unlock()
+		return
+	}
+	a.closed = true
+	pids := make([]*actor.PID, 0, len(a.pids))
+	for _, p := range a.pids {
+		pids = append(pids, p)
+	}
+	a.mu.Unlock()
+	a.cancel()
+	for _, p := range pids {
+		_ = a.system.Root.StopFuture(p).Wait()
+	}
+	a.loads.Wait()
+	a.system.Shutdown()
+}
+
+func (a *Apps[S]) pid(appID string) (*actor.PID, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.closed {
+		return nil, ErrClosed
+	}
+	if p := a.pids[appID]; p != nil {
+		return p, nil
+	}
+	p := a.system.Root.Spawn(actor.PropsFromProducer(func() actor.Actor {
+		return &appActor[S]{dir: a, appID: appID}
+	}))
+	a.pids[appID] = p
+	return p, nil
+}
+
+// forget drops the directory entry of appID if it still names pid.
+func (a *Apps[S]) forget(appID string, pid *actor.PID) {
+	a.mu.Lock()
+	if cur := a.pids[appID]; cur != nil && cur.Equal(pid) {
+		delete(a.pids, appID)
+	}
+	a.mu.Unlock()
+}
+
+// appActor owns one application's snapshot.
+type appActor[S any] struct {
+	dir   *Apps[S]
+	appID string
+
+	snap     S
+	have     bool
+	loadedAt time.Time
+	// gen numbers loads; a load result of an older generation (started before an
+	// Invalidate) is dropped.
+	gen     uint64
+	loading bool
+	waiters []*actor.PID
+	// failed is the load error of an actor that never had a snapshot; it has left the
+	// directory and stops after failedLinger.
+	failed error
+}
+
+// failedLinger is how long an actor whose first load failed answers stragglers before it
+// stops.
+const failedLinger = 200 * time.Millisecond
+
+func (s *appActor[S]) Receive(ctx actor.Context) {
+	switch m := ctx.Message().(type) {
+	case *actor.Started:
+		ctx.SetReceiveTimeout(s.dir.cfg.Idle)
+	case getSnapshot:
+		if s.failed != nil {
+			ctx.Respond(snapshotReply[S]{err: s.failed})
+			return
+		}
+		if s.have {
+			ctx.Respond(snapshotReply[S]{snap: s.snap})
+			if !s.loading && s.dir.cfg.Now().Sub(s.loadedAt) >= s.dir.cfg.Refresh {
+				s.startLoad(ctx)
+			}
+			return
+		}
+		s.waiters = append(s.waiters, ctx.Sender())
+		if !s.loading {
+			s.startLoad(ctx)
+		}
+	case invalidate:
+		var zero S
+		s.snap, s.have = zero, false
+		s.gen++ // results of loads started earlier are stale
+		s.loading = false
+		if len(s.waiters) > 0 {
+			s.startLoad(ctx)
+		}
+	case loaded[S]:
+		if m.gen != s.gen {
+			return
+		}
+		s.loading = false
+		if m.err != nil && !s.have {
+			// Errors are not cached: the actor leaves the directory before answering, so
+			// the next request spawns a fresh actor that loads again, and it stops soon,
+			// so probing unknown ids leaves no actors behind. A request that raced to it
+			// meanwhile gets the same error.
+			s.dir.forget(s.appID, ctx.Self())
+			s.failed = m.err
+			ctx.SetReceiveTimeout(failedLinger)
+		}
+		for _, w := range s.waiters {
+			ctx.Send(w, snapshotReply[S]{snap: m.snap, err: m.err})
+		}
+		s.waiters = s.waiters[:0]
+		if m.err != nil {
+			return
+		}
+		s.snap, s.have, s.loadedAt = m.snap, true, s.dir.cfg.Now()
+	case *actor.ReceiveTimeout:
+		if !s.loading {
+			ctx.Stop(ctx.Self())
+		}
+	case *actor.Stopping:
+		s.dir.forget(s.appID, ctx.Self())
+		for _, w := range s.waiters {
+			ctx.Send(w, snapshotReply[S]{err: ErrClosed})
+		}
+		s.waiters = nil
+	}
+}
+
+// startLoad runs the loader on a goroutine; the result comes back as a message.
+func (s *appActor[S]) startLoad(ctx actor.Context) {
+	s.gen++
+	s.loading = true
+	gen, self, root, dir := s.gen, ctx.Self(), ctx.ActorSystem().Root, s.dir
+	dir.loads.Add(1)
+	go func() {
+		defer dir.loads.Done()
+		lctx, cancel := context.WithTimeout(dir.base, askTimeout)
+		defer cancel()
+		snap, err := dir.load(lctx, s.appID)
+		root.Send(self, loaded[S]{gen: gen, snap: snap, err: err})
+	}()
+}
