@@ -1,0 +1,18 @@
+// Package integrations owns the owner's webhook integrations (SPEC 2 "Integration", 4.8,
+// 6.1) and their durable delivery queue:
+//
+//   - Service: create, list, update, delete, test, regenerate the signing secret (CUSTOM
+//     only) and list delivery attempts, with the destination policy of core/webhooks
+//     checked on every create and URL change;
+//   - Dispatcher: subscribed to the event pipeline, it turns each application event into
+//     one queued Delivery per enabled integration subscribed to it;
+//   - Worker: on every node, claims due deliveries from storage under a lease (so a
+//     delivery is sent by one node at a time and survives restarts), sends them with the
+//     policy-checking client, records every attempt, retries with backoff and jitter for
+//     webhooks.MaxAge, and disables an integration after webhooks.DisableAfter
+//     consecutive failed deliveries, writing a log entry that says why.
+//
+// Delivery is at least once: a node that dies after sending but before recording the
+// outcome leaves the delivery to be sent again when its lease ends. CUSTOM receivers
+// drop duplicates by the X-Keyward-Delivery id (see core/webhooks/SIGNATURES.md).
+package integrations

@@ -1,0 +1,298 @@
+package integrations
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/keyward/keyward/core/events"
+	"github.com/keyward/keyward/core/webhooks"
+	"github.com/keyward/keyward/storage"
+)
+
+// Defaults of the worker.
+const (
+	DefaultPoll        = time.Second
+	DefaultBatch       = 16
+	DefaultConcurrency = 4
+	// DefaultLease outlasts one attempt (webhooks.DefaultTimeout) with room for recording
+	// it; a node that dies holding a delivery releases it when the lease ends.
+	DefaultLease = time.Minute
+	// DefaultRetention is how long finished deliveries and attempts stay listable.
+	DefaultRetention = 7 * 24 * time.Hour
+	purgeEvery       = time.Hour
+)
+
+// EventDisabled is the log event written when the queue disables an integration.
+const EventDisabled = "integration.disabled"
+
+// WorkerConfig configures a Worker; zero members take the defaults.
+type WorkerConfig struct {
+	// Owner names this node in leases; a fresh id when empty.
+	Owner string
+	// Client sends the deliveries; it must come from webhooks.NewClient (the policy
+	// check at dial time lives there).
+	Client      *http.Client
+	Poll        time.Duration
+	Batch       int
+	Concurrency int
+	Lease       time.Duration
+	Retention   time.Duration
+	Now         func() time.Time
+	Log         *slog.Logger
+	// Bus receives the log event of a disabled integration.
+	Bus events.Publisher
+}
+
+// Worker sends due deliveries. Every node runs one; storage leases keep them from sending
+// the same delivery at once.
+type Worker struct {
+	store Store
+	cfg   WorkerConfig
+	wake  chan struct{}
+
+	mu   sync.Mutex
+	rnd  *rand.Rand
+	stop context.CancelFunc
+	done chan struct{}
+}
+
+// NewWorker builds a worker; Start runs it.
+func NewWorker(store Store, cfg WorkerConfig) *Worker {
+	if cfg.Owner == "" {
+		cfg.Owner = uuid.NewString()
+	}
+	if cfg.Client == nil {
+		cfg.Client = webhooks.NewClient(webhooks.Config{})
+	}
+	if cfg.Poll <= 0 {
+		cfg.Poll = DefaultPoll
+	}
+	if cfg.Batch <= 0 {
+		cfg.Batch = DefaultBatch
+	}
+	if cfg.Concurrency <= 0 {
+		cfg.Concurrency = DefaultConcurrency
+	}
+	if cfg.Lease <= 0 {
+		cfg.Lease = DefaultLease
+	}
+	if cfg.Retention <= 0 {
+		cfg.Retention = DefaultRetention
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Log == nil {
+		cfg.Log = slog.Default()
+	}
+	return &Worker{store: store, cfg: cfg, wake: make(chan struct{}, 1),
+		rnd: rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64()))}
+}
+
+// Wake makes the worker look for due deliveries now instead of at its next poll.
+func (w *Worker) Wake() {
+	select {
+	case w.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Start runs the worker's loop until Stop.
+func (w *Worker) Start() {
+	ctx, cancel := context.WithCancel(context.Background())
+	w.stop, w.done = cancel, make(chan struct{})
+	go w.loop(ctx)
+}
+
+// Stop ends the loop and waits for the attempts in flight, which are bounded by the
+// client's timeout; their outcome is recorded.
+func (w *Worker) Stop() {
+	if w.stop == nil {
+		return
+	}
+	w.stop()
+	<-w.done
+}
+
+func (w *Worker) loop(ctx context.Context) {
+	defer close(w.done)
+	ticker := time.NewTicker(w.cfg.Poll)
+	defer ticker.Stop()
+	lastPurge := time.Time{}
+	for {
+		for ctx.Err() == nil {
+			n, err := w.RunOnce(ctx)
+			if err != nil && ctx.Err() == nil {
+				w.cfg.Log.Warn("webhooks: cannot claim deliveries", "err", err)
+			}
+			if n < w.cfg.Batch {
+				break // the queue is drained for now
+			}
+		}
+		if now := w.cfg.Now(); now.Sub(lastPurge) >= purgeEvery {
+			lastPurge = now
+			w.purge(ctx, now)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-ticker.C:
+		case <-w.wake:
+		}
+	}
+}
+
+func (w *Worker) purge(ctx context.Context, now time.Time) {
+	n, err := w.store.PurgeDeliveries(ctx, now.Add(-w.cfg.Retention))
+	if err != nil && ctx.Err() == nil {
+		w.cfg.Log.Warn("webhooks: cannot purge old deliveries", "err", err)
+	} else if n > 0 {
+		w.cfg.Log.Debug("webhooks: purged old deliveries", "count", n)
+	}
+}
+
+// RunOnce claims one batch of due deliveries and sends them, answering how many it
+// claimed. The loop calls it; tests call it to step the queue deterministically.
+func (w *Worker) RunOnce(ctx context.Context) (int, error) {
+	ds, err := w.store.ClaimDeliveries(ctx, w.cfg.Owner, storage.Truncate(w.cfg.Now()), w.cfg.Lease, w.cfg.Batch)
+	if err != nil {
+		return 0, fmt.Errorf("claim deliveries: %w", err)
+	}
+	// In-flight attempts finish even when the worker is stopped: cutting them would only
+	// record a failure and send the event again later.
+	sendCtx := context.WithoutCancel(ctx)
+	sem := make(chan struct{}, w.cfg.Concurrency)
+	var wg sync.WaitGroup
+	for _, d := range ds {
+		sem <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			w.send(sendCtx, d)
+		}()
+	}
+	wg.Wait()
+	return len(ds), nil
+}
+
+var errLeaseLost = errors.New("delivery lease lost")
+
+// send makes one attempt of d and records its outcome.
+func (w *Worker) send(ctx context.Context, d storage.Delivery) {
+	log := w.cfg.Log.With("delivery", d.ID, "integration", d.IntegrationID, "event", d.Event)
+	i, err := w.store.GetIntegration(ctx, d.AppID, d.IntegrationID)
+	switch {
+	case errors.Is(err, storage.ErrNotFound):
+		w.finish(ctx, log, d, storage.DeliveryFailed, time.Time{}, "integration deleted")
+		return
+	case err != nil:
+		log.Warn("webhooks: cannot read integration; delivery waits for its lease to end", "err", err)
+		return
+	case !i.Enabled:
+		w.finish(ctx, log, d, storage.DeliveryFailed, time.Time{}, "integration disabled")
+		return
+	}
+
+	var e webhooks.Event
+	var a webhooks.Attempt
+	if err := json.Unmarshal(d.Payload, &e); err != nil {
+		a = webhooks.Attempt{Err: "stored event cannot be read"}
+	} else if req, err := webhooks.BuildAt(i.Kind, i.URL, e, i.Secret, w.cfg.Now()); err != nil {
+		a = webhooks.Attempt{Err: "request cannot be built: " + err.Error()}
+	} else {
+		a = webhooks.Deliver(ctx, w.cfg.Client, req)
+	}
+	n := d.Attempts + 1
+	now := storage.Truncate(w.cfg.Now())
+	if err := w.store.AddDeliveryAttempt(ctx, attemptRecord(i, d.ID, d.Event, n, a, now)); err != nil {
+		log.Warn("webhooks: cannot record attempt", "err", err)
+	}
+
+	state, next := storage.DeliveryDelivered, time.Time{}
+	if !a.OK() {
+		w.mu.Lock()
+		at, retry := webhooks.NextRetry(a, n, d.CreatedAt, now, w.rnd)
+		w.mu.Unlock()
+		state, next = storage.DeliveryFailed, time.Time{}
+		if retry {
+			state, next = storage.DeliveryPending, storage.Truncate(at)
+		}
+	}
+	d.Attempts = n
+	if !w.finish(ctx, log, d, state, next, a.Err) {
+		return
+	}
+	switch {
+	case state == storage.DeliveryDelivered && i.ConsecutiveFailures > 0:
+		w.updateIntegration(ctx, log, i, func(i *storage.Integration) error {
+			i.ConsecutiveFailures = 0
+			return nil
+		})
+	case state == storage.DeliveryFailed:
+		w.countFailure(ctx, log, i, a.Err)
+	}
+}
+
+// finish writes the delivery's new state if this worker still holds its lease.
+func (w *Worker) finish(ctx context.Context, log *slog.Logger, d storage.Delivery, state string, next time.Time, lastErr string) bool {
+	_, err := w.store.UpdateDelivery(ctx, d.ID, func(cur *storage.Delivery) error {
+		if cur.LeaseOwner != w.cfg.Owner || !cur.LeaseUntil.Equal(d.LeaseUntil) {
+			return errLeaseLost
+		}
+		cur.State, cur.NextAttemptAt, cur.LastError = state, next, lastErr
+		cur.Attempts = max(cur.Attempts, d.Attempts)
+		cur.LeaseOwner, cur.LeaseUntil = "", time.Time{}
+		cur.UpdatedAt = storage.Truncate(w.cfg.Now())
+		return nil
+	})
+	switch {
+	case errors.Is(err, errLeaseLost):
+		log.Warn("webhooks: lease ended before the attempt was recorded; another node owns the delivery")
+		return false
+	case errors.Is(err, storage.ErrNotFound):
+		return false // the integration or its app was deleted meanwhile
+	case err != nil:
+		log.Warn("webhooks: cannot record delivery state; it is retried when its lease ends", "err", err)
+		return false
+	}
+	return true
+}
+
+// countFailure counts a delivery that ended failed and disables the integration at
+// webhooks.DisableAfter in a row.
+func (w *Worker) countFailure(ctx context.Context, log *slog.Logger, i storage.Integration, lastErr string) {
+	disabled := false
+	updated := w.updateIntegration(ctx, log, i, func(cur *storage.Integration) error {
+		disabled = false
+		cur.ConsecutiveFailures++
+		if cur.Enabled && cur.ConsecutiveFailures >= webhooks.DisableAfter {
+			cur.Enabled, disabled = false, true
+			cur.DisabledReason = fmt.Sprintf("disabled after %d failed deliveries in a row; last error: %s",
+				cur.ConsecutiveFailures, lastErr)
+			cur.UpdatedAt = storage.Truncate(w.cfg.Now())
+		}
+		return nil
+	})
+	if disabled && w.cfg.Bus != nil {
+		w.cfg.Bus.Publish(events.Event{Name: EventDisabled, AppID: i.AppID, Level: events.LevelWarning,
+			Message: fmt.Sprintf("integration %s was disabled: %s", i.Name, updated.DisabledReason),
+			Data:    map[string]any{"integrationId": i.ID, "name": i.Name, "type": i.Kind}})
+	}
+}
+
+func (w *Worker) updateIntegration(ctx context.Context, log *slog.Logger, i storage.Integration, fn func(*storage.Integration) error) storage.Integration {
+	out, err := w.store.UpdateIntegration(ctx, i.AppID, i.ID, fn)
+	if err != nil && !errors.Is(err, storage.ErrNotFound) {
+		log.Warn("webhooks: cannot update integration failure count", "err", err)
+	}
+	return out
+}
