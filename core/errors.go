@@ -30,6 +30,21 @@ const (
 	// CodeBanned and CodeExpired refuse a banned or expired user or license.
 	CodeBanned  Code = "BANNED"
 	CodeExpired Code = "EXPIRED"
+	// Codes of the client API (SPEC 4.10, CLIENT-SDKS.md). The SDKs document the first
+	// seven; the rest name the other refusals precisely.
+	CodeNonceRequired   Code = "NONCE_REQUIRED"
+	CodeHWIDLocked      Code = "HWID_LOCKED"
+	CodeIPLocked        Code = "IP_LOCKED"
+	CodePCNameLocked    Code = "PC_NAME_LOCKED"
+	CodeDeviceLimit     Code = "DEVICE_LIMIT"
+	CodeVersionMismatch Code = "VERSION_MISMATCH"
+	CodeAppDisabled     Code = "APP_DISABLED"
+	CodeAppPaused       Code = "APP_PAUSED"
+	CodeRuleBlocked     Code = "RULE_BLOCKED"
+	CodeLicenseInvalid  Code = "LICENSE_INVALID"
+	CodeLicenseUsed     Code = "LICENSE_USED"
+	CodeUserDisabled    Code = "USER_DISABLED"
+	CodeNotLoggedIn     Code = "NOT_LOGGED_IN"
 	// CodeRequireVerify and CodeRequires2FA are the two special login answers of SPEC 7.2;
 	// the http package writes them with their special bodies, not the error object.
 	CodeRequireVerify Code = "REQUIRE_VERIFY"

@@ -75,9 +75,12 @@ func statusOf(code core.Code) int {
 	switch code {
 	case core.CodeValidation:
 		return http.StatusBadRequest
-	case core.CodeUnauthorized:
+	case core.CodeUnauthorized, core.CodeNonceRequired, core.CodeNotLoggedIn:
 		return http.StatusUnauthorized
-	case core.CodeForbidden, core.CodePlanFeature, core.CodePlanLimit, core.CodeRequireVerify, core.CodeBanned, core.CodeExpired:
+	case core.CodeForbidden, core.CodePlanFeature, core.CodePlanLimit, core.CodeRequireVerify, core.CodeBanned, core.CodeExpired,
+		core.CodeHWIDLocked, core.CodeIPLocked, core.CodePCNameLocked, core.CodeDeviceLimit, core.CodeVersionMismatch,
+		core.CodeAppDisabled, core.CodeAppPaused, core.CodeRuleBlocked, core.CodeLicenseInvalid, core.CodeLicenseUsed,
+		core.CodeUserDisabled:
 		return http.StatusForbidden
 	case core.CodeNotFound:
 		return http.StatusNotFound

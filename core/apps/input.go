@@ -28,7 +28,8 @@ const (
 
 var appUsernamePattern = regexp.MustCompile(`^[A-Za-z0-9_.@-]{3,64}$`)
 
-func validateAppUsername(field, s string) error {
+// ValidateUsername checks an application user name (dashboard and client API).
+func ValidateUsername(field, s string) error {
 	if s == "" {
 		return core.Invalid(field, "%s is required", field)
 	}
@@ -38,7 +39,9 @@ func validateAppUsername(field, s string) error {
 	return nil
 }
 
-func validateAppPassword(field, s string) error {
+// ValidateUserPassword checks an application user password: required and bounded; owners
+// choose their own strength rules.
+func ValidateUserPassword(field, s string) error {
 	if s == "" {
 		return core.Invalid(field, "%s is required", field)
 	}

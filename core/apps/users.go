@@ -35,7 +35,7 @@ func (s *Service) CreateUser(ctx context.Context, o Owner, appID string, in Crea
 	if err != nil {
 		return storage.AppUser{}, err
 	}
-	if err := core.FirstError(validateAppUsername("username", in.Username), validateAppPassword("password", in.Password),
+	if err := core.FirstError(ValidateUsername("username", in.Username), ValidateUserPassword("password", in.Password),
 		intIn("level", in.Level, 0, maxLevel), intIn("deviceLimit", in.DeviceLimit, 0, maxDeviceLimit)); err != nil {
 		return storage.AppUser{}, err
 	}
@@ -225,7 +225,7 @@ func (s *Service) UpdateUser(ctx context.Context, o Owner, appID, userID string,
 	}
 	var hash *string
 	if in.Password != nil {
-		if err := validateAppPassword("password", *in.Password); err != nil {
+		if err := ValidateUserPassword("password", *in.Password); err != nil {
 			return storage.AppUser{}, err
 		}
 		h, err := s.hasher.Hash(ctx, *in.Password)

@@ -1,0 +1,664 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/keyward/keyward/core"
+	"github.com/keyward/keyward/core/apps"
+	"github.com/keyward/keyward/core/events"
+	"github.com/keyward/keyward/storage"
+)
+
+// Bounds of client input.
+const (
+	maxHWID        = 256
+	maxPCName      = 128
+	maxDisplayName = 64
+	maxLicenseKey  = 128
+)
+
+// LoginInput is the body of login.
+type LoginInput struct {
+	Username, Password, LicenseKey, HWID, PCName string
+}
+
+// RegisterInput is the body of register.
+type RegisterInput struct {
+	Username, Password, Email, DisplayName, LicenseKey, HWID, PCName string
+}
+
+// LicenseInput is the body of license-only login.
+type LicenseInput struct {
+	LicenseKey, HWID, PCName string
+}
+
+// AuthResult is what a successful authentication answers.
+type AuthResult struct {
+	User storage.AppUser
+	// Key is what SDKs show as "Authenticated as": the license key when one was used,
+	// else the username.
+	Key              string
+	LicenseActivated bool
+	// Returning is true when a license login found the key's user from an earlier use.
+	Returning bool
+	Warnings  []string
+}
+
+// failed writes user.login_failed with the refusal's code and returns err unchanged.
+func (s *Service) failed(call Call, username string, err error) error {
+	var de *core.Error
+	if errors.As(err, &de) {
+		s.publish(events.Event{Name: "user.login_failed", AppID: call.Snap.App.ID, Username: username, IP: call.Caller.IP,
+			Country: call.Country, Level: events.LevelWarning, Message: "login refused: " + de.Message,
+			Data: map[string]any{"reason": string(de.Code)}})
+	}
+	return err
+}
+
+func validClientStrings(hwid, pcName, licenseKey string) error {
+	switch {
+	case len(hwid) > maxHWID:
+		return core.Invalid("hwid", "hwid must be at most %d bytes", maxHWID)
+	case len(pcName) > maxPCName:
+		return core.Invalid("pcName", "pcName must be at most %d bytes", maxPCName)
+	case len(licenseKey) > maxLicenseKey:
+		return core.Invalid("licenseKey", "licenseKey must be at most %d bytes", maxLicenseKey)
+	}
+	return nil
+}
+
+// gate applies steps 2 and 3 of the order: a paused app and the rules.
+func (s *Service) gate(call Call, hwid, username string) error {
+	if call.Snap.App.Paused {
+		return core.E(core.CodeAppPaused, "this application is paused by its owner; try again later")
+	}
+	return s.checkRules(call.Snap, call.Caller, call.Country, hwid, username)
+}
+
+// checkUser is step 5.
+func checkUser(u storage.AppUser, now time.Time) error {
+	switch {
+	case u.Banned:
+		msg := "this account is banned"
+		if u.BanReason != "" {
+			msg += ": " + u.BanReason
+		}
+		return core.E(core.CodeBanned, "%s", msg)
+	case !u.Enabled:
+		return core.E(core.CodeUserDisabled, "this account is disabled")
+	case !u.ExpiresAt.IsZero() && !now.Before(u.ExpiresAt):
+		return core.E(core.CodeExpired, "this account's subscription expired at %s", u.ExpiresAt.Format(time.RFC3339))
+	}
+	return nil
+}
+
+// binding is what a login binds to the user under the app's locks.
+type binding struct {
+	hwid, ip, pcName string
+	// newDevice says the hwid is not yet a registered device of the user.
+	newDevice bool
+}
+
+// checkLocks is step 6: it answers what to bind, or the lock that refuses. The device
+// check reads the user's devices (outside any update), the rest is re-checked in apply.
+func (s *Service) checkLocks(ctx context.Context, call Call, u storage.AppUser, hwid, pcName string) (binding, error) {
+	app := call.Snap.App
+	var b binding
+	if app.LockHwid {
+		if hwid == "" {
+			return b, core.E(core.CodeHWIDLocked, "this application binds accounts to a device; the client must send its hwid")
+		}
+		known := u.HWID == hwid
+		if !known && u.ID != "" {
+			devices, _, err := s.d.Store.ListDevices(ctx, app.ID, storage.DeviceQuery{UserID: u.ID, Page: storage.Page{Limit: storage.MaxPageSize}})
+			if err != nil {
+				return b, fmt.Errorf("list devices: %w", err)
+			}
+			known = slices.ContainsFunc(devices, func(d storage.Device) bool { return d.HWID == hwid })
+			if !known {
+				// The bound hwid counts as a device even if it has no device record
+				// (bound before devices were recorded, or set by the owner).
+				count := len(devices)
+				if u.HWID != "" && !slices.ContainsFunc(devices, func(d storage.Device) bool { return d.HWID == u.HWID }) {
+					count++
+				}
+				if limit := max(u.DeviceLimit, 1); count >= limit {
+					if limit == 1 {
+						return b, core.E(core.CodeHWIDLocked, "this account is bound to another device; ask for an HWID reset")
+					}
+					return b, core.E(core.CodeDeviceLimit, "this account has reached its limit of %d devices", limit)
+				}
+			}
+		}
+		b.hwid, b.newDevice = hwid, !known
+	}
+	if app.LockIP {
+		if u.LockedIP != "" && u.LockedIP != call.Caller.IP {
+			return b, core.E(core.CodeIPLocked, "this account is bound to another IP address; ask for an IP reset")
+		}
+		b.ip = call.Caller.IP
+	}
+	if app.LockPcName {
+		switch {
+		case pcName == "":
+			return b, core.E(core.CodePCNameLocked, "this application binds accounts to a computer name; the client must send pcName")
+		case u.PCName != "" && u.PCName != pcName:
+			return b, core.E(core.CodePCNameLocked, "this account is bound to another computer")
+		}
+		b.pcName = pcName
+	}
+	return b, nil
+}
+
+// apply writes the binding and the login into u (inside an atomic update: it re-checks
+// what a concurrent login may have bound meanwhile).
+func (b binding) apply(u *storage.AppUser, call Call, now time.Time) error {
+	if b.hwid != "" && u.HWID == "" {
+		u.HWID = b.hwid
+	}
+	if b.ip != "" {
+		if u.LockedIP != "" && u.LockedIP != b.ip {
+			return core.E(core.CodeIPLocked, "this account is bound to another IP address; ask for an IP reset")
+		}
+		u.LockedIP = b.ip
+	}
+	if b.pcName != "" {
+		if u.PCName != "" && u.PCName != b.pcName {
+			return core.E(core.CodePCNameLocked, "this account is bound to another computer")
+		}
+		u.PCName = b.pcName
+	}
+	u.LastLoginAt, u.LastLoginIP, u.UpdatedAt = now, call.Caller.IP, now
+	return nil
+}
+
+// registerDevice records a newly bound device; a device registered concurrently is fine.
+func (s *Service) registerDevice(ctx context.Context, call Call, u storage.AppUser, b binding, pcName string, now time.Time) {
+	if !b.newDevice {
+		return
+	}
+	d := storage.Device{ID: uuid.NewString(), AppID: u.AppID, UserID: u.ID, Username: u.Username, HWID: b.hwid,
+		PCName: pcName, IP: call.Caller.IP, CreatedAt: now, LastSeenAt: now}
+	if err := s.d.Store.CreateDevice(ctx, d); err != nil && !errors.Is(err, storage.ErrConflict) {
+		s.d.Log.Warn("client: cannot register device", "app", u.AppID, "user", u.ID, "err", err)
+	}
+}
+
+// licenseGrant is what activating a license gives the user.
+type licenseGrant struct {
+	lic storage.License
+}
+
+func (g licenseGrant) apply(u *storage.AppUser, now time.Time) {
+	l := g.lic
+	u.Level = l.Level
+	u.LicenseID = l.ID
+	if l.DiscordID != "" {
+		u.DiscordID = l.DiscordID
+	}
+	switch {
+	case l.Duration > 0:
+		// Time starts at activation; activating while time is left adds to it.
+		base := now
+		if u.ExpiresAt.After(now) {
+			base = u.ExpiresAt
+		}
+		u.ExpiresAt = base.Add(time.Duration(l.Duration) * time.Second)
+	case !l.ExpiresAt.IsZero():
+		u.ExpiresAt = l.ExpiresAt
+	default:
+		u.ExpiresAt = time.Time{} // a lifetime key
+	}
+}
+
+// checkLicense is the read-only part of step 7.
+func checkLicense(l storage.License, now time.Time) error {
+	switch {
+	case l.Banned:
+		return core.E(core.CodeBanned, "this license key is banned")
+	case !l.Enabled:
+		return core.E(core.CodeLicenseInvalid, "this license key is disabled")
+	case !l.ExpiresAt.IsZero() && !now.Before(l.ExpiresAt):
+		return core.E(core.CodeExpired, "this license key expired at %s", l.ExpiresAt.Format(time.RFC3339))
+	case l.MaxUses > 0 && l.UsedCount >= l.MaxUses:
+		return core.E(core.CodeLicenseUsed, "this license key has no uses left")
+	}
+	return nil
+}
+
+var errUnknownLicense = core.E(core.CodeLicenseInvalid, "unknown license key")
+
+func (s *Service) findLicense(ctx context.Context, appID, key string) (storage.License, error) {
+	key = strings.TrimSpace(key)
+	l, err := s.d.Store.GetLicenseByKey(ctx, appID, key)
+	if errors.Is(err, storage.ErrNotFound) && key != strings.ToUpper(key) {
+		// Keys are generated upper-case; people retype them in lower case.
+		l, err = s.d.Store.GetLicenseByKey(ctx, appID, strings.ToUpper(key))
+	}
+	if errors.Is(err, storage.ErrNotFound) {
+		return storage.License{}, errUnknownLicense
+	}
+	if err != nil {
+		return storage.License{}, fmt.Errorf("find license: %w", err)
+	}
+	return l, nil
+}
+
+// consumeLicense takes one use of the key for username, atomically: of concurrent
+// activations of a key with one use left exactly one succeeds.
+func (s *Service) consumeLicense(ctx context.Context, appID, key, username string, now time.Time) (licenseGrant, error) {
+	l, err := s.findLicense(ctx, appID, key)
+	if err != nil {
+		return licenseGrant{}, err
+	}
+	l, err = s.d.Store.UpdateLicense(ctx, appID, l.ID, func(l *storage.License) error {
+		if err := checkLicense(*l, now); err != nil {
+			return err
+		}
+		l.UsedCount++
+		l.UsedBy = username
+		if l.ActivatedAt.IsZero() {
+			l.ActivatedAt = now
+		}
+		l.UpdatedAt = now
+		return nil
+	})
+	if errors.Is(err, storage.ErrNotFound) {
+		return licenseGrant{}, errUnknownLicense
+	}
+	if err != nil {
+		return licenseGrant{}, err
+	}
+	return licenseGrant{lic: l}, nil
+}
+
+// refundLicense gives back a use taken by a flow that then failed.
+func (s *Service) refundLicense(ctx context.Context, g licenseGrant) {
+	_, err := s.d.Store.UpdateLicense(ctx, g.lic.AppID, g.lic.ID, func(l *storage.License) error {
+		if l.UsedCount > 0 {
+			l.UsedCount--
+		}
+		return nil
+	})
+	if err != nil {
+		s.d.Log.Warn("client: cannot give back a license use", "license", g.lic.ID, "err", err)
+	}
+}
+
+// signIn makes the session authenticated as u.
+func (s *Service) signIn(ctx context.Context, call Call, u storage.AppUser, now time.Time) error {
+	sess := call.Session
+	sess.UserID, sess.Username, sess.LoginAt = u.ID, u.Username, now
+	return s.sessions.put(ctx, sess, call.Snap.SessionTTL)
+}
+
+func (s *Service) activated(call Call, u storage.AppUser, g licenseGrant) {
+	s.publish(events.Event{Name: "license.activate", AppID: call.Snap.App.ID, Username: u.Username, IP: call.Caller.IP,
+		Country: call.Country, Message: "license activated",
+		Data: map[string]any{"licenseId": g.lic.ID, "userId": u.ID, "level": g.lic.Level}})
+}
+
+// Login signs a user in with username and password, optionally activating a license.
+func (s *Service) Login(ctx context.Context, call Call, in LoginInput) (AuthResult, error) {
+	if err := validClientStrings(in.HWID, in.PCName, in.LicenseKey); err != nil {
+		return AuthResult{}, err
+	}
+	if in.Username == "" || in.Password == "" {
+		return AuthResult{}, core.Invalid("username", "username and password are required")
+	}
+	res, err := s.login(ctx, call, in)
+	if err != nil {
+		return res, s.failed(call, in.Username, err)
+	}
+	return res, nil
+}
+
+func (s *Service) login(ctx context.Context, call Call, in LoginInput) (AuthResult, error) {
+	if err := s.gate(call, in.HWID, in.Username); err != nil {
+		return AuthResult{}, err
+	}
+	appID := call.Snap.App.ID
+	u, err := s.d.Store.GetUserByUsername(ctx, appID, in.Username)
+	if err != nil && !errors.Is(err, storage.ErrNotFound) {
+		return AuthResult{}, fmt.Errorf("login: find user: %w", err)
+	}
+	// An unknown user costs a verification too, so timing does not tell users apart.
+	if err := s.d.Hasher.Verify(ctx, u.PasswordHash, in.Password); err != nil {
+		if ctx.Err() != nil {
+			return AuthResult{}, err
+		}
+		return AuthResult{}, core.E(core.CodeUnauthorized, "invalid username or password")
+	}
+	now := s.now()
+	if err := checkUser(u, now); err != nil && !(in.LicenseKey != "" && isExpired(err)) {
+		// An expired user may log in with a new license key: that is how they renew.
+		return AuthResult{}, err
+	}
+	b, err := s.checkLocks(ctx, call, u, in.HWID, in.PCName)
+	if err != nil {
+		return AuthResult{}, err
+	}
+	var grant licenseGrant
+	activate := in.LicenseKey != ""
+	if activate {
+		if grant, err = s.consumeLicense(ctx, appID, in.LicenseKey, u.Username, now); err != nil {
+			return AuthResult{}, err
+		}
+	}
+	u, err = s.d.Store.UpdateUser(ctx, appID, u.ID, func(u *storage.AppUser) error {
+		if activate {
+			grant.apply(u, now)
+		}
+		if err := checkUser(*u, now); err != nil {
+			return err
+		}
+		return b.apply(u, call, now)
+	})
+	if err != nil {
+		if activate {
+			s.refundLicense(ctx, grant)
+		}
+		if errors.Is(err, storage.ErrNotFound) {
+			return AuthResult{}, core.E(core.CodeUnauthorized, "invalid username or password")
+		}
+		return AuthResult{}, err
+	}
+	s.registerDevice(ctx, call, u, b, in.PCName, now)
+	if err := s.signIn(ctx, call, u, now); err != nil {
+		return AuthResult{}, err
+	}
+	if activate {
+		s.activated(call, u, grant)
+	}
+	s.publish(events.Event{Name: "user.login", AppID: appID, Username: u.Username, IP: call.Caller.IP, Country: call.Country,
+		Message: "user logged in", Data: map[string]any{"userId": u.ID, "licenseActivated": activate}})
+	key := u.Username
+	if activate {
+		key = grant.lic.Key
+	}
+	return AuthResult{User: u, Key: key, LicenseActivated: activate, Warnings: warnings(u, now)}, nil
+}
+
+func isExpired(err error) bool {
+	var de *core.Error
+	return errors.As(err, &de) && de.Code == core.CodeExpired
+}
+
+// warnings are notes C# clients show after a successful login.
+func warnings(u storage.AppUser, now time.Time) []string {
+	var w []string
+	if !u.ExpiresAt.IsZero() && u.ExpiresAt.Sub(now) < 72*time.Hour {
+		w = append(w, "subscription expires at "+u.ExpiresAt.Format(time.RFC3339))
+	}
+	return w
+}
+
+// Register creates a user and signs it in, optionally activating a license.
+func (s *Service) Register(ctx context.Context, call Call, in RegisterInput) (AuthResult, error) {
+	if err := core.FirstError(apps.ValidateUsername("username", in.Username), apps.ValidateUserPassword("password", in.Password),
+		validClientStrings(in.HWID, in.PCName, in.LicenseKey)); err != nil {
+		return AuthResult{}, err
+	}
+	if in.Email != "" {
+		if err := core.ValidateEmail("email", in.Email); err != nil {
+			return AuthResult{}, err
+		}
+	}
+	if len([]rune(in.DisplayName)) > maxDisplayName {
+		return AuthResult{}, core.Invalid("displayName", "displayName must be at most %d characters", maxDisplayName)
+	}
+	res, err := s.register(ctx, call, in)
+	if err != nil {
+		return res, s.failed(call, in.Username, err)
+	}
+	return res, nil
+}
+
+func (s *Service) register(ctx context.Context, call Call, in RegisterInput) (AuthResult, error) {
+	if err := s.gate(call, in.HWID, in.Username); err != nil {
+		return AuthResult{}, err
+	}
+	appID := call.Snap.App.ID
+	now := s.now()
+	if in.LicenseKey != "" {
+		// Check the key before creating anything; it is consumed after the user exists.
+		l, err := s.findLicense(ctx, appID, in.LicenseKey)
+		if err != nil {
+			return AuthResult{}, err
+		}
+		if err := checkLicense(l, now); err != nil {
+			return AuthResult{}, err
+		}
+	}
+	if err := s.checkUserLimit(ctx, call); err != nil {
+		return AuthResult{}, err
+	}
+	if _, err := s.d.Store.GetUserByUsername(ctx, appID, in.Username); err == nil {
+		return AuthResult{}, core.E(core.CodeConflict, "the username %q is taken", in.Username)
+	}
+	hash, err := s.d.Hasher.Hash(ctx, in.Password)
+	if err != nil {
+		return AuthResult{}, err
+	}
+	u := storage.AppUser{ID: uuid.NewString(), AppID: appID, Username: in.Username, PasswordHash: hash, Email: in.Email,
+		DisplayName: in.DisplayName, Level: 1, DeviceLimit: 1, Enabled: true, CreatedAt: now, UpdatedAt: now}
+	b, err := s.checkLocks(ctx, call, u, in.HWID, in.PCName)
+	if err != nil {
+		return AuthResult{}, err
+	}
+	if err := b.apply(&u, call, now); err != nil {
+		return AuthResult{}, err
+	}
+	if err := s.d.Store.CreateUser(ctx, u); err != nil {
+		if errors.Is(err, storage.ErrConflict) {
+			return AuthResult{}, core.E(core.CodeConflict, "the username %q is taken", in.Username)
+		}
+		return AuthResult{}, fmt.Errorf("register: create user: %w", err)
+	}
+	activate := in.LicenseKey != ""
+	key := u.Username
+	if activate {
+		grant, err := s.consumeLicense(ctx, appID, in.LicenseKey, u.Username, now)
+		if err == nil {
+			u, err = s.d.Store.UpdateUser(ctx, appID, u.ID, func(u *storage.AppUser) error {
+				grant.apply(u, now)
+				return nil
+			})
+			if err != nil {
+				s.refundLicense(ctx, grant)
+			}
+		}
+		if err != nil {
+			// The key was taken meanwhile: the registration did not happen.
+			if derr := s.d.Store.DeleteUser(ctx, appID, u.ID); derr != nil {
+				s.d.Log.Warn("client: cannot undo a registration", "user", u.ID, "err", derr)
+			}
+			return AuthResult{}, err
+		}
+		key = grant.lic.Key
+		defer s.activated(call, u, grant)
+	}
+	s.registerDevice(ctx, call, u, b, in.PCName, now)
+	if err := s.signIn(ctx, call, u, now); err != nil {
+		return AuthResult{}, err
+	}
+	s.publish(events.Event{Name: "user.register", AppID: appID, Username: u.Username, IP: call.Caller.IP, Country: call.Country,
+		Message: "user registered", Data: map[string]any{"userId": u.ID, "licenseActivated": activate}})
+	return AuthResult{User: u, Key: key, LicenseActivated: activate, Warnings: warnings(u, now)}, nil
+}
+
+// checkUserLimit refuses a new user beyond the owner's plan's maxUsersPerApp.
+func (s *Service) checkUserLimit(ctx context.Context, call Call) error {
+	n, err := s.d.Store.CountUsers(ctx, call.Snap.App.ID)
+	if err != nil {
+		return fmt.Errorf("count users: %w", err)
+	}
+	if limit := call.Snap.Plan.Limits.MaxUsersPerApp; n >= limit {
+		return core.E(core.CodePlanLimit, "this application has reached its limit of %d users", limit)
+	}
+	return nil
+}
+
+// License signs in with a license key alone: the key is the identity, and a user named
+// after the key is created on its first use.
+func (s *Service) License(ctx context.Context, call Call, in LicenseInput) (AuthResult, error) {
+	if err := validClientStrings(in.HWID, in.PCName, in.LicenseKey); err != nil {
+		return AuthResult{}, err
+	}
+	if strings.TrimSpace(in.LicenseKey) == "" {
+		return AuthResult{}, core.Invalid("licenseKey", "licenseKey is required")
+	}
+	res, err := s.license(ctx, call, in)
+	if err != nil {
+		return res, s.failed(call, in.LicenseKey, err)
+	}
+	return res, nil
+}
+
+func (s *Service) license(ctx context.Context, call Call, in LicenseInput) (AuthResult, error) {
+	if err := s.gate(call, in.HWID, in.LicenseKey); err != nil {
+		return AuthResult{}, err
+	}
+	appID := call.Snap.App.ID
+	now := s.now()
+	l, err := s.findLicense(ctx, appID, in.LicenseKey)
+	if err != nil {
+		return AuthResult{}, err
+	}
+	u, err := s.d.Store.GetUserByUsername(ctx, appID, l.Key)
+	switch {
+	case err == nil:
+		return s.licenseReturning(ctx, call, l, u, in, now)
+	case !errors.Is(err, storage.ErrNotFound):
+		return AuthResult{}, fmt.Errorf("license login: find user: %w", err)
+	}
+	// First use: the key must be usable, and is consumed.
+	if err := checkLicense(l, now); err != nil {
+		return AuthResult{}, err
+	}
+	if err := s.checkUserLimit(ctx, call); err != nil {
+		return AuthResult{}, err
+	}
+	u = storage.AppUser{ID: uuid.NewString(), AppID: appID, Username: l.Key, Level: 1, DeviceLimit: max(l.DeviceLimit, 1),
+		DisplayName: l.DisplayName, Enabled: true, CreatedAt: now, UpdatedAt: now}
+	b, err := s.checkLocks(ctx, call, u, in.HWID, in.PCName)
+	if err != nil {
+		return AuthResult{}, err
+	}
+	grant, err := s.consumeLicense(ctx, appID, l.Key, l.Key, now)
+	if err != nil {
+		return AuthResult{}, err
+	}
+	grant.apply(&u, now)
+	if err := b.apply(&u, call, now); err != nil {
+		s.refundLicense(ctx, grant)
+		return AuthResult{}, err
+	}
+	if err := s.d.Store.CreateUser(ctx, u); err != nil {
+		s.refundLicense(ctx, grant)
+		if errors.Is(err, storage.ErrConflict) {
+			// A concurrent first use created the user: log in as returning.
+			if u, err = s.d.Store.GetUserByUsername(ctx, appID, l.Key); err == nil {
+				return s.licenseReturning(ctx, call, l, u, in, now)
+			}
+		}
+		return AuthResult{}, fmt.Errorf("license login: create user: %w", err)
+	}
+	s.registerDevice(ctx, call, u, b, in.PCName, now)
+	if err := s.signIn(ctx, call, u, now); err != nil {
+		return AuthResult{}, err
+	}
+	s.activated(call, u, grant)
+	s.publish(events.Event{Name: "user.login", AppID: appID, Username: u.Username, IP: call.Caller.IP, Country: call.Country,
+		Message: "user logged in with a license key", Data: map[string]any{"userId": u.ID, "licenseActivated": true}})
+	return AuthResult{User: u, Key: l.Key, LicenseActivated: true, Warnings: warnings(u, now)}, nil
+}
+
+// licenseReturning signs in the user of a key used before; no use is consumed.
+func (s *Service) licenseReturning(ctx context.Context, call Call, l storage.License, u storage.AppUser, in LicenseInput, now time.Time) (AuthResult, error) {
+	switch {
+	case l.Banned:
+		return AuthResult{}, core.E(core.CodeBanned, "this license key is banned")
+	case !l.Enabled:
+		return AuthResult{}, core.E(core.CodeLicenseInvalid, "this license key is disabled")
+	}
+	if err := checkUser(u, now); err != nil {
+		return AuthResult{}, err
+	}
+	b, err := s.checkLocks(ctx, call, u, in.HWID, in.PCName)
+	if err != nil {
+		return AuthResult{}, err
+	}
+	u, err = s.d.Store.UpdateUser(ctx, u.AppID, u.ID, func(u *storage.AppUser) error {
+		if err := checkUser(*u, now); err != nil {
+			return err
+		}
+		return b.apply(u, call, now)
+	})
+	if err != nil {
+		return AuthResult{}, err
+	}
+	s.registerDevice(ctx, call, u, b, in.PCName, now)
+	if err := s.signIn(ctx, call, u, now); err != nil {
+		return AuthResult{}, err
+	}
+	s.publish(events.Event{Name: "user.login", AppID: u.AppID, Username: u.Username, IP: call.Caller.IP, Country: call.Country,
+		Message: "user logged in with a license key", Data: map[string]any{"userId": u.ID, "licenseActivated": false}})
+	return AuthResult{User: u, Key: l.Key, Returning: true, Warnings: warnings(u, now)}, nil
+}
+
+// Activate applies a license key to the signed-in user.
+func (s *Service) Activate(ctx context.Context, call Call, licenseKey string) (storage.AppUser, error) {
+	if err := validClientStrings("", "", licenseKey); err != nil {
+		return storage.AppUser{}, err
+	}
+	if strings.TrimSpace(licenseKey) == "" {
+		return storage.AppUser{}, core.Invalid("licenseKey", "licenseKey is required")
+	}
+	u, err := s.CurrentUser(ctx, call)
+	if err != nil {
+		return storage.AppUser{}, err
+	}
+	now := s.now()
+	if u.Banned {
+		return storage.AppUser{}, checkUser(u, now)
+	}
+	grant, err := s.consumeLicense(ctx, u.AppID, licenseKey, u.Username, now)
+	if err != nil {
+		return storage.AppUser{}, err
+	}
+	u, err = s.d.Store.UpdateUser(ctx, u.AppID, u.ID, func(u *storage.AppUser) error {
+		grant.apply(u, now)
+		u.UpdatedAt = now
+		return nil
+	})
+	if err != nil {
+		s.refundLicense(ctx, grant)
+		return storage.AppUser{}, err
+	}
+	s.activated(call, u, grant)
+	return u, nil
+}
+
+// CurrentUser answers the session's user: NOT_LOGGED_IN before a login, UNAUTHORIZED
+// when the user was deleted meanwhile.
+func (s *Service) CurrentUser(ctx context.Context, call Call) (storage.AppUser, error) {
+	if !call.Session.LoggedIn() {
+		return storage.AppUser{}, core.E(core.CodeNotLoggedIn, "this call needs a logged-in session; call login, register or license first")
+	}
+	u, err := s.d.Store.GetUser(ctx, call.Snap.App.ID, call.Session.UserID)
+	if errors.Is(err, storage.ErrNotFound) {
+		return storage.AppUser{}, core.E(core.CodeUnauthorized, "the user of this session no longer exists")
+	}
+	if err != nil {
+		return storage.AppUser{}, fmt.Errorf("read session user: %w", err)
+	}
+	return u, nil
+}

@@ -1,0 +1,348 @@
+package client
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/keyward/keyward/core"
+	"github.com/keyward/keyward/core/apps"
+	"github.com/keyward/keyward/core/events"
+	"github.com/keyward/keyward/core/plans"
+	"github.com/keyward/keyward/core/variables"
+	"github.com/keyward/keyward/storage"
+)
+
+// Bounds of client data calls.
+const (
+	MaxLogMessage = 2000
+	MaxLogData    = 8 << 10
+	maxEventName  = 64
+)
+
+// Variables answers the app's variables, sorted by key.
+func (s *Service) Variables(ctx context.Context, call Call) ([]storage.Variable, error) {
+	return s.d.Store.ListVariables(ctx, call.Snap.App.ID, storage.ScopeApp, "")
+}
+
+// Variable answers one app variable by key.
+func (s *Service) Variable(ctx context.Context, call Call, key string) (storage.Variable, error) {
+	return s.oneVariable(ctx, call.Snap.App.ID, storage.ScopeApp, "", key)
+}
+
+func (s *Service) oneVariable(ctx context.Context, appID, scope, owner, key string) (storage.Variable, error) {
+	if key == "" {
+		return storage.Variable{}, core.Invalid("key", "key is required")
+	}
+	if len(key) > variables.MaxKeyLength {
+		return storage.Variable{}, core.Invalid("key", "key must be at most %d characters", variables.MaxKeyLength)
+	}
+	v, err := s.d.Store.GetVariableByKey(ctx, appID, scope, owner, key)
+	if errors.Is(err, storage.ErrNotFound) {
+		return storage.Variable{}, core.E(core.CodeNotFound, "no variable with the key %q", key)
+	}
+	return v, err
+}
+
+// licenseOf answers the active license of the session's user (license variables are Pro+).
+func (s *Service) licenseOf(ctx context.Context, call Call) (string, error) {
+	if !call.Snap.Plan.Has(plans.FeatureLicenseVariables) {
+		return "", core.E(core.CodePlanFeature, "license variables need the Pro plan or higher")
+	}
+	u, err := s.CurrentUser(ctx, call)
+	if err != nil {
+		return "", err
+	}
+	return u.LicenseID, nil
+}
+
+// LicenseVariables answers the variables of the user's active license ([] without one).
+func (s *Service) LicenseVariables(ctx context.Context, call Call) ([]storage.Variable, error) {
+	lic, err := s.licenseOf(ctx, call)
+	if err != nil || lic == "" {
+		return []storage.Variable{}, err
+	}
+	return s.d.Store.ListVariables(ctx, call.Snap.App.ID, storage.ScopeLicense, lic)
+}
+
+// LicenseVariable answers one variable of the user's active license.
+func (s *Service) LicenseVariable(ctx context.Context, call Call, key string) (storage.Variable, error) {
+	lic, err := s.licenseOf(ctx, call)
+	if err != nil {
+		return storage.Variable{}, err
+	}
+	if lic == "" {
+		return storage.Variable{}, core.E(core.CodeNotFound, "the user has no active license")
+	}
+	return s.oneVariable(ctx, call.Snap.App.ID, storage.ScopeLicense, lic, key)
+}
+
+// UserVariables answers the signed-in user's variables.
+func (s *Service) UserVariables(ctx context.Context, call Call) ([]storage.Variable, error) {
+	u, err := s.CurrentUser(ctx, call)
+	if err != nil {
+		return nil, err
+	}
+	return s.d.Store.ListVariables(ctx, call.Snap.App.ID, storage.ScopeUser, u.ID)
+}
+
+// UserVariable answers one of the signed-in user's variables.
+func (s *Service) UserVariable(ctx context.Context, call Call, key string) (storage.Variable, error) {
+	u, err := s.CurrentUser(ctx, call)
+	if err != nil {
+		return storage.Variable{}, err
+	}
+	return s.oneVariable(ctx, call.Snap.App.ID, storage.ScopeUser, u.ID, key)
+}
+
+// SetUserVariable creates the user's variable, or overwrites it when the key exists.
+func (s *Service) SetUserVariable(ctx context.Context, call Call, key, value string) (storage.Variable, error) {
+	if key == "" {
+		return storage.Variable{}, core.Invalid("key", "key is required")
+	}
+	if len(key) > variables.MaxKeyLength {
+		return storage.Variable{}, core.Invalid("key", "key must be at most %d characters", variables.MaxKeyLength)
+	}
+	u, err := s.CurrentUser(ctx, call)
+	if err != nil {
+		return storage.Variable{}, err
+	}
+	appID, now := call.Snap.App.ID, s.now()
+	for try := 0; try < 3; try++ {
+		cur, err := s.d.Store.GetVariableByKey(ctx, appID, storage.ScopeUser, u.ID, key)
+		if errors.Is(err, storage.ErrNotFound) {
+			v := storage.Variable{ID: uuid.NewString(), AppID: appID, Scope: storage.ScopeUser, OwnerID: u.ID, Key: key,
+				Value: value, Type: variables.TypeString, CreatedAt: now, UpdatedAt: now}
+			if err := variables.CheckValue("value", v.Type, value); err != nil {
+				return storage.Variable{}, err
+			}
+			err = s.d.Store.CreateVariables(ctx, []storage.Variable{v})
+			if errors.Is(err, storage.ErrConflict) {
+				continue // created concurrently: overwrite it
+			}
+			if err != nil {
+				return storage.Variable{}, err
+			}
+			s.userVariableEvent(call, u, "variable.create", v)
+			return v, nil
+		}
+		if err != nil {
+			return storage.Variable{}, err
+		}
+		v, err := s.d.Store.UpdateVariable(ctx, appID, cur.ID, func(v *storage.Variable) error {
+			if err := variables.CheckValue("value", v.Type, value); err != nil {
+				return err
+			}
+			v.Value, v.UpdatedAt = value, now
+			return nil
+		})
+		if errors.Is(err, storage.ErrNotFound) {
+			continue // deleted concurrently: create it
+		}
+		if err != nil {
+			return storage.Variable{}, err
+		}
+		s.userVariableEvent(call, u, "variable.update", v)
+		return v, nil
+	}
+	return storage.Variable{}, core.E(core.CodeConflict, "the variable changed concurrently; try again")
+}
+
+// DeleteUserVariable removes one of the user's variables.
+func (s *Service) DeleteUserVariable(ctx context.Context, call Call, key string) error {
+	v, err := s.UserVariable(ctx, call, key)
+	if err != nil {
+		return err
+	}
+	if err := s.d.Store.DeleteVariable(ctx, v.AppID, v.ID); err != nil && !errors.Is(err, storage.ErrNotFound) {
+		return err
+	}
+	s.userVariableEvent(call, storage.AppUser{ID: call.Session.UserID, Username: call.Session.Username}, "variable.delete", v)
+	return nil
+}
+
+func (s *Service) userVariableEvent(call Call, u storage.AppUser, name string, v storage.Variable) {
+	s.publish(events.Event{Name: name, AppID: v.AppID, Username: u.Username, IP: call.Caller.IP, Country: call.Country,
+		Level: events.LevelDebug, Message: "user variable " + v.Key + " changed by the client",
+		Data: map[string]any{"scope": storage.ScopeUser, "userId": u.ID, "key": v.Key, "value": v.Value}})
+}
+
+// TokenUser validates access tokens (apps.Service).
+type TokenUser interface {
+	UseToken(ctx context.Context, appID, value string) (storage.Token, bool, error)
+}
+
+// ValidateToken checks an access token and counts the use (SPEC 4.10 validate token).
+func (s *Service) ValidateToken(ctx context.Context, call Call, tokens TokenUser, value string) (storage.Token, bool, error) {
+	if value == "" {
+		return storage.Token{}, false, core.Invalid("token", "token is required")
+	}
+	if len(value) > 256 {
+		return storage.Token{}, false, nil
+	}
+	t, ok, err := tokens.UseToken(ctx, call.Snap.App.ID, value)
+	if err != nil {
+		return t, false, err
+	}
+	s.publish(events.Event{Name: "token.validate", AppID: call.Snap.App.ID, Username: call.Session.Username, IP: call.Caller.IP,
+		Country: call.Country, Level: events.LevelDebug, Message: fmt.Sprintf("access token checked: valid=%t", ok)})
+	return t, ok, nil
+}
+
+// LicenseCheck is the client license-check result (SPEC 2); an unknown key is a result,
+// not an error.
+type LicenseCheck struct {
+	Valid, Exists, Banned, Enabled bool
+	Issues                         []string
+	Reason                         string
+	License                        *storage.License
+}
+
+// CheckLicense reports on a key without using it.
+func (s *Service) CheckLicense(ctx context.Context, call Call, key string) (LicenseCheck, error) {
+	key = strings.TrimSpace(key)
+	if key == "" {
+		return LicenseCheck{}, core.Invalid("licenseKey", "licenseKey is required")
+	}
+	res := LicenseCheck{Issues: []string{}}
+	if len(key) > maxLicenseKey {
+		res.Issues, res.Reason = []string{"not_found"}, "unknown license key"
+		return res, nil
+	}
+	l, err := s.findLicense(ctx, call.Snap.App.ID, key)
+	if errors.Is(err, errUnknownLicense) {
+		res.Issues, res.Reason = []string{"not_found"}, "unknown license key"
+		return res, nil
+	}
+	if err != nil {
+		return LicenseCheck{}, err
+	}
+	now := s.now()
+	res.Exists, res.Banned, res.Enabled, res.License = true, l.Banned, l.Enabled, &l
+	if l.Banned {
+		res.Issues = append(res.Issues, "banned")
+	}
+	if !l.Enabled {
+		res.Issues = append(res.Issues, "disabled")
+	}
+	if !l.ExpiresAt.IsZero() && !now.Before(l.ExpiresAt) {
+		res.Issues = append(res.Issues, "expired")
+	}
+	if l.MaxUses > 0 && l.UsedCount >= l.MaxUses {
+		res.Issues = append(res.Issues, "max_uses_reached")
+	}
+	res.Valid = len(res.Issues) == 0
+	if !res.Valid {
+		res.Reason = "license " + strings.ReplaceAll(strings.Join(res.Issues, ", "), "_", " ")
+	}
+	return res, nil
+}
+
+// WriteLog writes a client log entry (SPEC 4.10 write log).
+func (s *Service) WriteLog(ctx context.Context, call Call, event, message, level string, data json.RawMessage) error {
+	message = strings.TrimSpace(message)
+	switch {
+	case message == "":
+		return core.Invalid("message", "message is required")
+	case len([]rune(message)) > MaxLogMessage:
+		return core.Invalid("message", "message must be at most %d characters", MaxLogMessage)
+	case len(event) > maxEventName:
+		return core.Invalid("event", "event must be at most %d characters", maxEventName)
+	case len(data) > MaxLogData:
+		return core.Invalid("data", "data must be at most %d bytes", MaxLogData)
+	}
+	lvl := strings.ToUpper(strings.TrimSpace(level))
+	switch lvl {
+	case "":
+		lvl = events.LevelInfo
+	case "WARN":
+		lvl = events.LevelWarning
+	case events.LevelDebug, events.LevelInfo, events.LevelWarning, events.LevelError, events.LevelCritical:
+	default:
+		return core.Invalid("level", "level must be one of DEBUG, INFO, WARNING, ERROR, CRITICAL")
+	}
+	if event == "" {
+		event = "client.log"
+	}
+	var fields map[string]any
+	if len(data) > 0 && string(data) != "null" {
+		if err := json.Unmarshal(data, &fields); err != nil {
+			return core.Invalid("data", "data must be a JSON object")
+		}
+	}
+	s.publish(events.Event{Name: event, AppID: call.Snap.App.ID, Username: call.Session.Username, IP: call.Caller.IP,
+		Country: call.Country, Level: lvl, Message: message, Data: fields})
+	return nil
+}
+
+// ChangePassword changes the signed-in user's password.
+func (s *Service) ChangePassword(ctx context.Context, call Call, current, next string) error {
+	if current == "" {
+		return core.Invalid("currentPassword", "currentPassword is required")
+	}
+	if err := apps.ValidateUserPassword("newPassword", next); err != nil {
+		return err
+	}
+	u, err := s.CurrentUser(ctx, call)
+	if err != nil {
+		return err
+	}
+	if err := s.d.Hasher.Verify(ctx, u.PasswordHash, current); err != nil {
+		if ctx.Err() != nil {
+			return err
+		}
+		return core.E(core.CodeUnauthorized, "the current password is wrong")
+	}
+	hash, err := s.d.Hasher.Hash(ctx, next)
+	if err != nil {
+		return err
+	}
+	now := s.now()
+	_, err = s.d.Store.UpdateUser(ctx, u.AppID, u.ID, func(u *storage.AppUser) error {
+		u.PasswordHash, u.UpdatedAt = hash, now
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	s.publish(events.Event{Name: "user.update", AppID: u.AppID, Username: u.Username, IP: call.Caller.IP, Country: call.Country,
+		Message: "password changed by the client", Data: map[string]any{"userId": u.ID}})
+	return nil
+}
+
+// Update is the check-update answer.
+type Update struct {
+	Available       bool
+	Latest, Current string
+	File            *storage.File
+	CheckedAt       time.Time
+}
+
+// CheckUpdate compares the client's version with the newest file of the name (the app's
+// newest file when name is ""); no file at all is "no update".
+func (s *Service) CheckUpdate(ctx context.Context, call Call, current, name string) (Update, error) {
+	if len(current) > 64 || len(name) > 256 {
+		return Update{}, core.Invalid("currentVersion", "currentVersion or fileName is too long")
+	}
+	f, err := s.d.Store.LatestFile(ctx, call.Snap.App.ID, name)
+	if errors.Is(err, storage.ErrNotFound) {
+		latest := current
+		if latest == "" {
+			latest = call.Snap.App.Version
+		}
+		return Update{Latest: latest, Current: current}, nil
+	}
+	if err != nil {
+		return Update{}, err
+	}
+	latest := f.Version
+	if latest == "" {
+		latest = call.Snap.App.Version
+	}
+	return Update{Available: latest != "" && CompareVersions(latest, current) > 0, Latest: latest, Current: current, File: &f}, nil
+}

@@ -1,0 +1,27 @@
+// Package client owns everything client software does (SPEC 4.10, CLIENT-SDKS.md): client
+// sessions and their nonces, the authentication flows (login, register, license-only login,
+// activate), and the data calls of a signed-in program.
+//
+// Hot path. Each request reads its application from the app's actor (actors.Apps, a
+// Snapshot of the app, its owner's plan and its compiled rules) instead of storage, and its
+// session from the cluster engine: a session is a value with an idle ttl (cluster.Values),
+// listed in expiring sets per app and per user (cluster.ExpiringSets) for counting and
+// killing, and its open nonces are an expiring set of their own, bounded per session. A
+// heartbeat therefore costs cluster-engine operations only, never a storage write.
+//
+// Authentication order (documented in docs/API.md; each refusal writes user.login_failed
+// with the reason, through the event pipeline, and changes nothing):
+//
+//  1. the session exists and the nonce is open (at the edge: UNAUTHORIZED, NONCE_REQUIRED);
+//  2. the app is enabled (APP_DISABLED) and not paused (APP_PAUSED);
+//  3. the rules: ip (addresses and CIDRs), hwid, country (RULE_BLOCKED, rule.triggered);
+//  4. the credentials (UNAUTHORIZED), or for a license login the key (LICENSE_INVALID);
+//  5. the user: banned (BANNED), disabled (USER_DISABLED), expired (EXPIRED);
+//  6. the locks the app enables: HWID (HWID_LOCKED; a new hwid beyond the user's device
+//     limit is DEVICE_LIMIT), IP (IP_LOCKED), PC name (PC_NAME_LOCKED); a first login binds;
+//  7. the license, when one is given: banned (BANNED), expired (EXPIRED), disabled
+//     (LICENSE_INVALID), uses left (LICENSE_USED), consumed atomically in storage so that
+//     concurrent activations of a key with one use left succeed once.
+//
+// Locks come before the license so that a refused login never spends a license use.
+package client

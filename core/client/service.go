@@ -1,0 +1,275 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/netip"
+	"strings"
+	"time"
+
+	"github.com/keyward/keyward/core"
+	"github.com/keyward/keyward/core/events"
+	"github.com/keyward/keyward/core/passwords"
+	"github.com/keyward/keyward/core/rules"
+	"github.com/keyward/keyward/core/secrets"
+	"github.com/keyward/keyward/storage"
+)
+
+// Store is what the client flows read and write.
+type Store interface {
+	GetAppBySecretHash(ctx context.Context, hash string) (storage.App, error)
+	storage.UserStore
+	storage.LicenseStore
+	storage.DeviceStore
+	storage.TokenStore
+	storage.VariableStore
+	storage.FileStore
+}
+
+// Quota counts a client API call against the owner's monthly quota (usage.Meter).
+type Quota interface {
+	Count(ctx context.Context, accountID string) error
+}
+
+// Deps are the parts the service works with.
+type Deps struct {
+	Store    Store
+	Apps     Snapshots
+	Sessions SessionEngine
+	Hasher   *passwords.Hasher
+	Bus      events.Publisher
+	// Country resolves addresses to countries; nil when no GeoIP database is set.
+	Country rules.CountryResolver
+	Quota   Quota
+	// Blobs holds file bytes.
+	Blobs BlobOpener
+	Now   func() time.Time
+	Log   *slog.Logger
+}
+
+// Service runs the client API.
+type Service struct {
+	d        Deps
+	sessions sessions
+}
+
+// New builds the service.
+func New(d Deps) *Service {
+	if d.Now == nil {
+		d.Now = time.Now
+	}
+	if d.Log == nil {
+		d.Log = slog.Default()
+	}
+	return &Service{d: d, sessions: sessions{e: d.Sessions}}
+}
+
+// Caller is what the edge knows about the client making a request.
+type Caller struct {
+	IP string
+	// Country is the trusted proxy's country header, when configured.
+	Country   string
+	UserAgent string
+}
+
+func (s *Service) now() time.Time { return storage.Truncate(s.d.Now()) }
+
+// country resolves the caller's country: the GeoIP database first, then the header.
+func (s *Service) country(c Caller) string {
+	if s.d.Country != nil {
+		if a, err := netip.ParseAddr(c.IP); err == nil {
+			if cc, ok := s.d.Country.Country(a); ok {
+				return cc
+			}
+		}
+	}
+	return strings.ToUpper(strings.TrimSpace(c.Country))
+}
+
+// checkRules applies the app's rules to the caller and logs rule.triggered on a refusal.
+func (s *Service) checkRules(snap Snapshot, c Caller, country, hwid, username string) error {
+	subject := rules.Subject{HWID: hwid, Country: country}
+	if a, err := netip.ParseAddr(c.IP); err == nil {
+		subject.IP = a
+	}
+	d := snap.Rules.Check(subject)
+	if d.Allowed {
+		return nil
+	}
+	data := map[string]any{"type": d.Type, "reason": d.Reason}
+	if d.Rule != nil {
+		data["ruleId"], data["value"] = d.Rule.ID, d.Rule.Value
+	}
+	s.publish(events.Event{Name: "rule.triggered", AppID: snap.App.ID, Username: username, IP: c.IP, Country: country,
+		Level: events.LevelWarning, Message: fmt.Sprintf("access refused by a %s rule (%s)", d.Type, d.Reason), Data: data})
+	return core.E(core.CodeRuleBlocked, "access from this %s is not allowed for this application", ruleSubject(d.Type))
+}
+
+func ruleSubject(typ string) string {
+	switch typ {
+	case rules.TypeIP:
+		return "address"
+	case rules.TypeHWID:
+		return "device"
+	}
+	return "country"
+}
+
+func (s *Service) publish(e events.Event) {
+	if s.d.Bus != nil {
+		s.d.Bus.Publish(e)
+	}
+}
+
+// appUsable refuses a disabled app; paused apps refuse new logins only (checked there).
+func appUsable(snap Snapshot) error {
+	if !snap.App.Enabled {
+		return core.E(core.CodeAppDisabled, "this application is disabled by its owner")
+	}
+	return nil
+}
+
+// InitInput is the body of init.
+type InitInput struct {
+	Secret, Version, HWID string
+	// UserAgent picks the file encryption format later; kept from init.
+}
+
+// InitResult is what init answers.
+type InitResult struct {
+	Token     string
+	App       storage.App
+	ExpiresAt time.Time
+}
+
+// Init exchanges the application secret for a new session (SPEC 4.10 init).
+func (s *Service) Init(ctx context.Context, c Caller, in InitInput) (InitResult, error) {
+	if in.Secret == "" {
+		return InitResult{}, core.Invalid("secret", "secret is required (the application secret)")
+	}
+	if len(in.Secret) > 256 || len(in.HWID) > 512 || len(in.Version) > 64 {
+		return InitResult{}, core.E(core.CodeUnauthorized, "invalid application secret")
+	}
+	app, err := s.d.Store.GetAppBySecretHash(ctx, secrets.Hash(in.Secret))
+	if errors.Is(err, storage.ErrNotFound) {
+		return InitResult{}, core.E(core.CodeUnauthorized, "invalid application secret")
+	}
+	if err != nil {
+		return InitResult{}, fmt.Errorf("init: find app: %w", err)
+	}
+	snap, err := s.d.Apps.Snapshot(ctx, app.ID)
+	if err != nil {
+		return InitResult{}, err
+	}
+	if snap.App.SecretHash != app.SecretHash {
+		// The secret changed between the lookup and the snapshot.
+		return InitResult{}, core.E(core.CodeUnauthorized, "invalid application secret")
+	}
+	if err := s.d.Quota.Count(ctx, snap.App.AccountID); err != nil {
+		return InitResult{}, err
+	}
+	if err := appUsable(snap); err != nil {
+		return InitResult{}, err
+	}
+	if in.Version != "" && snap.App.Version != "" && in.Version != snap.App.Version {
+		return InitResult{}, core.E(core.CodeVersionMismatch, "this program is version %s; version %s is required", in.Version, snap.App.Version)
+	}
+	country := s.country(c)
+	if err := s.checkRules(snap, c, country, strings.TrimSpace(in.HWID), ""); err != nil {
+		return InitResult{}, err
+	}
+	now := s.now()
+	sess := Session{Token: newToken(), AppID: snap.App.ID, AccountID: snap.App.AccountID, HWID: in.HWID, IP: c.IP,
+		Country: country, Version: in.Version, CreatedAt: now, FileKey: fileKeyOf(in.Secret)}
+	if err := s.sessions.put(ctx, sess, snap.SessionTTL); err != nil {
+		return InitResult{}, err
+	}
+	s.publish(events.Event{Name: "session.init", AppID: snap.App.ID, IP: c.IP, Country: country, Level: events.LevelDebug,
+		Message: "session started", Data: map[string]any{"version": in.Version}})
+	return InitResult{Token: sess.Token, App: snap.App, ExpiresAt: now.Add(snap.SessionTTL)}, nil
+}
+
+// Call is an open client request: its session and app, checked and counted.
+type Call struct {
+	Session Session
+	Snap    Snapshot
+	Caller  Caller
+	Country string
+}
+
+// Begin opens a call on a session: the session is live, the app usable, the call counted
+// against the owner's quota, the nonce taken when needNonce, and the idle timeout started
+// again. Every session-scoped call goes through it.
+func (s *Service) Begin(ctx context.Context, c Caller, token, nonce string, needNonce bool) (Call, error) {
+	sess, err := s.sessions.get(ctx, token)
+	if err != nil {
+		return Call{}, err
+	}
+	snap, err := s.d.Apps.Snapshot(ctx, sess.AppID)
+	if err != nil {
+		return Call{}, err
+	}
+	if err := s.d.Quota.Count(ctx, snap.App.AccountID); err != nil {
+		return Call{}, err
+	}
+	if err := appUsable(snap); err != nil {
+		return Call{}, err
+	}
+	if needNonce {
+		if err := s.sessions.takeNonce(ctx, sess.Token, nonce); err != nil {
+			return Call{}, err
+		}
+	}
+	if err := s.sessions.touch(ctx, sess, snap.SessionTTL); err != nil {
+		return Call{}, err
+	}
+	return Call{Session: sess, Snap: snap, Caller: c, Country: sess.Country}, nil
+}
+
+// ExpiresAt is when the call's session expires if nothing else happens.
+func (s *Service) ExpiresAt(call Call) time.Time { return s.now().Add(call.Snap.SessionTTL) }
+
+// Nonce issues a nonce for the session.
+func (s *Service) Nonce(ctx context.Context, c Caller, token string) (string, error) {
+	call, err := s.Begin(ctx, c, token, "", false)
+	if err != nil {
+		return "", err
+	}
+	return s.sessions.issueNonce(ctx, call.Session.Token)
+}
+
+// Heartbeat keeps the session alive (nonce required) and answers its new expiry.
+func (s *Service) Heartbeat(ctx context.Context, c Caller, token, nonce string) (time.Time, error) {
+	call, err := s.Begin(ctx, c, token, nonce, true)
+	if err != nil {
+		return time.Time{}, err
+	}
+	return s.ExpiresAt(call), nil
+}
+
+// End ends the session.
+func (s *Service) End(ctx context.Context, c Caller, token string) error {
+	sess, err := s.sessions.get(ctx, token)
+	if err != nil {
+		return err
+	}
+	if _, err := s.sessions.end(ctx, sess); err != nil {
+		return err
+	}
+	s.publish(events.Event{Name: "session.end", AppID: sess.AppID, Username: sess.Username, IP: c.IP, Country: sess.Country,
+		Level: events.LevelDebug, Message: "session ended"})
+	return nil
+}
+
+// KillUserSessions ends every session of a user (dashboard kill-sessions, bans) and
+// answers how many were live.
+func (s *Service) KillUserSessions(ctx context.Context, appID, userID string) (int, error) {
+	return s.sessions.endUser(ctx, appID, userID)
+}
+
+// ActiveSessions counts the app's live sessions.
+func (s *Service) ActiveSessions(ctx context.Context, appID string) (int, error) {
+	return s.sessions.count(ctx, appID)
+}

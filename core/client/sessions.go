@@ -1,0 +1,204 @@
+package client
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/keyward/keyward/cluster"
+	"github.com/keyward/keyward/core"
+	"github.com/keyward/keyward/core/secrets"
+)
+
+// Session bounds.
+const (
+	// NonceTTL is how long an issued nonce stays usable.
+	NonceTTL = 2 * time.Minute
+	// MaxOpenNonces bounds the unused nonces of one session; asking for more drops the
+	// oldest. SDKs keep one nonce per client object, but async clients (C#, Node) may
+	// overlap calls, so a few may be open at once.
+	MaxOpenNonces = 8
+	// DefaultSessionTTL is the idle timeout of a client session when the configuration
+	// does not set one: any successful call, and heartbeat explicitly, starts it again.
+	DefaultSessionTTL = 30 * time.Minute
+)
+
+// Session is a client session (SPEC 2, Client session). It lives in the cluster engine
+// under its token, with the idle timeout as its ttl.
+type Session struct {
+	Token     string    `json:"-"`
+	AppID     string    `json:"app"`
+	AccountID string    `json:"acc"`
+	HWID      string    `json:"hwid,omitempty"`
+	IP        string    `json:"ip,omitempty"`
+	Country   string    `json:"cc,omitempty"`
+	Version   string    `json:"ver,omitempty"`
+	CreatedAt time.Time `json:"at"`
+	// UserID and Username are set once the session is authenticated.
+	UserID   string    `json:"uid,omitempty"`
+	Username string    `json:"user,omitempty"`
+	LoginAt  time.Time `json:"login,omitzero"`
+	// FileKey lets file downloads derive their keys from the application secret without
+	// the secret being kept (filecrypt.SecretKey in text form).
+	FileKey string `json:"fk,omitempty"`
+}
+
+// LoggedIn reports whether the session is authenticated.
+func (s Session) LoggedIn() bool { return s.UserID != "" }
+
+// SessionEngine is what sessions need from the cluster engine.
+type SessionEngine interface {
+	cluster.Values
+	cluster.ExpiringSets
+}
+
+// sessions keeps client sessions in the cluster engine.
+type sessions struct {
+	e SessionEngine
+}
+
+func sessionKey(token string) string              { return "cs:" + token }
+func appSessionsKey(appID string) string          { return "csa:" + appID }
+func userSessionsKey(appID, userID string) string { return "csu:" + appID + ":" + userID }
+func noncesKey(token string) string               { return "cn:" + token }
+
+// errSessionExpired answers a token that is unknown or has expired: both look the same.
+var errSessionExpired = core.E(core.CodeUnauthorized, "session expired or invalid; call init again")
+
+// newToken makes a session token: 32 random bytes as URL-safe base64 ([A-Za-z0-9_-]),
+// which every SDK passes unencoded in the WebSocket URL without harm.
+func newToken() string { return secrets.Random(32) }
+
+// put stores the session with ttl and lists it under its app (and its user).
+func (m sessions) put(ctx context.Context, s Session, ttl time.Duration) error {
+	b, err := json.Marshal(s)
+	if err != nil {
+		return fmt.Errorf("encode session: %w", err)
+	}
+	if err := m.e.SetValue(ctx, sessionKey(s.Token), b, ttl); err != nil {
+		return fmt.Errorf("store session: %w", err)
+	}
+	return m.list(ctx, s, ttl)
+}
+
+func (m sessions) list(ctx context.Context, s Session, ttl time.Duration) error {
+	if err := m.e.AddMember(ctx, appSessionsKey(s.AppID), s.Token, ttl, 0); err != nil {
+		return fmt.Errorf("list session: %w", err)
+	}
+	if s.UserID != "" {
+		if err := m.e.AddMember(ctx, userSessionsKey(s.AppID, s.UserID), s.Token, ttl, 0); err != nil {
+			return fmt.Errorf("list session: %w", err)
+		}
+	}
+	return nil
+}
+
+// get reads a live session; errSessionExpired when there is none.
+func (m sessions) get(ctx context.Context, token string) (Session, error) {
+	if token == "" {
+		return Session{}, core.E(core.CodeUnauthorized, "sessionToken is required; call init first")
+	}
+	if len(token) > 128 {
+		return Session{}, errSessionExpired
+	}
+	b, _, ok, err := m.e.GetValue(ctx, sessionKey(token))
+	if err != nil {
+		return Session{}, fmt.Errorf("read session: %w", err)
+	}
+	if !ok {
+		return Session{}, errSessionExpired
+	}
+	var s Session
+	if err := json.Unmarshal(b, &s); err != nil {
+		return Session{}, fmt.Errorf("decode session: %w", err)
+	}
+	s.Token = token
+	return s, nil
+}
+
+// touch starts the idle timeout again; errSessionExpired when the session ended meanwhile.
+func (m sessions) touch(ctx context.Context, s Session, ttl time.Duration) error {
+	ok, err := m.e.TouchValue(ctx, sessionKey(s.Token), ttl)
+	if err != nil {
+		return fmt.Errorf("refresh session: %w", err)
+	}
+	if !ok {
+		return errSessionExpired
+	}
+	return m.list(ctx, s, ttl)
+}
+
+// end removes the session; ok is false when it was already gone.
+func (m sessions) end(ctx context.Context, s Session) (bool, error) {
+	ok, err := m.e.DeleteValue(ctx, sessionKey(s.Token))
+	if err != nil {
+		return false, fmt.Errorf("end session: %w", err)
+	}
+	_, err1 := m.e.TakeMember(ctx, appSessionsKey(s.AppID), s.Token)
+	var err2 error
+	if s.UserID != "" {
+		_, err2 = m.e.TakeMember(ctx, userSessionsKey(s.AppID, s.UserID), s.Token)
+	}
+	if err := errors.Join(err1, err2); err != nil {
+		return ok, fmt.Errorf("unlist session: %w", err)
+	}
+	return ok, nil
+}
+
+// endUser ends every session of a user and answers how many were live.
+func (m sessions) endUser(ctx context.Context, appID, userID string) (int, error) {
+	tokens, err := m.e.Members(ctx, userSessionsKey(appID, userID))
+	if err != nil {
+		return 0, fmt.Errorf("list user sessions: %w", err)
+	}
+	n := 0
+	for _, t := range tokens {
+		ok, err := m.end(ctx, Session{Token: t, AppID: appID, UserID: userID})
+		if err != nil {
+			return n, err
+		}
+		if ok {
+			n++
+		}
+	}
+	return n, nil
+}
+
+// count answers how many sessions of the app are live.
+func (m sessions) count(ctx context.Context, appID string) (int, error) {
+	n, err := m.e.CountMembers(ctx, appSessionsKey(appID))
+	if err != nil {
+		return 0, fmt.Errorf("count sessions: %w", err)
+	}
+	return n, nil
+}
+
+// issueNonce opens a nonce for the session.
+func (m sessions) issueNonce(ctx context.Context, token string) (string, error) {
+	n := secrets.Random(18)
+	if err := m.e.AddMember(ctx, noncesKey(token), n, NonceTTL, MaxOpenNonces); err != nil {
+		return "", fmt.Errorf("issue nonce: %w", err)
+	}
+	return n, nil
+}
+
+// takeNonce consumes a nonce of the session: NONCE_REQUIRED when it is missing, used,
+// expired, evicted or another session's.
+func (m sessions) takeNonce(ctx context.Context, token, nonce string) error {
+	if nonce == "" {
+		return core.E(core.CodeNonceRequired, "this call needs a fresh nonce in the X-Nonce header (POST /api/client/nonce)")
+	}
+	if len(nonce) > 128 {
+		return core.E(core.CodeNonceRequired, "the nonce is not valid for this session; fetch a new one")
+	}
+	ok, err := m.e.TakeMember(ctx, noncesKey(token), nonce)
+	if err != nil {
+		return fmt.Errorf("take nonce: %w", err)
+	}
+	if !ok {
+		return core.E(core.CodeNonceRequired, "the nonce was already used, has expired or belongs to another session; fetch a new one")
+	}
+	return nil
+}

@@ -1,0 +1,80 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/keyward/keyward/core"
+	"github.com/keyward/keyward/core/plans"
+	"github.com/keyward/keyward/core/rules"
+	"github.com/keyward/keyward/storage"
+)
+
+// Snapshot is what an application's actor holds for client requests.
+type Snapshot struct {
+	App storage.App
+	// Plan is the owner's plan, for plan features and the user limit.
+	Plan  plans.Plan
+	Rules *rules.Set
+	// SessionTTL is the idle timeout of the app's client sessions.
+	SessionTTL time.Duration
+	// EncryptFiles says whether file downloads are encrypted (CLIENT-SDKS.md §5).
+	EncryptFiles bool
+}
+
+// Snapshots answer an application's snapshot (actors.Apps).
+type Snapshots interface {
+	Snapshot(ctx context.Context, appID string) (Snapshot, error)
+}
+
+// LoaderStore is what loading a snapshot reads.
+type LoaderStore interface {
+	GetAppByID(ctx context.Context, id string) (storage.App, error)
+	GetAccount(ctx context.Context, id string) (storage.Account, error)
+	ListRules(ctx context.Context, appID string, q storage.RuleQuery) ([]storage.Rule, error)
+}
+
+// SnapshotDefaults are the node-wide settings every snapshot carries.
+type SnapshotDefaults struct {
+	SessionTTL       time.Duration
+	EncryptFiles     bool
+	CountryAvailable bool
+}
+
+// errAppGone is the loader's answer for an application that does not exist.
+var errAppGone = core.E(core.CodeUnauthorized, "the application does not exist any more; initialise again")
+
+// NewLoader returns the function the app actors load snapshots with.
+func NewLoader(store LoaderStore, catalogue *plans.Catalogue, def SnapshotDefaults) func(ctx context.Context, appID string) (Snapshot, error) {
+	return func(ctx context.Context, appID string) (Snapshot, error) {
+		app, err := store.GetAppByID(ctx, appID)
+		if errors.Is(err, storage.ErrNotFound) {
+			return Snapshot{}, errAppGone
+		}
+		if err != nil {
+			return Snapshot{}, fmt.Errorf("load app %s: %w", appID, err)
+		}
+		acc, err := store.GetAccount(ctx, app.AccountID)
+		if err != nil && !errors.Is(err, storage.ErrNotFound) {
+			return Snapshot{}, fmt.Errorf("load owner of app %s: %w", appID, err)
+		}
+		list, err := store.ListRules(ctx, appID, storage.RuleQuery{})
+		if err != nil {
+			return Snapshot{}, fmt.Errorf("load rules of app %s: %w", appID, err)
+		}
+		compiled := make([]rules.Rule, 0, len(list))
+		for _, r := range list {
+			compiled = append(compiled, rules.Rule{ID: r.ID, Type: r.Type, Action: r.Action, Value: r.Value, Enabled: r.Enabled})
+		}
+		set, err := rules.Compile(compiled, rules.Options{CountryAvailable: def.CountryAvailable})
+		if err != nil {
+			// A stored rule that no longer validates must not open the app: refuse
+			// logins until the owner fixes it, and say why in the server log.
+			return Snapshot{}, fmt.Errorf("compile rules of app %s: %w", appID, err)
+		}
+		return Snapshot{App: app, Plan: catalogue.MustGet(acc.Plan), Rules: set, SessionTTL: def.SessionTTL,
+			EncryptFiles: def.EncryptFiles}, nil
+	}
+}
