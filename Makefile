@@ -6,7 +6,7 @@ VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 TESTENV := bash deploy/testenv.sh
 GOTEST  := go test -race -count=1 -timeout 20m
 
-.PHONY: run build test test-v bench lint clean
+.PHONY: run build test test-v bench bench-client lint clean
 
 run:
 	go run ./cmd/keyward serve
@@ -24,6 +24,10 @@ test-v:
 
 bench:
 	$(TESTENV) go test -run '^$$' -bench . -benchmem ./...
+
+# Client API load figures on the embedded default (bounded runs, loopback only).
+bench-client:
+	go run ./cmd/keyward-load
 
 lint:
 	@files=$$(gofmt -l .); if [ -n "$$files" ]; then echo "gofmt -l lists files that need gofmt -w:"; echo "$$files"; exit 1; fi

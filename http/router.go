@@ -17,7 +17,9 @@ import (
 	"github.com/keyward/keyward/core/accounts"
 	"github.com/keyward/keyward/core/analytics"
 	"github.com/keyward/keyward/core/apps"
+	"github.com/keyward/keyward/core/client"
 	"github.com/keyward/keyward/core/files"
+	"github.com/keyward/keyward/core/integrations"
 	"github.com/keyward/keyward/core/logs"
 	"github.com/keyward/keyward/core/rules"
 	"github.com/keyward/keyward/core/variables"
@@ -31,15 +33,17 @@ type Checker struct {
 
 // Deps are what the HTTP edge calls.
 type Deps struct {
-	Accounts  *accounts.Service
-	Apps      *apps.Service
-	Variables *variables.Service
-	Rules     *rules.Service
-	Logs      *logs.Service
-	Analytics *analytics.Service
-	Files     *files.Service
-	Limiter   cluster.RateLimiter
-	Ready     []Checker
+	Accounts     *accounts.Service
+	Apps         *apps.Service
+	Variables    *variables.Service
+	Rules        *rules.Service
+	Logs         *logs.Service
+	Analytics    *analytics.Service
+	Files        *files.Service
+	Integrations *integrations.Service
+	Client       *client.Service
+	Limiter      cluster.RateLimiter
+	Ready        []Checker
 	// Metrics is where request metrics are registered and what /metrics serves.
 	Metrics *prometheus.Registry
 	Log     *slog.Logger
@@ -51,6 +55,8 @@ type Config struct {
 	TrustedProxies []string
 	// MaxBodyBytes caps JSON request bodies; default 1 MiB.
 	MaxBodyBytes int64
+	// CountryHeader names the trusted proxy's country header (e.g. CF-IPCountry), if any.
+	CountryHeader string
 	// MetricsOnMain serves /metrics on this handler (false when it has its own listener).
 	MetricsOnMain bool
 }
@@ -62,7 +68,7 @@ func init() { gin.SetMode(gin.ReleaseMode) }
 
 // New builds the handler with every route of ROUTES.md that exists so far.
 func New(d Deps, cfg Config) (http.Handler, error) {
-	if d.Accounts == nil || d.Apps == nil || d.Variables == nil || d.Rules == nil || d.Logs == nil || d.Analytics == nil || d.Files == nil || d.Limiter == nil || d.Metrics == nil || d.Log == nil {
+	if d.Accounts == nil || d.Apps == nil || d.Variables == nil || d.Rules == nil || d.Logs == nil || d.Analytics == nil || d.Files == nil || d.Integrations == nil || d.Client == nil || d.Limiter == nil || d.Metrics == nil || d.Log == nil {
 		return nil, errors.New("httpapi: missing dependency")
 	}
 	if cfg.MaxBodyBytes <= 0 {
@@ -125,6 +131,8 @@ func New(d Deps, cfg Config) (http.Handler, error) {
 	dh.routes(one)
 	(&analyticsHandlers{svc: d.Analytics}).routes(one)
 	(&fileHandlers{svc: d.Files}).routes(one)
+	(&clientHandlers{svc: d.Client, tokens: d.Apps, limiter: d.Limiter, countryHeader: cfg.CountryHeader}).routes(api)
+	(&integrationHandlers{svc: d.Integrations}).routes(api.Group("", requireOwner(d.Accounts)), one)
 	return r, nil
 }
 

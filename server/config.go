@@ -52,6 +52,18 @@ type Config struct {
 	LogMaxPerApp   int
 	MaxUploadBytes int64
 
+	// ClientSessionTTL is the idle timeout of client sessions; ClientFileEncryption says
+	// whether client file downloads are encrypted (CLIENT-SDKS.md §5).
+	ClientSessionTTL     time.Duration
+	ClientFileEncryption bool
+
+	// WebhooksAllowPrivate lets integrations target private, loopback and other non-public
+	// addresses (tests, private networks); off by default.
+	WebhooksAllowPrivate bool
+	// WebhooksCAFile names a PEM file of extra root certificates trusted for webhook
+	// receivers (a private CA), added to the system roots.
+	WebhooksCAFile string
+
 	// Clock is the time source of the services; time.Now when nil. Only tests set it.
 	Clock func() time.Time
 }
@@ -92,6 +104,10 @@ func options() []*option {
 		{flag: "log-max-age", env: "KEYWARD_LOG_MAX_AGE", def: "2160h", usage: "application log entries older than this are removed"},
 		{flag: "log-max-per-app", env: "KEYWARD_LOG_MAX_PER_APP", def: "1000000", usage: "application log entries kept per application (the oldest go first)"},
 		{flag: "max-upload-bytes", env: "KEYWARD_MAX_UPLOAD_BYTES", def: "104857600", usage: "largest file upload accepted"},
+		{flag: "client-session-ttl", env: "KEYWARD_CLIENT_SESSION_TTL", def: "30m", usage: "idle timeout of client sessions: a session without any call for this long expires"},
+		{flag: "client-file-encryption", env: "KEYWARD_CLIENT_FILE_ENCRYPTION", def: "true", usage: "encrypt client file downloads as the official SDKs expect (plain bytes still go to clients that cannot decrypt)"},
+		{flag: "webhooks-allow-private", env: "KEYWARD_WEBHOOKS_ALLOW_PRIVATE", def: "false", usage: "let webhook integrations reach private, loopback and link-local addresses (tests and private networks only)"},
+		{flag: "webhooks-ca-file", env: "KEYWARD_WEBHOOKS_CA_FILE", usage: "PEM file of extra root certificates trusted for webhook receivers (a private CA)"},
 		{flag: "argon2-memory-kib", env: "KEYWARD_ARGON2_MEMORY_KIB", def: strconv.Itoa(int(passwords.OWASP.MemoryKiB)), usage: "argon2id memory cost of password hashes"},
 		{flag: "argon2-iterations", env: "KEYWARD_ARGON2_ITERATIONS", def: strconv.Itoa(int(passwords.OWASP.Iterations)), usage: "argon2id time cost of password hashes"},
 		{flag: "plan-pro-max-apps", env: "KEYWARD_PLAN_PRO_MAX_APPS", def: strconv.Itoa(plans.DefaultProMaxApps), usage: "applications per account on the pro plan"},
@@ -167,6 +183,7 @@ func parse(v map[string]string) (Config, error) {
 		LogFormat: v["log-format"],
 		GeoIPDB:   v["geoip-db"], CountryHeader: v["country-header"], LogMaxAge: dur("log-max-age"),
 		LogMaxPerApp: int(num("log-max-per-app", 1000)), MaxUploadBytes: num("max-upload-bytes", 1),
+		WebhooksCAFile: v["webhooks-ca-file"],
 		Argon2: passwords.Params{MemoryKiB: uint32(num("argon2-memory-kib", 64)), Iterations: uint32(num("argon2-iterations", 1)),
 			Parallelism: 1},
 		Plans: plans.Config{
@@ -176,6 +193,17 @@ func parse(v map[string]string) (Config, error) {
 			BusinessMaxUsersPerApp:   int(num("plan-business-max-users", 1)),
 			BusinessMaxAPICallsMonth: int(num("plan-business-max-api-calls", 1)),
 		},
+	}
+	c.ClientSessionTTL = dur("client-session-ttl")
+	if b, err := strconv.ParseBool(v["client-file-encryption"]); err != nil {
+		errs = append(errs, fmt.Errorf("--client-file-encryption: %q is not true or false", v["client-file-encryption"]))
+	} else {
+		c.ClientFileEncryption = b
+	}
+	if b, err := strconv.ParseBool(v["webhooks-allow-private"]); err != nil {
+		errs = append(errs, fmt.Errorf("--webhooks-allow-private: %q is not true or false", v["webhooks-allow-private"]))
+	} else {
+		c.WebhooksAllowPrivate = b
 	}
 	if c.Addr == "" {
 		errs = append(errs, errors.New("--addr must not be empty"))

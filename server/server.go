@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"crypto/rand"
+	"crypto/x509"
 	"encoding/base64"
 	"errors"
 	"fmt"
@@ -19,20 +20,24 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/keyward/keyward/actors"
 	"github.com/keyward/keyward/cluster"
 	clustermemory "github.com/keyward/keyward/cluster/memory"
 	clusterredis "github.com/keyward/keyward/cluster/redis"
 	"github.com/keyward/keyward/core/accounts"
 	"github.com/keyward/keyward/core/analytics"
 	"github.com/keyward/keyward/core/apps"
+	"github.com/keyward/keyward/core/client"
 	"github.com/keyward/keyward/core/events"
 	"github.com/keyward/keyward/core/files"
+	"github.com/keyward/keyward/core/integrations"
 	"github.com/keyward/keyward/core/logs"
 	"github.com/keyward/keyward/core/passwords"
 	"github.com/keyward/keyward/core/plans"
 	"github.com/keyward/keyward/core/rules"
 	"github.com/keyward/keyward/core/usage"
 	"github.com/keyward/keyward/core/variables"
+	"github.com/keyward/keyward/core/webhooks"
 	httpapi "github.com/keyward/keyward/http"
 	"github.com/keyward/keyward/mail"
 	"github.com/keyward/keyward/storage"
@@ -195,6 +200,13 @@ type Core struct {
 	Logs      *logs.Service
 	Analytics *analytics.Service
 	Files     *files.Service
+	// Integrations runs the owner's webhook flows; Webhooks sends the queued deliveries
+	// (started by Server).
+	Integrations *integrations.Service
+	Webhooks     *integrations.Worker
+	// Client runs the client API; AppActors hold its application snapshots.
+	Client    *client.Service
+	AppActors *actors.Apps[client.Snapshot]
 	// Bus carries domain events to the log writer (and, later, webhooks and sockets).
 	Bus *events.Bus
 	// LogWriter batches log entries; Janitor enforces log retention (serve only).
@@ -203,7 +215,8 @@ type Core struct {
 	// Country resolves client addresses to countries; nil when not configured.
 	Country rules.CountryResolver
 	// Meter counts client API calls; Server starts its flusher.
-	Meter *usage.Meter
+	Meter         *usage.Meter
+	stopAppActors func()
 	// Engines names the engines in use (storage, cluster, mail), for the start-up log line.
 	Engines []any
 }
@@ -214,6 +227,8 @@ func (c *Core) Close() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	meterErr := c.Meter.Close(ctx)
+	c.stopAppActors()
+	c.Webhooks.Stop()
 	if c.Janitor != nil {
 		c.Janitor.Close()
 	}
@@ -288,11 +303,51 @@ func OpenCore(ctx context.Context, c Config, log *slog.Logger) (_ *Core, err err
 		return nil, err
 	}
 	meter := usage.New(engine, store, catalogue, usage.Config{Now: c.Clock}, log)
+	hooksClient, err := webhookClient(c)
+	if err != nil {
+		return nil, err
+	}
+	worker := integrations.NewWorker(store, integrations.WorkerConfig{Client: hooksClient, Now: c.Clock, Log: log, Bus: bus})
+	dispatcher := integrations.NewDispatcher(store, worker.Wake, log, c.Clock)
+	bus.Subscribe("webhooks", 10_000, dispatcher.Handle)
+	appActors, stopActors, err := startAppActors(ctx, store, engine, bus, appsSvc, catalogue, client.SnapshotDefaults{
+		SessionTTL: c.ClientSessionTTL, EncryptFiles: c.ClientFileEncryption, CountryAvailable: country != nil || c.CountryHeader != ""}, c.Clock, log)
+	if err != nil {
+		return nil, err
+	}
+	closers = append(closers, func() error { stopActors(); return nil })
+	clientSvc := client.New(client.Deps{Store: store, Apps: appActors, Sessions: engine, Hasher: hasher, Bus: bus,
+		Country: country, Quota: meter, Blobs: blobStore, Now: c.Clock, Log: log})
 	return &Core{Store: store, Engine: engine, Mail: mailq, Accounts: svc, Apps: appsSvc, Meter: meter,
+		Client: clientSvc, AppActors: appActors, stopAppActors: stopActors,
+		Integrations: integrations.NewService(store, appsSvc, bus, integrations.Options{
+			Validator: webhooks.Validator{AllowPrivate: c.WebhooksAllowPrivate}, Client: hooksClient, Now: c.Clock}),
+		Webhooks:  worker,
 		Variables: variables.New(store, appsSvc, catalogue, bus, c.Clock),
 		Rules:     rules.NewService(store, appsSvc, bus, country != nil || c.CountryHeader != "", c.Clock),
 		Logs:      logs.NewService(store, appsSvc, c.Clock), Analytics: analytics.New(store, appsSvc, c.Clock), Files: filesSvc, Bus: bus, LogWriter: writer, Country: country,
 		Engines: []any{"storage", storeDesc, "cluster", engineDesc, "mail", mailDesc}}, nil
+}
+
+// webhookClient is the delivery client of the configuration: the destination policy, and
+// the extra roots of WebhooksCAFile.
+func webhookClient(c Config) (*http.Client, error) {
+	cfg := webhooks.Config{AllowPrivate: c.WebhooksAllowPrivate}
+	if c.WebhooksCAFile != "" {
+		pem, err := os.ReadFile(c.WebhooksCAFile)
+		if err != nil {
+			return nil, fmt.Errorf("webhooks CA file: %w", err)
+		}
+		pool, err := x509.SystemCertPool()
+		if err != nil {
+			pool = x509.NewCertPool()
+		}
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("webhooks CA file %s: no PEM certificate in it", c.WebhooksCAFile)
+		}
+		cfg.RootCAs = pool
+	}
+	return webhooks.NewClient(cfg), nil
 }
 
 // New opens everything and binds the listeners, so that bad configuration, unreachable
@@ -322,9 +377,9 @@ func New(ctx context.Context, c Config, log *slog.Logger) (*Server, error) {
 			}))
 	handler, err := httpapi.New(httpapi.Deps{
 		Accounts: core.Accounts, Apps: core.Apps, Variables: core.Variables, Rules: core.Rules, Logs: core.Logs, Analytics: core.Analytics, Files: core.Files,
-		Limiter: core.Engine, Metrics: reg, Log: log,
+		Integrations: core.Integrations, Client: core.Client, Limiter: core.Engine, Metrics: reg, Log: log,
 		Ready: []httpapi.Checker{{Name: "storage", Ping: core.Store.Ping}, {Name: "cluster", Ping: core.Engine.Ping}},
-	}, httpapi.Config{TrustedProxies: c.TrustedProxies, MaxBodyBytes: c.MaxBodyBytes, MetricsOnMain: c.MetricsAddr == ""})
+	}, httpapi.Config{CountryHeader: c.CountryHeader, TrustedProxies: c.TrustedProxies, MaxBodyBytes: c.MaxBodyBytes, MetricsOnMain: c.MetricsAddr == ""})
 	if err != nil {
 		_ = core.Close()
 		return nil, err
@@ -346,6 +401,7 @@ func New(ctx context.Context, c Config, log *slog.Logger) (*Server, error) {
 		s.metrics = &http.Server{Handler: promhttp.HandlerFor(reg, promhttp.HandlerOpts{}), ReadHeaderTimeout: 10 * time.Second}
 	}
 	core.Meter.Start()
+	core.Webhooks.Start()
 	core.Janitor = logs.StartJanitor(core.Store, logs.RetentionConfig{MaxAge: c.LogMaxAge, MaxPerApp: c.LogMaxPerApp, Now: c.Clock}, log)
 	log.Info("keyward ready", append(core.Engines, "listen", s.apiLn.Addr().String(), "metrics", s.metricsAddr())...)
 	return s, nil
@@ -363,6 +419,10 @@ func (s *Server) Addr() string { return s.apiLn.Addr().String() }
 
 // Accounts is the account service, for tests and admin tooling.
 func (s *Server) Accounts() *accounts.Service { return s.core.Accounts }
+
+// Core answers the engines and services, for tools that prepare data in-process (the
+// client load tool).
+func (s *Server) Core() *Core { return s.core }
 
 // Run serves until ctx is cancelled or a listener fails, then shuts down gracefully.
 func (s *Server) Run(ctx context.Context) error {

@@ -1,0 +1,443 @@
+// Command keyward-load measures the client API on the embedded default (`make bench-client`).
+//
+// It starts a node in-process on loopback (SQLite in a temp dir, memory cluster engine,
+// OWASP argon2id parameters) and drives it the way the SDKs do, with bounded runs:
+//
+//   - heartbeats: a fresh nonce, then the heartbeat, per request pair, over many sessions;
+//     reported per second with the heartbeat's p50/p99;
+//   - the same load against a trivial gin handler that answers the same envelopes: the
+//     ceiling of HTTP + JSON on this machine; the report gives the ratio;
+//   - license logins (returning users: key lookup, user update, session) per second;
+//   - password logins per second, next to the argon2id verifications per second the
+//     machine does on all cores (the login bound).
+//
+// Client addresses come from X-Forwarded-For (loopback is a trusted proxy), one per
+// session, so SPEC 8's per-IP limits apply as in production without throttling the run.
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"runtime"
+	"runtime/pprof"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/gin-gonic/gin"
+	"github.com/google/uuid"
+
+	"github.com/keyward/keyward/core/apps"
+	"github.com/keyward/keyward/core/passwords"
+	"github.com/keyward/keyward/server"
+	"github.com/keyward/keyward/storage"
+)
+
+func main() {
+	dur := flag.Duration("duration", 5*time.Second, "length of each measured run")
+	conc := flag.Int("concurrency", 32, "concurrent client connections")
+	sessions := flag.Int("sessions", 4000, "client sessions for the heartbeat run")
+	profile := flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
+	flag.Parse()
+	if *profile != "" {
+		f, err := os.Create(*profile)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "keyward-load:", err)
+			os.Exit(1)
+		}
+		_ = pprof.StartCPUProfile(f)
+		defer pprof.StopCPUProfile()
+	}
+	if err := run(*dur, *conc, *sessions); err != nil {
+		pprof.StopCPUProfile()
+		fmt.Fprintln(os.Stderr, "keyward-load:", err)
+		os.Exit(1)
+	}
+}
+
+// result is one measured run.
+type result struct {
+	name     string
+	ops      int
+	errs     int
+	elapsed  time.Duration
+	lat      []time.Duration
+	firstErr string
+}
+
+func (r result) rate() float64 { return float64(r.ops) / r.elapsed.Seconds() }
+
+func (r result) pct(p float64) time.Duration {
+	if len(r.lat) == 0 {
+		return 0
+	}
+	slices.Sort(r.lat)
+	return r.lat[min(len(r.lat)-1, int(float64(len(r.lat))*p))]
+}
+
+func (r result) String() string {
+	s := fmt.Sprintf("%-28s %9.0f/s  p50 %7.2f ms  p99 %7.2f ms  (%d ops, %d errors)", r.name, r.rate(),
+		float64(r.pct(0.50).Microseconds())/1000, float64(r.pct(0.99).Microseconds())/1000, r.ops, r.errs)
+	if r.firstErr != "" {
+		s += "\n    first error: " + r.firstErr
+	}
+	return s
+}
+
+// load runs fn from conc workers for d (bounded: it stops by itself) and collects
+// latencies; fn answers the latency to record and whether the operation succeeded.
+func load(name string, conc int, d time.Duration, fn func(worker, i int) (time.Duration, error)) result {
+	var (
+		mu       sync.Mutex
+		res      = result{name: name}
+		wg       sync.WaitGroup
+		deadline = time.Now().Add(d)
+		seq      atomic.Int64
+	)
+	start := time.Now()
+	for w := range conc {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var lat []time.Duration
+			ops, errs := 0, 0
+			var first string
+			for time.Now().Before(deadline) {
+				l, err := fn(w, int(seq.Add(1)-1))
+				if err != nil {
+					errs++
+					if first == "" {
+						first = err.Error()
+					}
+					if errors.Is(err, errExhausted) {
+						break
+					}
+					continue
+				}
+				ops++
+				lat = append(lat, l)
+			}
+			mu.Lock()
+			res.ops += ops
+			res.errs += errs
+			res.lat = append(res.lat, lat...)
+			if res.firstErr == "" {
+				res.firstErr = first
+			}
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	res.elapsed = time.Since(start)
+	return res
+}
+
+var errExhausted = errors.New("no prepared session left")
+
+// client posts JSON the way SDKs do.
+type client struct {
+	base string
+	http *http.Client
+}
+
+func newClient(base string, conc int) *client {
+	tr := &http.Transport{MaxIdleConns: conc * 2, MaxIdleConnsPerHost: conc * 2, IdleConnTimeout: time.Minute,
+		DialContext: (&net.Dialer{Timeout: 5 * time.Second}).DialContext}
+	return &client{base: base, http: &http.Client{Transport: tr, Timeout: 30 * time.Second}}
+}
+
+type envelope struct {
+	Success bool            `json:"success"`
+	Data    json.RawMessage `json:"data"`
+	Error   *struct {
+		Code    string `json:"code"`
+		Message string `json:"message"`
+	} `json:"error"`
+}
+
+func (c *client) post(path, ip, nonce string, body any, out any) error {
+	raw, _ := json.Marshal(body)
+	req, _ := http.NewRequest(http.MethodPost, c.base+"/api/client/"+path, bytes.NewReader(raw))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json")
+	req.Header.Set("X-Forwarded-For", ip)
+	if nonce != "" {
+		req.Header.Set("X-Nonce", nonce)
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return err
+	}
+	var env envelope
+	if err := json.Unmarshal(b, &env); err != nil {
+		return fmt.Errorf("%s: not JSON: %q", path, b)
+	}
+	if !env.Success {
+		if env.Error != nil {
+			return fmt.Errorf("%s: %s: %s", path, env.Error.Code, env.Error.Message)
+		}
+		return fmt.Errorf("%s: failed: %s", path, b)
+	}
+	if out != nil {
+		return json.Unmarshal(env.Data, out)
+	}
+	return nil
+}
+
+// ipOf gives session i its own address.
+func ipOf(i int) string { return fmt.Sprintf("10.%d.%d.%d", (i>>16)&255, (i>>8)&255, i&255) }
+
+func (c *client) initSession(secret string, i int) (string, error) {
+	var d struct {
+		SessionToken string `json:"sessionToken"`
+	}
+	err := c.post("init", ipOf(i), "", map[string]string{"secret": secret, "version": "1.0.0", "hwid": "load-" + ipOf(i)}, &d)
+	return d.SessionToken, err
+}
+
+func (c *client) nonce(token, ip string) (string, error) {
+	var d struct {
+		Nonce string `json:"nonce"`
+	}
+	err := c.post("nonce", ip, "", map[string]string{"sessionToken": token}, &d)
+	return d.Nonce, err
+}
+
+// heartbeat is one SDK heartbeat: a fresh nonce, then the call; the latency is the
+// heartbeat's own.
+func (c *client) heartbeat(token, ip string) (time.Duration, error) {
+	n, err := c.nonce(token, ip)
+	if err != nil {
+		return 0, err
+	}
+	start := time.Now()
+	err = c.post("heartbeat", ip, n, map[string]string{"sessionToken": token}, nil)
+	return time.Since(start), err
+}
+
+func run(d time.Duration, conc, nSessions int) error {
+	runtime.GOMAXPROCS(runtime.NumCPU())
+	fmt.Printf("keyward-load: %d CPUs, %d connections, %s per run, loopback only\n\n", runtime.NumCPU(), conc, d)
+	dir, err := os.MkdirTemp("", "keyward-load-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	env := map[string]string{
+		"KEYWARD_ADDR": "127.0.0.1:0", "KEYWARD_DATA_DIR": dir, "KEYWARD_TRUSTED_PROXIES": "127.0.0.1/32",
+		"KEYWARD_LOG_LEVEL": "error", "KEYWARD_PLAN_BUSINESS_MAX_API_CALLS": "2000000000",
+		"KEYWARD_PLAN_BUSINESS_MAX_USERS": "10000000",
+	}
+	cfg, err := server.LoadConfig("keyward-load", nil, func(k string) string { return env[k] }, io.Discard)
+	if err != nil {
+		return err
+	}
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	node, err := server.New(ctx, cfg, log)
+	if err != nil {
+		return err
+	}
+	done := make(chan error, 1)
+	go func() { done <- node.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+
+	core := node.Core()
+	owner, appID, secret, err := prepare(ctx, core)
+	if err != nil {
+		return fmt.Errorf("prepare: %w", err)
+	}
+	c := newClient("http://"+node.Addr(), conc)
+
+	// Heartbeats over prepared sessions.
+	tokens := make([]string, nSessions)
+	for i := range tokens {
+		if tokens[i], err = c.initSession(secret, i); err != nil {
+			return fmt.Errorf("init session %d: %w", i, err)
+		}
+	}
+	hb := load("heartbeat (nonce + beat)", conc, d, func(_, i int) (time.Duration, error) {
+		k := i % nSessions
+		return c.heartbeat(tokens[k], ipOf(k))
+	})
+
+	// The ceiling: a trivial gin handler with the same envelopes.
+	ceilURL, stopCeil, err := startCeiling()
+	if err != nil {
+		return err
+	}
+	cc := newClient(ceilURL, conc)
+	ceil := load("ceiling (trivial gin)", conc, d, func(_, i int) (time.Duration, error) {
+		return cc.heartbeat("t", ipOf(i%nSessions))
+	})
+	stopCeil()
+
+	// License logins: returning users, each on a fresh session (init and nonce before
+	// the timed call).
+	keys, err := licenses(ctx, core, owner, appID, 20000)
+	if err != nil {
+		return err
+	}
+	base := nSessions
+	lic := load("license login", conc, d, func(_, i int) (time.Duration, error) {
+		if i >= len(keys) {
+			return 0, errExhausted
+		}
+		ip := ipOf(base + i)
+		tok, err := c.initSession(secret, base+i)
+		if err != nil {
+			return 0, err
+		}
+		n, err := c.nonce(tok, ip)
+		if err != nil {
+			return 0, err
+		}
+		start := time.Now()
+		err = c.post("license", ip, n, map[string]string{"sessionToken": tok, "licenseKey": keys[i], "hwid": "h", "pcName": ""}, nil)
+		return time.Since(start), err
+	})
+
+	// Password logins against the argon2id bound.
+	users, err := passwordUsers(ctx, core, owner, appID, 2000)
+	if err != nil {
+		return err
+	}
+	base += len(keys)
+	pw := load("password login", conc, d, func(_, i int) (time.Duration, error) {
+		if i >= len(users) {
+			return 0, errExhausted
+		}
+		ip := ipOf(base + i)
+		tok, err := c.initSession(secret, base+i)
+		if err != nil {
+			return 0, err
+		}
+		n, err := c.nonce(tok, ip)
+		if err != nil {
+			return 0, err
+		}
+		start := time.Now()
+		err = c.post("login", ip, n, map[string]string{"sessionToken": tok, "username": users[i], "password": loadPassword,
+			"licenseKey": "", "hwid": "h", "pcName": ""}, nil)
+		return time.Since(start), err
+	})
+	hashes := hashRate(d)
+
+	fmt.Println(hb)
+	fmt.Println(ceil)
+	fmt.Println(lic)
+	fmt.Println(pw)
+	fmt.Printf("%-28s %9.0f/s  (argon2id m=%d KiB t=%d on %d cores)\n\n", "argon2id verifications", hashes,
+		passwords.OWASP.MemoryKiB, passwords.OWASP.Iterations, runtime.NumCPU())
+	fmt.Printf("heartbeat / ceiling          %6.2f  (target >= 0.50; heartbeat p99 %.2f ms, target < 10)\n",
+		hb.rate()/ceil.rate(), float64(hb.pct(0.99).Microseconds())/1000)
+	fmt.Printf("license logins               %6.0f/s (target >= 2000)\n", lic.rate())
+	fmt.Printf("password logins / hashes     %6.2f  (target >= 0.80)\n", pw.rate()/hashes)
+	return nil
+}
+
+const loadPassword = "load-test-password"
+
+// prepare makes a business-plan owner and an app.
+func prepare(ctx context.Context, core *server.Core) (apps.Owner, string, string, error) {
+	now := storage.Now()
+	acc := storage.Account{ID: uuid.NewString(), Username: "load", Email: "load@example.com", Role: storage.RoleUser,
+		Plan: "business", EmailVerified: true, APICallsResetAt: now.AddDate(0, 1, 0), CreatedAt: now, UpdatedAt: now}
+	if err := core.Store.CreateAccount(ctx, acc); err != nil {
+		return apps.Owner{}, "", "", err
+	}
+	o := apps.Owner{AccountID: acc.ID, Plan: acc.Plan}
+	app, secret, err := core.Apps.CreateApp(ctx, o, apps.CreateAppInput{Name: "Load"})
+	return o, app.ID, secret, err
+}
+
+// licenses makes n keys and activates each once, so the timed logins are returning ones.
+func licenses(ctx context.Context, core *server.Core, o apps.Owner, appID string, n int) ([]string, error) {
+	var keys []string
+	for len(keys) < n {
+		count := min(1000, n-len(keys))
+		ls, err := core.Apps.CreateLicenses(ctx, o, appID, apps.CreateLicensesInput{Count: &count})
+		if err != nil {
+			return nil, err
+		}
+		for _, l := range ls {
+			keys = append(keys, l.Key)
+		}
+	}
+	// First uses create the users; they are not timed.
+	now := storage.Now()
+	for _, k := range keys {
+		u := storage.AppUser{ID: uuid.NewString(), AppID: appID, Username: k, Level: 1, DeviceLimit: 1, Enabled: true,
+			CreatedAt: now, UpdatedAt: now}
+		if err := core.Store.CreateUser(ctx, u); err != nil {
+			return nil, err
+		}
+	}
+	return keys, nil
+}
+
+func passwordUsers(ctx context.Context, core *server.Core, o apps.Owner, appID string, n int) ([]string, error) {
+	h := passwords.NewHasher(passwords.OWASP, 0)
+	hash, err := h.Hash(ctx, loadPassword)
+	if err != nil {
+		return nil, err
+	}
+	now := storage.Now()
+	names := make([]string, n)
+	for i := range names {
+		names[i] = fmt.Sprintf("pw-user-%d", i)
+		u := storage.AppUser{ID: uuid.NewString(), AppID: appID, Username: names[i], PasswordHash: hash, Level: 1,
+			DeviceLimit: 1, Enabled: true, CreatedAt: now, UpdatedAt: now}
+		if err := core.Store.CreateUser(ctx, u); err != nil {
+			return nil, err
+		}
+	}
+	return names, nil
+}
+
+// hashRate measures argon2id verifications per second on every core.
+func hashRate(d time.Duration) float64 {
+	h := passwords.NewHasher(passwords.OWASP, 0)
+	hash, _ := h.Hash(context.Background(), loadPassword)
+	r := load("hash", runtime.NumCPU(), d, func(int, int) (time.Duration, error) {
+		start := time.Now()
+		err := h.Verify(context.Background(), hash, loadPassword)
+		return time.Since(start), err
+	})
+	return r.rate()
+}
+
+// startCeiling serves the nonce and heartbeat envelopes from a trivial gin handler.
+func startCeiling() (string, func(), error) {
+	gin.SetMode(gin.ReleaseMode)
+	r := gin.New()
+	r.POST("/api/client/nonce", func(c *gin.Context) {
+		c.Data(http.StatusOK, "application/json; charset=utf-8", []byte(`{"success":true,"data":{"nonce":"0123456789abcdefghijklmn"}}`+"\n"))
+	})
+	r.POST("/api/client/heartbeat", func(c *gin.Context) {
+		c.Data(http.StatusOK, "application/json; charset=utf-8", []byte(`{"success":true,"data":{"expiresAt":"2026-11-22T10:00:00Z"}}`+"\n"))
+	})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", nil, err
+	}
+	srv := &http.Server{Handler: r, ReadHeaderTimeout: 5 * time.Second}
+	go func() { _ = srv.Serve(ln) }()
+	return "http://" + ln.Addr().String(), func() { _ = srv.Close() }, nil
+}

@@ -1,0 +1,377 @@
+package httpapi_test
+
+import (
+	"bytes"
+	"net/http"
+	"regexp"
+	"sync"
+	"testing"
+	"time"
+
+	ts "github.com/keyward/keyward/internal/testserver"
+)
+
+// sdk behaves like an official client SDK (CLIENT-SDKS.md §1–2): every call is a POST with
+// a JSON body carrying sessionToken, and a fresh nonce is fetched right before each nonce
+// call and sent once in X-Nonce.
+type sdk struct {
+	t      *testing.T
+	s      *ts.Server
+	ip     string
+	secret string
+	token  string
+}
+
+func newSDK(t *testing.T, s *ts.Server, secret string) *sdk {
+	return &sdk{t: t, s: s, ip: nextIP(), secret: secret}
+}
+
+func (c *sdk) post(path string, body map[string]any, nonce string) ts.Response {
+	c.t.Helper()
+	if body == nil {
+		body = map[string]any{}
+	}
+	if c.token != "" {
+		if _, set := body["sessionToken"]; !set {
+			body["sessionToken"] = c.token
+		}
+	}
+	h := map[string]string{"Accept": "application/json"}
+	if nonce != "" {
+		h["X-Nonce"] = nonce
+	}
+	r := c.s.Do(c.t, ts.Req{Method: "POST", Path: "/api/client/" + path, Body: body, IP: c.ip, Header: h})
+	// Every reply starts with success, whatever the status (the C++ SDK's parser).
+	if !bytes.HasPrefix(r.Raw, []byte(`{"success":`)) {
+		c.t.Fatalf("%s: reply does not start with success: %s", path, r.Raw)
+	}
+	if bytes.Contains(r.Raw, []byte(":null")) {
+		c.t.Fatalf("%s: reply holds a null member: %s", path, r.Raw)
+	}
+	return r
+}
+
+func (c *sdk) nonce() string {
+	c.t.Helper()
+	r := c.post("nonce", nil, "")
+	expectOK(c.t, r, http.StatusOK)
+	return r.Data()["nonce"].(string)
+}
+
+// withNonce calls path the way SDKs call login, register, license, activate and heartbeat.
+func (c *sdk) withNonce(path string, body map[string]any) ts.Response {
+	c.t.Helper()
+	return c.post(path, body, c.nonce())
+}
+
+var urlSafe = regexp.MustCompile(`^[A-Za-z0-9_-]{20,}$`)
+
+func (c *sdk) init(version, hwid string) ts.Response {
+	c.t.Helper()
+	r := c.post("init", map[string]any{"secret": c.secret, "version": version, "hwid": hwid}, "")
+	if r.Status == http.StatusOK {
+		c.token = r.Data()["sessionToken"].(string)
+	}
+	return r
+}
+
+func (c *sdk) mustInit() {
+	c.t.Helper()
+	expectOK(c.t, c.init("1.0.0", "host-user"), http.StatusOK)
+}
+
+func createLicense(a api, appID string, extra map[string]any) string {
+	a.t.Helper()
+	body := map[string]any{"count": 1}
+	for k, v := range extra {
+		body[k] = v
+	}
+	r := a.do("POST", "/api/apps/"+appID+"/licenses", body)
+	expectOK(a.t, r, http.StatusCreated)
+	return r.Data()["licenses"].([]any)[0].(map[string]any)["key"].(string)
+}
+
+func TestClientSDKFlow(t *testing.T) {
+	ts.Each(t, func(t *testing.T, e ts.Engines) {
+		s := ts.Start(t, e)
+		a := api{t, s, newOwner(t, s).Token}
+		appID, secret := a.createApp("Flow")
+		expectOK(t, a.do("PATCH", "/api/apps/"+appID, map[string]any{"version": "1.0.0", "antiDebug": true}), http.StatusOK)
+
+		c := newSDK(t, s, secret)
+		r := c.init("1.0.0", "host-user")
+		expectOK(t, r, http.StatusOK)
+		d := r.Data()
+		if !urlSafe.MatchString(c.token) || d["appName"] != "Flow" || d["appVersion"] != "1.0.0" || d["antiDebug"] != true ||
+			d["antiVM"] != false || d["lockHwid"] != false || d["resumed"] != false || d["expiresAt"] == nil {
+			t.Fatalf("init: %s", r.Raw)
+		}
+
+		// Login-type calls need a nonce; a reused or missing one changes nothing.
+		body := map[string]any{"username": "alice", "password": "pw-alice-1", "email": "", "displayName": "", "licenseKey": "", "hwid": "host-user", "pcName": ""}
+		expect(t, c.post("register", body, ""), http.StatusUnauthorized, "NONCE_REQUIRED")
+		n := c.nonce()
+		r = c.post("register", body, n)
+		expectOK(t, r, http.StatusOK)
+		d = r.Data()
+		if d["key"] != "alice" || d["username"] != "alice" || d["level"] != float64(1) || d["licenseActivated"] != false {
+			t.Fatalf("register: %s", r.Raw)
+		}
+		if _, isList := d["warnings"].([]any); !isList {
+			t.Fatalf("register warnings are not a list: %s", r.Raw)
+		}
+		expect(t, c.post("heartbeat", nil, n), http.StatusUnauthorized, "NONCE_REQUIRED")
+		other := newSDK(t, s, secret)
+		other.mustInit()
+		expect(t, other.post("heartbeat", nil, c.nonce()), http.StatusUnauthorized, "NONCE_REQUIRED") // another session's nonce
+
+		// Heartbeat answers expiresAt; check validates; the init token stays the session.
+		r = c.withNonce("heartbeat", nil)
+		expectOK(t, r, http.StatusOK)
+		if _, err := time.Parse(time.RFC3339, r.Data()["expiresAt"].(string)); err != nil {
+			t.Fatalf("heartbeat: %s", r.Raw)
+		}
+		r = c.post("check", nil, "")
+		expectOK(t, r, http.StatusOK)
+		if r.Data()["valid"] != true || r.Data()["username"] != "alice" {
+			t.Fatalf("check: %s", r.Raw)
+		}
+
+		// A second program logs in with the password.
+		c2 := newSDK(t, s, secret)
+		c2.mustInit()
+		expect(t, c2.withNonce("login", map[string]any{"username": "alice", "password": "wrong", "licenseKey": "", "hwid": "h", "pcName": ""}),
+			http.StatusUnauthorized, "UNAUTHORIZED")
+		r = c2.withNonce("login", map[string]any{"username": "alice", "password": "pw-alice-1", "licenseKey": "", "hwid": "h", "pcName": ""})
+		expectOK(t, r, http.StatusOK)
+		if r.Data()["username"] != "alice" || r.Data()["avatarUrl"] == "" {
+			t.Fatalf("login: %s", r.Raw)
+		}
+		failed := waitLog(t, a, appID, "user.login_failed")
+		if failed["username"] != "alice" {
+			t.Fatalf("login_failed entry: %v", failed)
+		}
+
+		// End closes the session for good.
+		r = c.post("end", nil, "")
+		expectOK(t, r, http.StatusOK)
+		expect(t, c.post("check", nil, ""), http.StatusUnauthorized, "UNAUTHORIZED")
+		expect(t, c.post("nonce", nil, ""), http.StatusUnauthorized, "UNAUTHORIZED")
+		waitLog(t, a, appID, "session.end")
+	})
+}
+
+func TestClientInitRefusals(t *testing.T) {
+	ts.Each(t, func(t *testing.T, e ts.Engines) {
+		s := ts.Start(t, e)
+		a := api{t, s, newOwner(t, s).Token}
+		appID, secret := a.createApp("Init")
+		expect(t, newSDK(t, s, "").init("1.0.0", "h"), http.StatusBadRequest, "VALIDATION_ERROR")
+		expect(t, newSDK(t, s, "not-the-secret").init("1.0.0", "h"), http.StatusUnauthorized, "UNAUTHORIZED")
+
+		expectOK(t, a.do("PATCH", "/api/apps/"+appID, map[string]any{"version": "2.0.0"}), http.StatusOK)
+		expect(t, newSDK(t, s, secret).init("1.0.0", "h"), http.StatusForbidden, "VERSION_MISMATCH")
+		expectOK(t, newSDK(t, s, secret).init("2.0.0", "h"), http.StatusOK)
+
+		// A disabled app refuses at once: the change reaches the app's actor.
+		expectOK(t, a.do("PATCH", "/api/apps/"+appID, map[string]any{"enabled": false}), http.StatusOK)
+		waitFor(t, func() bool { return newSDK(t, s, secret).init("2.0.0", "h").Code() == "APP_DISABLED" })
+		expectOK(t, a.do("PATCH", "/api/apps/"+appID, map[string]any{"enabled": true}), http.StatusOK)
+
+		// Rules apply at init already.
+		ip := nextIP()
+		expectOK(t, a.do("POST", "/api/apps/"+appID+"/rules", map[string]any{"type": "ip", "action": "blacklist", "value": ip + "/32"}), http.StatusCreated)
+		blocked := newSDK(t, s, secret)
+		blocked.ip = ip
+		waitFor(t, func() bool { return blocked.init("2.0.0", "h").Code() == "RULE_BLOCKED" })
+		entry := waitLog(t, a, appID, "rule.triggered")
+		if entry["ipAddress"] != ip {
+			t.Fatalf("rule.triggered: %v", entry)
+		}
+		expectOK(t, newSDK(t, s, secret).init("2.0.0", "h"), http.StatusOK)
+	})
+}
+
+// waitFor polls cond: dashboard changes reach the app actors through the event pipeline.
+func waitFor(t *testing.T, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatal("condition not reached within 5 s")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func TestClientLicenseLogin(t *testing.T) {
+	ts.Each(t, func(t *testing.T, e ts.Engines) {
+		s := ts.Start(t, e)
+		a := api{t, s, newOwner(t, s).Token}
+		appID, secret := a.createApp("Keys")
+		key := createLicense(a, appID, map[string]any{"level": 3, "duration": 86400, "maxUses": 1})
+
+		c := newSDK(t, s, secret)
+		c.mustInit()
+		expect(t, c.withNonce("license", map[string]any{"licenseKey": "NOPE-NOPE", "hwid": "h"}), http.StatusForbidden, "LICENSE_INVALID")
+		r := c.withNonce("license", map[string]any{"licenseKey": key, "hwid": "h", "pcName": ""})
+		expectOK(t, r, http.StatusOK)
+		d := r.Data()
+		exp, err := time.Parse(time.RFC3339, d["expiresAt"].(string))
+		if d["key"] != key || d["username"] != key || d["level"] != float64(3) || d["returning"] != false || err != nil ||
+			exp.Sub(time.Now()) < 23*time.Hour {
+			t.Fatalf("first license login: %s", r.Raw)
+		}
+		// The same key again is a returning user; no use is spent.
+		c2 := newSDK(t, s, secret)
+		c2.mustInit()
+		r = c2.withNonce("license", map[string]any{"licenseKey": key, "hwid": "h"})
+		expectOK(t, r, http.StatusOK)
+		if r.Data()["returning"] != true {
+			t.Fatalf("returning license login: %s", r.Raw)
+		}
+		r = a.do("GET", "/api/apps/"+appID+"/licenses?search="+key, nil)
+		expectOK(t, r, http.StatusOK)
+		lic := r.Data()["licenses"].([]any)[0].(map[string]any)
+		if lic["usedCount"] != float64(1) || lic["usedBy"] != key {
+			t.Fatalf("license after logins: %v", lic)
+		}
+		waitLog(t, a, appID, "license.activate")
+
+		// A used-up key cannot activate for another account.
+		c3 := newSDK(t, s, secret)
+		c3.mustInit()
+		expectOK(t, c3.withNonce("register", map[string]any{"username": "bob", "password": "pw-bob-123"}), http.StatusOK)
+		expect(t, c3.withNonce("activate", map[string]any{"licenseKey": key}), http.StatusForbidden, "LICENSE_USED")
+	})
+}
+
+func TestClientConcurrentActivationsOfALastUse(t *testing.T) {
+	ts.Each(t, func(t *testing.T, e ts.Engines) {
+		s := ts.Start(t, e)
+		a := api{t, s, newOwner(t, s).Token}
+		appID, secret := a.createApp("Race")
+		key := createLicense(a, appID, map[string]any{"maxUses": 1})
+		const n = 6
+		clients := make([]*sdk, n)
+		nonces := make([]string, n)
+		for i := range clients {
+			clients[i] = newSDK(t, s, secret)
+			clients[i].mustInit()
+			expectOK(t, clients[i].withNonce("register", map[string]any{"username": "racer" + string(rune('a'+i)), "password": "pw-racer-1"}), http.StatusOK)
+			nonces[i] = clients[i].nonce()
+		}
+		var wg sync.WaitGroup
+		codes := make([]string, n)
+		for i := range clients {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				r := clients[i].post("activate", map[string]any{"licenseKey": key}, nonces[i])
+				codes[i] = r.Code()
+				if r.Status == http.StatusOK {
+					codes[i] = "OK"
+				}
+			}()
+		}
+		wg.Wait()
+		okCount := 0
+		for _, c := range codes {
+			switch c {
+			case "OK":
+				okCount++
+			case "LICENSE_USED":
+			default:
+				t.Fatalf("unexpected answer %q (all: %v)", c, codes)
+			}
+		}
+		if okCount != 1 {
+			t.Fatalf("%d activations of a key with one use succeeded: %v", okCount, codes)
+		}
+	})
+}
+
+func TestClientAccountStatesAndLocks(t *testing.T) {
+	ts.Each(t, func(t *testing.T, e ts.Engines) {
+		s := ts.Start(t, e)
+		a := api{t, s, newOwner(t, s).Token}
+		appID, secret := a.createApp("Locks")
+		users := map[string]string{}
+		for _, name := range []string{"banned", "expired", "disabled", "locked"} {
+			r := a.do("POST", "/api/apps/"+appID+"/users", map[string]any{"username": name, "password": "pw-" + name + "-1"})
+			expectOK(t, r, http.StatusCreated)
+			users[name] = r.Data()["id"].(string)
+		}
+		patchUser := func(name string, body map[string]any) {
+			expectOK(t, a.do("PATCH", "/api/apps/"+appID+"/users/"+users[name], body), http.StatusOK)
+		}
+		patchUser("banned", map[string]any{"banned": true, "banReason": "cheating"})
+		patchUser("expired", map[string]any{"expiresAt": time.Now().Add(-time.Hour).UTC().Format(time.RFC3339)})
+		patchUser("disabled", map[string]any{"enabled": false})
+		login := func(c *sdk, name, hwid string) ts.Response {
+			return c.withNonce("login", map[string]any{"username": name, "password": "pw-" + name + "-1", "hwid": hwid, "pcName": "PC-1"})
+		}
+		for name, code := range map[string]string{"banned": "BANNED", "expired": "EXPIRED", "disabled": "USER_DISABLED"} {
+			c := newSDK(t, s, secret)
+			c.mustInit()
+			expect(t, login(c, name, "h1"), http.StatusForbidden, code)
+		}
+
+		// HWID lock: the first login binds, another device is refused.
+		expectOK(t, a.do("PATCH", "/api/apps/"+appID, map[string]any{"lockHwid": true}), http.StatusOK)
+		c := newSDK(t, s, secret)
+		c.mustInit()
+		waitFor(t, func() bool { r := newSDK(t, s, secret).init("1.0.0", "x"); return r.Data()["lockHwid"] == true })
+		expectOK(t, login(c, "locked", "device-A"), http.StatusOK)
+		c2 := newSDK(t, s, secret)
+		c2.mustInit()
+		expect(t, login(c2, "locked", "device-B"), http.StatusForbidden, "HWID_LOCKED")
+		expectOK(t, login(c2, "locked", "device-A"), http.StatusOK)
+
+		// With a device limit of 2 a second device registers, a third is refused.
+		patchUser("locked", map[string]any{"deviceLimit": 2})
+		c3 := newSDK(t, s, secret)
+		c3.mustInit()
+		expectOK(t, login(c3, "locked", "device-B"), http.StatusOK)
+		expect(t, login(c3, "locked", "device-C"), http.StatusForbidden, "DEVICE_LIMIT")
+
+		// IP lock binds the first address.
+		expectOK(t, a.do("PATCH", "/api/apps/"+appID, map[string]any{"lockHwid": false, "lockIp": true}), http.StatusOK)
+		waitFor(t, func() bool { r := newSDK(t, s, secret).init("1.0.0", "x"); return r.Data()["lockIp"] == true })
+		home := newSDK(t, s, secret)
+		home.mustInit()
+		expectOK(t, login(home, "locked", ""), http.StatusOK)
+		away := newSDK(t, s, secret)
+		away.mustInit()
+		expect(t, login(away, "locked", ""), http.StatusForbidden, "IP_LOCKED")
+
+		// A paused app refuses new logins but keeps sessions.
+		expectOK(t, a.do("PATCH", "/api/apps/"+appID, map[string]any{"lockIp": false, "paused": true}), http.StatusOK)
+		waitFor(t, func() bool {
+			p := newSDK(t, s, secret)
+			p.mustInit()
+			return login(p, "locked", "").Code() == "APP_PAUSED"
+		})
+		expectOK(t, home.withNonce("heartbeat", nil), http.StatusOK)
+	})
+}
+
+func TestClientSessionIdleTimeout(t *testing.T) {
+	env := ts.Env(t, ts.Pairs[0])
+	env["KEYWARD_CLIENT_SESSION_TTL"] = "1s"
+	s := ts.StartEnv(t, env)
+	a := api{t, s, newOwner(t, s).Token}
+	_, secret := a.createApp("Idle")
+	c := newSDK(t, s, secret)
+	c.mustInit()
+	for range 3 { // calls keep it alive past its ttl
+		time.Sleep(600 * time.Millisecond)
+		expectOK(t, c.withNonce("heartbeat", nil), http.StatusOK)
+	}
+	time.Sleep(1500 * time.Millisecond)
+	r := c.post("check", nil, "")
+	expect(t, r, http.StatusUnauthorized, "UNAUTHORIZED")
+	if msg := r.Body["error"].(map[string]any)["message"].(string); !regexp.MustCompile(`expired`).MatchString(msg) {
+		t.Fatalf("expired session message: %q", msg)
+	}
+}

@@ -1,0 +1,62 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/keyward/keyward/actors"
+	"github.com/keyward/keyward/cluster"
+	"github.com/keyward/keyward/core/apps"
+	"github.com/keyward/keyward/core/client"
+	"github.com/keyward/keyward/core/events"
+	"github.com/keyward/keyward/core/plans"
+	"github.com/keyward/keyward/storage"
+)
+
+// appChangedTopic is the cluster bus topic on which a node announces that an application's
+// snapshot changed; every node's actor for the app reloads.
+const appChangedTopic = "app-changed"
+
+// snapshotChanges reports whether an event changes what an app's snapshot holds.
+func snapshotChanges(name string) bool {
+	return name == "app.update" || name == "app.secret_reset" || strings.HasPrefix(name, "rule.") && name != "rule.triggered"
+}
+
+// startAppActors starts the node's AppActors and wires their invalidation: events of this
+// node (the event pipeline) and of other nodes (the cluster bus) reload the snapshot of
+// the app they concern, and a deleted app's actor drops its snapshot at once.
+func startAppActors(ctx context.Context, store storage.Store, engine cluster.Engine, bus *events.Bus, appsSvc *apps.Service,
+	catalogue *plans.Catalogue, def client.SnapshotDefaults, now func() time.Time, log *slog.Logger) (*actors.Apps[client.Snapshot], func(), error) {
+	dir := actors.NewApps(client.NewLoader(store, catalogue, def), actors.AppsConfig{Now: now, Log: log})
+	announce := func(appID string) {
+		dir.Invalidate(appID)
+		pctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := engine.Publish(pctx, appChangedTopic, []byte(appID)); err != nil {
+			// Other nodes still reload within the actors' refresh age.
+			log.Warn("cannot announce an app change to the cluster", "app", appID, "err", err)
+		}
+	}
+	unsubscribe, err := engine.Subscribe(ctx, appChangedTopic, func(p []byte) { dir.Invalidate(string(p)) })
+	if err != nil {
+		dir.Close()
+		return nil, nil, fmt.Errorf("subscribe to app changes: %w", err)
+	}
+	bus.Subscribe("app-actors", 10_000, func(e events.Event) {
+		if e.AppID != "" && snapshotChanges(e.Name) {
+			announce(e.AppID)
+		}
+	})
+	appsSvc.OnDelete(func(_ context.Context, appID string) error {
+		announce(appID)
+		return nil
+	})
+	stop := func() {
+		unsubscribe()
+		dir.Close()
+	}
+	return dir, stop, nil
+}
