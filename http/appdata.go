@@ -272,11 +272,15 @@ func (h *appDataHandlers) routes(one *gin.RouterGroup) {
 
 // analyticsHandlers serves SPEC 4.8's analytics.
 type analyticsHandlers struct {
-	svc *analytics.Service
+	svc      *analytics.Service
+	sessions clientSessions
 }
 
 func (h *analyticsHandlers) overview(c *gin.Context) {
 	o, err := h.svc.Overview(c.Request.Context(), ownerOf(c), c.Param("appId"), c.Query("period"))
+	if err == nil {
+		o.ActiveSessions = activeSessions(c, h.sessions, c.Param("appId"))
+	}
 	reply(c, http.StatusOK, gin.H{
 		"period":   o.Period,
 		"users":    gin.H{"total": o.Users, "new": o.NewUsers, "active": o.Active, "banned": o.Banned},

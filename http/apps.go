@@ -1,7 +1,9 @@
 package httpapi
 
 import (
+	"context"
 	"encoding/json"
+	"log/slog"
 	"net/http"
 
 	"github.com/gin-gonic/gin"
@@ -12,7 +14,24 @@ import (
 
 // appHandlers serves SPEC 4.2 to 4.5.
 type appHandlers struct {
-	svc *apps.Service
+	svc      *apps.Service
+	sessions clientSessions
+}
+
+// clientSessions are the client sessions as the dashboard sees them (client.Service).
+type clientSessions interface {
+	ActiveSessions(ctx context.Context, appID string) (int, error)
+	KillUserSessions(ctx context.Context, appID, userID, username string) (int, error)
+}
+
+// activeSessions counts the app's live client sessions; the figure is informative, so an
+// engine error shows as 0 (logged) rather than failing the whole answer.
+func activeSessions(c *gin.Context, s clientSessions, appID string) int {
+	n, err := s.ActiveSessions(c.Request.Context(), appID)
+	if err != nil {
+		slog.Warn("counting client sessions", "app", appID, "err", err)
+	}
+	return n
 }
 
 func ownerOf(c *gin.Context) apps.Owner {
@@ -43,7 +62,7 @@ func (h *appHandlers) list(c *gin.Context) {
 	reply(c, http.StatusOK, mapSlice(list, func(a apps.AppWithCounts) appView {
 		v := appOf(a.App, "")
 		n := a.Counts
-		v.Counts = &appCountsView{Users: n.Users, Licenses: n.Licenses, Sessions: n.Sessions, Variables: n.Variables,
+		v.Counts = &appCountsView{Users: n.Users, Licenses: n.Licenses, Sessions: activeSessions(c, h.sessions, a.App.ID), Variables: n.Variables,
 			Files: n.Files, Tokens: n.Tokens, Rules: n.Rules}
 		return v
 	}), err)
@@ -119,6 +138,9 @@ func (h *appHandlers) regenerateSecret(c *gin.Context) {
 
 func (h *appHandlers) stats(c *gin.Context) {
 	s, err := h.svc.AppStats(c.Request.Context(), ownerOf(c), c.Param("appId"))
+	if err == nil {
+		s.ActiveSessions = activeSessions(c, h.sessions, c.Param("appId"))
+	}
 	reply(c, http.StatusOK, gin.H{
 		"users":    gin.H{"total": s.Users, "active": s.ActiveUsers, "banned": s.BannedUsers},
 		"licenses": gin.H{"total": s.Licenses, "used": s.UsedLicenses, "unused": s.Licenses - s.UsedLicenses},
@@ -399,6 +421,7 @@ func (h *appHandlers) routes(g *gin.RouterGroup, admin gin.HandlerFunc) *gin.Rou
 	one.GET("/users/:userId", h.getUser)
 	patchOrPut(one, "/users/:userId", h.updateUser)
 	one.DELETE("/users/:userId", h.deleteUser)
+	one.POST("/users/:userId/kill-sessions", h.killSessions)
 	one.POST("/users/:userId/reset-hwid", h.resetHWID)
 	one.POST("/users/:userId/extend", h.extendUser)
 	one.GET("/users/:userId/ip", admin, h.userIP)
@@ -419,4 +442,16 @@ func (h *appHandlers) routes(g *gin.RouterGroup, admin gin.HandlerFunc) *gin.Rou
 	patchOrPut(one, "/tokens/:tokenId", h.updateToken)
 	one.DELETE("/tokens/:tokenId", h.deleteToken)
 	return one
+}
+
+// killSessions ends every client session of a user (SPEC 4.3); the WebSocket work adds the
+// force_logout to connected sockets.
+func (h *appHandlers) killSessions(c *gin.Context) {
+	u, err := h.svc.GetUser(c.Request.Context(), ownerOf(c), c.Param("appId"), c.Param("userId"))
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	n, err := h.sessions.KillUserSessions(c.Request.Context(), c.Param("appId"), u.User.ID, u.User.Username)
+	reply(c, http.StatusOK, gin.H{"deleted": n}, err)
 }

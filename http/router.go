@@ -125,13 +125,15 @@ func New(d Deps, cfg Config) (http.Handler, error) {
 	admin.GET("/accounts", h.adminList)
 	patchOrPut(admin, "/accounts/:accountId", h.adminChange)
 
-	ah := &appHandlers{svc: d.Apps}
+	ah := &appHandlers{svc: d.Apps, sessions: d.Client}
 	one := ah.routes(api.Group("/apps", requireOwner(d.Accounts)), requireAdmin())
 	dh := &appDataHandlers{vars: d.Variables, rules: d.Rules, logs: d.Logs}
 	dh.routes(one)
-	(&analyticsHandlers{svc: d.Analytics}).routes(one)
+	(&analyticsHandlers{svc: d.Analytics, sessions: d.Client}).routes(one)
 	(&fileHandlers{svc: d.Files}).routes(one)
-	(&clientHandlers{svc: d.Client, tokens: d.Apps, limiter: d.Limiter, countryHeader: cfg.CountryHeader}).routes(api)
+	ch := &clientHandlers{svc: d.Client, tokens: d.Apps, limiter: d.Limiter, countryHeader: cfg.CountryHeader}
+	ch.routes(api)
+	ch.resetRoutes(api)
 	(&integrationHandlers{svc: d.Integrations}).routes(api.Group("", requireOwner(d.Accounts)), one)
 	return r, nil
 }

@@ -317,7 +317,9 @@ func OpenCore(ctx context.Context, c Config, log *slog.Logger) (_ *Core, err err
 	}
 	closers = append(closers, func() error { stopActors(); return nil })
 	clientSvc := client.New(client.Deps{Store: store, Apps: appActors, Sessions: engine, Hasher: hasher, Bus: bus,
-		Country: country, Quota: meter, Blobs: blobStore, Now: c.Clock, Log: log})
+		Country: country, Quota: meter, Blobs: blobStore,
+		Reset: client.ResetDeps{Tokens: engine, Mailer: mailq, PublicURL: c.PublicURL}, Now: c.Clock, Log: log})
+	bus.Subscribe("client-sessions", 10_000, clientSvc.HandleEvent)
 	return &Core{Store: store, Engine: engine, Mail: mailq, Accounts: svc, Apps: appsSvc, Meter: meter,
 		Client: clientSvc, AppActors: appActors, stopAppActors: stopActors,
 		Integrations: integrations.NewService(store, appsSvc, bus, integrations.Options{

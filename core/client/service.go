@@ -45,6 +45,8 @@ type Deps struct {
 	Quota   Quota
 	// Blobs holds file bytes.
 	Blobs BlobOpener
+	// Reset configures HWID/IP resets requested by clients.
+	Reset ResetDeps
 	Now   func() time.Time
 	Log   *slog.Logger
 }
@@ -52,6 +54,7 @@ type Deps struct {
 // Service runs the client API.
 type Service struct {
 	d        Deps
+	r        ResetDeps
 	sessions sessions
 }
 
@@ -63,7 +66,7 @@ func New(d Deps) *Service {
 	if d.Log == nil {
 		d.Log = slog.Default()
 	}
-	return &Service{d: d, sessions: sessions{e: d.Sessions}}
+	return &Service{d: d, r: d.Reset, sessions: sessions{e: d.Sessions}}
 }
 
 // Caller is what the edge knows about the client making a request.
@@ -263,10 +266,33 @@ func (s *Service) End(ctx context.Context, c Caller, token string) error {
 	return nil
 }
 
-// KillUserSessions ends every session of a user (dashboard kill-sessions, bans) and
-// answers how many were live.
-func (s *Service) KillUserSessions(ctx context.Context, appID, userID string) (int, error) {
-	return s.sessions.endUser(ctx, appID, userID)
+// KillUserSessions ends every session of a user (dashboard kill-sessions, bans, deletes),
+// writes user.session_kill and answers how many were live.
+func (s *Service) KillUserSessions(ctx context.Context, appID, userID, username string) (int, error) {
+	n, err := s.sessions.endUser(ctx, appID, userID)
+	if err != nil {
+		return n, err
+	}
+	s.publish(events.Event{Name: "user.session_kill", AppID: appID, Username: username,
+		Message: fmt.Sprintf("%d client sessions ended", n), Data: map[string]any{"userId": userID, "deleted": n}})
+	return n, nil
+}
+
+// HandleEvent ends the sessions of users the dashboard bans or deletes, so they cannot go
+// on calling the API until their sessions expire. It runs on the event pipeline.
+func (s *Service) HandleEvent(e events.Event) {
+	if e.Name != "user.ban" && e.Name != "user.delete" {
+		return
+	}
+	userID, _ := e.Data["userId"].(string)
+	if userID == "" {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := s.KillUserSessions(ctx, e.AppID, userID, e.Username); err != nil {
+		s.d.Log.Warn("client: cannot end the sessions of a banned or deleted user", "app", e.AppID, "user", userID, "err", err)
+	}
 }
 
 // ActiveSessions counts the app's live sessions.
