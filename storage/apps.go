@@ -22,8 +22,14 @@ type App struct {
 	LockPcName  bool
 	SecretHash  string
 	SecretLast6 string
-	CreatedAt   time.Time
-	UpdatedAt   time.Time
+	// SessionTimeout is the idle timeout of the app's client sessions in seconds; 0 means
+	// the server's default.
+	SessionTimeout int
+	// PlainFiles turns off the encryption of client file downloads for this app (the
+	// server-wide switch can only turn it off too).
+	PlainFiles bool
+	CreatedAt  time.Time
+	UpdatedAt  time.Time
 }
 
 // AppCounts are the per-app record counts of the application list (SPEC 4.2).

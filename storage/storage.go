@@ -64,6 +64,7 @@ type Store interface {
 	LogStore
 	IntegrationStore
 	DeliveryStore
+	ClientSessionStore
 	// Ping reports whether the database answers, for readiness checks.
 	Ping(ctx context.Context) error
 	// Close releases the engine's connections. It is safe to call once.

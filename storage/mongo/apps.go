@@ -24,63 +24,71 @@ type appDoc struct {
 	AccountID string `bson:"accountId"`
 	Name      string `bson:"name"`
 	// NameLower carries the per-account unique index (no collation on FerretDB).
-	NameLower   string    `bson:"nameLower"`
-	Description string    `bson:"description"`
-	AppVersion  string    `bson:"appVersion"` // the app's own version string
-	Enabled     bool      `bson:"enabled"`
-	Paused      bool      `bson:"paused"`
-	AntiDebug   bool      `bson:"antiDebug"`
-	AntiVM      bool      `bson:"antiVm"`
-	LockHwid    bool      `bson:"lockHwid"`
-	LockIP      bool      `bson:"lockIp"`
-	LockPcName  bool      `bson:"lockPcName"`
-	SecretHash  string    `bson:"secretHash"`
-	SecretLast6 string    `bson:"secretLast6"`
-	CreatedAt   time.Time `bson:"createdAt,omitempty"`
-	UpdatedAt   time.Time `bson:"updatedAt,omitempty"`
+	NameLower   string `bson:"nameLower"`
+	Description string `bson:"description"`
+	AppVersion  string `bson:"appVersion"` // the app's own version string
+	Enabled     bool   `bson:"enabled"`
+	Paused      bool   `bson:"paused"`
+	AntiDebug   bool   `bson:"antiDebug"`
+	AntiVM      bool   `bson:"antiVm"`
+	LockHwid    bool   `bson:"lockHwid"`
+	LockIP      bool   `bson:"lockIp"`
+	LockPcName  bool   `bson:"lockPcName"`
+	SecretHash  string `bson:"secretHash"`
+	SecretLast6 string `bson:"secretLast6"`
+	// SessionTimeout (seconds) and PlainFiles are absent from documents written before
+	// they existed, which decode as 0 and false, their defaults.
+	SessionTimeout int       `bson:"sessionTimeout"`
+	PlainFiles     bool      `bson:"plainFiles"`
+	CreatedAt      time.Time `bson:"createdAt,omitempty"`
+	UpdatedAt      time.Time `bson:"updatedAt,omitempty"`
 }
 
 func toAppDoc(a storage.App, version int64) appDoc {
 	return appDoc{
-		ID:          a.ID,
-		Version:     version,
-		AccountID:   a.AccountID,
-		Name:        a.Name,
-		NameLower:   strings.ToLower(a.Name),
-		Description: a.Description,
-		AppVersion:  a.Version,
-		Enabled:     a.Enabled,
-		Paused:      a.Paused,
-		AntiDebug:   a.AntiDebug,
-		AntiVM:      a.AntiVM,
-		LockHwid:    a.LockHwid,
-		LockIP:      a.LockIP,
-		LockPcName:  a.LockPcName,
-		SecretHash:  a.SecretHash,
-		SecretLast6: a.SecretLast6,
-		CreatedAt:   storage.Truncate(a.CreatedAt),
-		UpdatedAt:   storage.Truncate(a.UpdatedAt),
+		ID:             a.ID,
+		Version:        version,
+		AccountID:      a.AccountID,
+		Name:           a.Name,
+		NameLower:      strings.ToLower(a.Name),
+		Description:    a.Description,
+		AppVersion:     a.Version,
+		Enabled:        a.Enabled,
+		Paused:         a.Paused,
+		AntiDebug:      a.AntiDebug,
+		AntiVM:         a.AntiVM,
+		LockHwid:       a.LockHwid,
+		LockIP:         a.LockIP,
+		LockPcName:     a.LockPcName,
+		SecretHash:     a.SecretHash,
+		SecretLast6:    a.SecretLast6,
+		SessionTimeout: a.SessionTimeout,
+		PlainFiles:     a.PlainFiles,
+		CreatedAt:      storage.Truncate(a.CreatedAt),
+		UpdatedAt:      storage.Truncate(a.UpdatedAt),
 	}
 }
 
 func (d appDoc) app() storage.App {
 	return storage.App{
-		ID:          d.ID,
-		AccountID:   d.AccountID,
-		Name:        d.Name,
-		Description: d.Description,
-		Version:     d.AppVersion,
-		Enabled:     d.Enabled,
-		Paused:      d.Paused,
-		AntiDebug:   d.AntiDebug,
-		AntiVM:      d.AntiVM,
-		LockHwid:    d.LockHwid,
-		LockIP:      d.LockIP,
-		LockPcName:  d.LockPcName,
-		SecretHash:  d.SecretHash,
-		SecretLast6: d.SecretLast6,
-		CreatedAt:   fromDate(d.CreatedAt),
-		UpdatedAt:   fromDate(d.UpdatedAt),
+		ID:             d.ID,
+		AccountID:      d.AccountID,
+		Name:           d.Name,
+		Description:    d.Description,
+		Version:        d.AppVersion,
+		Enabled:        d.Enabled,
+		Paused:         d.Paused,
+		AntiDebug:      d.AntiDebug,
+		AntiVM:         d.AntiVM,
+		LockHwid:       d.LockHwid,
+		LockIP:         d.LockIP,
+		LockPcName:     d.LockPcName,
+		SecretHash:     d.SecretHash,
+		SecretLast6:    d.SecretLast6,
+		SessionTimeout: d.SessionTimeout,
+		PlainFiles:     d.PlainFiles,
+		CreatedAt:      fromDate(d.CreatedAt),
+		UpdatedAt:      fromDate(d.UpdatedAt),
 	}
 }
 
@@ -170,11 +178,11 @@ func (s *Store) UpdateApp(ctx context.Context, accountID, id string, fn func(*st
 // record kind of an app (sessions, variables, files, rules, …) must be added here, and
 // counted in CountAppRecords when SPEC 4.2 counts it (integrations are not). Variables come
 // after users and licenses, their owners, and deliveries and attempts after integrations;
-// log entries, deliveries and attempts are not checked against their app when written, and
-// are swept here like the rest.
+// log entries, deliveries, attempts and client session copies are not checked against
+// their app when written, and are swept here like the rest.
 func (s *Store) appRecordColls() []*mongo.Collection {
 	return []*mongo.Collection{s.users, s.devices, s.licenses, s.tokens, s.variables, s.files, s.rules,
-		s.integrations, s.deliveries, s.attempts, s.logs}
+		s.integrations, s.deliveries, s.attempts, s.logs, s.clientSessions}
 }
 
 // DeleteApp removes the account's app, then every record that belongs to it. Without
@@ -214,7 +222,9 @@ func (s *Store) DeleteApp(ctx context.Context, accountID, id string) error {
 }
 
 // CountAppRecords counts the app's records of each kind. Variables are the app's own
-// (scope app), as SPEC 4.2 counts them; sessions are 0 until their collection exists.
+// (scope app), as SPEC 4.2 counts them. Sessions are left 0: the live sessions are the
+// cluster engine's, and clientSessions holds only their lazily written copies (expired
+// ones included), so the caller counts them there.
 func (s *Store) CountAppRecords(ctx context.Context, appID string) (storage.AppCounts, error) {
 	const op = "count app records"
 	byAppID := bson.D{{Key: "appId", Value: appID}}

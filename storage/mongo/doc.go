@@ -6,14 +6,15 @@
 // copies of username and email), accountTokens (_id is the token hash), apps, users,
 // licenses, devices, tokens (application access tokens), variables, files, rules, logs,
 // integrations, webhookDeliveries (the durable webhook delivery queue) and webhookAttempts,
-// each _id being the record id, and claims (short-lived reservations used by every Update
+// each _id being the record id, clientSessions (durable copies of client sessions, _id is
+// the token hash), and claims (short-lived reservations used by every Update
 // method). Records of an app carry its appId; updatable records carry a version;
 // case-insensitive fields and searched fields have lower-cased copies (usernameLower,
 // nameLower, keyLower, …). Field names are camelCase; times are BSON dates, which hold
 // exactly the milliseconds the contract keeps, and zero times are left out of the document
-// (so they sort as null, before every date) — except in log entries, webhookDeliveries and
-// webhookAttempts, which store every time (a zero one as the zero date, year 1) because
-// their ranges, due checks and purges compare them.
+// (so they sort as null, before every date) — except in log entries, webhookDeliveries,
+// webhookAttempts and clientSessions, which store every time (a zero one as the zero date,
+// year 1) because their ranges, due checks, purges and expiry sweeps compare them.
 //
 // Every query is written to run on both real MongoDB and FerretDB 1.x (the MongoDB wire
 // protocol over SQLite or PostgreSQL), which the tests use. FerretDB notes:
@@ -56,6 +57,10 @@
 //     claimers (on two nodes) never both get one delivery. DeleteIntegration removes the
 //     integration, then its deliveries and attempts; a delivery queued meanwhile is
 //     removed by ClaimDeliveries (its integration is gone), an attempt by PurgeDeliveries.
+//   - Upserts are a query then an insert or replace, so two concurrent upserts of one new
+//     _id can both insert and one fails on the unique index: SaveClientSessions (a
+//     BulkWrite of ReplaceOne upserts, whole-document and idempotent) writes its batch
+//     again when that happens.
 //   - One createIndexes command per index (FerretDB 1.24 fails on several that exist).
 //   - No TTL indexes are relied on: expired tokens stay until consumed or deleted with
 //     their account (a consume of an expired token answers ErrNotFound).

@@ -55,27 +55,29 @@ const (
 	collIntegrations  = "integrations"
 	collDeliveries    = "webhookDeliveries"
 	collAttempts      = "webhookAttempts"
+	collSessions      = "clientSessions"
 )
 
 // Store is the MongoDB-wire engine. It is safe for concurrent use.
 type Store struct {
-	client        *mongo.Client
-	db            *mongo.Database
-	accounts      *mongo.Collection
-	accountTokens *mongo.Collection
-	claims        *mongo.Collection
-	apps          *mongo.Collection
-	users         *mongo.Collection
-	licenses      *mongo.Collection
-	devices       *mongo.Collection
-	tokens        *mongo.Collection // application access tokens
-	variables     *mongo.Collection
-	files         *mongo.Collection
-	rules         *mongo.Collection
-	logs          *mongo.Collection
-	integrations  *mongo.Collection
-	deliveries    *mongo.Collection // the webhook delivery queue
-	attempts      *mongo.Collection // webhook delivery attempts
+	client         *mongo.Client
+	db             *mongo.Database
+	accounts       *mongo.Collection
+	accountTokens  *mongo.Collection
+	claims         *mongo.Collection
+	apps           *mongo.Collection
+	users          *mongo.Collection
+	licenses       *mongo.Collection
+	devices        *mongo.Collection
+	tokens         *mongo.Collection // application access tokens
+	variables      *mongo.Collection
+	files          *mongo.Collection
+	rules          *mongo.Collection
+	logs           *mongo.Collection
+	integrations   *mongo.Collection
+	deliveries     *mongo.Collection // the webhook delivery queue
+	attempts       *mongo.Collection // webhook delivery attempts
+	clientSessions *mongo.Collection // durable copies of client sessions
 }
 
 var _ storage.Store = (*Store)(nil)
@@ -107,23 +109,24 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 
 	db := client.Database(dbName)
 	s := &Store{
-		client:        client,
-		db:            db,
-		accounts:      db.Collection(collAccounts),
-		accountTokens: db.Collection(collAccountTokens),
-		claims:        db.Collection(collClaims),
-		apps:          db.Collection(collApps),
-		users:         db.Collection(collUsers),
-		licenses:      db.Collection(collLicenses),
-		devices:       db.Collection(collDevices),
-		tokens:        db.Collection(collTokens),
-		variables:     db.Collection(collVariables),
-		files:         db.Collection(collFiles),
-		rules:         db.Collection(collRules),
-		logs:          db.Collection(collLogs),
-		integrations:  db.Collection(collIntegrations),
-		deliveries:    db.Collection(collDeliveries),
-		attempts:      db.Collection(collAttempts),
+		client:         client,
+		db:             db,
+		accounts:       db.Collection(collAccounts),
+		accountTokens:  db.Collection(collAccountTokens),
+		claims:         db.Collection(collClaims),
+		apps:           db.Collection(collApps),
+		users:          db.Collection(collUsers),
+		licenses:       db.Collection(collLicenses),
+		devices:        db.Collection(collDevices),
+		tokens:         db.Collection(collTokens),
+		variables:      db.Collection(collVariables),
+		files:          db.Collection(collFiles),
+		rules:          db.Collection(collRules),
+		logs:           db.Collection(collLogs),
+		integrations:   db.Collection(collIntegrations),
+		deliveries:     db.Collection(collDeliveries),
+		attempts:       db.Collection(collAttempts),
+		clientSessions: db.Collection(collSessions),
 	}
 	if err := s.createIndexes(ctx); err != nil {
 		_ = client.Disconnect(context.WithoutCancel(ctx))
@@ -255,6 +258,12 @@ func (s *Store) createIndexes(ctx context.Context) error {
 			{Keys: bson.D{{Key: "appId", Value: 1}, {Key: "integrationId", Value: 1}, {Key: "createdAt", Value: 1}, {Key: "_id", Value: 1}},
 				Options: plain("appId_integrationId_createdAt_id")},
 			{Keys: bson.D{{Key: "createdAt", Value: 1}}, Options: plain("createdAt")},
+		}},
+		// A session copy's _id is its token hash. DeleteUserClientSessions (and DeleteApp's
+		// sweep) select by app and user, DeleteExpiredClientSessions by expiry.
+		{s.clientSessions, []mongo.IndexModel{
+			{Keys: bson.D{{Key: "appId", Value: 1}, {Key: "userId", Value: 1}}, Options: plain("appId_userId")},
+			{Keys: bson.D{{Key: "expiresAt", Value: 1}}, Options: plain("expiresAt")},
 		}},
 	}
 	// One createIndexes command per index: FerretDB 1.24 panics (and drops the

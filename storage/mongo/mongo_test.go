@@ -286,6 +286,10 @@ func TestDeleteAppFinishesInterruptedDelete(t *testing.T) {
 			DeliveryID: a.ID + "-dl", Attempt: 1}); err != nil {
 			t.Fatalf("AddDeliveryAttempt: %v", err)
 		}
+		if err := s.SaveClientSessions(ctx, []storage.ClientSession{{TokenHash: a.ID + "-s", AppID: a.ID, UserID: u.ID,
+			ExpiresAt: storage.Now().Add(time.Hour)}}); err != nil {
+			t.Fatalf("SaveClientSessions: %v", err)
+		}
 		// A claim an updater of the app's user left behind when it died.
 		if _, err := s.claims.InsertOne(ctx, claimDoc{ID: "users/" + u.ID + "#7", Owner: a.ID, At: storage.Now()}); err != nil {
 			t.Fatalf("insert claim: %v", err)

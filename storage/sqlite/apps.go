@@ -15,24 +15,24 @@ var (
 
 // appCols is the column order of scanApp.
 const appCols = `id, account_id, name, description, version, enabled, paused, anti_debug, anti_vm,
-	lock_hwid, lock_ip, lock_pc_name, secret_hash, secret_last6, created_at, updated_at`
+	lock_hwid, lock_ip, lock_pc_name, secret_hash, secret_last6, session_timeout, plain_files, created_at, updated_at`
 
 // appSet assigns every mutable column, in the order of appSetArgs.
 const appSet = `name = ?, name_lower = ?, description = ?, version = ?, enabled = ?, paused = ?,
 	anti_debug = ?, anti_vm = ?, lock_hwid = ?, lock_ip = ?, lock_pc_name = ?,
-	secret_hash = ?, secret_last6 = ?, updated_at = ?`
+	secret_hash = ?, secret_last6 = ?, session_timeout = ?, plain_files = ?, updated_at = ?`
 
 func appSetArgs(a storage.App) []any {
 	return []any{a.Name, strings.ToLower(a.Name), a.Description, a.Version, a.Enabled, a.Paused,
 		a.AntiDebug, a.AntiVM, a.LockHwid, a.LockIP, a.LockPcName,
-		a.SecretHash, a.SecretLast6, toMillis(a.UpdatedAt)}
+		a.SecretHash, a.SecretLast6, a.SessionTimeout, a.PlainFiles, toMillis(a.UpdatedAt)}
 }
 
 func scanApp(row scanner) (storage.App, error) {
 	var a storage.App
 	err := row.Scan(&a.ID, &a.AccountID, &a.Name, &a.Description, &a.Version, &a.Enabled, &a.Paused,
 		&a.AntiDebug, &a.AntiVM, &a.LockHwid, &a.LockIP, &a.LockPcName, &a.SecretHash, &a.SecretLast6,
-		timeCol{&a.CreatedAt}, timeCol{&a.UpdatedAt})
+		&a.SessionTimeout, &a.PlainFiles, timeCol{&a.CreatedAt}, timeCol{&a.UpdatedAt})
 	return a, err
 }
 
@@ -41,8 +41,8 @@ func (s *Store) CreateApp(ctx context.Context, a storage.App) error {
 	args := append([]any{a.ID, a.AccountID, toMillis(a.CreatedAt)}, appSetArgs(a)...)
 	_, err := s.w.ExecContext(ctx, `INSERT INTO apps (id, account_id, created_at,
 	name, name_lower, description, version, enabled, paused, anti_debug, anti_vm,
-	lock_hwid, lock_ip, lock_pc_name, secret_hash, secret_last6, updated_at)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, args...)
+	lock_hwid, lock_ip, lock_pc_name, secret_hash, secret_last6, session_timeout, plain_files, updated_at)
+VALUES (`+placeholders(19)+`)`, args...)
 	if err != nil {
 		return wrap("create app", err)
 	}
@@ -123,7 +123,7 @@ func (s *Store) UpdateApp(ctx context.Context, accountID, id string, fn func(*st
 // line of defence, not the mechanism). Every later record kind of an app (sessions,
 // variables, files, rules, …) must be added here, and counted in CountAppRecords when
 // SPEC 4.2 counts it (integrations and their deliveries are not counted).
-var appChildTables = []string{"webhook_attempts", "webhook_deliveries", "integrations",
+var appChildTables = []string{"client_sessions", "webhook_attempts", "webhook_deliveries", "integrations",
 	"variables", "files", "rules", "logs", "devices", "app_tokens", "licenses", "app_users"}
 
 // DeleteApp removes the account's app and every record that belongs to it, in one
@@ -149,7 +149,9 @@ func (s *Store) DeleteApp(ctx context.Context, accountID, id string) error {
 }
 
 // CountAppRecords counts the app's records of each kind in one snapshot. Variables are the
-// app's own (scope app), as SPEC 4.2 counts them; sessions are 0 until their table exists.
+// app's own (scope app), as SPEC 4.2 counts them. Sessions are left 0: the live sessions
+// are the cluster engine's, and client_sessions holds only their lazily written copies
+// (expired ones included), so the caller counts them there.
 func (s *Store) CountAppRecords(ctx context.Context, appID string) (storage.AppCounts, error) {
 	var c storage.AppCounts
 	err := s.inReadTx(ctx, "count app records", func(tx *sql.Tx) error {

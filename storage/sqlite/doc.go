@@ -29,6 +29,9 @@
 //     explicitly, in one transaction, so they never depend on a connection having
 //     foreign keys enabled; a later record kind of an app must be added to appChildTables.
 //     apps.account_id has no foreign key: deleting an account does not delete its apps.
+//     Log entries, webhook deliveries and attempts and client session copies have no
+//     foreign key either (they are written without a parent check) and are swept the
+//     same way.
 //   - Lists order by their sort column with id as tie-breaker (both reversed for a
 //     descending sort), each backed by an (app_id, column, id) index. A zero time is 0,
 //     so it sorts before every time after 1970.

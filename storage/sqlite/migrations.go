@@ -382,6 +382,39 @@ CREATE INDEX webhook_attempts_integration_created ON webhook_attempts (app_id, i
 CREATE INDEX webhook_attempts_created ON webhook_attempts (created_at);
 `,
 	},
+	{
+		version: 5,
+		name:    "app session timeout and plain files, client session copies",
+		sql: `
+-- session_timeout is in seconds, 0 for the server's default.
+ALTER TABLE apps ADD COLUMN session_timeout INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE apps ADD COLUMN plain_files INTEGER NOT NULL DEFAULT 0;
+
+-- The durable copies of client sessions, keyed by the SHA-256 (hex) of the token. No
+-- foreign key: a session of an app that does not exist may be saved (the copies are
+-- written lazily, in batches), and DeleteApp sweeps the app's copies itself. user_id is ''
+-- before login; login_at is 0 then.
+CREATE TABLE client_sessions (
+	token_hash TEXT    NOT NULL PRIMARY KEY,
+	app_id     TEXT    NOT NULL,
+	account_id TEXT    NOT NULL,
+	user_id    TEXT    NOT NULL,
+	username   TEXT    NOT NULL,
+	hwid       TEXT    NOT NULL,
+	ip         TEXT    NOT NULL,
+	country    TEXT    NOT NULL,
+	version    TEXT    NOT NULL,
+	created_at INTEGER NOT NULL,
+	login_at   INTEGER NOT NULL,
+	expires_at INTEGER NOT NULL
+) STRICT;
+
+-- DeleteUserClientSessions, and the sweep of DeleteApp.
+CREATE INDEX client_sessions_app_user ON client_sessions (app_id, user_id);
+-- DeleteExpiredClientSessions.
+CREATE INDEX client_sessions_expires ON client_sessions (expires_at);
+`,
+	},
 }
 
 // migrate brings the database at db (the writer pool) to the last migration. Applied steps

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/keyward/keyward/storage"
 	"github.com/keyward/keyward/storage/storagetest"
@@ -293,6 +294,10 @@ func seedApp(t *testing.T, s *Store, id, name string) {
 		DeliveryID: id + "-d", Attempt: 1}); err != nil {
 		t.Fatalf("AddDeliveryAttempt: %v", err)
 	}
+	if err := s.SaveClientSessions(ctx, []storage.ClientSession{{TokenHash: id + "-s", AppID: id, UserID: u.ID,
+		ExpiresAt: storage.Now().Add(time.Hour)}}); err != nil {
+		t.Fatalf("SaveClientSessions: %v", err)
+	}
 }
 
 // TestDeleteWithoutForeignKeys: DeleteApp and DeleteUser remove the records that belong to
@@ -306,7 +311,7 @@ func TestDeleteWithoutForeignKeys(t *testing.T) {
 	seedApp(t, s, "kept", "Kept")
 	seedApp(t, s, "user-only", "UserOnly")
 	full := map[string]int{"apps": 1, "app_users": 1, "devices": 2, "licenses": 1, "app_tokens": 1,
-		"variables": 3, "files": 1, "rules": 1, "logs": 1, "integrations": 1, "webhook_deliveries": 1, "webhook_attempts": 1}
+		"variables": 3, "files": 1, "rules": 1, "logs": 1, "integrations": 1, "webhook_deliveries": 1, "webhook_attempts": 1, "client_sessions": 1}
 	if got := tableCounts(t, s, "doomed"); fmt.Sprint(got) != fmt.Sprint(full) {
 		t.Fatalf("rows before the delete = %v, want %v", got, full)
 	}
@@ -324,7 +329,7 @@ func TestDeleteWithoutForeignKeys(t *testing.T) {
 		t.Fatalf("DeleteApp: %v", err)
 	}
 	none := map[string]int{"apps": 0, "app_users": 0, "devices": 0, "licenses": 0, "app_tokens": 0,
-		"variables": 0, "files": 0, "rules": 0, "logs": 0, "integrations": 0, "webhook_deliveries": 0, "webhook_attempts": 0}
+		"variables": 0, "files": 0, "rules": 0, "logs": 0, "integrations": 0, "webhook_deliveries": 0, "webhook_attempts": 0, "client_sessions": 0}
 	if got := tableCounts(t, s, "doomed"); fmt.Sprint(got) != fmt.Sprint(none) {
 		t.Errorf("rows of the deleted app = %v, want none", got)
 	}
@@ -370,4 +375,49 @@ func TestUpgradeFromVersion1(t *testing.T) {
 		t.Errorf("account after the upgrade: %v", err)
 	}
 	seedApp(t, s2, "app", "App")
+}
+
+// TestUpgradeAddsAppSessionSettings opens a database made at migration 4, whose apps have
+// no session_timeout or plain_files: after the upgrade they read as 0 and false (the
+// server's default, encrypted files) and can be changed.
+func TestUpgradeAddsAppSessionSettings(t *testing.T) {
+	ctx := t.Context()
+	path := filepath.Join(t.TempDir(), "keyward.db")
+
+	all := migrations
+	migrations = all[:4]
+	s, err := Open(ctx, Config{Path: path})
+	migrations = all
+	if err != nil {
+		t.Fatalf("Open at version 4: %v", err)
+	}
+	if _, err := s.w.ExecContext(ctx, `INSERT INTO apps (id, account_id, name, name_lower, description, version,
+	enabled, paused, anti_debug, anti_vm, lock_hwid, lock_ip, lock_pc_name, secret_hash, secret_last6, created_at, updated_at)
+VALUES ('app', 'acc', 'Old', 'old', '', '1.0', 1, 0, 0, 0, 0, 0, 0, 'hash', '123456', 1, 2)`); err != nil {
+		t.Fatalf("insert app at version 4: %v", err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+
+	s2 := openTemp(t, path)
+	a, err := s2.GetApp(ctx, "acc", "app")
+	if err != nil {
+		t.Fatalf("GetApp after the upgrade: %v", err)
+	}
+	if a.Name != "Old" || !a.Enabled || a.SessionTimeout != 0 || a.PlainFiles {
+		t.Errorf("app after the upgrade = %+v, want the old app with SessionTimeout 0 and PlainFiles false", a)
+	}
+	if _, err := s2.UpdateApp(ctx, "acc", "app", func(x *storage.App) error {
+		x.SessionTimeout, x.PlainFiles = 900, true
+		return nil
+	}); err != nil {
+		t.Fatalf("UpdateApp: %v", err)
+	}
+	if a, err := s2.GetAppBySecretHash(ctx, "hash"); err != nil || a.SessionTimeout != 900 || !a.PlainFiles {
+		t.Errorf("GetAppBySecretHash after UpdateApp = (%+v, %v), want SessionTimeout 900 and PlainFiles", a, err)
+	}
+	if err := s2.SaveClientSessions(ctx, []storage.ClientSession{{TokenHash: "h", AppID: "app"}}); err != nil {
+		t.Errorf("SaveClientSessions after the upgrade: %v", err)
+	}
 }

@@ -19,6 +19,7 @@ var appTests = []subtest{
 	{"AppBySecretHash", testAppBySecretHash},
 	{"AppListAndCount", testAppListAndCount},
 	{"AppUpdate", testAppUpdate},
+	{"AppUpdateSessionSettings", testAppUpdateSessionSettings},
 	{"AppUpdateFnErrorAborts", testAppUpdateFnErrorAborts},
 	{"AppUpdateConcurrent", testAppUpdateConcurrent},
 	{"AppDeleteCascade", testAppDeleteCascade},
@@ -314,6 +315,45 @@ func testAppUpdate(t *testing.T, s storage.Store) {
 		t.Errorf("UpdateApp (zero values) result differs: %s", d)
 	}
 	wantApp(t, s, zero)
+}
+
+// testAppUpdateSessionSettings changes only SessionTimeout and PlainFiles, back and forth,
+// and reads them back through every read of an app.
+func testAppUpdateSessionSettings(t *testing.T, s storage.Store) {
+	ctx := t.Context()
+	a := mustCreateApp(t, s, fullApp("acc-1", "settings"))
+	bystander := mustCreateApp(t, s, fullApp("acc-1", "bystander"))
+	want := a
+	for _, c := range []struct {
+		timeout int
+		plain   bool
+	}{{0, false}, {86400, false}, {60, true}, {0, true}} {
+		want.SessionTimeout, want.PlainFiles = c.timeout, c.plain
+		want.UpdatedAt = want.UpdatedAt.Add(time.Second)
+		got, err := s.UpdateApp(ctx, a.AccountID, a.ID, func(x *storage.App) error {
+			x.SessionTimeout, x.PlainFiles, x.UpdatedAt = c.timeout, c.plain, want.UpdatedAt
+			return nil
+		})
+		if err != nil {
+			t.Fatalf("UpdateApp(timeout %d, plain %v): %v", c.timeout, c.plain, err)
+		}
+		if d := diff(want, got); d != "" {
+			t.Errorf("UpdateApp(timeout %d, plain %v) result differs: %s", c.timeout, c.plain, d)
+		}
+		wantApp(t, s, want)
+		if got, err := s.GetAppByID(ctx, a.ID); err != nil || diff(want, got) != "" {
+			t.Errorf("GetAppByID after UpdateApp(timeout %d, plain %v) = (%+v, %v), want %+v", c.timeout, c.plain, got, err, want)
+		}
+		if got, err := s.GetAppBySecretHash(ctx, a.SecretHash); err != nil || diff(want, got) != "" {
+			t.Errorf("GetAppBySecretHash after UpdateApp(timeout %d, plain %v) = (%+v, %v), want %+v", c.timeout, c.plain, got, err, want)
+		}
+		list, err := s.ListApps(ctx, a.AccountID)
+		if err != nil {
+			t.Fatalf("ListApps: %v", err)
+		}
+		wantSame(t, "ListApps", ordered([]storage.App{want, bystander}, func(x, y storage.App) int { return x.CreatedAt.Compare(y.CreatedAt) }, false), list)
+	}
+	wantApp(t, s, bystander)
 }
 
 func testAppUpdateFnErrorAborts(t *testing.T, s storage.Store) {

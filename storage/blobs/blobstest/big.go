@@ -97,6 +97,20 @@ func RunBig(t *testing.T, s blobs.Store) {
 }
 
 // meter samples the heap in the background and reads the kernel's RSS peak.
+// Meter measures a process's memory growth: RSS peak (VmHWM, reset through
+// /proc/self/clear_refs) and heap-in-use peak sampled every 10 ms. Other big-data tests
+// (the HTTP upload) use it too.
+type Meter = meter
+
+// StartMeter starts measuring from now; Peaks answers the growth so far, Stop ends it.
+func StartMeter(t *testing.T) *Meter { return startMeter(t) }
+
+// Peaks answers the RSS and heap growth since the start (or the last reset).
+func (m *meter) Peaks() (rss, heap int64) { return m.peaks() }
+
+// Stop ends the sampling.
+func (m *meter) Stop() { m.stop() }
+
 type meter struct {
 	t        *testing.T
 	mu       sync.Mutex

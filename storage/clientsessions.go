@@ -1,0 +1,47 @@
+package storage
+
+import (
+	"context"
+	"time"
+)
+
+// ClientSession is the durable copy of a client session. The live session is in the
+// cluster engine (every call touches it there); this copy is written at init and login
+// and then lazily, so that sessions survive a restart of an embedded node, and is read
+// only when the cluster engine does not know a token.
+type ClientSession struct {
+	// TokenHash is the SHA-256 (hex) of the session token; the token itself is never
+	// stored, as it is a bearer credential.
+	TokenHash string
+	AppID     string
+	AccountID string
+	UserID    string // "" before login
+	Username  string
+	HWID      string
+	IP        string
+	Country   string
+	Version   string
+	CreatedAt time.Time
+	LoginAt   time.Time
+	// ExpiresAt is the session's expiry as of its last write.
+	ExpiresAt time.Time
+}
+
+// ClientSessionStore persists the durable copies of client sessions.
+type ClientSessionStore interface {
+	// SaveClientSessions inserts or replaces the sessions (by TokenHash) in one write.
+	// A session of an app that does not exist may be saved; it is never answered once
+	// the app is gone (the app's delete sweeps it).
+	SaveClientSessions(ctx context.Context, ss []ClientSession) error
+	// GetClientSession reads one session by token hash; ErrNotFound when absent (whether
+	// or not it has expired: the caller judges ExpiresAt).
+	GetClientSession(ctx context.Context, tokenHash string) (ClientSession, error)
+	// DeleteClientSessions removes the sessions with these token hashes; absent ones are
+	// no error.
+	DeleteClientSessions(ctx context.Context, tokenHashes []string) error
+	// DeleteUserClientSessions removes every session of the user and answers how many.
+	DeleteUserClientSessions(ctx context.Context, appID, userID string) (int, error)
+	// DeleteExpiredClientSessions removes sessions with ExpiresAt <= now and answers how
+	// many went.
+	DeleteExpiredClientSessions(ctx context.Context, now time.Time) (int, error)
+}

@@ -1,0 +1,97 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"slices"
+	"time"
+
+	"github.com/keyward/keyward/storage"
+)
+
+var _ storage.ClientSessionStore = (*Store)(nil)
+
+// clientSessionCols is the column order of scanClientSession and of the upsert's values.
+const clientSessionCols = `token_hash, app_id, account_id, user_id, username, hwid, ip, country, version,
+	created_at, login_at, expires_at`
+
+// saveClientSession inserts a session or, when its token hash is stored, replaces every
+// other column: the last write wins.
+const saveClientSession = `INSERT INTO client_sessions (` + clientSessionCols + `)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+ON CONFLICT (token_hash) DO UPDATE SET
+	app_id = excluded.app_id, account_id = excluded.account_id, user_id = excluded.user_id,
+	username = excluded.username, hwid = excluded.hwid, ip = excluded.ip, country = excluded.country,
+	version = excluded.version, created_at = excluded.created_at, login_at = excluded.login_at,
+	expires_at = excluded.expires_at`
+
+func scanClientSession(row scanner) (storage.ClientSession, error) {
+	var c storage.ClientSession
+	err := row.Scan(&c.TokenHash, &c.AppID, &c.AccountID, &c.UserID, &c.Username, &c.HWID, &c.IP, &c.Country,
+		&c.Version, timeCol{&c.CreatedAt}, timeCol{&c.LoginAt}, timeCol{&c.ExpiresAt})
+	return c, err
+}
+
+// SaveClientSessions upserts every session with one prepared statement in one
+// transaction: all of them or none. There is no parent check (see the table's comment).
+func (s *Store) SaveClientSessions(ctx context.Context, ss []storage.ClientSession) error {
+	rows := make([][]any, len(ss))
+	for i, c := range ss {
+		rows[i] = []any{c.TokenHash, c.AppID, c.AccountID, c.UserID, c.Username, c.HWID, c.IP, c.Country, c.Version,
+			toMillis(c.CreatedAt), toMillis(c.LoginAt), toMillis(c.ExpiresAt)}
+	}
+	return s.insertAll(ctx, "save client sessions", saveClientSession, rows)
+}
+
+// GetClientSession reads one session by token hash, expired or not.
+func (s *Store) GetClientSession(ctx context.Context, tokenHash string) (storage.ClientSession, error) {
+	c, err := scanClientSession(s.r.QueryRowContext(ctx, `SELECT `+clientSessionCols+` FROM client_sessions WHERE token_hash = ?`, tokenHash))
+	if err != nil {
+		return storage.ClientSession{}, wrap("get client session", err)
+	}
+	return c, nil
+}
+
+// DeleteClientSessions removes the sessions with these token hashes in one transaction,
+// by chunks of deleteChunk.
+func (s *Store) DeleteClientSessions(ctx context.Context, tokenHashes []string) error {
+	const op = "delete client sessions"
+	if len(tokenHashes) == 0 {
+		return nil
+	}
+	return s.inWriteTx(ctx, op, func(tx *sql.Tx) error {
+		for chunk := range slices.Chunk(tokenHashes, deleteChunk) {
+			args := make([]any, len(chunk))
+			for i, h := range chunk {
+				args[i] = h
+			}
+			if _, err := tx.ExecContext(ctx, `DELETE FROM client_sessions WHERE token_hash IN (`+placeholders(len(chunk))+`)`, args...); err != nil {
+				return wrap(op, err)
+			}
+		}
+		return nil
+	})
+}
+
+// DeleteUserClientSessions removes every session of the app's user. Sessions before login
+// have no user: an empty userID removes nothing.
+func (s *Store) DeleteUserClientSessions(ctx context.Context, appID, userID string) (int, error) {
+	if userID == "" {
+		return 0, nil
+	}
+	n, err := execCount(ctx, s.w, `DELETE FROM client_sessions WHERE app_id = ? AND user_id = ?`, appID, userID)
+	if err != nil {
+		return 0, wrap("delete user client sessions", err)
+	}
+	return n, nil
+}
+
+// DeleteExpiredClientSessions removes the sessions expiring at or before now. A zero
+// ExpiresAt is stored as 0, so such a session counts as expired for any now after 1970.
+func (s *Store) DeleteExpiredClientSessions(ctx context.Context, now time.Time) (int, error) {
+	n, err := execCount(ctx, s.w, `DELETE FROM client_sessions WHERE expires_at <= ?`, toMillis(now))
+	if err != nil {
+		return 0, wrap("delete expired client sessions", err)
+	}
+	return n, nil
+}
