@@ -96,23 +96,26 @@ func (h *appHandlers) get(c *gin.Context) {
 
 func (h *appHandlers) update(c *gin.Context) {
 	var in struct {
-		Name        *string `json:"name"`
-		Description *string `json:"description"`
-		Version     *string `json:"version"`
-		Enabled     *bool   `json:"enabled"`
-		Paused      *bool   `json:"paused"`
-		AntiDebug   *bool   `json:"antiDebug"`
-		AntiVM      *bool   `json:"antiVM"`
-		LockHwid    *bool   `json:"lockHwid"`
-		LockIP      *bool   `json:"lockIp"`
-		LockPcName  *bool   `json:"lockPcName"`
+		Name           *string `json:"name"`
+		Description    *string `json:"description"`
+		Version        *string `json:"version"`
+		Enabled        *bool   `json:"enabled"`
+		Paused         *bool   `json:"paused"`
+		AntiDebug      *bool   `json:"antiDebug"`
+		AntiVM         *bool   `json:"antiVM"`
+		LockHwid       *bool   `json:"lockHwid"`
+		LockIP         *bool   `json:"lockIp"`
+		LockPcName     *bool   `json:"lockPcName"`
+		SessionTimeout *int    `json:"sessionTimeout"`
+		FileEncryption *bool   `json:"fileEncryption"`
 	}
 	if !bind(c, &in) {
 		return
 	}
 	a, err := h.svc.UpdateApp(c.Request.Context(), ownerOf(c), c.Param("appId"), apps.UpdateAppInput{Name: in.Name,
 		Description: in.Description, Version: in.Version, Enabled: in.Enabled, Paused: in.Paused, AntiDebug: in.AntiDebug,
-		AntiVM: in.AntiVM, LockHwid: in.LockHwid, LockIP: in.LockIP, LockPc: in.LockPcName})
+		AntiVM: in.AntiVM, LockHwid: in.LockHwid, LockIP: in.LockIP, LockPc: in.LockPcName,
+		SessionTimeout: in.SessionTimeout, FileEncryption: in.FileEncryption})
 	if err != nil {
 		fail(c, err)
 		return

@@ -18,21 +18,24 @@ type appCountsView struct {
 }
 
 type appView struct {
-	ID          string         `json:"id"`
-	Name        string         `json:"name"`
-	Secret      string         `json:"secret"`
-	Enabled     bool           `json:"enabled"`
-	Paused      bool           `json:"paused"`
-	Version     string         `json:"version"`
-	Description string         `json:"description"`
-	AntiDebug   bool           `json:"antiDebug"`
-	AntiVM      bool           `json:"antiVM"`
-	LockHwid    bool           `json:"lockHwid"`
-	LockIP      bool           `json:"lockIp"`
-	LockPcName  bool           `json:"lockPcName"`
-	CreatedAt   *string        `json:"createdAt,omitempty"`
-	UpdatedAt   *string        `json:"updatedAt,omitempty"`
-	Counts      *appCountsView `json:"counts,omitempty"`
+	ID          string `json:"id"`
+	Name        string `json:"name"`
+	Secret      string `json:"secret"`
+	Enabled     bool   `json:"enabled"`
+	Paused      bool   `json:"paused"`
+	Version     string `json:"version"`
+	Description string `json:"description"`
+	AntiDebug   bool   `json:"antiDebug"`
+	AntiVM      bool   `json:"antiVM"`
+	LockHwid    bool   `json:"lockHwid"`
+	LockIP      bool   `json:"lockIp"`
+	LockPcName  bool   `json:"lockPcName"`
+	// SessionTimeout is the client session idle timeout in seconds; 0 is the server's.
+	SessionTimeout int            `json:"sessionTimeout"`
+	FileEncryption bool           `json:"fileEncryption"`
+	CreatedAt      *string        `json:"createdAt,omitempty"`
+	UpdatedAt      *string        `json:"updatedAt,omitempty"`
+	Counts         *appCountsView `json:"counts,omitempty"`
 }
 
 // appOf shows an app with its secret masked, unless the full secret is given (create).
@@ -43,7 +46,8 @@ func appOf(a storage.App, fullSecret string) appView {
 	}
 	return appView{ID: a.ID, Name: a.Name, Secret: secret, Enabled: a.Enabled, Paused: a.Paused, Version: a.Version,
 		Description: a.Description, AntiDebug: a.AntiDebug, AntiVM: a.AntiVM, LockHwid: a.LockHwid, LockIP: a.LockIP,
-		LockPcName: a.LockPcName, CreatedAt: stamp(a.CreatedAt), UpdatedAt: stamp(a.UpdatedAt)}
+		LockPcName: a.LockPcName, SessionTimeout: a.SessionTimeout, FileEncryption: !a.PlainFiles,
+		CreatedAt: stamp(a.CreatedAt), UpdatedAt: stamp(a.UpdatedAt)}
 }
 
 type userView struct {

@@ -23,7 +23,7 @@ var (
 	limitClientIP      = limitRule{"client.ip", 60, time.Minute}
 	limitClientAuth    = limitRule{"client.auth", 20, time.Minute}
 	limitClientInit    = limitRule{"client.init", 5, 5 * time.Minute}
-	limitClientLicense = limitRule{"client.check_license", 10, time.Minute}
+	limitClientLicense = limitRule{"client.check_license", 10, time.Minute} // per IP and app
 )
 
 // clientHandlers serve the client API (SPEC 4.10) in the shape every official SDK reads
@@ -530,12 +530,12 @@ type licenseBriefView struct {
 }
 
 func (h *clientHandlers) checkLicense(c *gin.Context) {
-	if err := rateLimit(c, h.limiter, limitClientLicense, c.ClientIP()); err != nil {
-		fail(c, err)
-		return
-	}
 	call, b, ok := h.begin(c, false)
 	if !ok {
+		return
+	}
+	if err := rateLimit(c, h.limiter, limitClientLicense, c.ClientIP(), call.Snap.App.ID); err != nil {
+		fail(c, err)
 		return
 	}
 	r, err := h.svc.CheckLicense(c.Request.Context(), call, b.str("licenseKey"))

@@ -228,6 +228,7 @@ func (c *Core) Close() error {
 	defer cancel()
 	meterErr := c.Meter.Close(ctx)
 	c.stopAppActors()
+	c.Client.Close()
 	c.Webhooks.Stop()
 	if c.Janitor != nil {
 		c.Janitor.Close()
@@ -317,7 +318,7 @@ func OpenCore(ctx context.Context, c Config, log *slog.Logger) (_ *Core, err err
 	}
 	closers = append(closers, func() error { stopActors(); return nil })
 	clientSvc := client.New(client.Deps{Store: store, Apps: appActors, Sessions: engine, Hasher: hasher, Bus: bus,
-		Country: country, Quota: meter, Blobs: blobStore,
+		Country: country, Quota: meter, Archive: store, Blobs: blobStore,
 		Reset: client.ResetDeps{Tokens: engine, Mailer: mailq, PublicURL: c.PublicURL}, Now: c.Clock, Log: log})
 	bus.Subscribe("client-sessions", 10_000, clientSvc.HandleEvent)
 	return &Core{Store: store, Engine: engine, Mail: mailq, Accounts: svc, Apps: appsSvc, Meter: meter,
@@ -368,6 +369,9 @@ func New(ctx context.Context, c Config, log *slog.Logger) (*Server, error) {
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "keyward_log_entries_failed_total",
 			Help: "Application log entries lost because their bulk write failed."},
 			func() float64 { return float64(core.LogWriter.Failed()) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "keyward_app_actors",
+			Help: "Application actors running on this node (spawned on first use, passivated when idle)."},
+			func() float64 { return float64(core.AppActors.Len()) }),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "keyward_events_dropped_total",
 			Help: "Events a slow consumer of the event bus did not receive."},
 			func() float64 {
@@ -404,6 +408,7 @@ func New(ctx context.Context, c Config, log *slog.Logger) (*Server, error) {
 	}
 	core.Meter.Start()
 	core.Webhooks.Start()
+	core.Client.Start()
 	core.Janitor = logs.StartJanitor(core.Store, logs.RetentionConfig{MaxAge: c.LogMaxAge, MaxPerApp: c.LogMaxPerApp, Now: c.Clock}, log)
 	log.Info("keyward ready", append(core.Engines, "listen", s.apiLn.Addr().String(), "metrics", s.metricsAddr())...)
 	return s, nil

@@ -201,7 +201,17 @@ func (s *Service) GetApp(ctx context.Context, o Owner, appID string) (storage.Ap
 type UpdateAppInput struct {
 	Name, Description, Version                                   *string
 	Enabled, Paused, AntiDebug, AntiVM, LockHwid, LockIP, LockPc *bool
+	// SessionTimeout is the client sessions' idle timeout in seconds (0: server default);
+	// FileEncryption false sends this app's client downloads unencrypted.
+	SessionTimeout *int
+	FileEncryption *bool
 }
+
+// Bounds of the per-app client session timeout, in seconds.
+const (
+	MinSessionTimeout = 60
+	MaxSessionTimeout = 30 * 24 * 3600
+)
 
 // UpdateApp changes only the given members.
 func (s *Service) UpdateApp(ctx context.Context, o Owner, appID string, in UpdateAppInput) (storage.App, error) {
@@ -220,6 +230,9 @@ func (s *Service) UpdateApp(ctx context.Context, o Owner, appID string, in Updat
 	if in.Description != nil && len([]rune(*in.Description)) > maxAppDescription {
 		return storage.App{}, core.Invalid("description", "description must be at most %d characters", maxAppDescription)
 	}
+	if t := in.SessionTimeout; t != nil && *t != 0 && (*t < MinSessionTimeout || *t > MaxSessionTimeout) {
+		return storage.App{}, core.Invalid("sessionTimeout", "sessionTimeout must be 0 (the server default) or %d to %d seconds", MinSessionTimeout, MaxSessionTimeout)
+	}
 	if _, err := s.app(ctx, o, appID); err != nil {
 		return storage.App{}, err
 	}
@@ -234,6 +247,10 @@ func (s *Service) UpdateApp(ctx context.Context, o Owner, appID string, in Updat
 		set(&a.LockHwid, in.LockHwid)
 		set(&a.LockIP, in.LockIP)
 		set(&a.LockPcName, in.LockPc)
+		set(&a.SessionTimeout, in.SessionTimeout)
+		if in.FileEncryption != nil {
+			a.PlainFiles = !*in.FileEncryption
+		}
 		a.UpdatedAt = s.clock()
 		return nil
 	})

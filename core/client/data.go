@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -243,6 +244,16 @@ func (s *Service) CheckLicense(ctx context.Context, call Call, key string) (Lice
 	return res, nil
 }
 
+// serverNamespaces are the event namespaces of the server's own events. A client log event
+// in one of them could pass for a server event: forged webhook messages (user.ban …), a
+// session kill of another user (user.ban with a userId) or app snapshot reloads (app.update).
+var serverNamespaces = []string{"user", "license", "session", "token", "file", "variable", "rule", "integration", "app"}
+
+func serverEvent(event string) bool {
+	ns, _, _ := strings.Cut(strings.ToLower(strings.TrimSpace(event)), ".")
+	return slices.Contains(serverNamespaces, ns)
+}
+
 // WriteLog writes a client log entry (SPEC 4.10 write log).
 func (s *Service) WriteLog(ctx context.Context, call Call, event, message, level string, data json.RawMessage) error {
 	message = strings.TrimSpace(message)
@@ -253,6 +264,8 @@ func (s *Service) WriteLog(ctx context.Context, call Call, event, message, level
 		return core.Invalid("message", "message must be at most %d characters", MaxLogMessage)
 	case len(event) > maxEventName:
 		return core.Invalid("event", "event must be at most %d characters", maxEventName)
+	case serverEvent(event):
+		return core.Invalid("event", "event %q is in a namespace the server reserves for its own events", event)
 	case len(data) > MaxLogData:
 		return core.Invalid("data", "data must be at most %d bytes", MaxLogData)
 	}

@@ -43,6 +43,9 @@ type Deps struct {
 	// Country resolves addresses to countries; nil when no GeoIP database is set.
 	Country rules.CountryResolver
 	Quota   Quota
+	// Archive keeps durable copies of sessions (nil: sessions live in the cluster engine
+	// only). Start and Close run its writer.
+	Archive storage.ClientSessionStore
 	// Blobs holds file bytes.
 	Blobs BlobOpener
 	// Reset configures HWID/IP resets requested by clients.
@@ -66,8 +69,22 @@ func New(d Deps) *Service {
 	if d.Log == nil {
 		d.Log = slog.Default()
 	}
-	return &Service{d: d, r: d.Reset, sessions: sessions{e: d.Sessions}}
+	s := &Service{d: d, r: d.Reset, sessions: sessions{e: d.Sessions, now: d.Now}}
+	if d.Archive != nil {
+		s.sessions.arch = newArchive(d.Archive, d.Log, d.Now)
+	}
+	return s
 }
+
+// Start runs the session archive's writer.
+func (s *Service) Start() {
+	if s.sessions.arch != nil {
+		s.sessions.arch.start()
+	}
+}
+
+// Close writes the last session changes and stops the writer.
+func (s *Service) Close() { s.sessions.arch.close() }
 
 // Caller is what the edge knows about the client making a request.
 type Caller struct {

@@ -56,7 +56,9 @@ type SessionEngine interface {
 
 // sessions keeps client sessions in the cluster engine.
 type sessions struct {
-	e SessionEngine
+	e    SessionEngine
+	arch *archive // nil: no durable copies
+	now  func() time.Time
 }
 
 func sessionKey(token string) string              { return "cs:" + token }
@@ -80,6 +82,7 @@ func (m sessions) put(ctx context.Context, s Session, ttl time.Duration) error {
 	if err := m.e.SetValue(ctx, sessionKey(s.Token), b, ttl); err != nil {
 		return fmt.Errorf("store session: %w", err)
 	}
+	m.arch.mark(s, m.now().Add(ttl))
 	return m.list(ctx, s, ttl)
 }
 
@@ -108,7 +111,7 @@ func (m sessions) get(ctx context.Context, token string) (Session, error) {
 		return Session{}, fmt.Errorf("read session: %w", err)
 	}
 	if !ok {
-		return Session{}, errSessionExpired
+		return m.restore(ctx, token)
 	}
 	var s Session
 	if err := json.Unmarshal(b, &s); err != nil {
@@ -127,7 +130,32 @@ func (m sessions) touch(ctx context.Context, s Session, ttl time.Duration) error
 	if !ok {
 		return errSessionExpired
 	}
+	m.arch.mark(s, m.now().Add(ttl))
 	return m.list(ctx, s, ttl)
+}
+
+// restore brings back a session the cluster engine does not know from its durable copy
+// (an embedded node restarted); errSessionExpired when there is none, or it expired.
+func (m sessions) restore(ctx context.Context, token string) (Session, error) {
+	s, expiresAt, ok, err := m.arch.restore(ctx, token)
+	if err != nil {
+		return Session{}, fmt.Errorf("read archived session: %w", err)
+	}
+	if !ok {
+		return Session{}, errSessionExpired
+	}
+	b, err := json.Marshal(s)
+	if err != nil {
+		return Session{}, fmt.Errorf("encode session: %w", err)
+	}
+	ttl := expiresAt.Sub(m.now())
+	if ttl < time.Millisecond {
+		return Session{}, errSessionExpired
+	}
+	if err := m.e.SetValue(ctx, sessionKey(token), b, ttl); err != nil {
+		return Session{}, fmt.Errorf("restore session: %w", err)
+	}
+	return s, m.list(ctx, s, ttl)
 }
 
 // end removes the session; ok is false when it was already gone.
@@ -135,6 +163,9 @@ func (m sessions) end(ctx context.Context, s Session) (bool, error) {
 	ok, err := m.e.DeleteValue(ctx, sessionKey(s.Token))
 	if err != nil {
 		return false, fmt.Errorf("end session: %w", err)
+	}
+	if err := m.arch.forget(ctx, s.Token); err != nil {
+		return ok, fmt.Errorf("end archived session: %w", err)
 	}
 	_, err1 := m.e.TakeMember(ctx, appSessionsKey(s.AppID), s.Token)
 	var err2 error
@@ -152,6 +183,9 @@ func (m sessions) endUser(ctx context.Context, appID, userID string) (int, error
 	tokens, err := m.e.Members(ctx, userSessionsKey(appID, userID))
 	if err != nil {
 		return 0, fmt.Errorf("list user sessions: %w", err)
+	}
+	if err := m.arch.forgetUser(ctx, appID, userID); err != nil {
+		return 0, fmt.Errorf("end archived user sessions: %w", err)
 	}
 	n := 0
 	for _, t := range tokens {

@@ -74,7 +74,11 @@ func NewLoader(store LoaderStore, catalogue *plans.Catalogue, def SnapshotDefaul
 			// logins until the owner fixes it, and say why in the server log.
 			return Snapshot{}, fmt.Errorf("compile rules of app %s: %w", appID, err)
 		}
-		return Snapshot{App: app, Plan: catalogue.MustGet(acc.Plan), Rules: set, SessionTTL: def.SessionTTL,
-			EncryptFiles: def.EncryptFiles}, nil
+		ttl := def.SessionTTL
+		if app.SessionTimeout > 0 {
+			ttl = time.Duration(app.SessionTimeout) * time.Second
+		}
+		return Snapshot{App: app, Plan: catalogue.MustGet(acc.Plan), Rules: set, SessionTTL: ttl,
+			EncryptFiles: def.EncryptFiles && !app.PlainFiles}, nil
 	}
 }

@@ -44,7 +44,12 @@ type Server struct {
 	Config  server.Config
 	Node    *server.Server
 	clock   *Clock
+	stop    func() // stops the node and waits; idempotent
 }
+
+// Stop shuts the node down gracefully before the test ends (a restart test starts another
+// node on the same data afterwards).
+func (s *Server) Stop() { s.stop() }
 
 // Clock is the test-controlled time of a node's services: real time plus an offset.
 type Clock struct {
@@ -125,7 +130,7 @@ func StartEnv(t *testing.T, env map[string]string) *Server {
 	}
 	done := make(chan error, 1)
 	go func() { done <- node.Run(ctx) }()
-	t.Cleanup(func() {
+	stop := sync.OnceFunc(func() {
 		cancel()
 		select {
 		case err := <-done:
@@ -136,7 +141,8 @@ func StartEnv(t *testing.T, env map[string]string) *Server {
 			t.Errorf("server did not stop within 15 s")
 		}
 	})
-	return &Server{URL: "http://" + node.Addr(), Outbox: cfg.MailOutbox, DataDir: cfg.DataDir, Config: cfg, Node: node, clock: clock}
+	t.Cleanup(stop)
+	return &Server{URL: "http://" + node.Addr(), Outbox: cfg.MailOutbox, DataDir: cfg.DataDir, Config: cfg, Node: node, clock: clock, stop: stop}
 }
 
 // Clock is the node's service clock.
