@@ -107,3 +107,31 @@ func TestClientHWIDResetByMail(t *testing.T) {
 		waitLog(t, a, appID, "user.hwid_reset")
 	})
 }
+
+// TestClientSessionSurvivesARestart stops an embedded node and starts another on the same
+// data: the session, kept in the memory engine while running, comes back from its durable
+// copy; an ended one does not.
+func TestClientSessionSurvivesARestart(t *testing.T) {
+	env := ts.Env(t, ts.Pairs[0])
+	env["KEYWARD_ADDR"] = "127.0.0.1:0"
+	s := ts.StartEnv(t, env)
+	a := api{t, s, newOwner(t, s).Token}
+	_, secret := a.createApp("Restart")
+	kept := newSDK(t, s, secret)
+	kept.mustInit()
+	expectOK(t, kept.withNonce("register", map[string]any{"username": "frank", "password": "pw-frank-1"}), http.StatusOK)
+	ended := newSDK(t, s, secret)
+	ended.mustInit()
+	expectOK(t, ended.post("end", nil, ""), http.StatusOK)
+	s.Stop() // a graceful stop writes the last session changes
+
+	s2 := ts.StartEnv(t, env)
+	kept.s, ended.s = s2, s2
+	r := kept.post("check", nil, "")
+	expectOK(t, r, http.StatusOK)
+	if r.Data()["username"] != "frank" {
+		t.Fatalf("restored session: %s", r.Raw)
+	}
+	expectOK(t, kept.withNonce("heartbeat", nil), http.StatusOK)
+	expect(t, ended.post("check", nil, ""), http.StatusUnauthorized, "UNAUTHORIZED")
+}
