@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"net/http"
 	"regexp"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -374,4 +375,73 @@ func TestClientSessionIdleTimeout(t *testing.T) {
 	if msg := r.Body["error"].(map[string]any)["message"].(string); !regexp.MustCompile(`expired`).MatchString(msg) {
 		t.Fatalf("expired session message: %q", msg)
 	}
+}
+
+func TestClientLicenseOnLoginAndRegister(t *testing.T) {
+	ts.Each(t, func(t *testing.T, e ts.Engines) {
+		s := ts.Start(t, e)
+		a := api{t, s, newOwner(t, s).Token}
+		appID, secret := a.createApp("Attach")
+		onRegister := createLicense(a, appID, map[string]any{"level": 5, "duration": 3600})
+		onLogin := createLicense(a, appID, map[string]any{"level": 7, "duration": 7200})
+		banned := createLicense(a, appID, nil)
+		r := a.do("GET", "/api/apps/"+appID+"/licenses?search="+banned, nil)
+		expectOK(t, r, http.StatusOK)
+		bannedID := r.Data()["licenses"].([]any)[0].(map[string]any)["id"].(string)
+		expectOK(t, a.do("PATCH", "/api/apps/"+appID+"/licenses/"+bannedID, map[string]any{"banned": true}), http.StatusOK)
+
+		// Register with a key: activated at once, level and expiry from the key.
+		c := newSDK(t, s, secret)
+		c.mustInit()
+		expect(t, c.withNonce("register", map[string]any{"username": "gina", "password": "pw-gina-1", "licenseKey": banned}), http.StatusForbidden, "BANNED")
+		r = c.withNonce("register", map[string]any{"username": "gina", "password": "pw-gina-1", "licenseKey": onRegister})
+		expectOK(t, r, http.StatusOK)
+		exp1, _ := time.Parse(time.RFC3339, r.Data()["expiresAt"].(string))
+		if r.Data()["level"] != float64(5) || r.Data()["key"] != onRegister || r.Data()["licenseActivated"] != true || time.Until(exp1) < 50*time.Minute {
+			t.Fatalf("register with a key: %s", r.Raw)
+		}
+		// Login with another key: its duration adds to the time left.
+		c2 := newSDK(t, s, secret)
+		c2.mustInit()
+		r = c2.withNonce("login", map[string]any{"username": "gina", "password": "pw-gina-1", "licenseKey": onLogin})
+		expectOK(t, r, http.StatusOK)
+		exp2, _ := time.Parse(time.RFC3339, r.Data()["expiresAt"].(string))
+		if r.Data()["level"] != float64(7) || exp2.Sub(exp1) < 119*time.Minute {
+			t.Fatalf("login with a key: %s (first expiry %v)", r.Raw, exp1)
+		}
+		// A refused registration creates nothing.
+		r = a.do("GET", "/api/apps/"+appID+"/users", nil)
+		expectOK(t, r, http.StatusOK)
+		if r.Data()["total"] != float64(1) {
+			t.Fatalf("users after registrations: %s", r.Raw)
+		}
+	})
+}
+
+func TestClientPCNameLockAndUserLimit(t *testing.T) {
+	ts.Each(t, func(t *testing.T, e ts.Engines) {
+		s := ts.Start(t, e)
+		a := api{t, s, newOwner(t, s).Token}
+		appID, secret := a.createApp("PCs")
+		expectOK(t, a.do("PATCH", "/api/apps/"+appID, map[string]any{"lockPcName": true}), http.StatusOK)
+		c := newSDK(t, s, secret)
+		c.mustInit()
+		waitFor(t, func() bool { r := newSDK(t, s, secret).init("1.0.0", "x"); return r.Data()["lockPcName"] == true })
+		expect(t, c.withNonce("register", map[string]any{"username": "hank", "password": "pw-hank-1", "pcName": ""}), http.StatusForbidden, "PC_NAME_LOCKED")
+		expectOK(t, c.withNonce("register", map[string]any{"username": "hank", "password": "pw-hank-1", "pcName": "DESK-1"}), http.StatusOK)
+		c2 := newSDK(t, s, secret)
+		c2.mustInit()
+		expect(t, c2.withNonce("login", map[string]any{"username": "hank", "password": "pw-hank-1", "pcName": "LAPTOP"}), http.StatusForbidden, "PC_NAME_LOCKED")
+		expectOK(t, c2.withNonce("login", map[string]any{"username": "hank", "password": "pw-hank-1", "pcName": "DESK-1"}), http.StatusOK)
+
+		// The free plan's 15 users per app hold for client registrations too.
+		expectOK(t, a.do("PATCH", "/api/apps/"+appID, map[string]any{"lockPcName": false}), http.StatusOK)
+		for i := 0; i < 14; i++ {
+			r := a.do("POST", "/api/apps/"+appID+"/users", map[string]any{"username": "filler" + strconv.Itoa(i), "password": "pw-filler-1"})
+			expectOK(t, r, http.StatusCreated)
+		}
+		c3 := newSDK(t, s, secret)
+		c3.mustInit()
+		expect(t, c3.withNonce("register", map[string]any{"username": "one-too-many", "password": "pw-x-12345"}), http.StatusForbidden, "PLAN_LIMIT")
+	})
 }
