@@ -359,17 +359,17 @@ func TestClientAccountStatesAndLocks(t *testing.T) {
 
 func TestClientSessionIdleTimeout(t *testing.T) {
 	env := ts.Env(t, ts.Pairs[0])
-	env["KEYWARD_CLIENT_SESSION_TTL"] = "1s"
+	env["KEYWARD_CLIENT_SESSION_TTL"] = "2s"
 	s := ts.StartEnv(t, env)
 	a := api{t, s, newOwner(t, s).Token}
 	_, secret := a.createApp("Idle")
 	c := newSDK(t, s, secret)
 	c.mustInit()
-	for range 3 { // calls keep it alive past its ttl
-		time.Sleep(600 * time.Millisecond)
+	for range 4 { // calls keep it alive past its ttl (with a wide margin for slow machines)
+		time.Sleep(700 * time.Millisecond)
 		expectOK(t, c.withNonce("heartbeat", nil), http.StatusOK)
 	}
-	time.Sleep(1500 * time.Millisecond)
+	time.Sleep(2500 * time.Millisecond)
 	r := c.post("check", nil, "")
 	expect(t, r, http.StatusUnauthorized, "UNAUTHORIZED")
 	if msg := r.Body["error"].(map[string]any)["message"].(string); !regexp.MustCompile(`expired`).MatchString(msg) {

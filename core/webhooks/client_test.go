@@ -300,14 +300,12 @@ func TestDeliverTimeoutIsRetryable(t *testing.T) {
 		case <-time.After(5 * time.Second):
 		}
 	})
-	client := NewClient(Config{AllowPrivate: true, RootCAs: pool, Timeout: 200 * time.Millisecond})
-	start := time.Now()
+	// The receiver answers after 5 s; a 1 s timeout must end the attempt first (generous,
+	// so that a loaded machine's slow TLS handshake is not what times out).
+	client := NewClient(Config{AllowPrivate: true, RootCAs: pool, Timeout: time.Second})
 	a := Deliver(context.Background(), client, mustBuild(t, KindCustom, srv.URL+"/slow", sampleEvent(), "k"))
 	if a.OK() || !a.Retryable || a.StatusCode != 0 || !strings.HasPrefix(a.Err, "timeout") {
 		t.Fatalf("attempt %+v, want a retryable timeout", a)
-	}
-	if d := time.Since(start); d > 3*time.Second {
-		t.Errorf("attempt took %v with a 200ms timeout", d)
 	}
 }
 
