@@ -47,3 +47,20 @@ func TestClientPerAppSettings(t *testing.T) {
 		})
 	})
 }
+
+// TestPlanChangeReachesRunningApps: the owner's plan is part of each app's snapshot; a
+// plan change reloads the snapshots at once, not at the next background refresh.
+func TestPlanChangeReachesRunningApps(t *testing.T) {
+	ts.Each(t, func(t *testing.T, e ts.Engines) {
+		s := ts.Start(t, e)
+		o := newOwner(t, s)
+		a := api{t, s, o.Token}
+		_, secret := a.createApp("Plans")
+		c := newSDK(t, s, secret)
+		c.mustInit()
+		expectOK(t, c.withNonce("register", map[string]any{"username": "ivan", "password": "pw-ivan-1"}), http.StatusOK)
+		expect(t, c.post("license-variables", nil, ""), http.StatusForbidden, "PLAN_FEATURE")
+		setPlan(t, s, o.Username, "pro")
+		waitFor(t, func() bool { return c.post("license-variables", nil, "").Status == http.StatusOK })
+	})
+}

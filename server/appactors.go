@@ -9,6 +9,7 @@ import (
 
 	"github.com/keyward/keyward/actors"
 	"github.com/keyward/keyward/cluster"
+	"github.com/keyward/keyward/core/accounts"
 	"github.com/keyward/keyward/core/apps"
 	"github.com/keyward/keyward/core/client"
 	"github.com/keyward/keyward/core/events"
@@ -29,7 +30,7 @@ func snapshotChanges(name string) bool {
 // node (the event pipeline) and of other nodes (the cluster bus) reload the snapshot of
 // the app they concern, and a deleted app's actor drops its snapshot at once.
 func startAppActors(ctx context.Context, store storage.Store, engine cluster.Engine, bus *events.Bus, appsSvc *apps.Service,
-	catalogue *plans.Catalogue, def client.SnapshotDefaults, now func() time.Time, log *slog.Logger) (*actors.Apps[client.Snapshot], func(), error) {
+	accountsSvc *accounts.Service, catalogue *plans.Catalogue, def client.SnapshotDefaults, now func() time.Time, log *slog.Logger) (*actors.Apps[client.Snapshot], func(), error) {
 	dir := actors.NewApps(client.NewLoader(store, catalogue, def), actors.AppsConfig{Now: now, Log: log})
 	announce := func(appID string) {
 		dir.Invalidate(appID)
@@ -53,6 +54,17 @@ func startAppActors(ctx context.Context, store storage.Store, engine cluster.Eng
 	appsSvc.OnDelete(func(_ context.Context, appID string) error {
 		announce(appID)
 		return nil
+	})
+	// A plan change changes what the owner's apps may do (license variables, user limit).
+	accountsSvc.OnPlanChange(func(ctx context.Context, accountID string) {
+		list, err := store.ListApps(ctx, accountID)
+		if err != nil {
+			log.Warn("cannot list the apps of an account whose plan changed; they refresh within a minute", "account", accountID, "err", err)
+			return
+		}
+		for _, a := range list {
+			announce(a.ID)
+		}
 	})
 	stop := func() {
 		unsubscribe()

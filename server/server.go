@@ -311,7 +311,7 @@ func OpenCore(ctx context.Context, c Config, log *slog.Logger) (_ *Core, err err
 	worker := integrations.NewWorker(store, integrations.WorkerConfig{Client: hooksClient, Now: c.Clock, Log: log, Bus: bus})
 	dispatcher := integrations.NewDispatcher(store, worker.Wake, log, c.Clock)
 	bus.Subscribe("webhooks", 10_000, dispatcher.Handle)
-	appActors, stopActors, err := startAppActors(ctx, store, engine, bus, appsSvc, catalogue, client.SnapshotDefaults{
+	appActors, stopActors, err := startAppActors(ctx, store, engine, bus, appsSvc, svc, catalogue, client.SnapshotDefaults{
 		SessionTTL: c.ClientSessionTTL, EncryptFiles: c.ClientFileEncryption, CountryAvailable: country != nil || c.CountryHeader != ""}, c.Clock, log)
 	if err != nil {
 		return nil, err

@@ -89,6 +89,9 @@ func (s *Service) ChangeAccount(ctx context.Context, id string, c Change) (View,
 	} else if err != nil {
 		return View{}, fmt.Errorf("accounts: change: %w", err)
 	}
+	if c.Plan != nil {
+		s.planChanged(ctx, a.ID)
+	}
 	return s.view(ctx, a)
 }
 

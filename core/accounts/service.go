@@ -64,6 +64,8 @@ type Service struct {
 	tokens  tokenIssuer
 	cfg     Config
 	log     *slog.Logger
+	// planHooks run after a plan change; registered at start-up, before any request.
+	planHooks []func(ctx context.Context, accountID string)
 }
 
 // Deps are the service's collaborators.
@@ -726,6 +728,18 @@ func (s *Service) view(ctx context.Context, a storage.Account) (View, error) {
 // Plans lists the catalogue.
 func (s *Service) Plans() []plans.Plan { return s.plans.All() }
 
+// OnPlanChange registers fn to run after an account's plan changed (the client API's app
+// snapshots carry the owner's plan). fn must not block for long.
+func (s *Service) OnPlanChange(fn func(ctx context.Context, accountID string)) {
+	s.planHooks = append(s.planHooks, fn)
+}
+
+func (s *Service) planChanged(ctx context.Context, accountID string) {
+	for _, fn := range s.planHooks {
+		fn(ctx, accountID)
+	}
+}
+
 // SelectPlan lets an owner move themselves to the free plan; paid plans are assigned by an
 // administrator.
 func (s *Service) SelectPlan(ctx context.Context, p Principal, name string) (View, error) {
@@ -747,5 +761,6 @@ func (s *Service) SelectPlan(ctx context.Context, p Principal, name string) (Vie
 	if err != nil {
 		return View{}, fmt.Errorf("accounts: select plan: %w", err)
 	}
+	s.planChanged(ctx, a.ID)
 	return s.view(ctx, a)
 }

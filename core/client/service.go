@@ -275,6 +275,9 @@ func (s *Service) End(ctx context.Context, c Caller, token string) error {
 	if err != nil {
 		return err
 	}
+	// The call counts toward the owner's quota, but ending a session is never refused:
+	// a program past the quota must still be able to sign out.
+	_ = s.d.Quota.Count(ctx, sess.AccountID)
 	if _, err := s.sessions.end(ctx, sess); err != nil {
 		return err
 	}
