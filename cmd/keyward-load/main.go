@@ -47,9 +47,11 @@ func main() {
 	dur := flag.Duration("duration", 5*time.Second, "length of each measured run")
 	conc := flag.Int("concurrency", 32, "concurrent client connections")
 	sessions := flag.Int("sessions", 4000, "client sessions for the heartbeat run")
-	profile := flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
+	profile := flag.String("cpuprofile", "", "write a CPU profile to this file (of the whole run, or of -profile-run)")
+	flag.StringVar(&profileRun, "profile-run", "", "profile only this run: heartbeat, license or password")
 	flag.Parse()
-	if *profile != "" {
+	profileFile = *profile
+	if *profile != "" && profileRun == "" {
 		f, err := os.Create(*profile)
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "keyward-load:", err)
@@ -63,6 +65,25 @@ func main() {
 		fmt.Fprintln(os.Stderr, "keyward-load:", err)
 		os.Exit(1)
 	}
+}
+
+// profileRun, when set, names the one run to profile into profileFile.
+var profileRun, profileFile string
+
+// profiled runs fn under the CPU profiler when it is the run asked for.
+func profiled(name string, fn func() result) result {
+	if profileRun != name || profileFile == "" {
+		return fn()
+	}
+	f, err := os.Create(profileFile)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "keyward-load:", err)
+		return fn()
+	}
+	defer f.Close()
+	_ = pprof.StartCPUProfile(f)
+	defer pprof.StopCPUProfile()
+	return fn()
 }
 
 // result is one measured run.
@@ -272,9 +293,11 @@ func run(d time.Duration, conc, nSessions int) error {
 			return fmt.Errorf("init session %d: %w", i, err)
 		}
 	}
-	hb := load("heartbeat (nonce + beat)", conc, d, func(_, i int) (time.Duration, error) {
-		k := i % nSessions
-		return c.heartbeat(tokens[k], ipOf(k))
+	hb := profiled("heartbeat", func() result {
+		return load("heartbeat (nonce + beat)", conc, d, func(_, i int) (time.Duration, error) {
+			k := i % nSessions
+			return c.heartbeat(tokens[k], ipOf(k))
+		})
 	})
 
 	// The ceiling: a trivial gin handler with the same envelopes.
@@ -310,14 +333,16 @@ func run(d time.Duration, conc, nSessions int) error {
 		}
 		pre[i] = ready{tok, n, ip, keys[i]}
 	}
-	lic := load("license login", conc, d, func(_, i int) (time.Duration, error) {
-		if i >= len(pre) {
-			return 0, errExhausted
-		}
-		p := pre[i]
-		start := time.Now()
-		err := c.post("license", p.ip, p.nonce, map[string]string{"sessionToken": p.token, "licenseKey": p.key, "hwid": "h", "pcName": ""}, nil)
-		return time.Since(start), err
+	lic := profiled("license", func() result {
+		return load("license login", conc, d, func(_, i int) (time.Duration, error) {
+			if i >= len(pre) {
+				return 0, errExhausted
+			}
+			p := pre[i]
+			start := time.Now()
+			err := c.post("license", p.ip, p.nonce, map[string]string{"sessionToken": p.token, "licenseKey": p.key, "hwid": "h", "pcName": ""}, nil)
+			return time.Since(start), err
+		})
 	})
 	base += len(pre)
 	rest := keys[len(pre):]
