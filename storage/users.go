@@ -45,6 +45,12 @@ type AppUser struct {
 	UpdatedAt   time.Time
 }
 
+// UserLogin is one login to record on a user (RecordLogins).
+type UserLogin struct {
+	AppID, UserID, IP string
+	At                time.Time
+}
+
 // User sort keys (the sortBy values of SPEC 4.3).
 const (
 	UserSortUsername    = "username"
@@ -78,6 +84,11 @@ type UserStore interface {
 	CountUsers(ctx context.Context, appID string) (int, error)
 	// UpdateUser applies fn atomically (see UpdateAccount). ErrConflict on a taken username.
 	UpdateUser(ctx context.Context, appID, id string, fn func(*AppUser) error) (AppUser, error)
+	// RecordLogins sets LastLoginAt and LastLoginIP of each user that exists and whose
+	// LastLoginAt is before the login's At, in one write; unknown users are skipped. Logins
+	// that change nothing else are recorded this way, in batches, off the request path.
+	// Best effort against a concurrent UpdateUser of the same user: either value may win.
+	RecordLogins(ctx context.Context, logins []UserLogin) error
 	// DeleteUser removes the user and its devices.
 	DeleteUser(ctx context.Context, appID, id string) error
 }
