@@ -445,3 +445,33 @@ func TestClientPCNameLockAndUserLimit(t *testing.T) {
 		expect(t, c3.withNonce("register", map[string]any{"username": "one-too-many", "password": "pw-x-12345"}), http.StatusForbidden, "PLAN_LIMIT")
 	})
 }
+
+// TestClientLoginsAreRecorded: a login that binds nothing new records the last login in a
+// batch off the request path; the dashboard sees it within about a second.
+func TestClientLoginsAreRecorded(t *testing.T) {
+	ts.Each(t, func(t *testing.T, e ts.Engines) {
+		s := ts.Start(t, e)
+		a := api{t, s, newOwner(t, s).Token}
+		appID, secret := a.createApp("Recorded")
+		r := a.do("POST", "/api/apps/"+appID+"/users", map[string]any{"username": "judy", "password": "pw-judy-1"})
+		expectOK(t, r, http.StatusCreated)
+		userID := r.Data()["id"].(string)
+		c := newSDK(t, s, secret)
+		c.mustInit()
+		expectOK(t, c.withNonce("login", map[string]any{"username": "judy", "password": "pw-judy-1"}), http.StatusOK)
+		waitFor(t, func() bool {
+			r := a.do("GET", "/api/apps/"+appID+"/users/"+userID, nil)
+			expectOK(t, r, http.StatusOK)
+			u := r.Data()
+			if inner, ok := u["user"].(map[string]any); ok {
+				u = inner
+			}
+			return u["lastLoginAt"] != nil
+		})
+		r = a.do("GET", "/api/apps/"+appID+"/stats", nil)
+		expectOK(t, r, http.StatusOK)
+		if r.Data()["logins"].(map[string]any)["today"] != float64(1) {
+			t.Fatalf("stats after a login: %s", r.Raw)
+		}
+	})
+}

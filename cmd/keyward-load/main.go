@@ -94,6 +94,8 @@ type result struct {
 	elapsed  time.Duration
 	lat      []time.Duration
 	firstErr string
+	// exhausted: the prepared sessions ran out before the duration did.
+	exhausted bool
 }
 
 func (r result) rate() float64 { return float64(r.ops) / r.elapsed.Seconds() }
@@ -111,6 +113,9 @@ func (r result) String() string {
 		float64(r.pct(0.50).Microseconds())/1000, float64(r.pct(0.99).Microseconds())/1000, r.ops, r.errs)
 	if r.firstErr != "" {
 		s += "\n    first error: " + r.firstErr
+	}
+	if r.exhausted {
+		s += fmt.Sprintf("\n    ended after %.1f s: every prepared session was used", r.elapsed.Seconds())
 	}
 	return s
 }
@@ -133,15 +138,18 @@ func load(name string, conc int, d time.Duration, fn func(worker, i int) (time.D
 			var lat []time.Duration
 			ops, errs := 0, 0
 			var first string
+			ranOut := false
 			for time.Now().Before(deadline) {
 				l, err := fn(w, int(seq.Add(1)-1))
+				if errors.Is(err, errExhausted) {
+					// The run ends early; its rate is over the time it took.
+					ranOut = true
+					break
+				}
 				if err != nil {
 					errs++
 					if first == "" {
 						first = err.Error()
-					}
-					if errors.Is(err, errExhausted) {
-						break
 					}
 					continue
 				}
@@ -151,6 +159,7 @@ func load(name string, conc int, d time.Duration, fn func(worker, i int) (time.D
 			mu.Lock()
 			res.ops += ops
 			res.errs += errs
+			res.exhausted = res.exhausted || ranOut
 			res.lat = append(res.lat, lat...)
 			if res.firstErr == "" {
 				res.firstErr = first
@@ -164,6 +173,46 @@ func load(name string, conc int, d time.Duration, fn func(worker, i int) (time.D
 }
 
 var errExhausted = errors.New("no prepared session left")
+
+// License logins prepared for the license run (init and nonce made ahead), and licenses
+// left for the full init+nonce+license run: enough for several seconds of each at the
+// rates seen on 2 cores; a run that uses them all up ends early and says so.
+const (
+	preparedLicenseLogins = 40000
+	fullLicenseLogins     = 20000
+)
+
+// parallel runs fn(0..n-1) from conc workers and answers the first error.
+func parallel(conc, n int, fn func(i int) error) error {
+	var (
+		next  atomic.Int64
+		wg    sync.WaitGroup
+		mu    sync.Mutex
+		first error
+	)
+	for range conc {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= n {
+					return
+				}
+				if err := fn(i); err != nil {
+					mu.Lock()
+					if first == nil {
+						first = err
+					}
+					mu.Unlock()
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	return first
+}
 
 // client posts JSON the way SDKs do.
 type client struct {
@@ -314,14 +363,14 @@ func run(d time.Duration, conc, nSessions int) error {
 	// License logins: returning users, each on a fresh session whose init and nonce are
 	// made before the timed run, so the rate is of license calls alone; the full SDK
 	// sequence (init, nonce, license) is measured too.
-	keys, err := licenses(ctx, core, owner, appID, 24000)
+	keys, err := licenses(ctx, core, owner, appID, preparedLicenseLogins+fullLicenseLogins)
 	if err != nil {
 		return err
 	}
 	base := nSessions
 	type ready struct{ token, nonce, ip, key string }
-	pre := make([]ready, 14000)
-	for i := range pre {
+	pre := make([]ready, preparedLicenseLogins)
+	if err := parallel(conc, len(pre), func(i int) error {
 		ip := ipOf(base + i)
 		tok, err := c.initSession(secret, base+i)
 		if err != nil {
@@ -332,6 +381,9 @@ func run(d time.Duration, conc, nSessions int) error {
 			return fmt.Errorf("prepare license nonce: %w", err)
 		}
 		pre[i] = ready{tok, n, ip, keys[i]}
+		return nil
+	}); err != nil {
+		return err
 	}
 	lic := profiled("license", func() result {
 		return load("license login", conc, d, func(_, i int) (time.Duration, error) {

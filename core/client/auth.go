@@ -179,6 +179,19 @@ func (b binding) apply(u *storage.AppUser, call Call, now time.Time) error {
 	return nil
 }
 
+// bindsNothing reports whether applying b to u would change only the last-login fields.
+func (b binding) bindsNothing(u storage.AppUser) bool {
+	return !(b.hwid != "" && u.HWID == "") && !(b.ip != "" && u.LockedIP == "") && !(b.pcName != "" && u.PCName == "")
+}
+
+// recordLogin updates u for a login that binds nothing, without a write on the request
+// path: the last-login fields go to the batched recorder.
+func (s *Service) recordLogin(u storage.AppUser, call Call, now time.Time) storage.AppUser {
+	u.LastLoginAt, u.LastLoginIP = now, call.Caller.IP
+	s.logins.mark(u)
+	return u
+}
+
 // registerDevice records a newly bound device; a device registered concurrently is fine.
 func (s *Service) registerDevice(ctx context.Context, call Call, u storage.AppUser, b binding, pcName string, now time.Time) {
 	if !b.newDevice {
@@ -352,7 +365,9 @@ func (s *Service) login(ctx context.Context, call Call, in LoginInput) (AuthResu
 			return AuthResult{}, err
 		}
 	}
-	u, err = s.d.Store.UpdateUser(ctx, appID, u.ID, func(u *storage.AppUser) error {
+	if !activate && b.bindsNothing(u) {
+		u = s.recordLogin(u, call, now)
+	} else if u, err = s.d.Store.UpdateUser(ctx, appID, u.ID, func(u *storage.AppUser) error {
 		if activate {
 			grant.apply(u, now)
 		}
@@ -360,8 +375,7 @@ func (s *Service) login(ctx context.Context, call Call, in LoginInput) (AuthResu
 			return err
 		}
 		return b.apply(u, call, now)
-	})
-	if err != nil {
+	}); err != nil {
 		if activate {
 			s.refundLicense(ctx, grant)
 		}
@@ -596,13 +610,14 @@ func (s *Service) licenseReturning(ctx context.Context, call Call, l storage.Lic
 	if err != nil {
 		return AuthResult{}, err
 	}
-	u, err = s.d.Store.UpdateUser(ctx, u.AppID, u.ID, func(u *storage.AppUser) error {
+	if b.bindsNothing(u) {
+		u = s.recordLogin(u, call, now)
+	} else if u, err = s.d.Store.UpdateUser(ctx, u.AppID, u.ID, func(u *storage.AppUser) error {
 		if err := checkUser(*u, now); err != nil {
 			return err
 		}
 		return b.apply(u, call, now)
-	})
-	if err != nil {
+	}); err != nil {
 		return AuthResult{}, err
 	}
 	s.registerDevice(ctx, call, u, b, in.PCName, now)

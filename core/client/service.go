@@ -59,6 +59,7 @@ type Service struct {
 	d        Deps
 	r        ResetDeps
 	sessions sessions
+	logins   *loginRecorder
 }
 
 // New builds the service.
@@ -69,22 +70,27 @@ func New(d Deps) *Service {
 	if d.Log == nil {
 		d.Log = slog.Default()
 	}
-	s := &Service{d: d, r: d.Reset, sessions: sessions{e: d.Sessions, now: d.Now}}
+	s := &Service{d: d, r: d.Reset, sessions: sessions{e: d.Sessions, now: d.Now},
+		logins: &loginRecorder{store: d.Store, log: d.Log, pending: map[string]storage.UserLogin{}}}
 	if d.Archive != nil {
 		s.sessions.arch = newArchive(d.Archive, d.Log, d.Now)
 	}
 	return s
 }
 
-// Start runs the session archive's writer.
+// Start runs the background writers: the session archive and the last-login batches.
 func (s *Service) Start() {
 	if s.sessions.arch != nil {
 		s.sessions.arch.start()
 	}
+	s.logins.start()
 }
 
-// Close writes the last session changes and stops the writer.
-func (s *Service) Close() { s.sessions.arch.close() }
+// Close writes the last session changes and logins and stops the writers.
+func (s *Service) Close() {
+	s.sessions.arch.close()
+	s.logins.close()
+}
 
 // Caller is what the edge knows about the client making a request.
 type Caller struct {
