@@ -21,6 +21,7 @@ import (
 	"github.com/keyward/keyward/core/files"
 	"github.com/keyward/keyward/core/integrations"
 	"github.com/keyward/keyward/core/logs"
+	"github.com/keyward/keyward/core/realtime"
 	"github.com/keyward/keyward/core/rules"
 	"github.com/keyward/keyward/core/variables"
 )
@@ -42,6 +43,7 @@ type Deps struct {
 	Files        *files.Service
 	Integrations *integrations.Service
 	Client       *client.Service
+	Realtime     *realtime.Service
 	Limiter      cluster.RateLimiter
 	Ready        []Checker
 	// Metrics is where request metrics are registered and what /metrics serves.
@@ -68,7 +70,7 @@ func init() { gin.SetMode(gin.ReleaseMode) }
 
 // New builds the handler with every route of ROUTES.md that exists so far.
 func New(d Deps, cfg Config) (http.Handler, error) {
-	if d.Accounts == nil || d.Apps == nil || d.Variables == nil || d.Rules == nil || d.Logs == nil || d.Analytics == nil || d.Files == nil || d.Integrations == nil || d.Client == nil || d.Limiter == nil || d.Metrics == nil || d.Log == nil {
+	if d.Accounts == nil || d.Apps == nil || d.Variables == nil || d.Rules == nil || d.Logs == nil || d.Analytics == nil || d.Files == nil || d.Integrations == nil || d.Client == nil || d.Realtime == nil || d.Limiter == nil || d.Metrics == nil || d.Log == nil {
 		return nil, errors.New("httpapi: missing dependency")
 	}
 	if cfg.MaxBodyBytes <= 0 {
@@ -135,6 +137,7 @@ func New(d Deps, cfg Config) (http.Handler, error) {
 	ch.routes(api)
 	ch.resetRoutes(api)
 	(&integrationHandlers{svc: d.Integrations}).routes(api.Group("", requireOwner(d.Accounts)), one)
+	newWSHandlers(d.Realtime, d.Apps, d.Accounts, d.Limiter).routes(api, one, ch)
 	return r, nil
 }
 

@@ -32,6 +32,7 @@ import (
 	"github.com/keyward/keyward/core/files"
 	"github.com/keyward/keyward/core/integrations"
 	"github.com/keyward/keyward/core/logs"
+	"github.com/keyward/keyward/core/realtime"
 	"github.com/keyward/keyward/core/passwords"
 	"github.com/keyward/keyward/core/plans"
 	"github.com/keyward/keyward/core/rules"
@@ -207,6 +208,8 @@ type Core struct {
 	// Client runs the client API; AppActors hold its application snapshots.
 	Client    *client.Service
 	AppActors *actors.Apps[client.Snapshot]
+	// Realtime runs the WebSocket channels; Server subscribes it to the cluster bus.
+	Realtime *realtime.Service
 	// Bus carries domain events to the log writer (and, later, webhooks and sockets).
 	Bus *events.Bus
 	// LogWriter batches log entries; Janitor enforces log retention (serve only).
@@ -227,6 +230,7 @@ func (c *Core) Close() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	meterErr := c.Meter.Close(ctx)
+	c.Realtime.Close()
 	c.stopAppActors()
 	c.Client.Close()
 	c.Webhooks.Stop()
@@ -321,7 +325,9 @@ func OpenCore(ctx context.Context, c Config, log *slog.Logger) (_ *Core, err err
 		Country: country, Quota: meter, Archive: store, Blobs: blobStore,
 		Reset: client.ResetDeps{Tokens: engine, Mailer: mailq, PublicURL: c.PublicURL}, Now: c.Clock, Log: log})
 	bus.Subscribe("client-sessions", 10_000, clientSvc.HandleEvent)
-	return &Core{Store: store, Engine: engine, Mail: mailq, Accounts: svc, Apps: appsSvc, Meter: meter,
+	rt := realtime.New(realtime.Deps{Engine: engine, Sessions: clientSvc, Ban: appsSvc.BanAsOwner, Events: bus, Now: c.Clock, Log: log})
+	bus.Subscribe("realtime", 10_000, rt.HandleEvent)
+	return &Core{Realtime: rt, Store: store, Engine: engine, Mail: mailq, Accounts: svc, Apps: appsSvc, Meter: meter,
 		Client: clientSvc, AppActors: appActors, stopAppActors: stopActors,
 		Integrations: integrations.NewService(store, appsSvc, bus, integrations.Options{
 			Validator: webhooks.Validator{AllowPrivate: c.WebhooksAllowPrivate}, Client: hooksClient, Now: c.Clock}),
@@ -383,7 +389,7 @@ func New(ctx context.Context, c Config, log *slog.Logger) (*Server, error) {
 			}))
 	handler, err := httpapi.New(httpapi.Deps{
 		Accounts: core.Accounts, Apps: core.Apps, Variables: core.Variables, Rules: core.Rules, Logs: core.Logs, Analytics: core.Analytics, Files: core.Files,
-		Integrations: core.Integrations, Client: core.Client, Limiter: core.Engine, Metrics: reg, Log: log,
+		Integrations: core.Integrations, Client: core.Client, Realtime: core.Realtime, Limiter: core.Engine, Metrics: reg, Log: log,
 		Ready: []httpapi.Checker{{Name: "storage", Ping: core.Store.Ping}, {Name: "cluster", Ping: core.Engine.Ping}},
 	}, httpapi.Config{CountryHeader: c.CountryHeader, TrustedProxies: c.TrustedProxies, MaxBodyBytes: c.MaxBodyBytes, MetricsOnMain: c.MetricsAddr == ""})
 	if err != nil {
@@ -409,6 +415,14 @@ func New(ctx context.Context, c Config, log *slog.Logger) (*Server, error) {
 	core.Meter.Start()
 	core.Webhooks.Start()
 	core.Client.Start()
+	if err := core.Realtime.Start(ctx); err != nil {
+		_ = s.apiLn.Close()
+		if s.metricsLn != nil {
+			_ = s.metricsLn.Close()
+		}
+		_ = core.Close()
+		return nil, err
+	}
 	core.Janitor = logs.StartJanitor(core.Store, logs.RetentionConfig{MaxAge: c.LogMaxAge, MaxPerApp: c.LogMaxPerApp, Now: c.Clock}, log)
 	log.Info("keyward ready", append(core.Engines, "listen", s.apiLn.Addr().String(), "metrics", s.metricsAddr())...)
 	return s, nil

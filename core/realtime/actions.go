@@ -1,0 +1,55 @@
+package realtime
+
+import (
+	"context"
+
+	"github.com/keyward/keyward/core/events"
+)
+
+// carryOut performs one planned hook action for the sender c.
+func (s *Service) carryOut(ctx context.Context, c *Client, st HookAction) {
+	appID := c.User.AppID
+	a := st
+	target := st.UserID
+	if st.Target == "sender" {
+		target = c.User.UserID
+	}
+	var err error
+	switch a.Type {
+	case "respond":
+		c.peer.Send(encode(Outgoing{Type: TypeMessage, Data: map[string]any{"message": a.Message, "type": messageType(a.MessageType)}}))
+	case "send_message":
+		err = s.toUserMsg(ctx, appID, target, Outgoing{Type: TypeMessage, Data: map[string]any{"message": a.Message, "type": messageType(a.MessageType)}}, 0, "")
+	case "broadcast":
+		err = s.toClientsMsg(ctx, appID, Outgoing{Type: TypeMessage, Data: map[string]any{"message": a.Message, "type": messageType(a.MessageType)}})
+	case "push_json":
+		if st.Target == "all" {
+			err = s.toClientsMsg(ctx, appID, Outgoing{Type: TypeCustom, Data: a.Payload})
+		} else {
+			err = s.toUserMsg(ctx, appID, target, Outgoing{Type: TypeCustom, Data: a.Payload}, 0, "")
+		}
+	case "kick":
+		err = s.kick(ctx, appID, target, a.Reason)
+	case "ban":
+		err = s.ban(ctx, appID, target, a.Reason)
+	case "log":
+		level := a.Level
+		if level == "" {
+			level = events.LevelInfo
+		}
+		s.logEvent(events.Event{Name: "ws.hook", AppID: appID, Username: c.User.Username, IP: c.User.IP, Level: level,
+			Message: a.Message, Data: map[string]any{"hookId": st.HookID, "hook": st.HookName, "userId": c.User.UserID}})
+	}
+	if err != nil {
+		s.d.Log.Warn("realtime: hook action failed", "app", appID, "hook", st.HookID, "action", a.Type, "err", err)
+	}
+}
+
+// messageType is a message's type: info, warning or alert (info when unset).
+func messageType(t string) string {
+	switch t {
+	case "warning", "alert":
+		return t
+	}
+	return "info"
+}

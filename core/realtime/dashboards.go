@@ -1,0 +1,142 @@
+package realtime
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+)
+
+// Dashboard is an owner's socket on an app, held by this node. The edge admits it (JWT,
+// ownership, plan) before ConnectDashboard.
+type Dashboard struct {
+	ID    string
+	AppID string
+
+	peer Peer
+	rate window
+
+	mu      sync.Mutex
+	filters map[string]bool // nil: every type
+}
+
+func (d *Dashboard) wants(typ string) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.filters == nil || d.filters[typ]
+}
+
+// ConnectDashboard registers an admitted dashboard socket and sends it online_count and
+// sessions at once (SPEC 4.11).
+func (s *Service) ConnectDashboard(ctx context.Context, appID string, peer Peer) (*Dashboard, error) {
+	d := &Dashboard{ID: newID(), AppID: appID, peer: peer, rate: window{limit: DashboardMessages, per: DashboardWindow}}
+	list, err := s.Sessions(ctx, appID)
+	if err != nil {
+		return nil, refusal(err)
+	}
+	s.mu.Lock()
+	if s.dashboards[appID] == nil {
+		s.dashboards[appID] = map[string]*Dashboard{}
+	}
+	s.dashboards[appID][d.ID] = d
+	s.mu.Unlock()
+	peer.Send(encode(Outgoing{Type: TypeOnlineCount, Data: map[string]any{"count": len(list)}}))
+	peer.Send(encode(Outgoing{Type: TypeSessions, Data: map[string]any{"sessions": list}}))
+	return d, nil
+}
+
+// DisconnectDashboard forgets a dashboard socket that ended.
+func (s *Service) DisconnectDashboard(d *Dashboard) {
+	s.mu.Lock()
+	delete(s.dashboards[d.AppID], d.ID)
+	if len(s.dashboards[d.AppID]) == 0 {
+		delete(s.dashboards, d.AppID)
+	}
+	s.mu.Unlock()
+}
+
+// DashboardMessage handles one message from a dashboard socket (SPEC 4.11, dashboard to
+// server). A refused message is answered with error; nothing else changes.
+func (s *Service) DashboardMessage(ctx context.Context, d *Dashboard, raw []byte) {
+	ctx, cancel := context.WithTimeout(ctx, messageDeadline)
+	defer cancel()
+	if !d.rate.allow(s.d.Now()) {
+		d.peer.Send(errorMsg(fmt.Sprintf("rate limited: at most %d messages per %s", DashboardMessages, DashboardWindow)))
+		return
+	}
+	in, ok := decode(raw)
+	if !ok {
+		d.peer.Send(errorMsg("a message is a JSON object with a string type"))
+		return
+	}
+	userID := in.str("userId")
+	var err error
+	switch in.Type {
+	case "ping":
+		d.peer.Send(encode(Outgoing{Type: TypePong}))
+		return
+	case "get_online":
+		var n int
+		if n, err = s.Online(ctx, d.AppID); err == nil {
+			d.peer.Send(encode(Outgoing{Type: TypeOnlineCount, Data: map[string]any{"count": n}}))
+		}
+	case "get_sessions":
+		var list []SessionInfo
+		if list, err = s.Sessions(ctx, d.AppID); err == nil {
+			d.peer.Send(encode(Outgoing{Type: TypeSessions, Data: map[string]any{"sessions": list}}))
+		}
+	case "chat":
+		_, err = s.Chat(ctx, d.AppID, userID, in.str("message"))
+	case "push_json":
+		p, _ := in.member("payload")
+		payload, _ := p.(map[string]any)
+		_, err = s.Push(ctx, d.AppID, userID, payload)
+	case "typing":
+		v, _ := in.member("typing")
+		typing, isBool := v.(bool)
+		if userID == "" || !isBool {
+			d.peer.Send(errorMsg("typing needs userId and a boolean typing"))
+			return
+		}
+		err = s.toUserMsg(ctx, d.AppID, userID, Outgoing{Type: TypeTyping, Data: map[string]any{"typing": typing}}, 0, "")
+	case "kick":
+		_, err = s.Kick(ctx, d.AppID, userID, in.str("reason"))
+	case "ban":
+		err = s.Ban(ctx, d.AppID, userID, in.str("reason"))
+	case "command":
+		p, _ := in.member("payload")
+		payload, _ := p.(map[string]any)
+		_, err = s.Command(ctx, d.AppID, userID, in.str("command"), payload)
+	case "set_filters":
+		v, _ := in.member("events")
+		list, isList := v.([]any)
+		if !isList || len(list) > 100 {
+			d.peer.Send(errorMsg("events must be an array of at most 100 event types"))
+			return
+		}
+		filters := make(map[string]bool, len(list))
+		for _, e := range list {
+			name, isStr := e.(string)
+			if !isStr {
+				d.peer.Send(errorMsg("events must be an array of event types"))
+				return
+			}
+			filters[name] = true
+		}
+		// pong and error always come through: they answer the dashboard itself.
+		filters[TypePong], filters[TypeError] = true, true
+		d.mu.Lock()
+		d.filters = filters
+		d.mu.Unlock()
+		return
+	default:
+		d.peer.Send(errorMsg(fmt.Sprintf("unknown message type %q", in.Type)))
+		return
+	}
+	if err != nil {
+		d.peer.Send(errorMsg(refusal(err).Reason))
+	}
+}
+
+// messageDeadline bounds the work of one socket message.
+const messageDeadline = 10 * time.Second

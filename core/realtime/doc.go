@@ -1,0 +1,16 @@
+// Package realtime owns the WebSocket channels of SPEC 4.9, 4.11, 6.2 and 6.3 apart from
+// their frames: who may connect, presence across the cluster, what each message means, and
+// where deliveries go.
+//
+// A socket lives on one node. Each node keeps a registry of its own client and dashboard
+// sockets (Peer is the edge's socket writer); presence (the 500-per-app and 1-per-user
+// limits, online counts and session lists) lives in the cluster engine as leases that the
+// node renews while the socket is open, so a node that dies releases its sockets within
+// LeaseTTL. A delivery for a user, an app's clients or an app's dashboards is published on
+// the cluster bus; every node hands it to the matching sockets it holds. A REST call, a
+// ban or a variable change on any node therefore reaches a socket on any other.
+//
+// The http package owns the frames: it upgrades, runs one reader goroutine per socket that
+// passes each message here in order (so a socket's own state changes one message at a
+// time, as in an actor), and one writer goroutine with a bounded queue behind Peer.
+package realtime

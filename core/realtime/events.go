@@ -1,0 +1,60 @@
+package realtime
+
+import (
+	"context"
+	"time"
+
+	"github.com/keyward/keyward/core/events"
+)
+
+// HandleEvent turns the event pipeline's events into socket deliveries (SPEC 6.3). It
+// runs on the pipeline's goroutine of this node; the bus takes the deliveries to every
+// node.
+//   - variable.create|update|delete of an app variable: variable_update / variable_delete
+//     to every client; of a user variable: user_variable_update / user_variable_delete to
+//     that user.
+//   - user.ban: banned, then close; user.delete and user.session_kill: force_logout, then
+//     close (the sessions are gone).
+//   - app.update: every client socket of the app is revalidated now (a paused or disabled
+//     app ends them).
+func (s *Service) HandleEvent(e events.Event) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	str := func(k string) string { v, _ := e.Data[k].(string); return v }
+	var err error
+	switch e.Name {
+	case "variable.create", "variable.update", "variable.delete":
+		key := str("key")
+		del := e.Name == "variable.delete"
+		switch str("scope") {
+		case "app":
+			if del {
+				err = s.toClientsMsg(ctx, e.AppID, Outgoing{Type: TypeVariableDelete, Data: map[string]any{"key": key}})
+			} else {
+				err = s.toClientsMsg(ctx, e.AppID, Outgoing{Type: TypeVariableUpdate,
+					Data: map[string]any{"key": key, "value": e.Data["value"], "type": e.Data["type"]}})
+			}
+		case "user":
+			user := str("userId")
+			if del {
+				err = s.toUserMsg(ctx, e.AppID, user, Outgoing{Type: TypeUserVariableDel, Data: map[string]any{"key": key}}, 0, "")
+			} else {
+				err = s.toUserMsg(ctx, e.AppID, user, Outgoing{Type: TypeUserVariableUpd,
+					Data: map[string]any{"key": key, "value": e.Data["value"]}}, 0, "")
+			}
+		}
+	case "user.ban":
+		err = s.bannedMsg(ctx, e.AppID, str("userId"), str("reason"))
+	case "user.delete":
+		err = s.toUserMsg(ctx, e.AppID, str("userId"), Outgoing{Type: TypeForceLogout,
+			Data: map[string]any{"reason": "this account was deleted"}}, CloseForceLogout, "account deleted")
+	case "user.session_kill":
+		err = s.toUserMsg(ctx, e.AppID, str("userId"), Outgoing{Type: TypeForceLogout,
+			Data: map[string]any{"reason": "your sessions were ended by the application's owner"}}, CloseForceLogout, "sessions ended")
+	case "app.update":
+		err = s.publish(ctx, delivery{App: e.AppID, To: toRecheck})
+	}
+	if err != nil {
+		s.d.Log.Warn("realtime: cannot deliver an event to sockets", "event", e.Name, "app", e.AppID, "err", err)
+	}
+}

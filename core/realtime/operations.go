@@ -1,0 +1,200 @@
+package realtime
+
+import (
+	"context"
+	"encoding/json"
+
+	"github.com/keyward/keyward/core"
+)
+
+// The operations of SPEC 4.9, shared by the REST helpers and the dashboard socket. The
+// caller has checked the owner's access to appID and the plan's WebSocket access.
+
+// maxPayloadBytes bounds a pushed JSON payload or command payload once encoded.
+const maxPayloadBytes = 16 << 10
+
+func validText(field, v string, required bool) error {
+	switch {
+	case required && v == "":
+		return core.Invalid(field, "%s is required", field)
+	case len(v) > maxText:
+		return core.Invalid(field, "%s must be at most %d characters", field, maxText)
+	}
+	return nil
+}
+
+func validPayload(field string, p map[string]any, required bool) error {
+	if p == nil {
+		if required {
+			return core.Invalid(field, "%s must be a JSON object", field)
+		}
+		return nil
+	}
+	raw, err := json.Marshal(p)
+	if err != nil || len(raw) > maxPayloadBytes {
+		return core.Invalid(field, "%s must be a JSON object of at most %d bytes", field, maxPayloadBytes)
+	}
+	return nil
+}
+
+// userOnline reports whether the user has a client socket anywhere in the cluster.
+func (s *Service) userOnline(ctx context.Context, appID, userID string) (bool, error) {
+	n, err := s.d.Engine.CountMembers(ctx, userSocketsKey(appID, userID))
+	return n > 0, unavailable(err)
+}
+
+// Broadcast sends message to every client socket of the app; it answers the online count.
+func (s *Service) Broadcast(ctx context.Context, appID, message, typ string) (int, error) {
+	if err := validText("message", message, true); err != nil {
+		return 0, err
+	}
+	if typ == "" {
+		typ = "info"
+	}
+	if typ != "info" && typ != "warning" && typ != "alert" {
+		return 0, core.Invalid("type", "type must be info, warning or alert")
+	}
+	n, err := s.Online(ctx, appID)
+	if err != nil {
+		return 0, err
+	}
+	return n, unavailable(s.toClientsMsg(ctx, appID, Outgoing{Type: TypeMessage, Data: map[string]any{"message": message, "type": typ}}))
+}
+
+// ForceLogout sends force_logout to the user's sockets and closes them; it answers whether
+// the user was connected.
+func (s *Service) ForceLogout(ctx context.Context, appID, userID, reason string) (bool, error) {
+	if err := validUser(userID); err != nil {
+		return false, err
+	}
+	if err := validText("reason", reason, false); err != nil {
+		return false, err
+	}
+	if reason == "" {
+		reason = "logged out by the application's owner"
+	}
+	online, err := s.userOnline(ctx, appID, userID)
+	if err != nil {
+		return false, err
+	}
+	return online, unavailable(s.toUserMsg(ctx, appID, userID, Outgoing{Type: TypeForceLogout, Data: map[string]any{"reason": reason}}, CloseForceLogout, reason))
+}
+
+// Kick closes the user's sockets with the reason in the close frame.
+func (s *Service) Kick(ctx context.Context, appID, userID, reason string) (bool, error) {
+	if err := validUser(userID); err != nil {
+		return false, err
+	}
+	if err := validText("reason", reason, false); err != nil {
+		return false, err
+	}
+	online, err := s.userOnline(ctx, appID, userID)
+	if err != nil {
+		return false, err
+	}
+	return online, unavailable(s.kick(ctx, appID, userID, reason))
+}
+
+func (s *Service) kick(ctx context.Context, appID, userID, reason string) error {
+	if reason == "" {
+		reason = "kicked by the application's owner"
+	}
+	return s.publish(ctx, delivery{App: appID, To: toUser, User: userID, Close: CloseKicked, Reason: reason})
+}
+
+// Ban sets the user's banned flag and closes its sockets after banned.
+func (s *Service) Ban(ctx context.Context, appID, userID, reason string) error {
+	if err := validUser(userID); err != nil {
+		return err
+	}
+	if err := validText("reason", reason, false); err != nil {
+		return err
+	}
+	return s.ban(ctx, appID, userID, reason)
+}
+
+func (s *Service) ban(ctx context.Context, appID, userID, reason string) error {
+	if s.d.Ban == nil {
+		return core.E(core.CodeInternal, "banning is not wired")
+	}
+	if err := s.d.Ban(ctx, appID, userID, reason); err != nil {
+		return err
+	}
+	return s.bannedMsg(ctx, appID, userID, reason)
+}
+
+func (s *Service) bannedMsg(ctx context.Context, appID, userID, reason string) error {
+	if reason == "" {
+		reason = "banned by the application's owner"
+	}
+	return unavailable(s.toUserMsg(ctx, appID, userID, Outgoing{Type: TypeBanned, Data: map[string]any{"reason": reason}}, CloseBanned, reason))
+}
+
+// Chat sends a chat message to one user; it answers whether the user was connected.
+func (s *Service) Chat(ctx context.Context, appID, userID, message string) (bool, error) {
+	if err := validUser(userID); err != nil {
+		return false, err
+	}
+	if err := validText("message", message, true); err != nil {
+		return false, err
+	}
+	online, err := s.userOnline(ctx, appID, userID)
+	if err != nil {
+		return false, err
+	}
+	return online, unavailable(s.toUserMsg(ctx, appID, userID, Outgoing{Type: TypeChat, Data: map[string]any{"message": message}}, 0, ""))
+}
+
+// Command sends a named command to one user, or to every client when userID is empty; it
+// answers how many sockets were online for it.
+func (s *Service) Command(ctx context.Context, appID, userID, command string, payload map[string]any) (int, error) {
+	if err := validText("command", command, true); err != nil {
+		return 0, err
+	}
+	if len(command) > 100 {
+		return 0, core.Invalid("command", "command must be at most 100 characters")
+	}
+	if err := validPayload("payload", payload, false); err != nil {
+		return 0, err
+	}
+	if payload == nil {
+		payload = map[string]any{}
+	}
+	return s.send(ctx, appID, userID, Outgoing{Type: TypeCommand, Data: map[string]any{"command": command, "payload": payload}})
+}
+
+// Push sends a custom JSON payload to one user, or to every client when userID is empty.
+func (s *Service) Push(ctx context.Context, appID, userID string, payload map[string]any) (int, error) {
+	if err := validPayload("payload", payload, true); err != nil {
+		return 0, err
+	}
+	return s.send(ctx, appID, userID, Outgoing{Type: TypeCustom, Data: payload})
+}
+
+func (s *Service) send(ctx context.Context, appID, userID string, m Outgoing) (int, error) {
+	if userID == "" {
+		n, err := s.Online(ctx, appID)
+		if err != nil {
+			return 0, err
+		}
+		return n, unavailable(s.toClientsMsg(ctx, appID, m))
+	}
+	if len(userID) > 100 {
+		return 0, core.Invalid("userId", "userId is not a user id")
+	}
+	n, err := s.d.Engine.CountMembers(ctx, userSocketsKey(appID, userID))
+	if err != nil {
+		return 0, unavailable(err)
+	}
+	return n, unavailable(s.toUserMsg(ctx, appID, userID, m, 0, ""))
+}
+
+func validUser(userID string) error {
+	switch {
+	case userID == "":
+		return core.Invalid("userId", "userId is required")
+	case len(userID) > 100:
+		return core.Invalid("userId", "userId is not a user id")
+	}
+	return nil
+}

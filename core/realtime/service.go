@@ -1,0 +1,257 @@
+package realtime
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/keyward/keyward/cluster"
+	"github.com/keyward/keyward/core"
+	"github.com/keyward/keyward/core/client"
+	"github.com/keyward/keyward/core/events"
+)
+
+// Peer is the edge's writer of one socket.
+type Peer interface {
+	// Send queues a text frame. It answers false when the socket is gone or too slow to
+	// keep up (the edge then closes it): a send never blocks.
+	Send(msg []byte) bool
+	// Close sends a close frame with code and reason after the queued frames, then ends
+	// the socket. Calling it again does nothing.
+	Close(code int, reason string)
+}
+
+// Engine is what the channels need from the cluster engine.
+type Engine interface {
+	cluster.ExpiringSets
+	cluster.Values
+	cluster.Bus
+}
+
+// Sessions validates client sockets (client.Service).
+type Sessions interface {
+	CheckSocket(ctx context.Context, c client.Caller, token string) (client.SocketUser, error)
+}
+
+// Planner runs an app's WebSocket hooks over a client message and answers the actions to
+// carry out, in order (core/wshooks).
+type Planner interface {
+	Plan(ctx context.Context, appID string, m HookInput) ([]HookAction, error)
+}
+
+// HookInput is a client message as hooks see it.
+type HookInput struct {
+	Type string
+	// Fields is the whole decoded message: type, data, message and any other members.
+	Fields               map[string]any
+	UserID, Username, IP string
+}
+
+// HookAction is one action a hook planned, its target resolved and its texts rendered.
+type HookAction struct {
+	HookID, HookName string
+	// Type is respond, send_message, broadcast, push_json, kick, ban or log.
+	Type string
+	// Target is "sender", "user" or "all" ("" for log); UserID is the user for "user".
+	Target      string
+	UserID      string
+	Message     string
+	MessageType string
+	Reason      string
+	Level       string
+	Payload     map[string]any
+}
+
+// Banner sets a user's banned flag as its app's owner would (the user.ban event follows).
+type Banner func(ctx context.Context, appID, userID, reason string) error
+
+// Deps are the parts the channels work with.
+type Deps struct {
+	Engine   Engine
+	Sessions Sessions
+	Hooks    Planner
+	Ban      Banner
+	Events   events.Publisher
+	Log      *slog.Logger
+	Now      func() time.Time
+}
+
+// busTopic carries every delivery between nodes; each node filters by app.
+const busTopic = "ws"
+
+// Delivery targets on the bus.
+const (
+	toClients    = "clients"    // every client socket of the app
+	toUser       = "user"       // the client sockets of one user
+	toConn       = "conn"       // one client socket
+	toDashboards = "dashboards" // every dashboard socket of the app
+	toRecheck    = "recheck"    // revalidate every client socket of the app now
+)
+
+// delivery is one bus message.
+type delivery struct {
+	App  string          `json:"a"`
+	To   string          `json:"t"`
+	User string          `json:"u,omitempty"`
+	Conn string          `json:"c,omitempty"`
+	Msg  json.RawMessage `json:"m,omitempty"`
+	// Type is the message type, for dashboards' filters.
+	Type string `json:"y,omitempty"`
+	// Close ends the socket after the message with this close code (0: it stays open).
+	Close  int    `json:"x,omitempty"`
+	Reason string `json:"r,omitempty"`
+}
+
+// Service runs the channels of one node.
+type Service struct {
+	d Deps
+
+	mu         sync.RWMutex
+	clients    map[string]map[string]*Client    // app → socket id → socket
+	dashboards map[string]map[string]*Dashboard // app → socket id → socket
+
+	unsubscribe func()
+}
+
+// New builds the service; Start subscribes it to the bus.
+func New(d Deps) *Service {
+	if d.Log == nil {
+		d.Log = slog.Default()
+	}
+	if d.Now == nil {
+		d.Now = time.Now
+	}
+	return &Service{d: d, clients: map[string]map[string]*Client{}, dashboards: map[string]map[string]*Dashboard{}}
+}
+
+// Start subscribes to the cluster bus.
+func (s *Service) Start(ctx context.Context) error {
+	unsub, err := s.d.Engine.Subscribe(ctx, busTopic, s.receive)
+	if err != nil {
+		return fmt.Errorf("realtime: subscribe: %w", err)
+	}
+	s.unsubscribe = unsub
+	return nil
+}
+
+// Close ends the subscription and every socket of this node (they reconnect elsewhere).
+func (s *Service) Close() {
+	if s.unsubscribe != nil {
+		s.unsubscribe()
+	}
+	s.mu.RLock()
+	var peers []Peer
+	for _, m := range s.clients {
+		for _, c := range m {
+			peers = append(peers, c.peer)
+		}
+	}
+	for _, m := range s.dashboards {
+		for _, d := range m {
+			peers = append(peers, d.peer)
+		}
+	}
+	s.mu.RUnlock()
+	for _, p := range peers {
+		p.Close(1001, "server shutting down")
+	}
+}
+
+// publish sends a delivery to every node.
+func (s *Service) publish(ctx context.Context, d delivery) error {
+	raw, err := json.Marshal(d)
+	if err != nil {
+		return fmt.Errorf("realtime: encode delivery: %w", err)
+	}
+	if err := s.d.Engine.Publish(ctx, busTopic, raw); err != nil {
+		return fmt.Errorf("realtime: publish: %w", err)
+	}
+	return nil
+}
+
+// receive hands a bus delivery to this node's matching sockets. It runs on the engine's
+// goroutine and never blocks: sends are queued, rechecks run on their own goroutines.
+func (s *Service) receive(raw []byte) {
+	var d delivery
+	if err := json.Unmarshal(raw, &d); err != nil {
+		s.d.Log.Warn("realtime: undecodable bus message", "err", err)
+		return
+	}
+	if d.To == toDashboards {
+		for _, x := range s.localDashboards(d.App) {
+			if x.wants(d.Type) {
+				x.peer.Send(d.Msg)
+			}
+		}
+		return
+	}
+	for _, c := range s.localClients(d.App) {
+		switch {
+		case d.To == toUser && c.User.UserID != d.User, d.To == toConn && c.ID != d.Conn:
+			continue
+		case d.To == toRecheck:
+			go s.recheck(c)
+			continue
+		}
+		if len(d.Msg) > 0 {
+			c.peer.Send(d.Msg)
+		}
+		if d.Close != 0 {
+			c.peer.Close(d.Close, d.Reason)
+		}
+	}
+}
+
+func (s *Service) localClients(appID string) []*Client {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	out := make([]*Client, 0, len(s.clients[appID]))
+	for _, c := range s.clients[appID] {
+		out = append(out, c)
+	}
+	return out
+}
+
+func (s *Service) localDashboards(appID string) []*Dashboard {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	out := make([]*Dashboard, 0, len(s.dashboards[appID]))
+	for _, d := range s.dashboards[appID] {
+		out = append(out, d)
+	}
+	return out
+}
+
+// toUserMsg delivers m to a user's client sockets, closing them after it when close != 0.
+func (s *Service) toUserMsg(ctx context.Context, appID, userID string, m Outgoing, close int, reason string) error {
+	return s.publish(ctx, delivery{App: appID, To: toUser, User: userID, Msg: encode(m), Type: m.Type, Close: close, Reason: reason})
+}
+
+func (s *Service) toClientsMsg(ctx context.Context, appID string, m Outgoing) error {
+	return s.publish(ctx, delivery{App: appID, To: toClients, Msg: encode(m), Type: m.Type})
+}
+
+func (s *Service) toDashboardsMsg(ctx context.Context, appID string, m Outgoing) error {
+	return s.publish(ctx, delivery{App: appID, To: toDashboards, Msg: encode(m), Type: m.Type})
+}
+
+func newID() string { return uuid.NewString() }
+
+func (s *Service) logEvent(e events.Event) {
+	if s.d.Events != nil {
+		s.d.Events.Publish(e)
+	}
+}
+
+// unavailable wraps an engine failure for the edge.
+func unavailable(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &core.Error{Code: core.CodeUnavailable, Message: "the cluster engine is unavailable; try again", Cause: err}
+}

@@ -1,0 +1,317 @@
+package httpapi
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/gin-gonic/gin"
+	"github.com/gorilla/websocket"
+
+	"github.com/keyward/keyward/cluster"
+	"github.com/keyward/keyward/core"
+	"github.com/keyward/keyward/core/apps"
+	"github.com/keyward/keyward/core/realtime"
+)
+
+// limitUpgrade is SPEC 8's socket upgrade limit, per IP, for both channels.
+var limitUpgrade = limitRule{"ws.upgrade", realtime.UpgradesPerMinute, time.Minute}
+
+// Socket timing: control-frame pings keep sockets alive and find dead peers (SDKs answer
+// them in their libraries; no SDK sends JSON pings by itself, so their absence never drops
+// a client).
+const (
+	wsPingEvery  = 25 * time.Second
+	wsPongWait   = 60 * time.Second
+	wsWriteWait  = 10 * time.Second
+	wsQueue      = 256
+)
+
+// wsHandlers serves the two socket channels and the REST helpers (SPEC 4.9, 4.11).
+type wsHandlers struct {
+	rt       *realtime.Service
+	apps     *apps.Service
+	auth     Authenticator
+	limiter  cluster.RateLimiter
+	upgrader websocket.Upgrader
+}
+
+func newWSHandlers(rt *realtime.Service, a *apps.Service, auth Authenticator, l cluster.RateLimiter) *wsHandlers {
+	return &wsHandlers{rt: rt, apps: a, auth: auth, limiter: l,
+		upgrader: websocket.Upgrader{
+			ReadBufferSize: 4096, WriteBufferSize: 4096,
+			// Clients are programs that send any Origin or none (CLIENT-SDKS.md §6.1) and
+			// authenticate with the token in the URL, not with cookies, so the origin
+			// proves nothing and is not checked.
+			CheckOrigin: func(*http.Request) bool { return true },
+		}}
+}
+
+func (h *wsHandlers) routes(api, one *gin.RouterGroup, ch *clientHandlers) {
+	api.GET("/client/ws", func(c *gin.Context) { h.client(c, ch) })
+	api.GET("/apps/:appId/ws/connect", h.dashboard)
+
+	ws := one.Group("/ws", h.gate)
+	ws.GET("/online", h.online)
+	ws.GET("/sessions", h.sessions)
+	ws.POST("/broadcast", h.broadcast)
+	ws.POST("/users/:userId/force-logout", h.forceLogout)
+	ws.POST("/users/:userId/kick", h.kick)
+	ws.POST("/users/:userId/ban", h.ban)
+	ws.POST("/chat", h.chat)
+	ws.POST("/command", h.command)
+	ws.POST("/push", h.push)
+}
+
+// gate admits the REST helpers: the owner's app on a plan with WebSocket access.
+func (h *wsHandlers) gate(c *gin.Context) {
+	if _, err := h.apps.WebSocketApp(c.Request.Context(), ownerOf(c), c.Param("appId")); err != nil {
+		fail(c, err)
+		c.Abort()
+		return
+	}
+	c.Next()
+}
+
+// client upgrades a client socket. Refusals after the upgrade are sent as force_logout
+// with the reason, then the socket closes: SDKs cannot read the body of a refused upgrade
+// (CLIENT-SDKS.md §6.1). Only the upgrade limit and a missing token are refused before.
+func (h *wsHandlers) client(c *gin.Context, ch *clientHandlers) {
+	if err := rateLimit(c, h.limiter, limitUpgrade, c.ClientIP()); err != nil {
+		fail(c, err)
+		return
+	}
+	token := c.Query("token")
+	if token == "" {
+		fail(c, core.E(core.CodeUnauthorized, "the socket needs ?token=<sessionToken>"))
+		return
+	}
+	if !websocket.IsWebSocketUpgrade(c.Request) {
+		fail(c, core.Invalid("Upgrade", "this is a WebSocket endpoint: send an upgrade request"))
+		return
+	}
+	conn, err := h.upgrader.Upgrade(c.Writer, c.Request, nil)
+	if err != nil {
+		return // the upgrader has answered
+	}
+	p := newPeer(conn)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	admit, cancelAdmit := context.WithTimeout(ctx, 10*time.Second)
+	sock, err := h.rt.ConnectClient(admit, ch.caller(c), token, p)
+	cancelAdmit()
+	if err != nil {
+		reason := err.Error()
+		code := string(core.CodeUnauthorized)
+		if r, isRefusal := err.(*realtime.Refusal); isRefusal {
+			reason, code = r.Reason, string(r.Code)
+		}
+		p.Send([]byte(`{"type":"force_logout","data":` + jsonObject(map[string]any{"reason": reason, "code": code}) + `}`))
+		p.Close(realtime.ClosePolicy, truncateReason(reason))
+		p.wait()
+		return
+	}
+	defer h.rt.DisconnectClient(sock)
+	go h.rt.Maintain(ctx, sock)
+	p.read(func(msg []byte) { h.rt.ClientMessage(ctx, sock, msg) })
+}
+
+// dashboard upgrades an owner's socket: the JWT in ?token, the owner's app, the plan.
+// These are refused before the upgrade with the error envelope, as REST calls are.
+func (h *wsHandlers) dashboard(c *gin.Context) {
+	if err := rateLimit(c, h.limiter, limitUpgrade, c.ClientIP()); err != nil {
+		fail(c, err)
+		return
+	}
+	token := c.Query("token")
+	if token == "" {
+		fail(c, core.E(core.CodeUnauthorized, "the socket needs ?token=<JWT>"))
+		return
+	}
+	p, err := h.auth.Authenticate(c.Request.Context(), token)
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	if _, err := h.apps.WebSocketApp(c.Request.Context(), apps.Owner{AccountID: p.Account.ID, Plan: p.Account.Plan}, c.Param("appId")); err != nil {
+		fail(c, err)
+		return
+	}
+	if !websocket.IsWebSocketUpgrade(c.Request) {
+		fail(c, core.Invalid("Upgrade", "this is a WebSocket endpoint: send an upgrade request"))
+		return
+	}
+	conn, err := h.upgrader.Upgrade(c.Writer, c.Request, nil)
+	if err != nil {
+		return
+	}
+	peer := newPeer(conn)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	d, err := h.rt.ConnectDashboard(ctx, c.Param("appId"), peer)
+	if err != nil {
+		peer.Send([]byte(`{"type":"error","data":` + jsonObject(map[string]any{"message": err.Error()}) + `}`))
+		peer.Close(realtime.ClosePolicy, "unavailable")
+		peer.wait()
+		return
+	}
+	defer h.rt.DisconnectDashboard(d)
+	// The owner's token may be revoked (logout, password change) while the socket is open.
+	go h.watchToken(ctx, token, peer)
+	peer.read(func(msg []byte) { h.rt.DashboardMessage(ctx, d, msg) })
+}
+
+// watchToken closes a dashboard socket whose JWT stops authenticating.
+func (h *wsHandlers) watchToken(ctx context.Context, token string, p *peer) {
+	t := time.NewTicker(realtime.RevalidateEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+			_, err := h.auth.Authenticate(cctx, token)
+			cancel()
+			var de *core.Error
+			if err != nil && errors.As(err, &de) && de.Code == core.CodeUnauthorized {
+				p.Send([]byte(`{"type":"error","data":{"message":"your session ended; sign in again"}}`))
+				p.Close(realtime.ClosePolicy, "token no longer valid")
+				return
+			}
+		}
+	}
+}
+
+// jsonObject encodes v for a hand-built message.
+func jsonObject(v map[string]any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return "{}"
+	}
+	return string(b)
+}
+
+func truncateReason(s string) string {
+	// A close frame's reason is at most 123 bytes.
+	if len(s) > 120 {
+		s = s[:120]
+	}
+	return strings.ToValidUTF8(s, "")
+}
+
+// peer is a socket's writer: a bounded queue drained by one goroutine, which also sends
+// the pings and the close frame. It implements realtime.Peer.
+type peer struct {
+	conn    *websocket.Conn
+	out     chan []byte
+	closing chan struct{}
+	once    sync.Once
+	code    int
+	reason  string
+	done    chan struct{}
+}
+
+var _ realtime.Peer = (*peer)(nil)
+
+func newPeer(conn *websocket.Conn) *peer {
+	p := &peer{conn: conn, out: make(chan []byte, wsQueue), closing: make(chan struct{}), done: make(chan struct{})}
+	go p.write()
+	return p
+}
+
+func (p *peer) Send(msg []byte) bool {
+	select {
+	case <-p.closing:
+		return false
+	default:
+	}
+	select {
+	case p.out <- msg:
+		return true
+	default:
+		// A reader this slow would hold memory for everyone: it is dropped.
+		p.Close(websocket.CloseTryAgainLater, "too slow to receive")
+		return false
+	}
+}
+
+func (p *peer) Close(code int, reason string) {
+	p.once.Do(func() {
+		p.code, p.reason = code, truncateReason(reason)
+		close(p.closing)
+	})
+}
+
+// wait blocks until the writer has finished.
+func (p *peer) wait() { <-p.done }
+
+func (p *peer) write() {
+	defer close(p.done)
+	defer p.conn.Close()
+	ping := time.NewTicker(wsPingEvery)
+	defer ping.Stop()
+	send := func(msg []byte) bool {
+		_ = p.conn.SetWriteDeadline(time.Now().Add(wsWriteWait))
+		return p.conn.WriteMessage(websocket.TextMessage, msg) == nil
+	}
+	for {
+		select {
+		case msg := <-p.out:
+			if !send(msg) {
+				p.Close(websocket.CloseAbnormalClosure, "")
+				return
+			}
+		case <-ping.C:
+			if p.conn.WriteControl(websocket.PingMessage, nil, time.Now().Add(wsWriteWait)) != nil {
+				p.Close(websocket.CloseAbnormalClosure, "")
+				return
+			}
+		case <-p.closing:
+			// What was queued before the close goes out first.
+		drain:
+			for {
+				select {
+				case msg := <-p.out:
+					if !send(msg) {
+						return
+					}
+				default:
+					break drain
+				}
+			}
+			if p.code != websocket.CloseAbnormalClosure {
+				_ = p.conn.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(p.code, p.reason), time.Now().Add(wsWriteWait))
+			}
+			return
+		}
+	}
+}
+
+// read passes each text message to fn until the socket ends, then closes the peer.
+func (p *peer) read(fn func([]byte)) {
+	defer p.wait()
+	defer p.Close(websocket.CloseNormalClosure, "")
+	p.conn.SetReadLimit(realtime.MaxMessageBytes)
+	_ = p.conn.SetReadDeadline(time.Now().Add(wsPongWait))
+	p.conn.SetPongHandler(func(string) error { return p.conn.SetReadDeadline(time.Now().Add(wsPongWait)) })
+	for {
+		kind, msg, err := p.conn.ReadMessage()
+		if err != nil {
+			return
+		}
+		select {
+		case <-p.closing:
+			return
+		default:
+		}
+		_ = p.conn.SetReadDeadline(time.Now().Add(wsPongWait))
+		if kind == websocket.TextMessage || kind == websocket.BinaryMessage {
+			fn(msg)
+		}
+	}
+}

@@ -1,0 +1,409 @@
+package httpapi_test
+
+import (
+	"encoding/json"
+	"errors"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gorilla/websocket"
+
+	ts "github.com/keyward/keyward/internal/testserver"
+)
+
+// wsConn is a test socket: JSON messages in and out, every read bounded in time.
+type wsConn struct {
+	t    *testing.T
+	conn *websocket.Conn
+}
+
+// dialWS opens a socket on path (with its query) from ip, as an SDK does: a plain GET
+// upgrade, no subprotocol, no Origin.
+func dialWS(t *testing.T, s *ts.Server, path, ip string) (*wsConn, *http.Response, error) {
+	t.Helper()
+	u := "ws" + strings.TrimPrefix(s.URL, "http") + path
+	h := http.Header{}
+	if ip != "" {
+		h.Set("X-Forwarded-For", ip)
+	}
+	d := websocket.Dialer{HandshakeTimeout: 5 * time.Second}
+	conn, resp, err := d.Dial(u, h)
+	if err != nil {
+		return nil, resp, err
+	}
+	t.Cleanup(func() { conn.Close() })
+	return &wsConn{t: t, conn: conn}, resp, nil
+}
+
+func mustDialWS(t *testing.T, s *ts.Server, path, ip string) *wsConn {
+	t.Helper()
+	c, resp, err := dialWS(t, s, path, ip)
+	if err != nil {
+		status := 0
+		if resp != nil {
+			status = resp.StatusCode
+		}
+		t.Fatalf("dial %s: %v (status %d)", path, err, status)
+	}
+	return c
+}
+
+func (c *wsConn) send(msg map[string]any) {
+	c.t.Helper()
+	if err := c.conn.WriteJSON(msg); err != nil {
+		c.t.Fatalf("send %v: %v", msg, err)
+	}
+}
+
+// next answers the next message, failing after 5 s.
+func (c *wsConn) next() map[string]any {
+	c.t.Helper()
+	_ = c.conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+	kind, raw, err := c.conn.ReadMessage()
+	if err != nil {
+		c.t.Fatalf("read: %v", err)
+	}
+	if kind != websocket.TextMessage {
+		c.t.Fatalf("frame kind %d, want text", kind)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(raw, &m); err != nil {
+		c.t.Fatalf("not JSON: %q", raw)
+	}
+	return m
+}
+
+// expectType reads messages until one of type typ (skipping the types in skip) and
+// answers its data.
+func (c *wsConn) expectType(typ string, skip ...string) map[string]any {
+	c.t.Helper()
+	for {
+		m := c.next()
+		if m["type"] == typ {
+			d, _ := m["data"].(map[string]any)
+			return d
+		}
+		skipped := false
+		for _, s := range skip {
+			skipped = skipped || m["type"] == s
+		}
+		if !skipped {
+			c.t.Fatalf("got %v, want a %s message", m, typ)
+		}
+	}
+}
+
+// expectClosed reads until the server closes the socket and answers the close code and
+// reason; other messages before it are skipped.
+func (c *wsConn) expectClosed() (int, string) {
+	c.t.Helper()
+	for {
+		_ = c.conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+		_, _, err := c.conn.ReadMessage()
+		if err == nil {
+			continue
+		}
+		var ce *websocket.CloseError
+		if errors.As(err, &ce) {
+			return ce.Code, ce.Text
+		}
+		c.t.Fatalf("socket ended without a close frame: %v", err)
+	}
+}
+
+// wsApp is a Business owner's app with one logged-in SDK client.
+type wsApp struct {
+	a              api
+	appID          string
+	userID         string
+	username       string
+	client         *sdk
+	clientSocketAt string
+}
+
+func newWSApp(t *testing.T, s *ts.Server, username string) wsApp {
+	t.Helper()
+	o := newOwner(t, s)
+	setPlan(t, s, o.Username, "business")
+	a := api{t, s, o.Token}
+	appID, secret := a.createApp("Sockets")
+	r := a.do("POST", "/api/apps/"+appID+"/users", map[string]any{"username": username, "password": "pw-" + username + "-1"})
+	expectOK(t, r, http.StatusCreated)
+	c := newSDK(t, s, secret)
+	c.mustInit()
+	expectOK(t, c.withNonce("login", map[string]any{"username": username, "password": "pw-" + username + "-1"}), http.StatusOK)
+	return wsApp{a: a, appID: appID, userID: r.Data()["id"].(string), username: username, client: c,
+		clientSocketAt: "/api/client/ws?token=" + url.QueryEscape(c.token)}
+}
+
+func (w wsApp) dashboard(t *testing.T, s *ts.Server) *wsConn {
+	t.Helper()
+	return mustDialWS(t, s, "/api/apps/"+w.appID+"/ws/connect?token="+url.QueryEscape(w.a.token), nextIP())
+}
+
+func TestWebSocketChannels(t *testing.T) {
+	ts.Each(t, func(t *testing.T, e ts.Engines) {
+		s := ts.Start(t, e)
+		w := newWSApp(t, s, "wendy")
+		base := "/api/apps/" + w.appID + "/ws"
+
+		cl := mustDialWS(t, s, w.clientSocketAt, w.client.ip)
+		cl.send(map[string]any{"type": "ping"})
+		cl.expectType("pong")
+
+		// The dashboard gets online_count and sessions at once.
+		dash := w.dashboard(t, s)
+		if d := dash.expectType("online_count"); d["count"] != float64(1) {
+			t.Fatalf("online_count: %v", d)
+		}
+		sessions := dash.expectType("sessions")["sessions"].([]any)
+		if len(sessions) != 1 || sessions[0].(map[string]any)["username"] != "wendy" || sessions[0].(map[string]any)["ip"] != w.client.ip {
+			t.Fatalf("sessions: %v", sessions)
+		}
+		dash.send(map[string]any{"type": "ping"})
+		dash.expectType("pong")
+
+		// REST helpers see the same.
+		r := w.a.do("GET", base+"/online", nil)
+		expectOK(t, r, http.StatusOK)
+		if r.Data()["count"] != float64(1) {
+			t.Fatalf("online: %s", r.Raw)
+		}
+		r = w.a.do("GET", base+"/sessions", nil)
+		expectOK(t, r, http.StatusOK)
+		if r.Data()["count"] != float64(1) || r.Data()["sessions"].([]any)[0].(map[string]any)["userId"] != w.userID {
+			t.Fatalf("sessions: %s", r.Raw)
+		}
+
+		// Client to dashboard: chat, status, typing, custom events.
+		cl.send(map[string]any{"type": "chat", "message": "hello & welcome"})
+		if d := dash.expectType("chat"); d["message"] != "hello & welcome" || d["username"] != "wendy" || d["userId"] != w.userID {
+			t.Fatalf("chat at the dashboard: %v", d)
+		}
+		cl.send(map[string]any{"type": "set_status", "status": "away"})
+		if d := dash.expectType("status"); d["status"] != "away" {
+			t.Fatalf("status at the dashboard: %v", d)
+		}
+		cl.send(map[string]any{"type": "typing", "typing": true})
+		if d := dash.expectType("typing"); d["typing"] != true {
+			t.Fatalf("typing at the dashboard: %v", d)
+		}
+		cl.send(map[string]any{"type": "set_metadata", "metadata": map[string]any{"level": 3, "map": "dust"}})
+		cl.send(map[string]any{"type": "game_over", "data": map[string]any{"score": 42}})
+		if d := dash.expectType("custom_event"); d["event"] != "game_over" || d["data"].(map[string]any)["score"] != float64(42) {
+			t.Fatalf("custom_event: %v", d)
+		}
+		r = w.a.do("GET", base+"/sessions", nil)
+		got := r.Data()["sessions"].([]any)[0].(map[string]any)
+		if got["status"] != "away" || got["metadata"].(map[string]any)["map"] != "dust" {
+			t.Fatalf("status and metadata in sessions: %s", r.Raw)
+		}
+
+		// Dashboard to client, over REST and over the socket.
+		expectOK(t, w.a.do("POST", base+"/chat", map[string]any{"userId": w.userID, "message": "hi wendy"}), http.StatusOK)
+		if d := cl.expectType("chat"); d["message"] != "hi wendy" {
+			t.Fatalf("chat at the client: %v", d)
+		}
+		dash.send(map[string]any{"type": "chat", "userId": w.userID, "message": "from the socket"})
+		if d := cl.expectType("chat"); d["message"] != "from the socket" {
+			t.Fatalf("socket chat at the client: %v", d)
+		}
+		dash.send(map[string]any{"type": "typing", "userId": w.userID, "typing": true})
+		if d := cl.expectType("typing"); d["typing"] != true {
+			t.Fatalf("typing at the client: %v", d)
+		}
+		r = w.a.do("POST", base+"/broadcast", map[string]any{"message": "maintenance at 5", "type": "warning"})
+		expectOK(t, r, http.StatusOK)
+		if r.Data()["sent"] != true || r.Data()["onlineUsers"] != float64(1) {
+			t.Fatalf("broadcast: %s", r.Raw)
+		}
+		if d := cl.expectType("message"); d["message"] != "maintenance at 5" || d["type"] != "warning" {
+			t.Fatalf("broadcast at the client: %v", d)
+		}
+		expectOK(t, w.a.do("POST", base+"/command", map[string]any{"command": "reload", "userId": w.userID, "payload": map[string]any{"hard": true}}), http.StatusOK)
+		if d := cl.expectType("command"); d["command"] != "reload" || d["payload"].(map[string]any)["hard"] != true {
+			t.Fatalf("command at the client: %v", d)
+		}
+		expectOK(t, w.a.do("POST", base+"/push", map[string]any{"payload": map[string]any{"banner": "sale"}}), http.StatusOK)
+		if d := cl.expectType("custom"); d["banner"] != "sale" {
+			t.Fatalf("push at the client: %v", d)
+		}
+
+		// Variable changes reach the sockets (app variables to all, user variables to the user).
+		expectOK(t, w.a.do("POST", "/api/apps/"+w.appID+"/variables", map[string]any{"key": "motd", "value": "7", "type": "INT"}), http.StatusCreated)
+		if d := cl.expectType("variable_update"); d["key"] != "motd" || d["value"] != "7" || d["type"] != "INT" {
+			t.Fatalf("variable_update: %v", d)
+		}
+		expectOK(t, w.client.call("set-user-variable", map[string]any{"key": "last_seen", "value": "now"}), http.StatusOK)
+		if d := cl.expectType("user_variable_update"); d["key"] != "last_seen" || d["value"] != "now" {
+			t.Fatalf("user_variable_update: %v", d)
+		}
+
+		// Bad input: the envelope, and nothing sent.
+		expect(t, w.a.do("POST", base+"/broadcast", map[string]any{"type": "info"}), http.StatusBadRequest, "VALIDATION_ERROR")
+		expect(t, w.a.do("POST", base+"/broadcast", map[string]any{"message": "x", "type": "loud"}), http.StatusBadRequest, "VALIDATION_ERROR")
+		expect(t, w.a.do("POST", base+"/chat", map[string]any{"message": "to nobody"}), http.StatusBadRequest, "VALIDATION_ERROR")
+		expect(t, w.a.do("POST", base+"/push", map[string]any{"userId": w.userID}), http.StatusBadRequest, "VALIDATION_ERROR")
+		expect(t, w.a.do("POST", base+"/command", map[string]any{"payload": map[string]any{}}), http.StatusBadRequest, "VALIDATION_ERROR")
+		expect(t, w.a.do("POST", base+"/chat", "not json"), http.StatusBadRequest, "VALIDATION_ERROR")
+		cl.send(map[string]any{"type": "set_metadata", "metadata": "flat"})
+		cl.expectType("error")
+		cl.send(map[string]any{"type": "set_status", "status": strings.Repeat("s", 33)})
+		cl.expectType("error")
+		if err := cl.conn.WriteMessage(websocket.TextMessage, []byte("not json")); err != nil {
+			t.Fatal(err)
+		}
+		cl.expectType("error")
+		cl.send(map[string]any{"type": "ping"})
+		cl.expectType("pong") // the socket lives on after bad messages
+
+		// Kick: the socket closes with the reason.
+		r = w.a.do("POST", base+"/users/"+w.userID+"/kick", map[string]any{"reason": "be nice"})
+		expectOK(t, r, http.StatusOK)
+		if code, reason := cl.expectClosed(); code != 4001 || reason != "be nice" {
+			t.Fatalf("kick closed with %d %q", code, reason)
+		}
+		if d := dash.expectType("session_disconnect", "custom_event", "chat", "typing", "status"); d["userId"] != w.userID {
+			t.Fatalf("session_disconnect: %v", d)
+		}
+		waitFor(t, func() bool { return w.a.do("GET", base+"/online", nil).Data()["count"] == float64(0) })
+	})
+}
+
+func TestWebSocketAdmission(t *testing.T) {
+	ts.Each(t, func(t *testing.T, e ts.Engines) {
+		s := ts.Start(t, e)
+		w := newWSApp(t, s, "xena")
+		base := "/api/apps/" + w.appID + "/ws"
+
+		// A bad token is told why after the upgrade (SDKs cannot read a refused upgrade).
+		bad := mustDialWS(t, s, "/api/client/ws?token=nope", w.client.ip)
+		if d := bad.expectType("force_logout"); d["code"] != "UNAUTHORIZED" {
+			t.Fatalf("bad token: %v", d)
+		}
+		if code, _ := bad.expectClosed(); code != 1008 {
+			t.Fatalf("bad token closed with %d", code)
+		}
+		// Another address than the session's: IP pinning.
+		other := mustDialWS(t, s, w.clientSocketAt, nextIP())
+		if d := other.expectType("force_logout"); d["code"] != "UNAUTHORIZED" {
+			t.Fatalf("other address: %v", d)
+		}
+		// A session that did not log in.
+		fresh := newSDK(t, s, "")
+		fresh.secret = w.client.secret
+		fresh.mustInit()
+		anon := mustDialWS(t, s, "/api/client/ws?token="+url.QueryEscape(fresh.token), fresh.ip)
+		if d := anon.expectType("force_logout"); d["code"] != "NOT_LOGGED_IN" {
+			t.Fatalf("anonymous session: %v", d)
+		}
+
+		// One socket per user: the newer wins, the older is told and closed.
+		first := mustDialWS(t, s, w.clientSocketAt, w.client.ip)
+		first.send(map[string]any{"type": "ping"})
+		first.expectType("pong")
+		second := mustDialWS(t, s, w.clientSocketAt, w.client.ip)
+		if d := first.expectType("force_logout"); d["reason"] == "" {
+			t.Fatalf("replaced: %v", d)
+		}
+		if code, _ := first.expectClosed(); code != 4003 {
+			t.Fatalf("replaced socket closed with %d", code)
+		}
+		second.send(map[string]any{"type": "ping"})
+		second.expectType("pong")
+		waitFor(t, func() bool { return w.a.do("GET", base+"/online", nil).Data()["count"] == float64(1) })
+
+		// The client message rate: 20 per 10 s (one ping is already counted), then error,
+		// and the socket stays.
+		for range 19 {
+			second.send(map[string]any{"type": "ping"})
+			second.expectType("pong")
+		}
+		second.send(map[string]any{"type": "ping"})
+		if d := second.expectType("error"); !strings.Contains(d["message"].(string), "rate limited") {
+			t.Fatalf("rate limit: %v", d)
+		}
+
+		// Ban: banned, then closed, and the user is banned in storage.
+		r := w.a.do("POST", base+"/users/"+w.userID+"/ban", map[string]any{"reason": "cheating"})
+		expectOK(t, r, http.StatusOK)
+		if d := second.expectType("banned", "error"); d["reason"] != "cheating" {
+			t.Fatalf("banned: %v", d)
+		}
+		if code, _ := second.expectClosed(); code != 4002 {
+			t.Fatalf("banned socket closed with %d", code)
+		}
+		r = w.a.do("GET", "/api/apps/"+w.appID+"/users/"+w.userID, nil)
+		u := r.Data()
+		if inner, ok := u["user"].(map[string]any); ok {
+			u = inner
+		}
+		if u["banned"] != true {
+			t.Fatalf("user after a socket ban: %s", r.Raw)
+		}
+		expect(t, w.a.do("POST", base+"/users/no-such-user/ban", nil), http.StatusNotFound, "NOT_FOUND")
+
+		// The dashboard channel refuses a bad token and another owner's app before the upgrade.
+		if _, resp, err := dialWS(t, s, base+"/connect?token=nope", nextIP()); err == nil || resp == nil || resp.StatusCode != http.StatusUnauthorized {
+			t.Fatalf("dashboard with a bad token: %v %v", err, resp)
+		}
+		stranger := newOwner(t, s)
+		setPlan(t, s, stranger.Username, "business")
+		if _, resp, err := dialWS(t, s, base+"/connect?token="+url.QueryEscape(stranger.Token), nextIP()); err == nil || resp == nil || resp.StatusCode != http.StatusNotFound {
+			t.Fatalf("dashboard of another owner's app: %v %v", err, resp)
+		}
+		expect(t, s.Do(t, ts.Req{Method: "GET", Path: base + "/online", Token: stranger.Token}), http.StatusNotFound, "NOT_FOUND")
+	})
+}
+
+func TestWebSocketNeedsBusinessPlan(t *testing.T) {
+	ts.Each(t, func(t *testing.T, e ts.Engines) {
+		s := ts.Start(t, e)
+		w := newWSApp(t, s, "yuri")
+		setPlan(t, s, ownerOfApp(t, w), "pro")
+		base := "/api/apps/" + w.appID + "/ws"
+		for _, r := range []ts.Response{
+			w.a.do("GET", base+"/online", nil),
+			w.a.do("GET", base+"/sessions", nil),
+			w.a.do("POST", base+"/broadcast", map[string]any{"message": "x"}),
+			w.a.do("POST", base+"/users/"+w.userID+"/kick", nil),
+			w.a.do("POST", base+"/push", map[string]any{"payload": map[string]any{}}),
+		} {
+			expect(t, r, http.StatusForbidden, "PLAN_FEATURE")
+		}
+		if _, resp, err := dialWS(t, s, base+"/connect?token="+url.QueryEscape(w.a.token), nextIP()); err == nil || resp == nil || resp.StatusCode != http.StatusForbidden {
+			t.Fatalf("dashboard socket on Pro: %v %v", err, resp)
+		}
+		// The plan change reaches the app snapshot through the event pipeline.
+		waitFor(t, func() bool {
+			c, _, err := dialWS(t, s, w.clientSocketAt, w.client.ip)
+			if err != nil {
+				return false
+			}
+			defer c.conn.Close()
+			m := c.next()
+			d, _ := m["data"].(map[string]any)
+			return m["type"] == "force_logout" && d["code"] == "PLAN_FEATURE"
+		})
+		// Too many upgrades from one address: 429 with the envelope before any upgrade.
+		ip := nextIP()
+		for range 10 {
+			if c, _, err := dialWS(t, s, "/api/client/ws?token=nope", ip); err == nil {
+				c.conn.Close()
+			}
+		}
+		r := s.Do(t, ts.Req{Method: "GET", Path: "/api/client/ws?token=nope", IP: ip})
+		expect(t, r, http.StatusTooManyRequests, "RATE_LIMITED")
+	})
+}
+
+// ownerOfApp answers the username of the app's owner.
+func ownerOfApp(t *testing.T, w wsApp) string {
+	t.Helper()
+	r := w.a.do("GET", "/api/auth/me", nil)
+	expectOK(t, r, http.StatusOK)
+	return r.Data()["username"].(string)
+}
