@@ -25,10 +25,10 @@ var limitUpgrade = limitRule{"ws.upgrade", realtime.UpgradesPerMinute, time.Minu
 // them in their libraries; no SDK sends JSON pings by itself, so their absence never drops
 // a client).
 const (
-	wsPingEvery  = 25 * time.Second
-	wsPongWait   = 60 * time.Second
-	wsWriteWait  = 10 * time.Second
-	wsQueue      = 256
+	wsPingEvery = 25 * time.Second
+	wsPongWait  = 60 * time.Second
+	wsWriteWait = 10 * time.Second
+	wsQueue     = 256
 )
 
 // wsHandlers serves the two socket channels and the REST helpers (SPEC 4.9, 4.11).
