@@ -30,10 +30,18 @@ func snapshotChanges(name string) bool {
 // node (the event pipeline) and of other nodes (the cluster bus) reload the snapshot of
 // the app they concern, and a deleted app's actor drops its snapshot at once.
 func startAppActors(ctx context.Context, store storage.Store, engine cluster.Engine, bus *events.Bus, appsSvc *apps.Service,
-	accountsSvc *accounts.Service, catalogue *plans.Catalogue, def client.SnapshotDefaults, now func() time.Time, log *slog.Logger) (*actors.Apps[client.Snapshot], func(), error) {
+	accountsSvc *accounts.Service, catalogue *plans.Catalogue, def client.SnapshotDefaults, now func() time.Time, log *slog.Logger,
+	changed func(appID string)) (*actors.Apps[client.Snapshot], func(), error) {
 	dir := actors.NewApps(client.NewLoader(store, catalogue, def), actors.AppsConfig{Now: now, Log: log})
-	announce := func(appID string) {
+	// invalidate drops the node's snapshot, then tells changed: what changed reads the
+	// snapshot after the invalidation, so it sees the new one (the actor's mailbox keeps
+	// the order).
+	invalidate := func(appID string) {
 		dir.Invalidate(appID)
+		changed(appID)
+	}
+	announce := func(appID string) {
+		invalidate(appID)
 		pctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		if err := engine.Publish(pctx, appChangedTopic, []byte(appID)); err != nil {
@@ -41,7 +49,7 @@ func startAppActors(ctx context.Context, store storage.Store, engine cluster.Eng
 			log.Warn("cannot announce an app change to the cluster", "app", appID, "err", err)
 		}
 	}
-	unsubscribe, err := engine.Subscribe(ctx, appChangedTopic, func(p []byte) { dir.Invalidate(string(p)) })
+	unsubscribe, err := engine.Subscribe(ctx, appChangedTopic, func(p []byte) { invalidate(string(p)) })
 	if err != nil {
 		dir.Close()
 		return nil, nil, fmt.Errorf("subscribe to app changes: %w", err)

@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -315,8 +316,16 @@ func OpenCore(ctx context.Context, c Config, log *slog.Logger) (_ *Core, err err
 	worker := integrations.NewWorker(store, integrations.WorkerConfig{Client: hooksClient, Now: c.Clock, Log: log, Bus: bus})
 	dispatcher := integrations.NewDispatcher(store, worker.Wake, log, c.Clock)
 	bus.Subscribe("webhooks", 10_000, dispatcher.Handle)
+	// The sockets are revalidated when their app changes (paused, disabled, plan changed);
+	// the realtime service is made after the actors it reads through, hence the pointer.
+	var sockets atomic.Pointer[realtime.Service]
 	appActors, stopActors, err := startAppActors(ctx, store, engine, bus, appsSvc, svc, catalogue, client.SnapshotDefaults{
-		SessionTTL: c.ClientSessionTTL, EncryptFiles: c.ClientFileEncryption, CountryAvailable: country != nil || c.CountryHeader != ""}, c.Clock, log)
+		SessionTTL: c.ClientSessionTTL, EncryptFiles: c.ClientFileEncryption, CountryAvailable: country != nil || c.CountryHeader != ""}, c.Clock, log,
+		func(appID string) {
+			if rt := sockets.Load(); rt != nil {
+				rt.RecheckApp(appID)
+			}
+		})
 	if err != nil {
 		return nil, err
 	}
@@ -327,6 +336,7 @@ func OpenCore(ctx context.Context, c Config, log *slog.Logger) (_ *Core, err err
 	bus.Subscribe("client-sessions", 10_000, clientSvc.HandleEvent)
 	rt := realtime.New(realtime.Deps{Engine: engine, Sessions: clientSvc, Ban: appsSvc.BanAsOwner, Events: bus, Now: c.Clock, Log: log})
 	bus.Subscribe("realtime", 10_000, rt.HandleEvent)
+	sockets.Store(rt)
 	return &Core{Realtime: rt, Store: store, Engine: engine, Mail: mailq, Accounts: svc, Apps: appsSvc, Meter: meter,
 		Client: clientSvc, AppActors: appActors, stopAppActors: stopActors,
 		Integrations: integrations.NewService(store, appsSvc, bus, integrations.Options{

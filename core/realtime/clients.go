@@ -144,6 +144,15 @@ func (s *Service) Maintain(ctx context.Context, c *Client) {
 	}
 }
 
+// RecheckApp revalidates every client socket of the app held by this node, each on its
+// own goroutine (the caller is a bus or pipeline goroutine that must not wait). Every node
+// calls it when it learns that the app changed.
+func (s *Service) RecheckApp(appID string) {
+	for _, c := range s.localClients(appID) {
+		go s.recheck(c)
+	}
+}
+
 // recheck revalidates one socket now.
 func (s *Service) recheck(c *Client) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

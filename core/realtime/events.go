@@ -15,8 +15,9 @@ import (
 //     that user.
 //   - user.ban: banned, then close; user.delete and user.session_kill: force_logout, then
 //     close (the sessions are gone).
-//   - app.update: every client socket of the app is revalidated now (a paused or disabled
-//     app ends them).
+//
+// App changes (paused, disabled, plan) come through RecheckApp instead, after the node's
+// snapshot of the app was dropped.
 func (s *Service) HandleEvent(e events.Event) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -51,8 +52,6 @@ func (s *Service) HandleEvent(e events.Event) {
 	case "user.session_kill":
 		err = s.toUserMsg(ctx, e.AppID, str("userId"), Outgoing{Type: TypeForceLogout,
 			Data: map[string]any{"reason": "your sessions were ended by the application's owner"}}, CloseForceLogout, "sessions ended")
-	case "app.update":
-		err = s.publish(ctx, delivery{App: e.AppID, To: toRecheck})
 	}
 	if err != nil {
 		s.d.Log.Warn("realtime: cannot deliver an event to sockets", "event", e.Name, "app", e.AppID, "err", err)

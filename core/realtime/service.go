@@ -90,7 +90,6 @@ const (
 	toUser       = "user"       // the client sockets of one user
 	toConn       = "conn"       // one client socket
 	toDashboards = "dashboards" // every dashboard socket of the app
-	toRecheck    = "recheck"    // revalidate every client socket of the app now
 )
 
 // delivery is one bus message.
@@ -175,7 +174,7 @@ func (s *Service) publish(ctx context.Context, d delivery) error {
 }
 
 // receive hands a bus delivery to this node's matching sockets. It runs on the engine's
-// goroutine and never blocks: sends are queued, rechecks run on their own goroutines.
+// goroutine and never blocks: sends are queued.
 func (s *Service) receive(raw []byte) {
 	var d delivery
 	if err := json.Unmarshal(raw, &d); err != nil {
@@ -191,11 +190,7 @@ func (s *Service) receive(raw []byte) {
 		return
 	}
 	for _, c := range s.localClients(d.App) {
-		switch {
-		case d.To == toUser && c.User.UserID != d.User, d.To == toConn && c.ID != d.Conn:
-			continue
-		case d.To == toRecheck:
-			go s.recheck(c)
+		if d.To == toUser && c.User.UserID != d.User || d.To == toConn && c.ID != d.Conn {
 			continue
 		}
 		if len(d.Msg) > 0 {
