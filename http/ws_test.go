@@ -3,6 +3,7 @@ package httpapi_test
 import (
 	"encoding/json"
 	"errors"
+	"io"
 	"net/http"
 	"net/url"
 	"strings"
@@ -165,6 +166,19 @@ func TestWebSocketChannels(t *testing.T) {
 		}
 		dash.send(map[string]any{"type": "ping"})
 		dash.expectType("pong")
+
+		// The node's gauges count its sockets.
+		resp, err := http.Get(s.URL + "/metrics")
+		if err != nil {
+			t.Fatal(err)
+		}
+		metrics, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		for _, line := range []string{`keyward_ws_sockets{channel="client"} 1`, `keyward_ws_sockets{channel="dashboard"} 1`} {
+			if !strings.Contains(string(metrics), line) {
+				t.Fatalf("metrics lack %q", line)
+			}
+		}
 
 		// REST helpers see the same.
 		r := w.a.do("GET", base+"/online", nil)

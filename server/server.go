@@ -388,6 +388,12 @@ func New(ctx context.Context, c Config, log *slog.Logger) (*Server, error) {
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "keyward_app_actors",
 			Help: "Application actors running on this node (spawned on first use, passivated when idle)."},
 			func() float64 { return float64(core.AppActors.Len()) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "keyward_ws_sockets", Help: "WebSocket sockets held by this node.",
+			ConstLabels: prometheus.Labels{"channel": "client"}},
+			func() float64 { n, _ := core.Realtime.Held(); return float64(n) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "keyward_ws_sockets", Help: "WebSocket sockets held by this node.",
+			ConstLabels: prometheus.Labels{"channel": "dashboard"}},
+			func() float64 { _, n := core.Realtime.Held(); return float64(n) }),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "keyward_events_dropped_total",
 			Help: "Events a slow consumer of the event bus did not receive."},
 			func() float64 {

@@ -250,3 +250,16 @@ func unavailable(err error) error {
 	}
 	return &core.Error{Code: core.CodeUnavailable, Message: "the cluster engine is unavailable; try again", Cause: err}
 }
+
+// Held answers how many client and dashboard sockets this node holds, for metrics.
+func (s *Service) Held() (clients, dashboards int) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	for _, m := range s.clients {
+		clients += len(m)
+	}
+	for _, m := range s.dashboards {
+		dashboards += len(m)
+	}
+	return clients, dashboards
+}
