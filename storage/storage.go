@@ -65,6 +65,7 @@ type Store interface {
 	IntegrationStore
 	DeliveryStore
 	ClientSessionStore
+	WSHookStore
 	// Ping reports whether the database answers, for readiness checks.
 	Ping(ctx context.Context) error
 	// Close releases the engine's connections. It is safe to call once.

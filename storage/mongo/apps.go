@@ -176,13 +176,13 @@ func (s *Store) UpdateApp(ctx context.Context, accountID, id string, fn func(*st
 // appId, in the order DeleteApp sweeps them: users before devices, so that a device
 // created while its user is being swept is still caught (see insertOwned). Every later
 // record kind of an app (sessions, variables, files, rules, …) must be added here, and
-// counted in CountAppRecords when SPEC 4.2 counts it (integrations are not). Variables come
+// counted in CountAppRecords when SPEC 4.2 counts it (integrations and hooks are not). Variables come
 // after users and licenses, their owners, and deliveries and attempts after integrations;
 // log entries, deliveries, attempts and client session copies are not checked against
 // their app when written, and are swept here like the rest.
 func (s *Store) appRecordColls() []*mongo.Collection {
 	return []*mongo.Collection{s.users, s.devices, s.licenses, s.tokens, s.variables, s.files, s.rules,
-		s.integrations, s.deliveries, s.attempts, s.logs, s.clientSessions}
+		s.integrations, s.deliveries, s.attempts, s.logs, s.clientSessions, s.wsHooks}
 }
 
 // DeleteApp removes the account's app, then every record that belongs to it. Without

@@ -5,10 +5,10 @@
 // Collections: accounts (_id is the account id, with a version counter and lower-cased
 // copies of username and email), accountTokens (_id is the token hash), apps, users,
 // licenses, devices, tokens (application access tokens), variables, files, rules, logs,
-// integrations, webhookDeliveries (the durable webhook delivery queue) and webhookAttempts,
-// each _id being the record id, clientSessions (durable copies of client sessions, _id is
-// the token hash), and claims (short-lived reservations used by every Update
-// method). Records of an app carry its appId; updatable records carry a version;
+// integrations, webhookDeliveries (the durable webhook delivery queue), webhookAttempts and
+// wsHooks (WebSocket hooks), each _id being the record id, clientSessions (durable copies
+// of client sessions, _id is the token hash), and claims (short-lived reservations used by
+// every Update method). Records of an app carry its appId; updatable records carry a version;
 // case-insensitive fields and searched fields have lower-cased copies (usernameLower,
 // nameLower, keyLower, …). Field names are camelCase; times are BSON dates, which hold
 // exactly the milliseconds the contract keeps, and zero times are left out of the document

@@ -56,6 +56,7 @@ const (
 	collDeliveries    = "webhookDeliveries"
 	collAttempts      = "webhookAttempts"
 	collSessions      = "clientSessions"
+	collWSHooks       = "wsHooks"
 )
 
 // Store is the MongoDB-wire engine. It is safe for concurrent use.
@@ -78,6 +79,7 @@ type Store struct {
 	deliveries     *mongo.Collection // the webhook delivery queue
 	attempts       *mongo.Collection // webhook delivery attempts
 	clientSessions *mongo.Collection // durable copies of client sessions
+	wsHooks        *mongo.Collection // WebSocket hooks
 }
 
 var _ storage.Store = (*Store)(nil)
@@ -127,6 +129,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		deliveries:     db.Collection(collDeliveries),
 		attempts:       db.Collection(collAttempts),
 		clientSessions: db.Collection(collSessions),
+		wsHooks:        db.Collection(collWSHooks),
 	}
 	if err := s.createIndexes(ctx); err != nil {
 		_ = client.Disconnect(context.WithoutCancel(ctx))
@@ -264,6 +267,12 @@ func (s *Store) createIndexes(ctx context.Context) error {
 		{s.clientSessions, []mongo.IndexModel{
 			{Keys: bson.D{{Key: "appId", Value: 1}, {Key: "userId", Value: 1}}, Options: plain("appId_userId")},
 			{Keys: bson.D{{Key: "expiresAt", Value: 1}}, Options: plain("expiresAt")},
+		}},
+		// Hooks are listed by priority, then creation time, then id (the index also serves
+		// CountWSHooks and DeleteApp's sweep).
+		{s.wsHooks, []mongo.IndexModel{
+			{Keys: bson.D{{Key: "appId", Value: 1}, {Key: "priority", Value: 1}, {Key: "createdAt", Value: 1}, {Key: "_id", Value: 1}},
+				Options: plain("appId_priority_createdAt_id")},
 		}},
 	}
 	// One createIndexes command per index: FerretDB 1.24 panics (and drops the

@@ -290,6 +290,9 @@ func TestDeleteAppFinishesInterruptedDelete(t *testing.T) {
 			ExpiresAt: storage.Now().Add(time.Hour)}}); err != nil {
 			t.Fatalf("SaveClientSessions: %v", err)
 		}
+		if err := s.CreateWSHook(ctx, storage.WSHook{ID: a.ID + "-h", AppID: a.ID, Name: "h", Event: "e"}); err != nil {
+			t.Fatalf("CreateWSHook: %v", err)
+		}
 		// A claim an updater of the app's user left behind when it died.
 		if _, err := s.claims.InsertOne(ctx, claimDoc{ID: "users/" + u.ID + "#7", Owner: a.ID, At: storage.Now()}); err != nil {
 			t.Fatalf("insert claim: %v", err)

@@ -122,9 +122,10 @@ func (s *Store) UpdateApp(ctx context.Context, accountID, id string, fn func(*st
 // the connection having foreign keys enabled (the ON DELETE CASCADE clauses are a second
 // line of defence, not the mechanism). Every later record kind of an app (sessions,
 // variables, files, rules, …) must be added here, and counted in CountAppRecords when
-// SPEC 4.2 counts it (integrations and their deliveries are not counted).
+// SPEC 4.2 counts it (integrations and their deliveries, and WebSocket hooks, are not
+// counted).
 var appChildTables = []string{"client_sessions", "webhook_attempts", "webhook_deliveries", "integrations",
-	"variables", "files", "rules", "logs", "devices", "app_tokens", "licenses", "app_users"}
+	"ws_hooks", "variables", "files", "rules", "logs", "devices", "app_tokens", "licenses", "app_users"}
 
 // DeleteApp removes the account's app and every record that belongs to it, in one
 // transaction: either all of it goes or nothing does.

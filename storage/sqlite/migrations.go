@@ -415,6 +415,30 @@ CREATE INDEX client_sessions_app_user ON client_sessions (app_id, user_id);
 CREATE INDEX client_sessions_expires ON client_sessions (expires_at);
 `,
 	},
+	{
+		version: 6,
+		name:    "websocket hooks",
+		sql: `
+-- conditions and actions are the hook's JSON arrays, kept as the bytes given (an empty
+-- BLOB for none; never NULL).
+CREATE TABLE ws_hooks (
+	id          TEXT    NOT NULL PRIMARY KEY,
+	app_id      TEXT    NOT NULL REFERENCES apps (id) ON DELETE CASCADE,
+	name        TEXT    NOT NULL,
+	event       TEXT    NOT NULL,
+	description TEXT    NOT NULL,
+	conditions  BLOB    NOT NULL,
+	actions     BLOB    NOT NULL,
+	enabled     INTEGER NOT NULL,
+	priority    INTEGER NOT NULL,
+	created_at  INTEGER NOT NULL,
+	updated_at  INTEGER NOT NULL
+) STRICT;
+
+-- ListWSHooks (priority, then creation time, then id) and CountWSHooks.
+CREATE INDEX ws_hooks_priority ON ws_hooks (app_id, priority, created_at, id);
+`,
+	},
 }
 
 // migrate brings the database at db (the writer pool) to the last migration. Applied steps

@@ -298,6 +298,10 @@ func seedApp(t *testing.T, s *Store, id, name string) {
 		ExpiresAt: storage.Now().Add(time.Hour)}}); err != nil {
 		t.Fatalf("SaveClientSessions: %v", err)
 	}
+	if err := s.CreateWSHook(ctx, storage.WSHook{ID: id + "-h", AppID: id, Name: "h", Event: "e",
+		Actions: []byte(`[{"type":"log"}]`)}); err != nil {
+		t.Fatalf("CreateWSHook: %v", err)
+	}
 }
 
 // TestDeleteWithoutForeignKeys: DeleteApp and DeleteUser remove the records that belong to
@@ -311,7 +315,8 @@ func TestDeleteWithoutForeignKeys(t *testing.T) {
 	seedApp(t, s, "kept", "Kept")
 	seedApp(t, s, "user-only", "UserOnly")
 	full := map[string]int{"apps": 1, "app_users": 1, "devices": 2, "licenses": 1, "app_tokens": 1,
-		"variables": 3, "files": 1, "rules": 1, "logs": 1, "integrations": 1, "webhook_deliveries": 1, "webhook_attempts": 1, "client_sessions": 1}
+		"variables": 3, "files": 1, "rules": 1, "logs": 1, "integrations": 1, "webhook_deliveries": 1, "webhook_attempts": 1, "client_sessions": 1,
+		"ws_hooks": 1}
 	if got := tableCounts(t, s, "doomed"); fmt.Sprint(got) != fmt.Sprint(full) {
 		t.Fatalf("rows before the delete = %v, want %v", got, full)
 	}
@@ -329,7 +334,8 @@ func TestDeleteWithoutForeignKeys(t *testing.T) {
 		t.Fatalf("DeleteApp: %v", err)
 	}
 	none := map[string]int{"apps": 0, "app_users": 0, "devices": 0, "licenses": 0, "app_tokens": 0,
-		"variables": 0, "files": 0, "rules": 0, "logs": 0, "integrations": 0, "webhook_deliveries": 0, "webhook_attempts": 0, "client_sessions": 0}
+		"variables": 0, "files": 0, "rules": 0, "logs": 0, "integrations": 0, "webhook_deliveries": 0, "webhook_attempts": 0, "client_sessions": 0,
+		"ws_hooks": 0}
 	if got := tableCounts(t, s, "doomed"); fmt.Sprint(got) != fmt.Sprint(none) {
 		t.Errorf("rows of the deleted app = %v, want none", got)
 	}
