@@ -24,6 +24,7 @@ import (
 	"github.com/keyward/keyward/core/realtime"
 	"github.com/keyward/keyward/core/rules"
 	"github.com/keyward/keyward/core/variables"
+	"github.com/keyward/keyward/core/wshooks"
 )
 
 // Checker is something /readyz asks: the storage and cluster engines.
@@ -44,6 +45,7 @@ type Deps struct {
 	Integrations *integrations.Service
 	Client       *client.Service
 	Realtime     *realtime.Service
+	WSHooks      *wshooks.Service
 	Limiter      cluster.RateLimiter
 	Ready        []Checker
 	// Metrics is where request metrics are registered and what /metrics serves.
@@ -70,7 +72,7 @@ func init() { gin.SetMode(gin.ReleaseMode) }
 
 // New builds the handler with every route of ROUTES.md that exists so far.
 func New(d Deps, cfg Config) (http.Handler, error) {
-	if d.Accounts == nil || d.Apps == nil || d.Variables == nil || d.Rules == nil || d.Logs == nil || d.Analytics == nil || d.Files == nil || d.Integrations == nil || d.Client == nil || d.Realtime == nil || d.Limiter == nil || d.Metrics == nil || d.Log == nil {
+	if d.Accounts == nil || d.Apps == nil || d.Variables == nil || d.Rules == nil || d.Logs == nil || d.Analytics == nil || d.Files == nil || d.Integrations == nil || d.Client == nil || d.Realtime == nil || d.WSHooks == nil || d.Limiter == nil || d.Metrics == nil || d.Log == nil {
 		return nil, errors.New("httpapi: missing dependency")
 	}
 	if cfg.MaxBodyBytes <= 0 {
@@ -137,7 +139,7 @@ func New(d Deps, cfg Config) (http.Handler, error) {
 	ch.routes(api)
 	ch.resetRoutes(api)
 	(&integrationHandlers{svc: d.Integrations}).routes(api.Group("", requireOwner(d.Accounts)), one)
-	newWSHandlers(d.Realtime, d.Apps, d.Accounts, d.Limiter).routes(api, one, ch)
+	newWSHandlers(d.Realtime, d.WSHooks, d.Apps, d.Accounts, d.Limiter).routes(api, one, ch)
 	return r, nil
 }
 

@@ -16,6 +16,7 @@ import (
 	"github.com/keyward/keyward/core"
 	"github.com/keyward/keyward/core/apps"
 	"github.com/keyward/keyward/core/realtime"
+	"github.com/keyward/keyward/core/wshooks"
 )
 
 // limitUpgrade is SPEC 8's socket upgrade limit, per IP, for both channels.
@@ -37,11 +38,12 @@ type wsHandlers struct {
 	apps     *apps.Service
 	auth     Authenticator
 	limiter  cluster.RateLimiter
+	hooks    *wshooks.Service
 	upgrader websocket.Upgrader
 }
 
-func newWSHandlers(rt *realtime.Service, a *apps.Service, auth Authenticator, l cluster.RateLimiter) *wsHandlers {
-	return &wsHandlers{rt: rt, apps: a, auth: auth, limiter: l,
+func newWSHandlers(rt *realtime.Service, hk *wshooks.Service, a *apps.Service, auth Authenticator, l cluster.RateLimiter) *wsHandlers {
+	return &wsHandlers{rt: rt, hooks: hk, apps: a, auth: auth, limiter: l,
 		upgrader: websocket.Upgrader{
 			ReadBufferSize: 4096, WriteBufferSize: 4096,
 			// Clients are programs that send any Origin or none (CLIENT-SDKS.md §6.1) and
@@ -65,6 +67,7 @@ func (h *wsHandlers) routes(api, one *gin.RouterGroup, ch *clientHandlers) {
 	ws.POST("/chat", h.chat)
 	ws.POST("/command", h.command)
 	ws.POST("/push", h.push)
+	(&wsHookHandlers{svc: h.hooks}).routes(ws)
 }
 
 // gate admits the REST helpers: the owner's app on a plan with WebSocket access.

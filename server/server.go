@@ -40,6 +40,7 @@ import (
 	"github.com/keyward/keyward/core/usage"
 	"github.com/keyward/keyward/core/variables"
 	"github.com/keyward/keyward/core/webhooks"
+	"github.com/keyward/keyward/core/wshooks"
 	httpapi "github.com/keyward/keyward/http"
 	"github.com/keyward/keyward/mail"
 	"github.com/keyward/keyward/storage"
@@ -211,6 +212,8 @@ type Core struct {
 	AppActors *actors.Apps[client.Snapshot]
 	// Realtime runs the WebSocket channels; Server subscribes it to the cluster bus.
 	Realtime *realtime.Service
+	// WSHooks keeps the apps' WebSocket hooks and plans their actions.
+	WSHooks *wshooks.Service
 	// Bus carries domain events to the log writer (and, later, webhooks and sockets).
 	Bus *events.Bus
 	// LogWriter batches log entries; Janitor enforces log retention (serve only).
@@ -232,6 +235,7 @@ func (c *Core) Close() error {
 	defer cancel()
 	meterErr := c.Meter.Close(ctx)
 	c.Realtime.Close()
+	c.WSHooks.Close()
 	c.stopAppActors()
 	c.Client.Close()
 	c.Webhooks.Stop()
@@ -334,10 +338,11 @@ func OpenCore(ctx context.Context, c Config, log *slog.Logger) (_ *Core, err err
 		Country: country, Quota: meter, Archive: store, Blobs: blobStore,
 		Reset: client.ResetDeps{Tokens: engine, Mailer: mailq, PublicURL: c.PublicURL}, Now: c.Clock, Log: log})
 	bus.Subscribe("client-sessions", 10_000, clientSvc.HandleEvent)
-	rt := realtime.New(realtime.Deps{Engine: engine, Sessions: clientSvc, Ban: appsSvc.BanAsOwner, Events: bus, Now: c.Clock, Log: log})
+	wsHooks := wshooks.New(store, appsSvc, engine, c.Clock, log)
+	rt := realtime.New(realtime.Deps{Engine: engine, Sessions: clientSvc, Hooks: wsHooks, Ban: appsSvc.BanAsOwner, Events: bus, Now: c.Clock, Log: log})
 	bus.Subscribe("realtime", 10_000, rt.HandleEvent)
 	sockets.Store(rt)
-	return &Core{Realtime: rt, Store: store, Engine: engine, Mail: mailq, Accounts: svc, Apps: appsSvc, Meter: meter,
+	return &Core{Realtime: rt, WSHooks: wsHooks, Store: store, Engine: engine, Mail: mailq, Accounts: svc, Apps: appsSvc, Meter: meter,
 		Client: clientSvc, AppActors: appActors, stopAppActors: stopActors,
 		Integrations: integrations.NewService(store, appsSvc, bus, integrations.Options{
 			Validator: webhooks.Validator{AllowPrivate: c.WebhooksAllowPrivate}, Client: hooksClient, Now: c.Clock}),
@@ -405,7 +410,7 @@ func New(ctx context.Context, c Config, log *slog.Logger) (*Server, error) {
 			}))
 	handler, err := httpapi.New(httpapi.Deps{
 		Accounts: core.Accounts, Apps: core.Apps, Variables: core.Variables, Rules: core.Rules, Logs: core.Logs, Analytics: core.Analytics, Files: core.Files,
-		Integrations: core.Integrations, Client: core.Client, Realtime: core.Realtime, Limiter: core.Engine, Metrics: reg, Log: log,
+		Integrations: core.Integrations, Client: core.Client, Realtime: core.Realtime, WSHooks: core.WSHooks, Limiter: core.Engine, Metrics: reg, Log: log,
 		Ready: []httpapi.Checker{{Name: "storage", Ping: core.Store.Ping}, {Name: "cluster", Ping: core.Engine.Ping}},
 	}, httpapi.Config{CountryHeader: c.CountryHeader, TrustedProxies: c.TrustedProxies, MaxBodyBytes: c.MaxBodyBytes, MetricsOnMain: c.MetricsAddr == ""})
 	if err != nil {
@@ -431,7 +436,11 @@ func New(ctx context.Context, c Config, log *slog.Logger) (*Server, error) {
 	core.Meter.Start()
 	core.Webhooks.Start()
 	core.Client.Start()
-	if err := core.Realtime.Start(ctx); err != nil {
+	err = core.WSHooks.Start(ctx)
+	if err == nil {
+		err = core.Realtime.Start(ctx)
+	}
+	if err != nil {
 		_ = s.apiLn.Close()
 		if s.metricsLn != nil {
 			_ = s.metricsLn.Close()
