@@ -11,5 +11,10 @@
 // the next request. A snapshot older than the refresh age is reloaded in the background
 // (served meanwhile), a backstop for changes whose notification was lost.
 //
-// The WebSocket issue will hang SessionActors and the hook pipeline under the AppActor.
+// Sockets are not actors of this package. Each socket is owned by its reader goroutine in
+// the http edge, which hands core/realtime one message at a time (so a socket's own state
+// changes in order, as in an actor's Receive), and by a writer goroutine behind a bounded
+// queue; what sockets share (presence, the per-app and per-user limits) lives in the
+// cluster engine, where every node must see it, so no per-app actor would own it. The
+// hooks are compiled per app and node by core/wshooks.
 package actors
