@@ -34,14 +34,15 @@ func (s *Service) ConnectDashboard(ctx context.Context, appID string, peer Peer)
 	if err != nil {
 		return nil, refusal(err)
 	}
+	// The two come first; deliveries start with the registration right after them.
+	peer.Send(encode(Outgoing{Type: TypeOnlineCount, Data: map[string]any{"count": len(list)}}))
+	peer.Send(encode(Outgoing{Type: TypeSessions, Data: map[string]any{"sessions": list}}))
 	s.mu.Lock()
 	if s.dashboards[appID] == nil {
 		s.dashboards[appID] = map[string]*Dashboard{}
 	}
 	s.dashboards[appID][d.ID] = d
 	s.mu.Unlock()
-	peer.Send(encode(Outgoing{Type: TypeOnlineCount, Data: map[string]any{"count": len(list)}}))
-	peer.Send(encode(Outgoing{Type: TypeSessions, Data: map[string]any{"sessions": list}}))
 	return d, nil
 }
 

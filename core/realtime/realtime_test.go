@@ -1,0 +1,243 @@
+package realtime
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/keyward/keyward/cluster/memory"
+	"github.com/keyward/keyward/core"
+	"github.com/keyward/keyward/core/client"
+	"github.com/keyward/keyward/core/events"
+)
+
+// recorder is a Peer that keeps what it was sent.
+type recorder struct {
+	mu     sync.Mutex
+	msgs   []map[string]any
+	closed int
+	reason string
+}
+
+func (r *recorder) Send(msg []byte) bool {
+	var m map[string]any
+	if err := json.Unmarshal(msg, &m); err != nil {
+		panic(fmt.Sprintf("not JSON: %q", msg))
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed != 0 {
+		return false
+	}
+	r.msgs = append(r.msgs, m)
+	return true
+}
+
+func (r *recorder) Close(code int, reason string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed == 0 {
+		r.closed, r.reason = code, reason
+	}
+}
+
+func (r *recorder) types() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []string
+	for _, m := range r.msgs {
+		out = append(out, m["type"].(string))
+	}
+	return out
+}
+
+func (r *recorder) closedWith() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.closed
+}
+
+// waitUntil polls cond for up to 2 s: bus deliveries arrive on the engine's goroutine.
+func waitUntil(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(2 * time.Second); !cond(); {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not within 2 s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// sessions admits the tokens it knows, as users of app "app".
+type sessions map[string]client.SocketUser
+
+func (s sessions) CheckSocket(_ context.Context, c client.Caller, token string) (client.SocketUser, error) {
+	u, ok := s[token]
+	if !ok {
+		return client.SocketUser{}, core.E(core.CodeUnauthorized, "unknown session")
+	}
+	u.IP = c.IP
+	return u, nil
+}
+
+// twoNodes are two services sharing one memory engine, as two nodes share Redis.
+func twoNodes(t *testing.T, known sessions) (*Service, *Service) {
+	t.Helper()
+	engine := memory.New(memory.Config{})
+	t.Cleanup(func() { engine.Close() })
+	var nodes [2]*Service
+	for i := range nodes {
+		nodes[i] = New(Deps{Engine: engine, Sessions: known})
+		if err := nodes[i].Start(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(nodes[i].Close)
+	}
+	return nodes[0], nodes[1]
+}
+
+func user(id string) client.SocketUser {
+	return client.SocketUser{Token: "tok-" + id, AppID: "app", AccountID: "acc", UserID: id, Username: "name-" + id}
+}
+
+func TestWindow(t *testing.T) {
+	w := window{limit: 3, per: 10 * time.Second}
+	at := time.Unix(1000, 0)
+	for i := range 3 {
+		if !w.allow(at.Add(time.Duration(i) * time.Second)) {
+			t.Fatalf("hit %d refused", i)
+		}
+	}
+	if w.allow(at.Add(9 * time.Second)) {
+		t.Fatal("4th hit within the window allowed")
+	}
+	if !w.allow(at.Add(10*time.Second + time.Millisecond)) {
+		t.Fatal("a hit after the first left the window refused")
+	}
+	if w.allow(at.Add(10*time.Second + 2*time.Millisecond)) {
+		t.Fatal("refused hits must not count, but the window is full again")
+	}
+}
+
+func TestDecode(t *testing.T) {
+	for _, raw := range []string{`not json`, `[]`, `{}`, `{"type":5}`, `{"type":""}`, `null`} {
+		if _, ok := decode([]byte(raw)); ok {
+			t.Errorf("decode(%s) accepted", raw)
+		}
+	}
+	in, ok := decode([]byte(`{"type":"chat","data":{"message":"inside","userId":"u"},"message":"beside"}`))
+	if !ok || in.str("message") != "beside" || in.str("userId") != "u" {
+		t.Fatalf("members: %+v", in)
+	}
+}
+
+func TestDeliveriesAcrossNodes(t *testing.T) {
+	known := sessions{"tok-u1": user("u1"), "tok-u2": user("u2")}
+	a, b := twoNodes(t, known)
+	ctx := t.Context()
+
+	p1, p2 := &recorder{}, &recorder{}
+	c1, err := a.ConnectClient(ctx, client.Caller{IP: "192.0.2.1"}, "tok-u1", p1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.ConnectClient(ctx, client.Caller{IP: "192.0.2.2"}, "tok-u2", p2); err != nil {
+		t.Fatal(err)
+	}
+	dash := &recorder{}
+	if _, err := b.ConnectDashboard(ctx, "app", dash); err != nil {
+		t.Fatal(err)
+	}
+	if got := dash.types(); len(got) < 2 || got[0] != TypeOnlineCount || got[1] != TypeSessions {
+		t.Fatalf("dashboard on connect: %v", got)
+	}
+	if n, err := a.Online(ctx, "app"); err != nil || n != 2 {
+		t.Fatalf("online = %d, %v", n, err)
+	}
+
+	// A broadcast on node B reaches both nodes' clients; a chat only its user.
+	if n, err := b.Broadcast(ctx, "app", "hello", ""); err != nil || n != 2 {
+		t.Fatalf("broadcast: %d, %v", n, err)
+	}
+	if online, err := b.Chat(ctx, "app", "u1", "psst"); err != nil || !online {
+		t.Fatalf("chat: %v, %v", online, err)
+	}
+	waitUntil(t, "deliveries", func() bool { return len(p1.types()) == 2 && len(p2.types()) == 1 })
+
+	// A user variable change goes to its user only; an app variable to all.
+	a.HandleEvent(events.Event{Name: "variable.update", AppID: "app", Data: map[string]any{"scope": "user", "userId": "u2", "key": "k", "value": "v"}})
+	a.HandleEvent(events.Event{Name: "variable.delete", AppID: "app", Data: map[string]any{"scope": "app", "key": "motd"}})
+	waitUntil(t, "variable events", func() bool { return len(p1.types()) == 3 && len(p2.types()) == 3 })
+	if got := p2.types(); got[1] != TypeUserVariableUpd || got[2] != TypeVariableDelete {
+		t.Fatalf("u2 got %v", got)
+	}
+
+	// The client's chat reaches the dashboard on the other node.
+	a.ClientMessage(ctx, c1, []byte(`{"type":"chat","message":"hi owner"}`))
+	waitUntil(t, "chat at the dashboard", func() bool { return slices.Contains(dash.types(), TypeChat) })
+
+	// The same user connecting on node B replaces the socket on node A.
+	p1b := &recorder{}
+	if _, err := b.ConnectClient(ctx, client.Caller{IP: "192.0.2.1"}, "tok-u1", p1b); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, "replaced socket closed", func() bool { return p1.closedWith() == CloseReplaced })
+	a.DisconnectClient(c1)
+	if n, _ := a.Online(ctx, "app"); n != 2 {
+		t.Fatalf("online after a replacement = %d, want 2", n)
+	}
+
+	// Unknown sessions are refused with the check's code.
+	_, err = a.ConnectClient(ctx, client.Caller{IP: "192.0.2.9"}, "tok-nobody", &recorder{})
+	if r, ok := err.(*Refusal); !ok || r.Code != core.CodeUnauthorized {
+		t.Fatalf("unknown session: %v", err)
+	}
+}
+
+func TestAppSocketLimit(t *testing.T) {
+	known := sessions{}
+	for i := range MaxClientsPerApp + 1 {
+		id := fmt.Sprintf("u%d", i)
+		known["tok-"+id] = user(id)
+	}
+	a, b := twoNodes(t, known)
+	ctx := t.Context()
+	for i := range MaxClientsPerApp {
+		node := []*Service{a, b}[i%2]
+		if _, err := node.ConnectClient(ctx, client.Caller{IP: "192.0.2.1"}, fmt.Sprintf("tok-u%d", i), &recorder{}); err != nil {
+			t.Fatalf("socket %d: %v", i, err)
+		}
+	}
+	_, err := a.ConnectClient(ctx, client.Caller{IP: "192.0.2.1"}, fmt.Sprintf("tok-u%d", MaxClientsPerApp), &recorder{})
+	if r, ok := err.(*Refusal); !ok || r.Code != core.CodePlanLimit {
+		t.Fatalf("socket %d: %v, want PLAN_LIMIT", MaxClientsPerApp+1, err)
+	}
+	// A user already connected may reconnect at the limit: the new socket replaces the old.
+	if _, err := b.ConnectClient(ctx, client.Caller{IP: "192.0.2.1"}, "tok-u0", &recorder{}); err != nil {
+		t.Fatalf("reconnect at the limit: %v", err)
+	}
+}
+
+func TestClientMessageRate(t *testing.T) {
+	known := sessions{"tok-u1": user("u1")}
+	a, _ := twoNodes(t, known)
+	p := &recorder{}
+	c, err := a.ConnectClient(t.Context(), client.Caller{IP: "192.0.2.1"}, "tok-u1", p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range ClientMessages + 1 {
+		a.ClientMessage(t.Context(), c, []byte(`{"type":"ping"}`))
+	}
+	got := p.types()
+	if len(got) != ClientMessages+1 || got[ClientMessages-1] != TypePong || got[ClientMessages] != TypeError {
+		t.Fatalf("after %d pings: %v", ClientMessages+1, got)
+	}
+	if p.closedWith() != 0 {
+		t.Fatal("a rate-limited socket must stay open")
+	}
+}
