@@ -9,7 +9,9 @@
 //     ceiling of HTTP + JSON on this machine; the report gives the ratio;
 //   - license logins (returning users: key lookup, user update, session) per second;
 //   - password logins per second, next to the argon2id verifications per second the
-//     machine does on all cores (the login bound).
+//     machine does on all cores (the login bound);
+//   - WebSocket fan-out: 500 client sockets (the per-app limit), broadcasts one after
+//     another, each timed until the last socket has read it.
 //
 // Client addresses come from X-Forwarded-For (loopback is a trusted proxy), one per
 // session, so SPEC 8's per-IP limits apply as in production without throttling the run.
@@ -39,6 +41,7 @@ import (
 
 	"github.com/keyward/keyward/core/apps"
 	"github.com/keyward/keyward/core/passwords"
+	"github.com/keyward/keyward/core/realtime"
 	"github.com/keyward/keyward/server"
 	"github.com/keyward/keyward/storage"
 )
@@ -441,12 +444,24 @@ func run(d time.Duration, conc, nSessions int) error {
 		return time.Since(start), err
 	})
 	hashes := hashRate(d)
+	base += len(users)
+
+	// WebSocket fan-out: the app's 500 client sockets, one broadcast at a time.
+	wsKeys, err := licenses(ctx, core, owner, appID, realtime.MaxClientsPerApp)
+	if err != nil {
+		return err
+	}
+	fan, err := wsFanout(ctx, core, "http://"+node.Addr(), appID, c, secret, wsKeys, base, d)
+	if err != nil {
+		return err
+	}
 
 	fmt.Println(hb)
 	fmt.Println(ceil)
 	fmt.Println(lic)
 	fmt.Println(licSeq)
 	fmt.Println(pw)
+	fmt.Println(fan)
 	fmt.Printf("%-28s %9.0f/s  (argon2id m=%d KiB t=%d on %d cores)\n\n", "argon2id verifications", hashes,
 		passwords.OWASP.MemoryKiB, passwords.OWASP.Iterations, runtime.NumCPU())
 	fmt.Printf("heartbeat / ceiling          %6.2f  (target >= 0.50; heartbeat p99 %.2f ms, target < 10)\n",
