@@ -29,7 +29,7 @@ func TestWebSocketAcrossNodes(t *testing.T) {
 	}
 	dash.expectType("sessions")
 	cl.send(map[string]any{"type": "chat", "message": "from A"})
-	if d := dash.expectType("chat"); d["message"] != "from A" {
+	if d := dash.expectType("chat", "session_connect"); d["message"] != "from A" {
 		t.Fatalf("chat on B: %v", d)
 	}
 

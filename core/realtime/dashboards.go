@@ -18,31 +18,51 @@ type Dashboard struct {
 
 	mu      sync.Mutex
 	filters map[string]bool // nil: every type
+	// holding is true while the socket's first messages are being prepared: deliveries
+	// wait in pending so that online_count and sessions come first and none is lost.
+	holding bool
+	pending [][]byte
 }
 
-func (d *Dashboard) wants(typ string) bool {
+// deliver sends a delivery of type typ if the dashboard's filters want it.
+func (d *Dashboard) deliver(msg []byte, typ string) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	return d.filters == nil || d.filters[typ]
+	if d.filters != nil && !d.filters[typ] {
+		return
+	}
+	if d.holding {
+		d.pending = append(d.pending, msg)
+		return
+	}
+	d.peer.Send(msg)
 }
 
 // ConnectDashboard registers an admitted dashboard socket and sends it online_count and
 // sessions at once (SPEC 4.11).
 func (s *Service) ConnectDashboard(ctx context.Context, appID string, peer Peer) (*Dashboard, error) {
-	d := &Dashboard{ID: newID(), AppID: appID, peer: peer, rate: window{limit: DashboardMessages, per: DashboardWindow}}
-	list, err := s.Sessions(ctx, appID)
-	if err != nil {
-		return nil, refusal(err)
-	}
-	// The two come first; deliveries start with the registration right after them.
-	peer.Send(encode(Outgoing{Type: TypeOnlineCount, Data: map[string]any{"count": len(list)}}))
-	peer.Send(encode(Outgoing{Type: TypeSessions, Data: map[string]any{"sessions": list}}))
+	d := &Dashboard{ID: newID(), AppID: appID, peer: peer, rate: window{limit: DashboardMessages, per: DashboardWindow}, holding: true}
+	// Registered first, so that nothing published from now on is missed; what arrives
+	// before the two first messages are sent waits in pending.
 	s.mu.Lock()
 	if s.dashboards[appID] == nil {
 		s.dashboards[appID] = map[string]*Dashboard{}
 	}
 	s.dashboards[appID][d.ID] = d
 	s.mu.Unlock()
+	list, err := s.Sessions(ctx, appID)
+	if err != nil {
+		s.DisconnectDashboard(d)
+		return nil, refusal(err)
+	}
+	d.mu.Lock()
+	peer.Send(encode(Outgoing{Type: TypeOnlineCount, Data: map[string]any{"count": len(list)}}))
+	peer.Send(encode(Outgoing{Type: TypeSessions, Data: map[string]any{"sessions": list}}))
+	for _, msg := range d.pending {
+		peer.Send(msg)
+	}
+	d.holding, d.pending = false, nil
+	d.mu.Unlock()
 	return d, nil
 }
 

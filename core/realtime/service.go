@@ -183,9 +183,7 @@ func (s *Service) receive(raw []byte) {
 	}
 	if d.To == toDashboards {
 		for _, x := range s.localDashboards(d.App) {
-			if x.wants(d.Type) {
-				x.peer.Send(d.Msg)
-			}
+			x.deliver(d.Msg, d.Type)
 		}
 		return
 	}
