@@ -111,10 +111,15 @@ func (s *Service) DisconnectClient(c *Client) {
 	}
 	s.mu.Unlock()
 	if !held {
-		return
+		return // released already (by Close)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
+	s.left(ctx, c)
+}
+
+// left releases a socket's presence and tells the dashboards.
+func (s *Service) left(ctx context.Context, c *Client) {
 	s.release(ctx, c)
 	_ = s.toDashboardsMsg(ctx, c.User.AppID, Outgoing{Type: TypeSessionDisconnect,
 		Data: map[string]any{"userId": c.User.UserID, "username": c.User.Username, "id": c.ID}})

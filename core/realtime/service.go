@@ -138,28 +138,34 @@ func (s *Service) Start(ctx context.Context) error {
 	return nil
 }
 
-// Close ends the subscription and every socket of this node (they reconnect elsewhere).
+// Close ends the subscription and every socket of this node (their programs connect
+// again, to another node). The clients' presence is released here, before the engine
+// closes, so that the cluster does not count them until their leases run out.
 func (s *Service) Close() {
 	if s.unsubscribe != nil {
 		s.unsubscribe()
 	}
-	s.mu.RLock()
-	var peers []Peer
-	for _, m := range s.clients {
-		for _, c := range m {
-			peers = append(peers, c.peer)
-		}
-	}
-	for _, m := range s.dashboards {
+	s.mu.Lock()
+	clients, dashboards := s.clients, s.dashboards
+	s.clients, s.dashboards = map[string]map[string]*Client{}, map[string]map[string]*Dashboard{}
+	s.mu.Unlock()
+	for _, m := range dashboards {
 		for _, d := range m {
-			peers = append(peers, d.peer)
+			d.peer.Close(closeGoingAway, "server shutting down")
 		}
 	}
-	s.mu.RUnlock()
-	for _, p := range peers {
-		p.Close(1001, "server shutting down")
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	for _, m := range clients {
+		for _, c := range m {
+			c.peer.Close(closeGoingAway, "server shutting down")
+			s.left(ctx, c)
+		}
 	}
 }
+
+// closeGoingAway is RFC 6455's "going away".
+const closeGoingAway = 1001
 
 // publish sends a delivery to every node.
 func (s *Service) publish(ctx context.Context, d delivery) error {

@@ -1,0 +1,162 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gorilla/websocket"
+
+	"github.com/keyward/keyward/internal/testenv"
+)
+
+// reply is a decoded JSON answer.
+type reply struct {
+	t      *testing.T
+	status int
+	body   map[string]any
+}
+
+// data answers the envelope's data, failing unless the status is want.
+func (r reply) data(want int) map[string]any {
+	r.t.Helper()
+	if r.status != want {
+		r.t.Fatalf("status %d, want %d: %v", r.status, want, r.body)
+	}
+	return r.body["data"].(map[string]any)
+}
+
+// call sends a JSON request with an optional bearer token.
+func call(t *testing.T, method, url, token string, body any) reply {
+	t.Helper()
+	raw, _ := json.Marshal(body)
+	req, err := http.NewRequest(method, url, bytes.NewReader(raw))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	var out map[string]any
+	if err := json.Unmarshal(b, &out); err != nil {
+		t.Fatalf("%s %s: not JSON: %q", method, url, b)
+	}
+	return reply{t: t, status: resp.StatusCode, body: out}
+}
+
+// readType reads socket messages until one of type typ and answers its data.
+func readType(t *testing.T, c *websocket.Conn, typ string) map[string]any {
+	t.Helper()
+	for {
+		_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
+		var m map[string]any
+		if err := c.ReadJSON(&m); err != nil {
+			t.Fatalf("waiting for %s: %v", typ, err)
+		}
+		if m["type"] == typ {
+			d, _ := m["data"].(map[string]any)
+			return d
+		}
+	}
+}
+
+// TestSocketsAcrossProcesses runs two keyward processes over MongoDB and Redis: a client
+// socket on one, the dashboard and REST calls on the other; stopping the first releases
+// the socket's presence at once.
+func TestSocketsAcrossProcesses(t *testing.T) {
+	env := []string{"KEYWARD_MONGO_URI=" + testenv.MongoURI(t), "KEYWARD_MONGO_DATABASE=" + testenv.UniqueName("kwtest_"),
+		"KEYWARD_REDIS_URL=" + testenv.RedisURL(t), "KEYWARD_REDIS_PREFIX=" + testenv.UniqueName("kwtest:") + ":",
+		"KEYWARD_JWT_SECRET=" + strings.Repeat("d", 40)}
+	a := startNode(t, append(env, "KEYWARD_DATA_DIR="+t.TempDir()))
+	b := startNode(t, append(env, "KEYWARD_DATA_DIR="+t.TempDir()))
+	for _, args := range [][]string{
+		{"admin", "create", "--username", "owner", "--email", "owner@example.com", "--password", "Owner-Pass-12"},
+		{"admin", "set", "--username", "owner", "--plan", "business"},
+	} {
+		cmd := exec.Command(binary, args...)
+		cmd.Env = append(append(os.Environ(), env...), "KEYWARD_DATA_DIR="+t.TempDir())
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("%v: %v\n%s", args, err, out)
+		}
+	}
+	token := call(t, "POST", a.url+"/api/auth/login", "", map[string]string{"username": "owner", "password": "Owner-Pass-12"}).data(200)["token"].(string)
+	app := call(t, "POST", a.url+"/api/apps", token, map[string]string{"name": "Sockets"}).data(201)
+	appID, secret := app["id"].(string), app["secret"].(string)
+	user := call(t, "POST", a.url+"/api/apps/"+appID+"/users", token, map[string]string{"username": "ivy", "password": "pw-ivy-12"}).data(201)
+
+	// The program signs in on node B and opens its socket on node A.
+	session := call(t, "POST", b.url+"/api/client/init", "", map[string]string{"secret": secret, "version": "1.0.0", "hwid": "h"}).data(200)["sessionToken"].(string)
+	nonce := call(t, "POST", b.url+"/api/client/nonce", "", map[string]string{"sessionToken": session}).data(200)["nonce"].(string)
+	req, _ := http.NewRequest("POST", b.url+"/api/client/login", strings.NewReader(`{"sessionToken":"`+session+`","username":"ivy","password":"pw-ivy-12"}`))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("X-Nonce", nonce)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("login: %v %v", err, resp)
+	}
+	resp.Body.Close()
+	ws := func(n *node) string { return "ws" + strings.TrimPrefix(n.url, "http") }
+	client, _, err := websocket.DefaultDialer.Dial(ws(a)+"/api/client/ws?token="+url.QueryEscape(session), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	if err := client.WriteJSON(map[string]string{"type": "ping"}); err != nil {
+		t.Fatal(err)
+	}
+	readType(t, client, "pong")
+
+	dash, _, err := websocket.DefaultDialer.Dial(ws(b)+"/api/apps/"+appID+"/ws/connect?token="+url.QueryEscape(token), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dash.Close()
+	if d := readType(t, dash, "online_count"); d["count"] != float64(1) {
+		t.Fatalf("online_count on B: %v", d)
+	}
+
+	// B's REST call reaches the socket on A; A's client reaches B's dashboard.
+	if d := call(t, "POST", b.url+"/api/apps/"+appID+"/ws/chat", token, map[string]string{"userId": user["id"].(string), "message": "hi ivy"}).data(200); d["sent"] != true {
+		t.Fatalf("chat on B: %v", d)
+	}
+	if d := readType(t, client, "chat"); d["message"] != "hi ivy" {
+		t.Fatalf("chat at the client: %v", d)
+	}
+	if err := client.WriteJSON(map[string]any{"type": "chat", "message": "hi owner"}); err != nil {
+		t.Fatal(err)
+	}
+	if d := readType(t, dash, "chat"); d["message"] != "hi owner" {
+		t.Fatalf("chat at the dashboard: %v", d)
+	}
+
+	// Stopping node A closes its socket (going away) and releases its presence.
+	a.stop(t)
+	_ = client.SetReadDeadline(time.Now().Add(10 * time.Second))
+	for {
+		if _, _, err := client.ReadMessage(); err != nil {
+			if !websocket.IsCloseError(err, websocket.CloseGoingAway) {
+				t.Fatalf("socket on a stopped node ended with %v, want going away", err)
+			}
+			break
+		}
+	}
+	readType(t, dash, "session_disconnect")
+	if d := call(t, "GET", b.url+"/api/apps/"+appID+"/ws/online", token, nil).data(200); d["count"] != float64(0) {
+		t.Fatalf("online after node A stopped: %v", d)
+	}
+	b.stop(t)
+}
