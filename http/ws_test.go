@@ -429,3 +429,29 @@ func ownerOfApp(t *testing.T, w wsApp) string {
 	expectOK(t, r, http.StatusOK)
 	return r.Data()["username"].(string)
 }
+
+// TestWebSocketEndsWithItsSession: a program's end call closes the socket opened with
+// that session at once, and only that one.
+func TestWebSocketEndsWithItsSession(t *testing.T) {
+	ts.Each(t, func(t *testing.T, e ts.Engines) {
+		s := ts.Start(t, e)
+		w := newWSApp(t, s, "una")
+		cl := mustDialWS(t, s, w.clientSocketAt, w.client.ip)
+
+		// Another session of the same user ends: this socket stays.
+		other := newSDK(t, s, w.client.secret)
+		other.mustInit()
+		expectOK(t, other.withNonce("login", map[string]any{"username": "una", "password": "pw-una-1"}), http.StatusOK)
+		expectOK(t, other.post("end", nil, ""), http.StatusOK)
+		cl.send(map[string]any{"type": "ping"})
+		cl.expectType("pong")
+
+		expectOK(t, w.client.post("end", nil, ""), http.StatusOK)
+		if d := cl.expectType("force_logout"); d["reason"] != "the session ended" {
+			t.Fatalf("end: %v", d)
+		}
+		if code, _ := cl.expectClosed(); code != 4000 {
+			t.Fatalf("ended session's socket closed with %d", code)
+		}
+	})
+}

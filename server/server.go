@@ -337,10 +337,14 @@ func OpenCore(ctx context.Context, c Config, log *slog.Logger) (_ *Core, err err
 	clientSvc := client.New(client.Deps{Store: store, Apps: appActors, Sessions: engine, Hasher: hasher, Bus: bus,
 		Country: country, Quota: meter, Archive: store, Blobs: blobStore,
 		Reset: client.ResetDeps{Tokens: engine, Mailer: mailq, PublicURL: c.PublicURL}, Now: c.Clock, Log: log})
-	bus.Subscribe("client-sessions", 10_000, clientSvc.HandleEvent)
 	wsHooks := wshooks.New(store, appsSvc, engine, c.Clock, log)
 	rt := realtime.New(realtime.Deps{Engine: engine, Sessions: clientSvc, Hooks: wsHooks, Ban: appsSvc.BanAsOwner, Events: bus, Now: c.Clock, Log: log})
+	// The sockets subscribe before the client sessions: a ban reaches the sockets'
+	// queue (banned) before the session kill it causes (force_logout), because the bus
+	// hands an event to its subscribers in the order they subscribed.
 	bus.Subscribe("realtime", 10_000, rt.HandleEvent)
+	bus.Subscribe("client-sessions", 10_000, clientSvc.HandleEvent)
+	clientSvc.OnEnd(rt.SessionEnded)
 	sockets.Store(rt)
 	return &Core{Realtime: rt, WSHooks: wsHooks, Store: store, Engine: engine, Mail: mailq, Accounts: svc, Apps: appsSvc, Meter: meter,
 		Client: clientSvc, AppActors: appActors, stopAppActors: stopActors,

@@ -60,6 +60,7 @@ type Service struct {
 	r        ResetDeps
 	sessions sessions
 	logins   *loginRecorder
+	endHooks []func(ctx context.Context, appID, userID, token string)
 }
 
 // New builds the service.
@@ -289,7 +290,19 @@ func (s *Service) End(ctx context.Context, c Caller, token string) error {
 	}
 	s.publish(events.Event{Name: "session.end", AppID: sess.AppID, Username: sess.Username, IP: c.IP, Country: sess.Country,
 		Level: events.LevelDebug, Message: "session ended"})
+	if sess.LoggedIn() {
+		for _, fn := range s.endHooks {
+			fn(ctx, sess.AppID, sess.UserID, sess.Token)
+		}
+	}
 	return nil
+}
+
+// OnEnd registers fn to run after a logged-in session ended by its own end call (the
+// WebSocket channels close the session's socket). Set it up before serving; fn must not
+// block for long.
+func (s *Service) OnEnd(fn func(ctx context.Context, appID, userID, token string)) {
+	s.endHooks = append(s.endHooks, fn)
 }
 
 // KillUserSessions ends every session of a user (dashboard kill-sessions, bans, deletes),

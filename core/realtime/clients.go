@@ -21,6 +21,8 @@ type Client struct {
 	ConnectedAt time.Time
 
 	peer Peer
+	// session is sessionRef of the socket's session token.
+	session string
 	// rate is used by the socket's reader only.
 	rate window
 
@@ -74,7 +76,7 @@ func (s *Service) ConnectClient(ctx context.Context, caller client.Caller, token
 	if n-len(earlier) >= MaxClientsPerApp {
 		return nil, &Refusal{Code: core.CodePlanLimit, Reason: fmt.Sprintf("this application already has %d connected clients", MaxClientsPerApp)}
 	}
-	c := &Client{ID: newID(), User: u, Caller: caller, ConnectedAt: s.d.Now().UTC().Truncate(time.Millisecond), peer: peer,
+	c := &Client{ID: newID(), User: u, Caller: caller, ConnectedAt: s.d.Now().UTC().Truncate(time.Millisecond), peer: peer, session: sessionRef(u.Token),
 		rate: window{limit: ClientMessages, per: ClientWindow}, status: "online"}
 	for _, id := range earlier {
 		_ = s.publish(ctx, delivery{App: u.AppID, To: toConn, Conn: id,

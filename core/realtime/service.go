@@ -2,6 +2,8 @@ package realtime
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"log/slog"
@@ -104,6 +106,9 @@ type delivery struct {
 	// Close ends the socket after the message with this close code (0: it stays open).
 	Close  int    `json:"x,omitempty"`
 	Reason string `json:"r,omitempty"`
+	// Session narrows a delivery to a user's sockets opened with one session (sessionRef
+	// of its token): the token itself never crosses the bus.
+	Session string `json:"s,omitempty"`
 }
 
 // Service runs the channels of one node.
@@ -194,7 +199,8 @@ func (s *Service) receive(raw []byte) {
 		return
 	}
 	for _, c := range s.localClients(d.App) {
-		if d.To == toUser && c.User.UserID != d.User || d.To == toConn && c.ID != d.Conn {
+		if d.To == toUser && c.User.UserID != d.User || d.To == toConn && c.ID != d.Conn ||
+			d.Session != "" && c.session != d.Session {
 			continue
 		}
 		if len(d.Msg) > 0 {
@@ -266,4 +272,22 @@ func (s *Service) Held() (clients, dashboards int) {
 		dashboards += len(m)
 	}
 	return clients, dashboards
+}
+
+// sessionRef names a client session on the bus without its token: the first 16 bytes of
+// the token's SHA-256, in hex.
+func sessionRef(token string) string {
+	sum := sha256.Sum256([]byte(token))
+	return hex.EncodeToString(sum[:16])
+}
+
+// SessionEnded closes the sockets opened with a session that its program ended (client
+// end call), on whatever node they are, with force_logout.
+func (s *Service) SessionEnded(ctx context.Context, appID, userID, token string) {
+	err := s.publish(ctx, delivery{App: appID, To: toUser, User: userID, Session: sessionRef(token),
+		Msg:   encode(Outgoing{Type: TypeForceLogout, Data: map[string]any{"reason": "the session ended"}}),
+		Close: CloseForceLogout, Reason: "session ended"})
+	if err != nil {
+		s.d.Log.Warn("realtime: cannot end the sockets of an ended session; the 30 s check will", "app", appID, "err", err)
+	}
 }
