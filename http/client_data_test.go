@@ -922,7 +922,7 @@ func TestClientDataLog(t *testing.T) {
 		victim := newSDK(t, s, secret)
 		victim.mustInit()
 		victim.register("hank", "pw-hank-1")
-		for _, event := range []string{"user.ban", "User.Delete", "app.update", "session.end", "license.activate", "user"} {
+		for _, event := range []string{"user.ban", "User.Delete", "app.update", "session.end", "license.activate", "user", "ws.hook"} {
 			r := c.call("log", map[string]any{"message": "forged", "event": event, "data": map[string]any{"userId": userID(a, appID, "hank")}})
 			expect(t, r, http.StatusBadRequest, "VALIDATION_ERROR")
 			if f := r.Body["error"].(map[string]any)["field"]; f != "event" {

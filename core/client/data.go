@@ -247,7 +247,7 @@ func (s *Service) CheckLicense(ctx context.Context, call Call, key string) (Lice
 // serverNamespaces are the event namespaces of the server's own events. A client log event
 // in one of them could pass for a server event: forged webhook messages (user.ban …), a
 // session kill of another user (user.ban with a userId) or app snapshot reloads (app.update).
-var serverNamespaces = []string{"user", "license", "session", "token", "file", "variable", "rule", "integration", "app"}
+var serverNamespaces = []string{"user", "license", "session", "token", "file", "variable", "rule", "integration", "app", "ws"}
 
 func serverEvent(event string) bool {
 	ns, _, _ := strings.Cut(strings.ToLower(strings.TrimSpace(event)), ".")
