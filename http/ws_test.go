@@ -455,3 +455,79 @@ func TestWebSocketEndsWithItsSession(t *testing.T) {
 		}
 	})
 }
+
+// TestWebSocketDashboardMessages covers the dashboard's own messages, its filters and rate,
+// and the force-logout helper.
+func TestWebSocketDashboardMessages(t *testing.T) {
+	ts.Each(t, func(t *testing.T, e ts.Engines) {
+		s := ts.Start(t, e)
+		w := newWSApp(t, s, "vera")
+		base := "/api/apps/" + w.appID + "/ws"
+		cl := mustDialWS(t, s, w.clientSocketAt, w.client.ip)
+		cl.send(map[string]any{"type": "ping"})
+		cl.expectType("pong")
+		dash := w.dashboard(t, s)
+		dash.expectType("online_count")
+		dash.expectType("sessions")
+
+		dash.send(map[string]any{"type": "get_online"})
+		if d := dash.expectType("online_count", "session_connect"); d["count"] != float64(1) {
+			t.Fatalf("get_online: %v", d)
+		}
+		dash.send(map[string]any{"type": "get_sessions"})
+		if d := dash.expectType("sessions"); len(d["sessions"].([]any)) != 1 {
+			t.Fatalf("get_sessions: %v", d)
+		}
+		dash.send(map[string]any{"type": "push_json", "userId": w.userID, "payload": map[string]any{"x": 1}})
+		if d := cl.expectType("custom"); d["x"] != float64(1) {
+			t.Fatalf("push_json at the client: %v", d)
+		}
+		dash.send(map[string]any{"type": "command", "command": "restart"})
+		if d := cl.expectType("command"); d["command"] != "restart" {
+			t.Fatalf("command at the client: %v", d)
+		}
+		dash.send(map[string]any{"type": "chat", "userId": w.userID})
+		dash.expectType("error")
+		dash.send(map[string]any{"type": "no_such_type"})
+		dash.expectType("error")
+
+		// Filters: only the listed types come through from then on.
+		dash.send(map[string]any{"type": "set_filters", "events": []any{"custom_event"}})
+		cl.send(map[string]any{"type": "chat", "message": "filtered out"})
+		cl.send(map[string]any{"type": "level_up", "data": map[string]any{"level": 2}})
+		if d := dash.expectType("custom_event"); d["event"] != "level_up" {
+			t.Fatalf("filtered dashboard: %v", d)
+		}
+		dash.send(map[string]any{"type": "set_filters", "events": "all"})
+		dash.expectType("error")
+
+		// The dashboard's rate: 30 messages per 10 s (8 sent so far), then error.
+		for range 22 {
+			dash.send(map[string]any{"type": "ping"})
+			dash.expectType("pong")
+		}
+		dash.send(map[string]any{"type": "ping"})
+		if d := dash.expectType("error"); !strings.Contains(d["message"].(string), "rate limited") {
+			t.Fatalf("dashboard rate: %v", d)
+		}
+
+		// Force logout: the user's socket is told and closed; an offline user is reported.
+		r := w.a.do("POST", base+"/users/"+w.userID+"/force-logout", map[string]any{"reason": "update required"})
+		expectOK(t, r, http.StatusOK)
+		if r.Data()["sent"] != true {
+			t.Fatalf("force-logout: %s", r.Raw)
+		}
+		if d := cl.expectType("force_logout"); d["reason"] != "update required" {
+			t.Fatalf("force_logout: %v", d)
+		}
+		if code, _ := cl.expectClosed(); code != 4000 {
+			t.Fatalf("force-logout closed with %d", code)
+		}
+		waitFor(t, func() bool { return w.a.do("GET", base+"/online", nil).Data()["count"] == float64(0) })
+		r = w.a.do("POST", base+"/users/"+w.userID+"/force-logout", nil)
+		expectOK(t, r, http.StatusOK)
+		if r.Data()["sent"] != false {
+			t.Fatalf("force-logout of an offline user: %s", r.Raw)
+		}
+	})
+}
