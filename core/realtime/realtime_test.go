@@ -85,7 +85,7 @@ func (s sessions) CheckSocket(_ context.Context, c client.Caller, token string) 
 }
 
 // twoNodes are two services sharing one memory engine, as two nodes share Redis.
-func twoNodes(t *testing.T, known sessions) (*Service, *Service) {
+func twoNodes(t testing.TB, known sessions) (*Service, *Service) {
 	t.Helper()
 	engine := memory.New(memory.Config{})
 	t.Cleanup(func() { engine.Close() })
