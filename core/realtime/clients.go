@@ -90,6 +90,16 @@ func (s *Service) ConnectClient(ctx context.Context, caller client.Caller, token
 		s.release(ctx, c)
 		return nil, refusal(unavailable(err))
 	}
+	// The count above may be stale by now: sockets connecting at the same moment on other
+	// nodes saw it too. Counting again with this socket in place holds the limit: of
+	// sockets racing for the last places some may be refused, none admitted beyond it.
+	if n, err := s.d.Engine.CountMembers(ctx, appSocketsKey(u.AppID)); err != nil || n > MaxClientsPerApp {
+		s.release(ctx, c)
+		if err != nil {
+			return nil, refusal(unavailable(err))
+		}
+		return nil, &Refusal{Code: core.CodePlanLimit, Reason: fmt.Sprintf("this application already has %d connected clients", MaxClientsPerApp)}
+	}
 	s.mu.Lock()
 	if s.clients[u.AppID] == nil {
 		s.clients[u.AppID] = map[string]*Client{}

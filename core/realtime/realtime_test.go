@@ -241,3 +241,32 @@ func TestClientMessageRate(t *testing.T) {
 		t.Fatal("a rate-limited socket must stay open")
 	}
 }
+
+// TestAppSocketLimitUnderRace: sockets connecting at once on two nodes for the last places
+// never take the app beyond its limit.
+func TestAppSocketLimitUnderRace(t *testing.T) {
+	known := sessions{}
+	for i := range MaxClientsPerApp + 40 {
+		id := fmt.Sprintf("u%d", i)
+		known["tok-"+id] = user(id)
+	}
+	a, b := twoNodes(t, known)
+	ctx := t.Context()
+	for i := range MaxClientsPerApp - 10 {
+		if _, err := a.ConnectClient(ctx, client.Caller{IP: "192.0.2.1"}, fmt.Sprintf("tok-u%d", i), &recorder{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var wg sync.WaitGroup
+	for i := MaxClientsPerApp - 10; i < MaxClientsPerApp+40; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, _ = []*Service{a, b}[i%2].ConnectClient(ctx, client.Caller{IP: "192.0.2.1"}, fmt.Sprintf("tok-u%d", i), &recorder{})
+		}()
+	}
+	wg.Wait()
+	if n, err := a.Online(ctx, "app"); err != nil || n > MaxClientsPerApp {
+		t.Fatalf("online after racing connects = %d (%v), limit %d", n, err, MaxClientsPerApp)
+	}
+}
