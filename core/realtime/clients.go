@@ -79,12 +79,7 @@ func (s *Service) ConnectClient(ctx context.Context, caller client.Caller, token
 	c := &Client{ID: newID(), User: u, Caller: caller, ConnectedAt: s.d.Now().UTC().Truncate(time.Millisecond), peer: peer, session: sessionRef(u.Token),
 		rate: window{limit: ClientMessages, per: ClientWindow}, status: "online"}
 	for _, id := range earlier {
-		_ = s.publish(ctx, delivery{App: u.AppID, To: toConn, Conn: id,
-			Msg:   encode(Outgoing{Type: TypeForceLogout, Data: map[string]any{"reason": "connected from another place"}}),
-			Close: CloseReplaced, Reason: "replaced by a newer connection"})
-		_, _ = s.d.Engine.TakeMember(ctx, userSocketsKey(u.AppID, u.UserID), id)
-		_, _ = s.d.Engine.TakeMember(ctx, appSocketsKey(u.AppID), id)
-		_, _ = s.d.Engine.DeleteValue(ctx, socketKey(id))
+		s.replace(ctx, u, id)
 	}
 	if err := s.lease(ctx, c); err != nil {
 		s.release(ctx, c)
@@ -100,6 +95,26 @@ func (s *Service) ConnectClient(ctx context.Context, caller client.Caller, token
 		}
 		return nil, &Refusal{Code: core.CodePlanLimit, Reason: fmt.Sprintf("this application already has %d connected clients", MaxClientsPerApp)}
 	}
+	// Two sockets of one user connecting at the same moment (on two nodes) may both have
+	// found no earlier socket. Each looks again with itself in place: the greater id stays
+	// and replaces the others, the smaller gives way. Whichever looks last sees both, so
+	// one socket is left however the two interleave.
+	mine, err := s.d.Engine.Members(ctx, userSocketsKey(u.AppID, u.UserID))
+	if err != nil {
+		s.release(ctx, c)
+		return nil, refusal(unavailable(err))
+	}
+	for _, id := range mine {
+		if id > c.ID {
+			s.release(ctx, c)
+			return nil, &Refusal{Code: core.CodeConflict, Reason: "another connection of this account opened at the same moment"}
+		}
+	}
+	for _, id := range mine {
+		if id != c.ID {
+			s.replace(ctx, u, id)
+		}
+	}
 	s.mu.Lock()
 	if s.clients[u.AppID] == nil {
 		s.clients[u.AppID] = map[string]*Client{}
@@ -111,6 +126,17 @@ func (s *Service) ConnectClient(ctx context.Context, caller client.Caller, token
 	s.logEvent(events.Event{Name: "ws.connect", AppID: u.AppID, Username: u.Username, IP: u.IP, Level: events.LevelDebug,
 		Message: "client socket connected", Data: map[string]any{"userId": u.UserID}})
 	return c, nil
+}
+
+// replace ends socket id of user u, on whatever node holds it, for a newer socket of the
+// user, and removes its presence at once.
+func (s *Service) replace(ctx context.Context, u client.SocketUser, id string) {
+	_ = s.publish(ctx, delivery{App: u.AppID, To: toConn, Conn: id,
+		Msg:   encode(Outgoing{Type: TypeForceLogout, Data: map[string]any{"reason": "connected from another place"}}),
+		Close: CloseReplaced, Reason: "replaced by a newer connection"})
+	_, _ = s.d.Engine.TakeMember(ctx, userSocketsKey(u.AppID, u.UserID), id)
+	_, _ = s.d.Engine.TakeMember(ctx, appSocketsKey(u.AppID), id)
+	_, _ = s.d.Engine.DeleteValue(ctx, socketKey(id))
 }
 
 // DisconnectClient forgets a socket that ended, for whatever reason.

@@ -270,3 +270,29 @@ func TestAppSocketLimitUnderRace(t *testing.T) {
 		t.Fatalf("online after racing connects = %d (%v), limit %d", n, err, MaxClientsPerApp)
 	}
 }
+
+// TestOneSocketPerUserUnderRace: two sockets of one user connecting at once on two nodes
+// leave one.
+func TestOneSocketPerUserUnderRace(t *testing.T) {
+	a, b := twoNodes(t, sessions{"tok-u1": user("u1")})
+	ctx := t.Context()
+	for round := range 20 {
+		var wg sync.WaitGroup
+		admitted := make([]*Client, 2)
+		for i, node := range []*Service{a, b} {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				admitted[i], _ = node.ConnectClient(ctx, client.Caller{IP: "192.0.2.1"}, "tok-u1", &recorder{})
+			}()
+		}
+		wg.Wait()
+		ids, err := a.d.Engine.Members(ctx, userSocketsKey("app", "u1"))
+		if err != nil || len(ids) != 1 {
+			t.Fatalf("round %d: the user's sockets are %v (%v), want one", round, ids, err)
+		}
+		if admitted[0] == nil && admitted[1] == nil {
+			t.Fatalf("round %d: both sockets refused", round)
+		}
+	}
+}
