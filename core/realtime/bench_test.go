@@ -17,7 +17,7 @@ func (counter) Close(int, string)  {}
 // dashboard's writer queue, through the memory engine's bus (the embedded default).
 func BenchmarkClientChat(b *testing.B) {
 	known := sessions{"tok-u1": user("u1")}
-	node, _ := twoNodes(b, known)
+	node, _ := memoryPair(b, known)
 	ctx := b.Context()
 	c, err := node.ConnectClient(ctx, client.Caller{IP: "192.0.2.1"}, "tok-u1", &recorder{})
 	if err != nil {

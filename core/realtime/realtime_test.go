@@ -10,9 +10,11 @@ import (
 	"time"
 
 	"github.com/keyward/keyward/cluster/memory"
+	kwredis "github.com/keyward/keyward/cluster/redis"
 	"github.com/keyward/keyward/core"
 	"github.com/keyward/keyward/core/client"
 	"github.com/keyward/keyward/core/events"
+	"github.com/keyward/keyward/internal/testenv"
 )
 
 // recorder is a Peer that keeps what it was sent.
@@ -84,20 +86,50 @@ func (s sessions) CheckSocket(_ context.Context, c client.Caller, token string) 
 	return u, nil
 }
 
-// twoNodes are two services sharing one memory engine, as two nodes share Redis.
-func twoNodes(t testing.TB, known sessions) (*Service, *Service) {
+// pair starts two services ("nodes") sharing one cluster: one memory engine, or two Redis
+// engines on one key prefix, as two nodes share Redis.
+type pair func(t testing.TB, known sessions) (*Service, *Service)
+
+func memoryPair(t testing.TB, known sessions) (*Service, *Service) {
 	t.Helper()
-	engine := memory.New(memory.Config{})
-	t.Cleanup(func() { engine.Close() })
+	e := memory.New(memory.Config{})
+	t.Cleanup(func() { e.Close() })
+	return startNodes(t, known, e, e)
+}
+
+func redisPair(t testing.TB, known sessions) (*Service, *Service) {
+	t.Helper()
+	url := testenv.RedisURL(t)
+	prefix := testenv.UniqueName("kwtest:") + ":"
+	var engines [2]Engine
+	for i := range engines {
+		e, err := kwredis.New(t.Context(), kwredis.Config{URL: url, Prefix: prefix})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { e.Close() })
+		engines[i] = e
+	}
+	return startNodes(t, known, engines[0], engines[1])
+}
+
+func startNodes(t testing.TB, known sessions, ea, eb Engine) (*Service, *Service) {
+	t.Helper()
 	var nodes [2]*Service
-	for i := range nodes {
-		nodes[i] = New(Deps{Engine: engine, Sessions: known})
+	for i, e := range []Engine{ea, eb} {
+		nodes[i] = New(Deps{Engine: e, Sessions: known})
 		if err := nodes[i].Start(t.Context()); err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(nodes[i].Close)
 	}
 	return nodes[0], nodes[1]
+}
+
+// onEachEngine runs fn with the memory engine and with Redis.
+func onEachEngine(t *testing.T, fn func(t *testing.T, twoNodes pair)) {
+	t.Run("memory", func(t *testing.T) { fn(t, memoryPair) })
+	t.Run("redis", func(t *testing.T) { fn(t, redisPair) })
 }
 
 func user(id string) client.SocketUser {
@@ -135,7 +167,9 @@ func TestDecode(t *testing.T) {
 	}
 }
 
-func TestDeliveriesAcrossNodes(t *testing.T) {
+func TestDeliveriesAcrossNodes(t *testing.T) { onEachEngine(t, testDeliveriesAcrossNodes) }
+
+func testDeliveriesAcrossNodes(t *testing.T, twoNodes pair) {
 	known := sessions{"tok-u1": user("u1"), "tok-u2": user("u2")}
 	a, b := twoNodes(t, known)
 	ctx := t.Context()
@@ -198,7 +232,9 @@ func TestDeliveriesAcrossNodes(t *testing.T) {
 	}
 }
 
-func TestAppSocketLimit(t *testing.T) {
+func TestAppSocketLimit(t *testing.T) { onEachEngine(t, testAppSocketLimit) }
+
+func testAppSocketLimit(t *testing.T, twoNodes pair) {
 	known := sessions{}
 	for i := range MaxClientsPerApp + 1 {
 		id := fmt.Sprintf("u%d", i)
@@ -222,7 +258,9 @@ func TestAppSocketLimit(t *testing.T) {
 	}
 }
 
-func TestClientMessageRate(t *testing.T) {
+func TestClientMessageRate(t *testing.T) { onEachEngine(t, testClientMessageRate) }
+
+func testClientMessageRate(t *testing.T, twoNodes pair) {
 	known := sessions{"tok-u1": user("u1")}
 	a, _ := twoNodes(t, known)
 	p := &recorder{}
@@ -244,7 +282,9 @@ func TestClientMessageRate(t *testing.T) {
 
 // TestAppSocketLimitUnderRace: sockets connecting at once on two nodes for the last places
 // never take the app beyond its limit.
-func TestAppSocketLimitUnderRace(t *testing.T) {
+func TestAppSocketLimitUnderRace(t *testing.T) { onEachEngine(t, testAppSocketLimitUnderRace) }
+
+func testAppSocketLimitUnderRace(t *testing.T, twoNodes pair) {
 	known := sessions{}
 	for i := range MaxClientsPerApp + 40 {
 		id := fmt.Sprintf("u%d", i)
@@ -273,7 +313,9 @@ func TestAppSocketLimitUnderRace(t *testing.T) {
 
 // TestOneSocketPerUserUnderRace: two sockets of one user connecting at once on two nodes
 // leave one.
-func TestOneSocketPerUserUnderRace(t *testing.T) {
+func TestOneSocketPerUserUnderRace(t *testing.T) { onEachEngine(t, testOneSocketPerUserUnderRace) }
+
+func testOneSocketPerUserUnderRace(t *testing.T, twoNodes pair) {
 	a, b := twoNodes(t, sessions{"tok-u1": user("u1")})
 	ctx := t.Context()
 	for round := range 20 {
