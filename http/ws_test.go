@@ -493,6 +493,8 @@ func TestWebSocketDashboardMessages(t *testing.T) {
 
 		// Filters: only the listed types come through from then on.
 		dash.send(map[string]any{"type": "set_filters", "events": []any{"custom_event"}})
+		dash.send(map[string]any{"type": "ping"}) // its pong says the filters are in place
+		dash.expectType("pong")
 		cl.send(map[string]any{"type": "chat", "message": "filtered out"})
 		cl.send(map[string]any{"type": "level_up", "data": map[string]any{"level": 2}})
 		if d := dash.expectType("custom_event"); d["event"] != "level_up" {
@@ -501,8 +503,8 @@ func TestWebSocketDashboardMessages(t *testing.T) {
 		dash.send(map[string]any{"type": "set_filters", "events": "all"})
 		dash.expectType("error")
 
-		// The dashboard's rate: 30 messages per 10 s (8 sent so far), then error.
-		for range 22 {
+		// The dashboard's rate: 30 messages per 10 s (9 sent so far), then error.
+		for range 21 {
 			dash.send(map[string]any{"type": "ping"})
 			dash.expectType("pong")
 		}
