@@ -118,9 +118,16 @@ func (h *wsHandlers) client(c *gin.Context, ch *clientHandlers) {
 		p.wait()
 		return
 	}
-	defer h.rt.DisconnectClient(sock)
-	go h.rt.Maintain(ctx, sock)
+	maintained := make(chan struct{})
+	go func() {
+		defer close(maintained)
+		h.rt.Maintain(ctx, sock)
+	}()
 	p.read(func(msg []byte) { h.rt.ClientMessage(ctx, sock, msg) })
+	// The lease renewals stop before the presence is released, so none can bring it back.
+	cancel()
+	<-maintained
+	h.rt.DisconnectClient(sock)
 }
 
 // dashboard upgrades an owner's socket: the JWT in ?token, the owner's app, the plan.
