@@ -92,7 +92,10 @@ func Env(t *testing.T, e Engines) map[string]string {
 		"KEYWARD_ARGON2_MEMORY_KIB": "1024",
 		"KEYWARD_ARGON2_ITERATIONS": "1",
 		"KEYWARD_LOG_LEVEL":         "warn",
-		"KEYWARD_SHUTDOWN_TIMEOUT":  "5s",
+		// Above net/http's 5 s grace for a connection accepted but never used (a client
+		// transport may dial one more connection than it ends up using), which Shutdown
+		// waits out before treating it as idle.
+		"KEYWARD_SHUTDOWN_TIMEOUT": "10s",
 	}
 	if e.Mongo {
 		env["KEYWARD_MONGO_URI"] = testenv.MongoURI(t)
