@@ -179,7 +179,8 @@ func TestWebSocketChannels(t *testing.T) {
 		}
 		metrics, _ := io.ReadAll(resp.Body)
 		resp.Body.Close()
-		for _, line := range []string{`keyward_ws_sockets{channel="client"} 1`, `keyward_ws_sockets{channel="dashboard"} 1`} {
+		for _, line := range []string{`keyward_ws_sockets{channel="client"} 1`, `keyward_ws_sockets{channel="dashboard"} 1`,
+			`keyward_ws_bus_deliveries_total{direction="published"}`, `keyward_ws_bus_deliveries_total{direction="received"}`} {
 			if !strings.Contains(string(metrics), line) {
 				t.Fatalf("metrics lack %q", line)
 			}

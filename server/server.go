@@ -403,6 +403,12 @@ func New(ctx context.Context, c Config, log *slog.Logger) (*Server, error) {
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "keyward_ws_sockets", Help: "WebSocket sockets held by this node.",
 			ConstLabels: prometheus.Labels{"channel": "dashboard"}},
 			func() float64 { _, n := core.Realtime.Held(); return float64(n) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "keyward_ws_bus_deliveries_total",
+			Help: "Socket deliveries this node published to or received from the cluster bus.", ConstLabels: prometheus.Labels{"direction": "published"}},
+			func() float64 { n, _ := core.Realtime.Traffic(); return float64(n) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "keyward_ws_bus_deliveries_total",
+			Help: "Socket deliveries this node published to or received from the cluster bus.", ConstLabels: prometheus.Labels{"direction": "received"}},
+			func() float64 { _, n := core.Realtime.Traffic(); return float64(n) }),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "keyward_events_dropped_total",
 			Help: "Events a slow consumer of the event bus did not receive."},
 			func() float64 {

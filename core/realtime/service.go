@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -120,6 +121,14 @@ type Service struct {
 	dashboards map[string]map[string]*Dashboard // app → socket id → socket
 
 	unsubscribe func()
+
+	published, received atomic.Uint64
+}
+
+// Traffic answers how many deliveries this node published to the cluster bus and received
+// from it, for metrics.
+func (s *Service) Traffic() (published, received uint64) {
+	return s.published.Load(), s.received.Load()
 }
 
 // New builds the service; Start subscribes it to the bus.
@@ -181,12 +190,14 @@ func (s *Service) publish(ctx context.Context, d delivery) error {
 	if err := s.d.Engine.Publish(ctx, busTopic, raw); err != nil {
 		return fmt.Errorf("realtime: publish: %w", err)
 	}
+	s.published.Add(1)
 	return nil
 }
 
 // receive hands a bus delivery to this node's matching sockets. It runs on the engine's
 // goroutine and never blocks: sends are queued.
 func (s *Service) receive(raw []byte) {
+	s.received.Add(1)
 	var d delivery
 	if err := json.Unmarshal(raw, &d); err != nil {
 		s.d.Log.Warn("realtime: undecodable bus message", "err", err)
