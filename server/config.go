@@ -14,6 +14,7 @@ import (
 
 	"github.com/keyward/keyward/core/passwords"
 	"github.com/keyward/keyward/core/plans"
+	"github.com/keyward/keyward/core/realtime"
 	"github.com/keyward/keyward/mail"
 )
 
@@ -56,6 +57,8 @@ type Config struct {
 	// whether client file downloads are encrypted (CLIENT-SDKS.md §5).
 	ClientSessionTTL     time.Duration
 	ClientFileEncryption bool
+	// WSLeaseTTL is how long the sockets of a node that died still count as online.
+	WSLeaseTTL time.Duration
 
 	// WebhooksAllowPrivate lets integrations target private, loopback and other non-public
 	// addresses (tests, private networks); off by default.
@@ -105,6 +108,7 @@ func options() []*option {
 		{flag: "log-max-per-app", env: "KEYWARD_LOG_MAX_PER_APP", def: "1000000", usage: "application log entries kept per application (the oldest go first)"},
 		{flag: "max-upload-bytes", env: "KEYWARD_MAX_UPLOAD_BYTES", def: "104857600", usage: "largest file upload accepted"},
 		{flag: "client-session-ttl", env: "KEYWARD_CLIENT_SESSION_TTL", def: "30m", usage: "idle timeout of client sessions: a session without any call for this long expires"},
+		{flag: "ws-lease-ttl", env: "KEYWARD_WS_LEASE_TTL", def: "60s", usage: "how long the WebSocket sockets of a node that died still count as online (presence leases, renewed every third of it; at least 3s)"},
 		{flag: "client-file-encryption", env: "KEYWARD_CLIENT_FILE_ENCRYPTION", def: "true", usage: "encrypt client file downloads as the official SDKs expect (plain bytes still go to clients that cannot decrypt)"},
 		{flag: "webhooks-allow-private", env: "KEYWARD_WEBHOOKS_ALLOW_PRIVATE", def: "false", usage: "let webhook integrations reach private, loopback and link-local addresses (tests and private networks only)"},
 		{flag: "webhooks-ca-file", env: "KEYWARD_WEBHOOKS_CA_FILE", usage: "PEM file of extra root certificates trusted for webhook receivers (a private CA)"},
@@ -195,6 +199,7 @@ func parse(v map[string]string) (Config, error) {
 		},
 	}
 	c.ClientSessionTTL = dur("client-session-ttl")
+	c.WSLeaseTTL = dur("ws-lease-ttl")
 	if b, err := strconv.ParseBool(v["client-file-encryption"]); err != nil {
 		errs = append(errs, fmt.Errorf("--client-file-encryption: %q is not true or false", v["client-file-encryption"]))
 	} else {
@@ -210,6 +215,9 @@ func parse(v map[string]string) (Config, error) {
 	}
 	if c.DataDir == "" {
 		errs = append(errs, errors.New("--data-dir must not be empty"))
+	}
+	if c.WSLeaseTTL > 0 && c.WSLeaseTTL < realtime.MinLeaseTTL {
+		errs = append(errs, fmt.Errorf("--ws-lease-ttl must be at least %s", realtime.MinLeaseTTL))
 	}
 	if c.MailOutbox == "" {
 		c.MailOutbox = filepath.Join(c.DataDir, "outbox")

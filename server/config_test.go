@@ -61,6 +61,7 @@ func TestBadConfigurationIsRefusedClearly(t *testing.T) {
 		"duration":       {"KEYWARD_JWT_TTL": "forever"},
 		"smtp tls":       {"KEYWARD_SMTP_HOST": "mail.example.com", "KEYWARD_SMTP_TLS": "maybe"},
 		"body size":      {"KEYWARD_MAX_BODY_BYTES": "ten"},
+		"short lease":    {"KEYWARD_WS_LEASE_TTL": "1s"},
 	}
 	for name, vars := range cases {
 		t.Run(name, func(t *testing.T) {

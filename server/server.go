@@ -338,7 +338,7 @@ func OpenCore(ctx context.Context, c Config, log *slog.Logger) (_ *Core, err err
 		Country: country, Quota: meter, Archive: store, Blobs: blobStore,
 		Reset: client.ResetDeps{Tokens: engine, Mailer: mailq, PublicURL: c.PublicURL}, Now: c.Clock, Log: log})
 	wsHooks := wshooks.New(store, appsSvc, engine, c.Clock, log)
-	rt := realtime.New(realtime.Deps{Engine: engine, Sessions: clientSvc, Hooks: wsHooks, Ban: appsSvc.BanAsOwner, Events: bus, Now: c.Clock, Log: log})
+	rt := realtime.New(realtime.Deps{Engine: engine, Sessions: clientSvc, Hooks: wsHooks, Ban: appsSvc.BanAsOwner, Events: bus, Now: c.Clock, Log: log, LeaseTTL: c.WSLeaseTTL})
 	// The sockets subscribe before the client sessions: a ban reaches the sockets'
 	// queue (banned) before the session kill it causes (force_logout), because the bus
 	// hands an event to its subscribers in the order they subscribed.

@@ -160,3 +160,66 @@ func TestSocketsAcrossProcesses(t *testing.T) {
 	}
 	b.stop(t)
 }
+
+// TestSocketsOfADeadNodeExpire kills a node holding a socket (no shutdown): the other node
+// stops counting the socket once its presence lease runs out.
+func TestSocketsOfADeadNodeExpire(t *testing.T) {
+	env := []string{"KEYWARD_MONGO_URI=" + testenv.MongoURI(t), "KEYWARD_MONGO_DATABASE=" + testenv.UniqueName("kwtest_"),
+		"KEYWARD_REDIS_URL=" + testenv.RedisURL(t), "KEYWARD_REDIS_PREFIX=" + testenv.UniqueName("kwtest:") + ":",
+		"KEYWARD_JWT_SECRET=" + strings.Repeat("e", 40), "KEYWARD_WS_LEASE_TTL=3s"}
+	a := startNode(t, append(env, "KEYWARD_DATA_DIR="+t.TempDir()))
+	b := startNode(t, append(env, "KEYWARD_DATA_DIR="+t.TempDir()))
+	for _, args := range [][]string{
+		{"admin", "create", "--username", "owner", "--email", "owner@example.com", "--password", "Owner-Pass-12"},
+		{"admin", "set", "--username", "owner", "--plan", "business"},
+	} {
+		cmd := exec.Command(binary, args...)
+		cmd.Env = append(append(os.Environ(), env...), "KEYWARD_DATA_DIR="+t.TempDir())
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("%v: %v\n%s", args, err, out)
+		}
+	}
+	token := call(t, "POST", b.url+"/api/auth/login", "", map[string]string{"username": "owner", "password": "Owner-Pass-12"}).data(200)["token"].(string)
+	app := call(t, "POST", b.url+"/api/apps", token, map[string]string{"name": "Doomed"}).data(201)
+	appID := app["id"].(string)
+	call(t, "POST", b.url+"/api/apps/"+appID+"/users", token, map[string]string{"username": "kim", "password": "pw-kim-123"}).data(201)
+	session := call(t, "POST", a.url+"/api/client/init", "", map[string]string{"secret": app["secret"].(string), "version": "1.0.0", "hwid": "h"}).data(200)["sessionToken"].(string)
+	nonce := call(t, "POST", a.url+"/api/client/nonce", "", map[string]string{"sessionToken": session}).data(200)["nonce"].(string)
+	req, _ := http.NewRequest("POST", a.url+"/api/client/login", strings.NewReader(`{"sessionToken":"`+session+`","username":"kim","password":"pw-kim-123"}`))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("X-Nonce", nonce)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("login: %v %v", err, resp)
+	}
+	resp.Body.Close()
+	client, _, err := websocket.DefaultDialer.Dial("ws"+strings.TrimPrefix(a.url, "http")+"/api/client/ws?token="+url.QueryEscape(session), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	online := func() float64 {
+		return call(t, "GET", b.url+"/api/apps/"+appID+"/ws/online", token, nil).data(200)["count"].(float64)
+	}
+	if n := online(); n != 1 {
+		t.Fatalf("online before the kill: %v", n)
+	}
+	// Renewed while the node lives: still online after more than one lease.
+	time.Sleep(4 * time.Second)
+	if n := online(); n != 1 {
+		t.Fatalf("online after 4 s on a live node: %v", n)
+	}
+
+	if err := a.cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	killed := time.Now()
+	for online() != 0 {
+		if time.Since(killed) > 10*time.Second {
+			t.Fatal("the dead node's socket still counts 10 s after the kill (lease 3 s)")
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	t.Logf("the dead node's socket stopped counting %.1f s after the kill", time.Since(killed).Seconds())
+	b.stop(t)
+}

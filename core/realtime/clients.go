@@ -164,10 +164,10 @@ func (s *Service) left(ctx context.Context, c *Client) {
 }
 
 // Maintain is the socket owner's timer work: it renews the presence lease every
-// RenewEvery and revalidates the session every RevalidateEvery, until ctx ends. A socket
+// third of the lease ttl and revalidates the session every RevalidateEvery, until ctx ends. A socket
 // that fails revalidation is sent force_logout and closed.
 func (s *Service) Maintain(ctx context.Context, c *Client) {
-	renew := time.NewTicker(RenewEvery)
+	renew := time.NewTicker(s.leaseTTL / 3)
 	defer renew.Stop()
 	check := time.NewTicker(RevalidateEvery)
 	defer check.Stop()

@@ -6,7 +6,7 @@
 // sockets (Peer is the edge's socket writer); presence (the 500-per-app and 1-per-user
 // limits, online counts and session lists) lives in the cluster engine as leases that the
 // node renews while the socket is open, so a node that dies releases its sockets within
-// LeaseTTL. A delivery for a user, an app's clients or an app's dashboards is published on
+// Deps.LeaseTTL (a minute by default). A delivery for a user, an app's clients or an app's dashboards is published on
 // the cluster bus; every node hands it to the matching sockets it holds. A REST call, a
 // ban or a variable change on any node therefore reaches a socket on any other.
 //

@@ -10,7 +10,7 @@ import (
 
 // Presence keys in the cluster engine. A client socket is a member of its app's set and of
 // its user's set, and has a value with what the session list shows; all three are leases of
-// LeaseTTL that the socket's node renews every RenewEvery.
+// Deps.LeaseTTL that the socket's node renews every third of it.
 func appSocketsKey(appID string) string          { return "wsa:" + appID }
 func userSocketsKey(appID, userID string) string { return "wsu:" + appID + ":" + userID }
 func socketKey(id string) string                 { return "wsc:" + id }
@@ -32,13 +32,13 @@ func (s *Service) lease(ctx context.Context, c *Client) error {
 	if err != nil {
 		return fmt.Errorf("realtime: encode presence: %w", err)
 	}
-	if err := s.d.Engine.SetValue(ctx, socketKey(c.ID), info, LeaseTTL); err != nil {
+	if err := s.d.Engine.SetValue(ctx, socketKey(c.ID), info, s.leaseTTL); err != nil {
 		return err
 	}
-	if err := s.d.Engine.AddMember(ctx, appSocketsKey(c.User.AppID), c.ID, LeaseTTL, 0); err != nil {
+	if err := s.d.Engine.AddMember(ctx, appSocketsKey(c.User.AppID), c.ID, s.leaseTTL, 0); err != nil {
 		return err
 	}
-	return s.d.Engine.AddMember(ctx, userSocketsKey(c.User.AppID, c.User.UserID), c.ID, LeaseTTL, 0)
+	return s.d.Engine.AddMember(ctx, userSocketsKey(c.User.AppID, c.User.UserID), c.ID, s.leaseTTL, 0)
 }
 
 // release removes the socket's presence.
@@ -48,7 +48,7 @@ func (s *Service) release(ctx context.Context, c *Client) {
 	_, err3 := s.d.Engine.DeleteValue(ctx, socketKey(c.ID))
 	for _, err := range []error{err1, err2, err3} {
 		if err != nil {
-			// The lease runs out by itself within LeaseTTL.
+			// The lease runs out by itself within the lease ttl.
 			s.d.Log.Warn("realtime: cannot release a socket's presence", "socket", c.ID, "err", err)
 			return
 		}

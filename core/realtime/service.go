@@ -82,6 +82,9 @@ type Deps struct {
 	Events   events.Publisher
 	Log      *slog.Logger
 	Now      func() time.Time
+	// LeaseTTL is how long the sockets of a node that died still count as online
+	// (DefaultLeaseTTL when 0, at least MinLeaseTTL).
+	LeaseTTL time.Duration
 }
 
 // busTopic carries every delivery between nodes; each node filters by app.
@@ -121,6 +124,7 @@ type Service struct {
 	dashboards map[string]map[string]*Dashboard // app → socket id → socket
 
 	unsubscribe func()
+	leaseTTL    time.Duration
 
 	published, received atomic.Uint64
 }
@@ -139,7 +143,12 @@ func New(d Deps) *Service {
 	if d.Now == nil {
 		d.Now = time.Now
 	}
-	return &Service{d: d, clients: map[string]map[string]*Client{}, dashboards: map[string]map[string]*Dashboard{}}
+	ttl := d.LeaseTTL
+	if ttl == 0 {
+		ttl = DefaultLeaseTTL
+	}
+	ttl = max(ttl, MinLeaseTTL)
+	return &Service{d: d, leaseTTL: ttl, clients: map[string]map[string]*Client{}, dashboards: map[string]map[string]*Dashboard{}}
 }
 
 // Start subscribes to the cluster bus.

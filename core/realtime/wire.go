@@ -22,9 +22,11 @@ const (
 	RevalidateEvery = 30 * time.Second
 	// MaxMetadataPairs bounds set_metadata.
 	MaxMetadataPairs = 20
-	// LeaseTTL is how long a socket's presence outlives its node; RenewEvery renews it.
-	LeaseTTL   = 60 * time.Second
-	RenewEvery = 20 * time.Second
+	// DefaultLeaseTTL is how long a socket's presence outlives its node when Deps.LeaseTTL
+	// is not set; a node renews its sockets' leases every third of it. MinLeaseTTL bounds
+	// the setting from below (renewals are engine writes).
+	DefaultLeaseTTL = 60 * time.Second
+	MinLeaseTTL     = 3 * time.Second
 	// MaxMessageBytes bounds one incoming message.
 	MaxMessageBytes = 64 << 10
 	// maxStatus, maxText and maxMetaValue bound strings a socket sends.
