@@ -120,3 +120,11 @@ func IntParam(field, s string, def, max int) (int, error) {
 	}
 	return n, nil
 }
+
+// Set copies *v into *dst when v is given: the "only given members change" rule of the
+// dashboard's update calls.
+func Set[T any](dst *T, v *T) {
+	if v != nil {
+		*dst = *v
+	}
+}

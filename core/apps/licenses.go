@@ -83,10 +83,10 @@ func (s *Service) CreateLicenses(ctx context.Context, o Owner, appID string, in 
 	for i := range out {
 		l := storage.License{ID: uuid.NewString(), AppID: appID, Key: newLicenseKey(in.Prefix), Level: 1, MaxUses: 1,
 			DeviceLimit: 1, Note: in.Note, Enabled: true, CreatedAt: now, UpdatedAt: now}
-		set(&l.Level, in.Level)
-		set(&l.MaxUses, in.MaxUses)
-		set(&l.Duration, in.Duration)
-		set(&l.ExpiresAt, expires)
+		core.Set(&l.Level, in.Level)
+		core.Set(&l.MaxUses, in.MaxUses)
+		core.Set(&l.Duration, in.Duration)
+		core.Set(&l.ExpiresAt, expires)
 		out[i] = l
 	}
 	if err := s.store.CreateLicenses(ctx, out); err != nil {
@@ -184,15 +184,15 @@ func (s *Service) UpdateLicense(ctx context.Context, o Owner, appID, id string, 
 		return storage.License{}, err
 	}
 	l, err := s.store.UpdateLicense(ctx, appID, id, func(l *storage.License) error {
-		set(&l.Level, in.Level)
-		set(&l.MaxUses, in.MaxUses)
-		set(&l.DeviceLimit, in.DeviceLimit)
-		set(&l.Duration, in.Duration)
-		set(&l.DisplayName, in.DisplayName)
-		set(&l.Note, in.Note)
-		set(&l.DiscordID, in.DiscordID)
-		set(&l.Enabled, in.Enabled)
-		set(&l.Banned, in.Banned)
+		core.Set(&l.Level, in.Level)
+		core.Set(&l.MaxUses, in.MaxUses)
+		core.Set(&l.DeviceLimit, in.DeviceLimit)
+		core.Set(&l.Duration, in.Duration)
+		core.Set(&l.DisplayName, in.DisplayName)
+		core.Set(&l.Note, in.Note)
+		core.Set(&l.DiscordID, in.DiscordID)
+		core.Set(&l.Enabled, in.Enabled)
+		core.Set(&l.Banned, in.Banned)
 		l.UpdatedAt = s.clock()
 		return nil
 	})

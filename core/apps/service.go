@@ -237,17 +237,17 @@ func (s *Service) UpdateApp(ctx context.Context, o Owner, appID string, in Updat
 		return storage.App{}, err
 	}
 	a, err := s.store.UpdateApp(ctx, o.AccountID, appID, func(a *storage.App) error {
-		set(&a.Name, in.Name)
-		set(&a.Description, in.Description)
-		set(&a.Version, in.Version)
-		set(&a.Enabled, in.Enabled)
-		set(&a.Paused, in.Paused)
-		set(&a.AntiDebug, in.AntiDebug)
-		set(&a.AntiVM, in.AntiVM)
-		set(&a.LockHwid, in.LockHwid)
-		set(&a.LockIP, in.LockIP)
-		set(&a.LockPcName, in.LockPc)
-		set(&a.SessionTimeout, in.SessionTimeout)
+		core.Set(&a.Name, in.Name)
+		core.Set(&a.Description, in.Description)
+		core.Set(&a.Version, in.Version)
+		core.Set(&a.Enabled, in.Enabled)
+		core.Set(&a.Paused, in.Paused)
+		core.Set(&a.AntiDebug, in.AntiDebug)
+		core.Set(&a.AntiVM, in.AntiVM)
+		core.Set(&a.LockHwid, in.LockHwid)
+		core.Set(&a.LockIP, in.LockIP)
+		core.Set(&a.LockPcName, in.LockPc)
+		core.Set(&a.SessionTimeout, in.SessionTimeout)
 		if in.FileEncryption != nil {
 			a.PlainFiles = !*in.FileEncryption
 		}
@@ -262,13 +262,6 @@ func (s *Service) UpdateApp(ctx context.Context, o Owner, appID string, in Updat
 	}
 	s.publish(a.ID, "app.update", "", "application settings changed", map[string]any{"paused": a.Paused, "enabled": a.Enabled})
 	return a, nil
-}
-
-// set copies *v into *dst when v is given.
-func set[T any](dst *T, v *T) {
-	if v != nil {
-		*dst = *v
-	}
 }
 
 // DeleteApp removes the app and everything under it; confirm must be true.

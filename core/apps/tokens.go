@@ -43,9 +43,9 @@ func (s *Service) CreateTokens(ctx context.Context, o Owner, appID string, in Cr
 	for i := range out {
 		t := storage.Token{ID: uuid.NewString(), AppID: appID, Value: secrets.Random(24), Level: 1, Note: in.Note,
 			Enabled: true, CreatedAt: now, UpdatedAt: now}
-		set(&t.MaxUses, in.MaxUses)
-		set(&t.Level, in.Level)
-		set(&t.ExpiresAt, expires)
+		core.Set(&t.MaxUses, in.MaxUses)
+		core.Set(&t.Level, in.Level)
+		core.Set(&t.ExpiresAt, expires)
 		out[i] = t
 	}
 	if err := s.store.CreateTokens(ctx, out); err != nil {
@@ -88,10 +88,10 @@ func (s *Service) UpdateToken(ctx context.Context, o Owner, appID, id string, in
 		return storage.Token{}, err
 	}
 	t, err := s.store.UpdateToken(ctx, appID, id, func(t *storage.Token) error {
-		set(&t.MaxUses, in.MaxUses)
-		set(&t.Level, in.Level)
-		set(&t.Note, in.Note)
-		set(&t.Enabled, in.Enabled)
+		core.Set(&t.MaxUses, in.MaxUses)
+		core.Set(&t.Level, in.Level)
+		core.Set(&t.Note, in.Note)
+		core.Set(&t.Enabled, in.Enabled)
 		t.UpdatedAt = s.clock()
 		return nil
 	})

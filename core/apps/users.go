@@ -57,10 +57,10 @@ func (s *Service) CreateUser(ctx context.Context, o Owner, appID string, in Crea
 	now := s.clock()
 	u := storage.AppUser{ID: uuid.NewString(), AppID: appID, Username: in.Username, PasswordHash: hash, Email: in.Email,
 		Level: 1, DeviceLimit: 1, Enabled: true, CreatedAt: now, UpdatedAt: now}
-	set(&u.Level, in.Level)
-	set(&u.DeviceLimit, in.DeviceLimit)
-	set(&u.ExpiresAt, expires)
-	set(&u.Metadata, meta)
+	core.Set(&u.Level, in.Level)
+	core.Set(&u.DeviceLimit, in.DeviceLimit)
+	core.Set(&u.ExpiresAt, expires)
+	core.Set(&u.Metadata, meta)
 	if err := s.store.CreateUser(ctx, u); err != nil {
 		if errors.Is(err, storage.ErrConflict) {
 			return storage.AppUser{}, core.E(core.CodeConflict, "a user named %q exists in this application", in.Username)
@@ -238,23 +238,23 @@ func (s *Service) UpdateUser(ctx context.Context, o Owner, appID, userID string,
 		return storage.AppUser{}, err
 	}
 	u, err := s.store.UpdateUser(ctx, appID, userID, func(u *storage.AppUser) error {
-		set(&u.PasswordHash, hash)
-		set(&u.Email, in.Email)
-		set(&u.ExpiresAt, expires)
-		set(&u.HWID, in.HWID)
-		set(&u.DisplayName, in.DisplayName)
-		set(&u.PCName, in.PCName)
-		set(&u.LockedIP, in.LockedIP)
-		set(&u.Level, in.Level)
-		set(&u.DeviceLimit, in.DeviceLimit)
-		set(&u.HwidResetMax, in.HwidResetMax)
-		set(&u.HwidResetCooldown, in.HwidResetCooldown)
-		set(&u.IPResetMax, in.IPResetMax)
-		set(&u.IPResetCooldown, in.IPResetCooldown)
-		set(&u.Enabled, in.Enabled)
-		set(&u.Metadata, meta)
-		set(&u.Banned, in.Banned)
-		set(&u.BanReason, in.BanReason)
+		core.Set(&u.PasswordHash, hash)
+		core.Set(&u.Email, in.Email)
+		core.Set(&u.ExpiresAt, expires)
+		core.Set(&u.HWID, in.HWID)
+		core.Set(&u.DisplayName, in.DisplayName)
+		core.Set(&u.PCName, in.PCName)
+		core.Set(&u.LockedIP, in.LockedIP)
+		core.Set(&u.Level, in.Level)
+		core.Set(&u.DeviceLimit, in.DeviceLimit)
+		core.Set(&u.HwidResetMax, in.HwidResetMax)
+		core.Set(&u.HwidResetCooldown, in.HwidResetCooldown)
+		core.Set(&u.IPResetMax, in.IPResetMax)
+		core.Set(&u.IPResetCooldown, in.IPResetCooldown)
+		core.Set(&u.Enabled, in.Enabled)
+		core.Set(&u.Metadata, meta)
+		core.Set(&u.Banned, in.Banned)
+		core.Set(&u.BanReason, in.BanReason)
 		if in.Banned != nil && !*in.Banned {
 			u.BanReason = ""
 		}

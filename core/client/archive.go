@@ -28,8 +28,7 @@ type archive struct {
 	mu    sync.Mutex
 	dirty map[string]storage.ClientSession // by token hash
 
-	stop chan struct{}
-	done chan struct{}
+	writer periodic
 }
 
 func newArchive(store storage.ClientSessionStore, log *slog.Logger, now func() time.Time) *archive {
@@ -126,37 +125,20 @@ func (a *archive) flush(ctx context.Context) {
 }
 
 func (a *archive) start() {
-	a.stop, a.done = make(chan struct{}), make(chan struct{})
-	go func() {
-		defer close(a.done)
-		t := time.NewTicker(archiveEvery)
-		defer t.Stop()
-		rounds := 0
-		for {
-			select {
-			case <-a.stop:
-				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-				a.flush(ctx)
-				cancel()
-				return
-			case <-t.C:
+	rounds := 0
+	a.writer.start(archiveEvery, func(ctx context.Context, final bool) {
+		a.flush(ctx)
+		if rounds++; !final && rounds%12 == 0 { // about once a minute
+			if _, err := a.store.DeleteExpiredClientSessions(ctx, storage.Truncate(a.now())); err != nil {
+				a.log.Warn("client: cannot remove expired session copies", "err", err)
 			}
-			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-			a.flush(ctx)
-			if rounds++; rounds%12 == 0 { // about once a minute
-				if _, err := a.store.DeleteExpiredClientSessions(ctx, storage.Truncate(a.now())); err != nil {
-					a.log.Warn("client: cannot remove expired session copies", "err", err)
-				}
-			}
-			cancel()
 		}
-	}()
+	})
 }
 
 func (a *archive) close() {
-	if a == nil || a.stop == nil {
+	if a == nil {
 		return
 	}
-	close(a.stop)
-	<-a.done
+	a.writer.close()
 }

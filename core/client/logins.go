@@ -25,8 +25,7 @@ type loginRecorder struct {
 	mu      sync.Mutex
 	pending map[string]storage.UserLogin // by app id + user id
 
-	stop chan struct{}
-	done chan struct{}
+	writer periodic
 }
 
 func (r *loginRecorder) mark(u storage.AppUser) {
@@ -57,31 +56,7 @@ func (r *loginRecorder) flush(ctx context.Context) {
 }
 
 func (r *loginRecorder) start() {
-	r.stop, r.done = make(chan struct{}), make(chan struct{})
-	go func() {
-		defer close(r.done)
-		t := time.NewTicker(loginsEvery)
-		defer t.Stop()
-		for {
-			select {
-			case <-r.stop:
-				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-				r.flush(ctx)
-				cancel()
-				return
-			case <-t.C:
-				ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-				r.flush(ctx)
-				cancel()
-			}
-		}
-	}()
+	r.writer.start(loginsEvery, func(ctx context.Context, _ bool) { r.flush(ctx) })
 }
 
-func (r *loginRecorder) close() {
-	if r.stop == nil {
-		return
-	}
-	close(r.stop)
-	<-r.done
-}
+func (r *loginRecorder) close() { r.writer.close() }

@@ -239,13 +239,13 @@ func (s *Service) Update(ctx context.Context, o apps.Owner, appID, hookID string
 			return err
 		}
 		h := cur.Hook
-		set(&h.Name, in.Name)
-		set(&h.Event, in.Event)
-		set(&h.Description, in.Description)
-		set(&h.Conditions, in.Conditions)
-		set(&h.Actions, in.Actions)
-		set(&h.Enabled, in.Enabled)
-		set(&h.Priority, in.Priority)
+		core.Set(&h.Name, in.Name)
+		core.Set(&h.Event, in.Event)
+		core.Set(&h.Description, in.Description)
+		core.Set(&h.Conditions, in.Conditions)
+		core.Set(&h.Actions, in.Actions)
+		core.Set(&h.Enabled, in.Enabled)
+		core.Set(&h.Priority, in.Priority)
 		hooks.Normalize(&h)
 		if err := hooks.Validate(h); err != nil {
 			return err
@@ -277,12 +277,6 @@ func (s *Service) Delete(ctx context.Context, o apps.Owner, appID, hookID string
 	}
 	s.announce(ctx, appID)
 	return nil
-}
-
-func set[T any](dst *T, v *T) {
-	if v != nil {
-		*dst = *v
-	}
 }
 
 var _ realtime.Planner = (*Service)(nil)
