@@ -2,8 +2,8 @@ package httpapi
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
+	"log/slog"
 	"net/http"
 	"strings"
 	"sync"
@@ -39,11 +39,12 @@ type wsHandlers struct {
 	auth     Authenticator
 	limiter  cluster.RateLimiter
 	hooks    *wshooks.Service
+	log      *slog.Logger
 	upgrader websocket.Upgrader
 }
 
-func newWSHandlers(rt *realtime.Service, hk *wshooks.Service, a *apps.Service, auth Authenticator, l cluster.RateLimiter) *wsHandlers {
-	return &wsHandlers{rt: rt, hooks: hk, apps: a, auth: auth, limiter: l,
+func newWSHandlers(rt *realtime.Service, hk *wshooks.Service, a *apps.Service, auth Authenticator, l cluster.RateLimiter, log *slog.Logger) *wsHandlers {
+	return &wsHandlers{rt: rt, hooks: hk, apps: a, auth: auth, limiter: l, log: log,
 		upgrader: websocket.Upgrader{
 			ReadBufferSize: 4096, WriteBufferSize: 4096,
 			// Clients are programs that send any Origin or none (CLIENT-SDKS.md §6.1) and
@@ -67,7 +68,8 @@ func (h *wsHandlers) routes(api, one *gin.RouterGroup, ch *clientHandlers) {
 	ws.POST("/chat", h.chat)
 	ws.POST("/command", h.command)
 	ws.POST("/push", h.push)
-	(&wsHookHandlers{svc: h.hooks}).routes(ws)
+	// The hooks service checks the app and the plan itself, so its routes skip the gate.
+	(&wsHookHandlers{svc: h.hooks}).routes(one.Group("/ws"))
 }
 
 // gate admits the REST helpers: the owner's app on a plan with WebSocket access.
@@ -84,37 +86,23 @@ func (h *wsHandlers) gate(c *gin.Context) {
 // with the reason, then the socket closes: SDKs cannot read the body of a refused upgrade
 // (CLIENT-SDKS.md §6.1). Only the upgrade limit and a missing token are refused before.
 func (h *wsHandlers) client(c *gin.Context, ch *clientHandlers) {
-	if err := rateLimit(c, h.limiter, limitUpgrade, c.ClientIP()); err != nil {
-		fail(c, err)
+	token, ok := h.admitUpgrade(c, "sessionToken")
+	if !ok {
 		return
 	}
-	token := c.Query("token")
-	if token == "" {
-		fail(c, core.E(core.CodeUnauthorized, "the socket needs ?token=<sessionToken>"))
+	p, ok := h.upgrade(c)
+	if !ok {
 		return
 	}
-	if !websocket.IsWebSocketUpgrade(c.Request) {
-		fail(c, core.Invalid("Upgrade", "this is a WebSocket endpoint: send an upgrade request"))
-		return
-	}
-	conn, err := h.upgrader.Upgrade(c.Writer, c.Request, nil)
-	if err != nil {
-		return // the upgrader has answered
-	}
-	p := newPeer(conn)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	admit, cancelAdmit := context.WithTimeout(ctx, 10*time.Second)
 	sock, err := h.rt.ConnectClient(admit, ch.caller(c), token, p)
 	cancelAdmit()
 	if err != nil {
-		reason := err.Error()
-		code := string(core.CodeUnauthorized)
-		if r, isRefusal := err.(*realtime.Refusal); isRefusal {
-			reason, code = r.Reason, string(r.Code)
-		}
-		p.Send([]byte(`{"type":"force_logout","data":` + jsonObject(map[string]any{"reason": reason, "code": code}) + `}`))
-		p.Close(realtime.ClosePolicy, truncateReason(reason))
+		msg, reason := realtime.Refusal(err)
+		p.Send(msg)
+		p.Close(realtime.ClosePolicy, reason)
 		p.wait()
 		return
 	}
@@ -133,13 +121,8 @@ func (h *wsHandlers) client(c *gin.Context, ch *clientHandlers) {
 // dashboard upgrades an owner's socket: the JWT in ?token, the owner's app, the plan.
 // These are refused before the upgrade with the error envelope, as REST calls are.
 func (h *wsHandlers) dashboard(c *gin.Context) {
-	if err := rateLimit(c, h.limiter, limitUpgrade, c.ClientIP()); err != nil {
-		fail(c, err)
-		return
-	}
-	token := c.Query("token")
-	if token == "" {
-		fail(c, core.E(core.CodeUnauthorized, "the socket needs ?token=<JWT>"))
+	token, ok := h.admitUpgrade(c, "JWT")
+	if !ok {
 		return
 	}
 	p, err := h.auth.Authenticate(c.Request.Context(), token)
@@ -151,20 +134,16 @@ func (h *wsHandlers) dashboard(c *gin.Context) {
 		fail(c, err)
 		return
 	}
-	if !websocket.IsWebSocketUpgrade(c.Request) {
-		fail(c, core.Invalid("Upgrade", "this is a WebSocket endpoint: send an upgrade request"))
+	peer, ok := h.upgrade(c)
+	if !ok {
 		return
 	}
-	conn, err := h.upgrader.Upgrade(c.Writer, c.Request, nil)
-	if err != nil {
-		return
-	}
-	peer := newPeer(conn)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	d, err := h.rt.ConnectDashboard(ctx, c.Param("appId"), peer)
 	if err != nil {
-		peer.Send([]byte(`{"type":"error","data":` + jsonObject(map[string]any{"message": err.Error()}) + `}`))
+		h.log.Warn("cannot open a dashboard socket", "app", c.Param("appId"), "err", err)
+		peer.Send(realtime.ErrorMessage("the server cannot list the sessions now; try again"))
 		peer.Close(realtime.ClosePolicy, "unavailable")
 		peer.wait()
 		return
@@ -197,13 +176,33 @@ func (h *wsHandlers) watchToken(ctx context.Context, token string, p *peer) {
 	}
 }
 
-// jsonObject encodes v for a hand-built message.
-func jsonObject(v map[string]any) string {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return "{}"
+// admitUpgrade applies what is checked of both channels before an upgrade, answering with
+// the error envelope: the upgrade limit per IP and the token in the URL (what names it).
+func (h *wsHandlers) admitUpgrade(c *gin.Context, what string) (string, bool) {
+	if err := rateLimit(c, h.limiter, limitUpgrade, c.ClientIP()); err != nil {
+		fail(c, err)
+		return "", false
 	}
-	return string(b)
+	token := c.Query("token")
+	if token == "" {
+		fail(c, core.E(core.CodeUnauthorized, "the socket needs ?token=<%s>", what))
+		return "", false
+	}
+	return token, true
+}
+
+// upgrade turns the request into a socket with its writer; false when the request is not
+// an upgrade (answered with the envelope) or the upgrade failed (the upgrader answered).
+func (h *wsHandlers) upgrade(c *gin.Context) (*peer, bool) {
+	if !websocket.IsWebSocketUpgrade(c.Request) {
+		fail(c, core.Invalid("Upgrade", "this is a WebSocket endpoint: send an upgrade request"))
+		return nil, false
+	}
+	conn, err := h.upgrader.Upgrade(c.Writer, c.Request, nil)
+	if err != nil {
+		return nil, false
+	}
+	return newPeer(conn), true
 }
 
 func truncateReason(s string) string {

@@ -38,10 +38,8 @@ func TestWebSocketHooks(t *testing.T) {
 			t.Fatalf("hooks by priority: %s", r.Raw)
 		}
 
-		cl := mustDialWS(t, s, w.clientSocketAt, w.client.ip)
-		dash := w.dashboard(t, s)
-		dash.expectType("online_count")
-		dash.expectType("sessions")
+		cl := w.clientSocket(t, s)
+		dash := w.openDashboard(t, s)
 
 		// Matching: both hooks respond, in priority order, and the dashboard sees the event.
 		cl.send(map[string]any{"type": "join_room", "data": map[string]any{"room": "lobby"}})

@@ -34,17 +34,9 @@ type wsReason struct {
 	Reason string `json:"reason"`
 }
 
-// bindOptional decodes an optional body: an empty body is the zero value.
-func bindOptional(c *gin.Context, dst any) bool {
-	if c.Request.ContentLength == 0 {
-		return true
-	}
-	return bind(c, dst)
-}
-
 func (h *wsHandlers) forceLogout(c *gin.Context) {
 	var in wsReason
-	if !bindOptional(c, &in) {
+	if !bind(c, &in) {
 		return
 	}
 	online, err := h.rt.ForceLogout(c.Request.Context(), c.Param("appId"), c.Param("userId"), in.Reason)
@@ -53,7 +45,7 @@ func (h *wsHandlers) forceLogout(c *gin.Context) {
 
 func (h *wsHandlers) kick(c *gin.Context) {
 	var in wsReason
-	if !bindOptional(c, &in) {
+	if !bind(c, &in) {
 		return
 	}
 	online, err := h.rt.Kick(c.Request.Context(), c.Param("appId"), c.Param("userId"), in.Reason)
@@ -62,7 +54,7 @@ func (h *wsHandlers) kick(c *gin.Context) {
 
 func (h *wsHandlers) ban(c *gin.Context) {
 	var in wsReason
-	if !bindOptional(c, &in) {
+	if !bind(c, &in) {
 		return
 	}
 	err := h.rt.Ban(c.Request.Context(), c.Param("appId"), c.Param("userId"), in.Reason)

@@ -143,6 +143,24 @@ func newWSApp(t *testing.T, s *ts.Server, username string) wsApp {
 		clientSocketAt: "/api/client/ws?token=" + url.QueryEscape(c.token)}
 }
 
+// clientSocket opens the SDK client's socket and waits for it to be admitted (a pong).
+func (w wsApp) clientSocket(t *testing.T, s *ts.Server) *wsConn {
+	t.Helper()
+	c := mustDialWS(t, s, w.clientSocketAt, w.client.ip)
+	c.send(map[string]any{"type": "ping"})
+	c.expectType("pong")
+	return c
+}
+
+// openDashboard opens a dashboard socket and reads its first two messages.
+func (w wsApp) openDashboard(t *testing.T, s *ts.Server) *wsConn {
+	t.Helper()
+	d := w.dashboard(t, s)
+	d.expectType("online_count")
+	d.expectType("sessions")
+	return d
+}
+
 func (w wsApp) dashboard(t *testing.T, s *ts.Server) *wsConn {
 	t.Helper()
 	d := mustDialWS(t, s, "/api/apps/"+w.appID+"/ws/connect?token="+url.QueryEscape(w.a.token), nextIP())
@@ -156,9 +174,7 @@ func TestWebSocketChannels(t *testing.T) {
 		w := newWSApp(t, s, "wendy")
 		base := "/api/apps/" + w.appID + "/ws"
 
-		cl := mustDialWS(t, s, w.clientSocketAt, w.client.ip)
-		cl.send(map[string]any{"type": "ping"})
-		cl.expectType("pong")
+		cl := w.clientSocket(t, s)
 
 		// The dashboard gets online_count and sessions at once.
 		dash := w.dashboard(t, s)
@@ -322,9 +338,7 @@ func TestWebSocketAdmission(t *testing.T) {
 		}
 
 		// One socket per user: the newer wins, the older is told and closed.
-		first := mustDialWS(t, s, w.clientSocketAt, w.client.ip)
-		first.send(map[string]any{"type": "ping"})
-		first.expectType("pong")
+		first := w.clientSocket(t, s)
 		second := mustDialWS(t, s, w.clientSocketAt, w.client.ip)
 		if d := first.expectType("force_logout"); d["reason"] == "" {
 			t.Fatalf("replaced: %v", d)
@@ -442,7 +456,7 @@ func TestWebSocketEndsWithItsSession(t *testing.T) {
 	ts.Each(t, func(t *testing.T, e ts.Engines) {
 		s := ts.Start(t, e)
 		w := newWSApp(t, s, "una")
-		cl := mustDialWS(t, s, w.clientSocketAt, w.client.ip)
+		cl := w.clientSocket(t, s)
 
 		// Another session of the same user ends: this socket stays.
 		other := newSDK(t, s, w.client.secret)
@@ -469,12 +483,8 @@ func TestWebSocketDashboardMessages(t *testing.T) {
 		s := ts.Start(t, e)
 		w := newWSApp(t, s, "vera")
 		base := "/api/apps/" + w.appID + "/ws"
-		cl := mustDialWS(t, s, w.clientSocketAt, w.client.ip)
-		cl.send(map[string]any{"type": "ping"})
-		cl.expectType("pong")
-		dash := w.dashboard(t, s)
-		dash.expectType("online_count")
-		dash.expectType("sessions")
+		cl := w.clientSocket(t, s)
+		dash := w.openDashboard(t, s)
 
 		dash.send(map[string]any{"type": "get_online"})
 		if d := dash.expectType("online_count", "session_connect"); d["count"] != float64(1) {

@@ -74,15 +74,15 @@ func readType(t *testing.T, c *websocket.Conn, typ string) map[string]any {
 	}
 }
 
-// TestSocketsAcrossProcesses runs two keyward processes over MongoDB and Redis: a client
-// socket on one, the dashboard and REST calls on the other; stopping the first releases
-// the socket's presence at once.
-func TestSocketsAcrossProcesses(t *testing.T) {
-	env := []string{"KEYWARD_MONGO_URI=" + testenv.MongoURI(t), "KEYWARD_MONGO_DATABASE=" + testenv.UniqueName("kwtest_"),
+// socketCluster starts two nodes over one MongoDB database and one Redis prefix, with a
+// Business owner signed in; extra settings go to both nodes.
+func socketCluster(t *testing.T, extra ...string) (a, b *node, token string) {
+	t.Helper()
+	env := append([]string{"KEYWARD_MONGO_URI=" + testenv.MongoURI(t), "KEYWARD_MONGO_DATABASE=" + testenv.UniqueName("kwtest_"),
 		"KEYWARD_REDIS_URL=" + testenv.RedisURL(t), "KEYWARD_REDIS_PREFIX=" + testenv.UniqueName("kwtest:") + ":",
-		"KEYWARD_JWT_SECRET=" + strings.Repeat("d", 40)}
-	a := startNode(t, append(env, "KEYWARD_DATA_DIR="+t.TempDir()))
-	b := startNode(t, append(env, "KEYWARD_DATA_DIR="+t.TempDir()))
+		"KEYWARD_JWT_SECRET=" + strings.Repeat("d", 40)}, extra...)
+	a = startNode(t, append(env, "KEYWARD_DATA_DIR="+t.TempDir()))
+	b = startNode(t, append(env, "KEYWARD_DATA_DIR="+t.TempDir()))
 	for _, args := range [][]string{
 		{"admin", "create", "--username", "owner", "--email", "owner@example.com", "--password", "Owner-Pass-12"},
 		{"admin", "set", "--username", "owner", "--plan", "business"},
@@ -93,15 +93,17 @@ func TestSocketsAcrossProcesses(t *testing.T) {
 			t.Fatalf("%v: %v\n%s", args, err, out)
 		}
 	}
-	token := call(t, "POST", a.url+"/api/auth/login", "", map[string]string{"username": "owner", "password": "Owner-Pass-12"}).data(200)["token"].(string)
-	app := call(t, "POST", a.url+"/api/apps", token, map[string]string{"name": "Sockets"}).data(201)
-	appID, secret := app["id"].(string), app["secret"].(string)
-	user := call(t, "POST", a.url+"/api/apps/"+appID+"/users", token, map[string]string{"username": "ivy", "password": "pw-ivy-12"}).data(201)
+	token = call(t, "POST", a.url+"/api/auth/login", "", map[string]string{"username": "owner", "password": "Owner-Pass-12"}).data(200)["token"].(string)
+	return a, b, token
+}
 
-	// The program signs in on node B and opens its socket on node A.
-	session := call(t, "POST", b.url+"/api/client/init", "", map[string]string{"secret": secret, "version": "1.0.0", "hwid": "h"}).data(200)["sessionToken"].(string)
-	nonce := call(t, "POST", b.url+"/api/client/nonce", "", map[string]string{"sessionToken": session}).data(200)["nonce"].(string)
-	req, _ := http.NewRequest("POST", b.url+"/api/client/login", strings.NewReader(`{"sessionToken":"`+session+`","username":"ivy","password":"pw-ivy-12"}`))
+// clientLogin makes a client session on n and signs the user in, as an SDK does.
+func clientLogin(t *testing.T, n *node, secret, username, password string) string {
+	t.Helper()
+	session := call(t, "POST", n.url+"/api/client/init", "", map[string]string{"secret": secret, "version": "1.0.0", "hwid": "h"}).data(200)["sessionToken"].(string)
+	nonce := call(t, "POST", n.url+"/api/client/nonce", "", map[string]string{"sessionToken": session}).data(200)["nonce"].(string)
+	body, _ := json.Marshal(map[string]string{"sessionToken": session, "username": username, "password": password})
+	req, _ := http.NewRequest("POST", n.url+"/api/client/login", bytes.NewReader(body))
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("X-Nonce", nonce)
 	resp, err := http.DefaultClient.Do(req)
@@ -109,22 +111,44 @@ func TestSocketsAcrossProcesses(t *testing.T) {
 		t.Fatalf("login: %v %v", err, resp)
 	}
 	resp.Body.Close()
-	ws := func(n *node) string { return "ws" + strings.TrimPrefix(n.url, "http") }
-	client, _, err := websocket.DefaultDialer.Dial(ws(a)+"/api/client/ws?token="+url.QueryEscape(session), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer client.Close()
-	if err := client.WriteJSON(map[string]string{"type": "ping"}); err != nil {
-		t.Fatal(err)
-	}
-	readType(t, client, "pong")
+	return session
+}
 
-	dash, _, err := websocket.DefaultDialer.Dial(ws(b)+"/api/apps/"+appID+"/ws/connect?token="+url.QueryEscape(token), nil)
+// dial opens a socket on n at path; the socket closes with the test.
+func dial(t *testing.T, n *node, path string) *websocket.Conn {
+	t.Helper()
+	c, _, err := websocket.DefaultDialer.Dial("ws"+strings.TrimPrefix(n.url, "http")+path, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer dash.Close()
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// ping sends a ping and waits for the pong: once answered, the socket is admitted.
+func ping(t *testing.T, c *websocket.Conn) {
+	t.Helper()
+	if err := c.WriteJSON(map[string]string{"type": "ping"}); err != nil {
+		t.Fatal(err)
+	}
+	readType(t, c, "pong")
+}
+
+// TestSocketsAcrossProcesses runs two keyward processes over MongoDB and Redis: a client
+// socket on one, the dashboard and REST calls on the other; stopping the first releases
+// the socket's presence at once.
+func TestSocketsAcrossProcesses(t *testing.T) {
+	a, b, token := socketCluster(t)
+	app := call(t, "POST", a.url+"/api/apps", token, map[string]string{"name": "Sockets"}).data(201)
+	appID, secret := app["id"].(string), app["secret"].(string)
+	user := call(t, "POST", a.url+"/api/apps/"+appID+"/users", token, map[string]string{"username": "ivy", "password": "pw-ivy-12"}).data(201)
+
+	// The program signs in on node B and opens its socket on node A.
+	session := clientLogin(t, b, secret, "ivy", "pw-ivy-12")
+	client := dial(t, a, "/api/client/ws?token="+url.QueryEscape(session))
+	ping(t, client)
+
+	dash := dial(t, b, "/api/apps/"+appID+"/ws/connect?token="+url.QueryEscape(token))
 	if d := readType(t, dash, "online_count"); d["count"] != float64(1) {
 		t.Fatalf("online_count on B: %v", d)
 	}
@@ -164,40 +188,12 @@ func TestSocketsAcrossProcesses(t *testing.T) {
 // TestSocketsOfADeadNodeExpire kills a node holding a socket (no shutdown): the other node
 // stops counting the socket once its presence lease runs out.
 func TestSocketsOfADeadNodeExpire(t *testing.T) {
-	env := []string{"KEYWARD_MONGO_URI=" + testenv.MongoURI(t), "KEYWARD_MONGO_DATABASE=" + testenv.UniqueName("kwtest_"),
-		"KEYWARD_REDIS_URL=" + testenv.RedisURL(t), "KEYWARD_REDIS_PREFIX=" + testenv.UniqueName("kwtest:") + ":",
-		"KEYWARD_JWT_SECRET=" + strings.Repeat("e", 40), "KEYWARD_WS_LEASE_TTL=3s"}
-	a := startNode(t, append(env, "KEYWARD_DATA_DIR="+t.TempDir()))
-	b := startNode(t, append(env, "KEYWARD_DATA_DIR="+t.TempDir()))
-	for _, args := range [][]string{
-		{"admin", "create", "--username", "owner", "--email", "owner@example.com", "--password", "Owner-Pass-12"},
-		{"admin", "set", "--username", "owner", "--plan", "business"},
-	} {
-		cmd := exec.Command(binary, args...)
-		cmd.Env = append(append(os.Environ(), env...), "KEYWARD_DATA_DIR="+t.TempDir())
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("%v: %v\n%s", args, err, out)
-		}
-	}
-	token := call(t, "POST", b.url+"/api/auth/login", "", map[string]string{"username": "owner", "password": "Owner-Pass-12"}).data(200)["token"].(string)
+	a, b, token := socketCluster(t, "KEYWARD_WS_LEASE_TTL=3s")
 	app := call(t, "POST", b.url+"/api/apps", token, map[string]string{"name": "Doomed"}).data(201)
 	appID := app["id"].(string)
 	call(t, "POST", b.url+"/api/apps/"+appID+"/users", token, map[string]string{"username": "kim", "password": "pw-kim-123"}).data(201)
-	session := call(t, "POST", a.url+"/api/client/init", "", map[string]string{"secret": app["secret"].(string), "version": "1.0.0", "hwid": "h"}).data(200)["sessionToken"].(string)
-	nonce := call(t, "POST", a.url+"/api/client/nonce", "", map[string]string{"sessionToken": session}).data(200)["nonce"].(string)
-	req, _ := http.NewRequest("POST", a.url+"/api/client/login", strings.NewReader(`{"sessionToken":"`+session+`","username":"kim","password":"pw-kim-123"}`))
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("X-Nonce", nonce)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil || resp.StatusCode != 200 {
-		t.Fatalf("login: %v %v", err, resp)
-	}
-	resp.Body.Close()
-	client, _, err := websocket.DefaultDialer.Dial("ws"+strings.TrimPrefix(a.url, "http")+"/api/client/ws?token="+url.QueryEscape(session), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer client.Close()
+	session := clientLogin(t, a, app["secret"].(string), "kim", "pw-kim-123")
+	ping(t, dial(t, a, "/api/client/ws?token="+url.QueryEscape(session)))
 	online := func() float64 {
 		return call(t, "GET", b.url+"/api/apps/"+appID+"/ws/online", token, nil).data(200)["count"].(float64)
 	}

@@ -38,82 +38,50 @@ func (c *Client) info() SessionInfo {
 		ConnectedAt: c.ConnectedAt, Status: c.status, Metadata: maps.Clone(c.metadata)}
 }
 
-// Refusal is why a socket was not admitted or was ended: the edge sends it as the
-// socket's force_logout reason (SDKs cannot read the body of a refused upgrade).
-type Refusal struct {
-	Code   core.Code
-	Reason string
-}
-
-func (r *Refusal) Error() string { return string(r.Code) + ": " + r.Reason }
-
-func refusal(err error) *Refusal {
+// explain answers what a client is told about err: a domain error's code and message, or
+// UNAVAILABLE for anything else (an engine or store that cannot answer).
+func explain(err error) (core.Code, string) {
 	var de *core.Error
 	if errors.As(err, &de) {
-		return &Refusal{Code: de.Code, Reason: de.Message}
+		return de.Code, de.Message
 	}
-	return &Refusal{Code: core.CodeUnavailable, Reason: "the server cannot check this session now; try again"}
+	return core.CodeUnavailable, "the server cannot check this session now; try again"
 }
+
+// Refusal answers the force_logout message that tells a client socket why it was refused
+// (SDKs cannot read the body of a refused upgrade), and a reason for the close frame.
+func Refusal(err error) (msg []byte, reason string) {
+	code, reason := explain(err)
+	return encode(Outgoing{Type: TypeForceLogout, Data: map[string]any{"reason": reason, "code": string(code)}}), reason
+}
+
+var (
+	errAppFull = core.E(core.CodePlanLimit, "this application already has %d connected clients", MaxClientsPerApp)
+	errRaced   = core.E(core.CodeConflict, "another connection of this account opened at the same moment")
+)
 
 // ConnectClient admits a client socket (SPEC 4.11): the session checks of CheckSocket,
 // then the app's limit of MaxClientsPerApp sockets. A user has one socket: an earlier
 // socket of the same user, on any node, is closed with force_logout (the newer one wins,
 // so a program that lost its connection can reconnect at once). Dashboards see
-// session_connect.
+// session_connect. A refusal is a domain error (see Refusal).
 func (s *Service) ConnectClient(ctx context.Context, caller client.Caller, token string, peer Peer) (*Client, error) {
 	u, err := s.d.Sessions.CheckSocket(ctx, caller, token)
 	if err != nil {
-		return nil, refusal(err)
-	}
-	n, err := s.d.Engine.CountMembers(ctx, appSocketsKey(u.AppID))
-	if err != nil {
-		return nil, refusal(unavailable(err))
+		return nil, err
 	}
 	earlier, err := s.d.Engine.Members(ctx, userSocketsKey(u.AppID, u.UserID))
 	if err != nil {
-		return nil, refusal(unavailable(err))
-	}
-	if n-len(earlier) >= MaxClientsPerApp {
-		return nil, &Refusal{Code: core.CodePlanLimit, Reason: fmt.Sprintf("this application already has %d connected clients", MaxClientsPerApp)}
+		return nil, fmt.Errorf("realtime: read the user's sockets: %w", err)
 	}
 	c := &Client{ID: newID(), User: u, Caller: caller, ConnectedAt: s.d.Now().UTC().Truncate(time.Millisecond), peer: peer, session: sessionRef(u.Token),
 		rate: window{limit: ClientMessages, per: ClientWindow}, status: "online"}
 	for _, id := range earlier {
 		s.replace(ctx, u, id)
 	}
-	if err := s.lease(ctx, c); err != nil {
+	if err := s.admit(ctx, c); err != nil {
 		s.release(ctx, c)
-		return nil, refusal(unavailable(err))
-	}
-	// The count above may be stale by now: sockets connecting at the same moment on other
-	// nodes saw it too. Counting again with this socket in place holds the limit: of
-	// sockets racing for the last places some may be refused, none admitted beyond it.
-	if n, err := s.d.Engine.CountMembers(ctx, appSocketsKey(u.AppID)); err != nil || n > MaxClientsPerApp {
-		s.release(ctx, c)
-		if err != nil {
-			return nil, refusal(unavailable(err))
-		}
-		return nil, &Refusal{Code: core.CodePlanLimit, Reason: fmt.Sprintf("this application already has %d connected clients", MaxClientsPerApp)}
-	}
-	// Two sockets of one user connecting at the same moment (on two nodes) may both have
-	// found no earlier socket. Each looks again with itself in place: the greater id stays
-	// and replaces the others, the smaller gives way. Whichever looks last sees both, so
-	// one socket is left however the two interleave.
-	mine, err := s.d.Engine.Members(ctx, userSocketsKey(u.AppID, u.UserID))
-	if err != nil {
-		s.release(ctx, c)
-		return nil, refusal(unavailable(err))
-	}
-	for _, id := range mine {
-		if id > c.ID {
-			s.release(ctx, c)
-			return nil, &Refusal{Code: core.CodeConflict, Reason: "another connection of this account opened at the same moment"}
-		}
-	}
-	for _, id := range mine {
-		if id != c.ID {
-			s.replace(ctx, u, id)
-		}
+		return nil, err
 	}
 	s.mu.Lock()
 	if s.clients[u.AppID] == nil {
@@ -126,6 +94,40 @@ func (s *Service) ConnectClient(ctx context.Context, caller client.Caller, token
 	s.logEvent(events.Event{Name: "ws.connect", AppID: u.AppID, Username: u.Username, IP: u.IP, Level: events.LevelDebug,
 		Message: "client socket connected", Data: map[string]any{"userId": u.UserID}})
 	return c, nil
+}
+
+// admit puts the socket's presence in place, then checks the two limits with it there,
+// which holds them when sockets connect at the same moment on several nodes: of sockets
+// racing for the last places of an app some may be refused, none admitted beyond the
+// limit; of two sockets of one user that both found no earlier one, the greater id stays
+// and replaces the other, the smaller gives way (whichever looks last sees both). The
+// caller releases the presence when admit fails.
+func (s *Service) admit(ctx context.Context, c *Client) error {
+	if err := s.lease(ctx, c); err != nil {
+		return err
+	}
+	n, err := s.d.Engine.CountMembers(ctx, appSocketsKey(c.User.AppID))
+	if err != nil {
+		return fmt.Errorf("realtime: count the app's sockets: %w", err)
+	}
+	if n > MaxClientsPerApp {
+		return errAppFull
+	}
+	mine, err := s.d.Engine.Members(ctx, userSocketsKey(c.User.AppID, c.User.UserID))
+	if err != nil {
+		return fmt.Errorf("realtime: read the user's sockets: %w", err)
+	}
+	for _, id := range mine {
+		if id > c.ID {
+			return errRaced
+		}
+	}
+	for _, id := range mine {
+		if id != c.ID {
+			s.replace(ctx, c.User, id)
+		}
+	}
+	return nil
 }
 
 // replace ends socket id of user u, on whatever node holds it, for a newer socket of the
@@ -204,17 +206,17 @@ func (s *Service) recheck(c *Client) {
 	if err == nil {
 		return
 	}
-	r := refusal(err)
-	if r.Code == core.CodeUnavailable {
+	code, reason := explain(err)
+	if code == core.CodeUnavailable {
 		return // not the session's fault; the next check decides
 	}
-	msg := Outgoing{Type: TypeForceLogout, Data: map[string]any{"reason": r.Reason}}
-	code := CloseForceLogout
-	if r.Code == core.CodeBanned {
-		msg, code = Outgoing{Type: TypeBanned, Data: map[string]any{"reason": r.Reason}}, CloseBanned
+	msg := Outgoing{Type: TypeForceLogout, Data: map[string]any{"reason": reason}}
+	closeCode := CloseForceLogout
+	if code == core.CodeBanned {
+		msg, closeCode = Outgoing{Type: TypeBanned, Data: map[string]any{"reason": reason}}, CloseBanned
 	}
 	c.peer.Send(encode(msg))
-	c.peer.Close(code, r.Reason)
+	c.peer.Close(closeCode, reason)
 }
 
 // ClientMessage handles one message from a client socket (SPEC 4.11, client to server).
@@ -223,12 +225,12 @@ func (s *Service) ClientMessage(ctx context.Context, c *Client, raw []byte) {
 	ctx, cancel := context.WithTimeout(ctx, messageDeadline)
 	defer cancel()
 	if !c.rate.allow(s.d.Now()) {
-		c.peer.Send(errorMsg(fmt.Sprintf("rate limited: at most %d messages per %s", ClientMessages, ClientWindow)))
+		c.peer.Send(ErrorMessage(fmt.Sprintf("rate limited: at most %d messages per %s", ClientMessages, ClientWindow)))
 		return
 	}
 	in, ok := decode(raw)
 	if !ok {
-		c.peer.Send(errorMsg("a message is a JSON object with a string type"))
+		c.peer.Send(ErrorMessage("a message is a JSON object with a string type"))
 		return
 	}
 	appID := c.User.AppID
@@ -244,18 +246,18 @@ func (s *Service) ClientMessage(ctx context.Context, c *Client, raw []byte) {
 	case "set_status":
 		st := in.str("status")
 		if st == "" || len(st) > maxStatus {
-			c.peer.Send(errorMsg(fmt.Sprintf("status must be a string of 1 to %d characters", maxStatus)))
+			c.peer.Send(ErrorMessage(fmt.Sprintf("status must be a string of 1 to %d characters", maxStatus)))
 			return
 		}
 		c.mu.Lock()
 		c.status = st
 		c.mu.Unlock()
-		_ = s.lease(ctx, c)
+		_ = s.describe(ctx, c)
 		_ = s.toDashboardsMsg(ctx, appID, Outgoing{Type: TypeStatus, Data: with("status", st)})
 	case "chat":
 		msg := in.str("message")
 		if msg == "" || len(msg) > maxText {
-			c.peer.Send(errorMsg(fmt.Sprintf("message must be a string of 1 to %d characters", maxText)))
+			c.peer.Send(ErrorMessage(fmt.Sprintf("message must be a string of 1 to %d characters", maxText)))
 			return
 		}
 		_ = s.toDashboardsMsg(ctx, appID, Outgoing{Type: TypeChat, Data: with("message", msg)})
@@ -263,7 +265,7 @@ func (s *Service) ClientMessage(ctx context.Context, c *Client, raw []byte) {
 		v, _ := in.member("typing")
 		typing, isBool := v.(bool)
 		if !isBool {
-			c.peer.Send(errorMsg("typing must be a boolean"))
+			c.peer.Send(ErrorMessage("typing must be a boolean"))
 			return
 		}
 		_ = s.toDashboardsMsg(ctx, appID, Outgoing{Type: TypeTyping, Data: with("typing", typing)})
@@ -271,17 +273,17 @@ func (s *Service) ClientMessage(ctx context.Context, c *Client, raw []byte) {
 		v, _ := in.member("metadata")
 		meta, isObj := v.(map[string]any)
 		if !isObj {
-			c.peer.Send(errorMsg("metadata must be an object"))
+			c.peer.Send(ErrorMessage("metadata must be an object"))
 			return
 		}
 		if err := validMetadata(meta); err != "" {
-			c.peer.Send(errorMsg(err))
+			c.peer.Send(ErrorMessage(err))
 			return
 		}
 		c.mu.Lock()
 		c.metadata = meta
 		c.mu.Unlock()
-		_ = s.lease(ctx, c)
+		_ = s.describe(ctx, c)
 	default:
 		s.custom(ctx, c, in)
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"sync"
-	"time"
 )
 
 // Dashboard is an owner's socket on an app, held by this node. The edge admits it (JWT,
@@ -53,7 +52,7 @@ func (s *Service) ConnectDashboard(ctx context.Context, appID string, peer Peer)
 	list, err := s.Sessions(ctx, appID)
 	if err != nil {
 		s.DisconnectDashboard(d)
-		return nil, refusal(err)
+		return nil, err
 	}
 	d.mu.Lock()
 	peer.Send(encode(Outgoing{Type: TypeOnlineCount, Data: map[string]any{"count": len(list)}}))
@@ -82,12 +81,12 @@ func (s *Service) DashboardMessage(ctx context.Context, d *Dashboard, raw []byte
 	ctx, cancel := context.WithTimeout(ctx, messageDeadline)
 	defer cancel()
 	if !d.rate.allow(s.d.Now()) {
-		d.peer.Send(errorMsg(fmt.Sprintf("rate limited: at most %d messages per %s", DashboardMessages, DashboardWindow)))
+		d.peer.Send(ErrorMessage(fmt.Sprintf("rate limited: at most %d messages per %s", DashboardMessages, DashboardWindow)))
 		return
 	}
 	in, ok := decode(raw)
 	if !ok {
-		d.peer.Send(errorMsg("a message is a JSON object with a string type"))
+		d.peer.Send(ErrorMessage("a message is a JSON object with a string type"))
 		return
 	}
 	userID := in.str("userId")
@@ -116,7 +115,7 @@ func (s *Service) DashboardMessage(ctx context.Context, d *Dashboard, raw []byte
 		v, _ := in.member("typing")
 		typing, isBool := v.(bool)
 		if userID == "" || !isBool {
-			d.peer.Send(errorMsg("typing needs userId and a boolean typing"))
+			d.peer.Send(ErrorMessage("typing needs userId and a boolean typing"))
 			return
 		}
 		err = s.toUserMsg(ctx, d.AppID, userID, Outgoing{Type: TypeTyping, Data: map[string]any{"typing": typing}}, 0, "")
@@ -132,14 +131,14 @@ func (s *Service) DashboardMessage(ctx context.Context, d *Dashboard, raw []byte
 		v, _ := in.member("events")
 		list, isList := v.([]any)
 		if !isList || len(list) > 100 {
-			d.peer.Send(errorMsg("events must be an array of at most 100 event types"))
+			d.peer.Send(ErrorMessage("events must be an array of at most 100 event types"))
 			return
 		}
 		filters := make(map[string]bool, len(list))
 		for _, e := range list {
 			name, isStr := e.(string)
 			if !isStr {
-				d.peer.Send(errorMsg("events must be an array of event types"))
+				d.peer.Send(ErrorMessage("events must be an array of event types"))
 				return
 			}
 			filters[name] = true
@@ -151,13 +150,11 @@ func (s *Service) DashboardMessage(ctx context.Context, d *Dashboard, raw []byte
 		d.mu.Unlock()
 		return
 	default:
-		d.peer.Send(errorMsg(fmt.Sprintf("unknown message type %q", in.Type)))
+		d.peer.Send(ErrorMessage(fmt.Sprintf("unknown message type %q", in.Type)))
 		return
 	}
 	if err != nil {
-		d.peer.Send(errorMsg(refusal(err).Reason))
+		_, reason := explain(err)
+		d.peer.Send(ErrorMessage(reason))
 	}
 }
-
-// messageDeadline bounds the work of one socket message.
-const messageDeadline = 10 * time.Second

@@ -3,6 +3,7 @@ package realtime
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 
 	"github.com/keyward/keyward/core"
 )
@@ -37,10 +38,20 @@ func validPayload(field string, p map[string]any, required bool) error {
 	return nil
 }
 
+// userSockets counts the user's client sockets across the cluster (0 or 1 but for a
+// moment while one replaces another).
+func (s *Service) userSockets(ctx context.Context, appID, userID string) (int, error) {
+	n, err := s.d.Engine.CountMembers(ctx, userSocketsKey(appID, userID))
+	if err != nil {
+		return 0, fmt.Errorf("realtime: count the user's sockets: %w", err)
+	}
+	return n, nil
+}
+
 // userOnline reports whether the user has a client socket anywhere in the cluster.
 func (s *Service) userOnline(ctx context.Context, appID, userID string) (bool, error) {
-	n, err := s.d.Engine.CountMembers(ctx, userSocketsKey(appID, userID))
-	return n > 0, unavailable(err)
+	n, err := s.userSockets(ctx, appID, userID)
+	return n > 0, err
 }
 
 // Broadcast sends message to every client socket of the app; it answers the online count.
@@ -58,7 +69,7 @@ func (s *Service) Broadcast(ctx context.Context, appID, message, typ string) (in
 	if err != nil {
 		return 0, err
 	}
-	return n, unavailable(s.toClientsMsg(ctx, appID, Outgoing{Type: TypeMessage, Data: map[string]any{"message": message, "type": typ}}))
+	return n, s.toClientsMsg(ctx, appID, Outgoing{Type: TypeMessage, Data: map[string]any{"message": message, "type": typ}})
 }
 
 // ForceLogout sends force_logout to the user's sockets and closes them; it answers whether
@@ -77,7 +88,7 @@ func (s *Service) ForceLogout(ctx context.Context, appID, userID, reason string)
 	if err != nil {
 		return false, err
 	}
-	return online, unavailable(s.toUserMsg(ctx, appID, userID, Outgoing{Type: TypeForceLogout, Data: map[string]any{"reason": reason}}, CloseForceLogout, reason))
+	return online, s.toUserMsg(ctx, appID, userID, Outgoing{Type: TypeForceLogout, Data: map[string]any{"reason": reason}}, CloseForceLogout, reason)
 }
 
 // Kick closes the user's sockets with the reason in the close frame.
@@ -92,7 +103,7 @@ func (s *Service) Kick(ctx context.Context, appID, userID, reason string) (bool,
 	if err != nil {
 		return false, err
 	}
-	return online, unavailable(s.kick(ctx, appID, userID, reason))
+	return online, s.kick(ctx, appID, userID, reason)
 }
 
 func (s *Service) kick(ctx context.Context, appID, userID, reason string) error {
@@ -113,21 +124,20 @@ func (s *Service) Ban(ctx context.Context, appID, userID, reason string) error {
 	return s.ban(ctx, appID, userID, reason)
 }
 
+// ban sets the banned flag; the user.ban event that follows sends banned and closes the
+// user's sockets (HandleEvent), as for a ban from the users API.
 func (s *Service) ban(ctx context.Context, appID, userID, reason string) error {
 	if s.d.Ban == nil {
 		return core.E(core.CodeInternal, "banning is not wired")
 	}
-	if err := s.d.Ban(ctx, appID, userID, reason); err != nil {
-		return err
-	}
-	return s.bannedMsg(ctx, appID, userID, reason)
+	return s.d.Ban(ctx, appID, userID, reason)
 }
 
 func (s *Service) bannedMsg(ctx context.Context, appID, userID, reason string) error {
 	if reason == "" {
 		reason = "banned by the application's owner"
 	}
-	return unavailable(s.toUserMsg(ctx, appID, userID, Outgoing{Type: TypeBanned, Data: map[string]any{"reason": reason}}, CloseBanned, reason))
+	return s.toUserMsg(ctx, appID, userID, Outgoing{Type: TypeBanned, Data: map[string]any{"reason": reason}}, CloseBanned, reason)
 }
 
 // Chat sends a chat message to one user; it answers whether the user was connected.
@@ -142,7 +152,7 @@ func (s *Service) Chat(ctx context.Context, appID, userID, message string) (bool
 	if err != nil {
 		return false, err
 	}
-	return online, unavailable(s.toUserMsg(ctx, appID, userID, Outgoing{Type: TypeChat, Data: map[string]any{"message": message}}, 0, ""))
+	return online, s.toUserMsg(ctx, appID, userID, Outgoing{Type: TypeChat, Data: map[string]any{"message": message}}, 0, "")
 }
 
 // Command sends a named command to one user, or to every client when userID is empty; it
@@ -177,16 +187,16 @@ func (s *Service) send(ctx context.Context, appID, userID string, m Outgoing) (i
 		if err != nil {
 			return 0, err
 		}
-		return n, unavailable(s.toClientsMsg(ctx, appID, m))
+		return n, s.toClientsMsg(ctx, appID, m)
 	}
 	if len(userID) > 100 {
 		return 0, core.Invalid("userId", "userId is not a user id")
 	}
-	n, err := s.d.Engine.CountMembers(ctx, userSocketsKey(appID, userID))
+	n, err := s.userSockets(ctx, appID, userID)
 	if err != nil {
-		return 0, unavailable(err)
+		return 0, err
 	}
-	return n, unavailable(s.toUserMsg(ctx, appID, userID, m, 0, ""))
+	return n, s.toUserMsg(ctx, appID, userID, m, 0, "")
 }
 
 func validUser(userID string) error {

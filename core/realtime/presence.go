@@ -26,19 +26,31 @@ type SessionInfo struct {
 	Metadata    map[string]any `json:"metadata,omitempty"`
 }
 
-// lease writes (or renews) the socket's presence.
-func (s *Service) lease(ctx context.Context, c *Client) error {
+// describe writes what the session list shows of the socket (status and metadata
+// changes need only this), renewing that part of the lease.
+func (s *Service) describe(ctx context.Context, c *Client) error {
 	info, err := json.Marshal(c.info())
 	if err != nil {
 		return fmt.Errorf("realtime: encode presence: %w", err)
 	}
 	if err := s.d.Engine.SetValue(ctx, socketKey(c.ID), info, s.leaseTTL); err != nil {
+		return fmt.Errorf("realtime: write presence: %w", err)
+	}
+	return nil
+}
+
+// lease writes (or renews) the socket's presence.
+func (s *Service) lease(ctx context.Context, c *Client) error {
+	if err := s.describe(ctx, c); err != nil {
 		return err
 	}
 	if err := s.d.Engine.AddMember(ctx, appSocketsKey(c.User.AppID), c.ID, s.leaseTTL, 0); err != nil {
-		return err
+		return fmt.Errorf("realtime: lease: %w", err)
 	}
-	return s.d.Engine.AddMember(ctx, userSocketsKey(c.User.AppID, c.User.UserID), c.ID, s.leaseTTL, 0)
+	if err := s.d.Engine.AddMember(ctx, userSocketsKey(c.User.AppID, c.User.UserID), c.ID, s.leaseTTL, 0); err != nil {
+		return fmt.Errorf("realtime: lease: %w", err)
+	}
+	return nil
 }
 
 // release removes the socket's presence.
@@ -58,20 +70,23 @@ func (s *Service) release(ctx context.Context, c *Client) {
 // Online counts the app's client sockets across the cluster.
 func (s *Service) Online(ctx context.Context, appID string) (int, error) {
 	n, err := s.d.Engine.CountMembers(ctx, appSocketsKey(appID))
-	return n, unavailable(err)
+	if err != nil {
+		return 0, fmt.Errorf("realtime: count sockets: %w", err)
+	}
+	return n, nil
 }
 
 // Sessions lists the app's client sockets across the cluster, oldest first.
 func (s *Service) Sessions(ctx context.Context, appID string) ([]SessionInfo, error) {
 	ids, err := s.d.Engine.Members(ctx, appSocketsKey(appID))
 	if err != nil {
-		return nil, unavailable(err)
+		return nil, fmt.Errorf("realtime: list sockets: %w", err)
 	}
 	out := make([]SessionInfo, 0, len(ids))
 	for _, id := range ids {
 		raw, _, ok, err := s.d.Engine.GetValue(ctx, socketKey(id))
 		if err != nil {
-			return nil, unavailable(err)
+			return nil, fmt.Errorf("realtime: read a socket: %w", err)
 		}
 		if !ok {
 			continue // released between the two reads

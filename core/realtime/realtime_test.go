@@ -227,7 +227,7 @@ func testDeliveriesAcrossNodes(t *testing.T, twoNodes pair) {
 
 	// Unknown sessions are refused with the check's code.
 	_, err = a.ConnectClient(ctx, client.Caller{IP: "192.0.2.9"}, "tok-nobody", &recorder{})
-	if r, ok := err.(*Refusal); !ok || r.Code != core.CodeUnauthorized {
+	if code, _ := explain(err); err == nil || code != core.CodeUnauthorized {
 		t.Fatalf("unknown session: %v", err)
 	}
 }
@@ -249,7 +249,7 @@ func testAppSocketLimit(t *testing.T, twoNodes pair) {
 		}
 	}
 	_, err := a.ConnectClient(ctx, client.Caller{IP: "192.0.2.1"}, fmt.Sprintf("tok-u%d", MaxClientsPerApp), &recorder{})
-	if r, ok := err.(*Refusal); !ok || r.Code != core.CodePlanLimit {
+	if code, _ := explain(err); err == nil || code != core.CodePlanLimit {
 		t.Fatalf("socket %d: %v, want PLAN_LIMIT", MaxClientsPerApp+1, err)
 	}
 	// A user already connected may reconnect at the limit: the new socket replaces the old.

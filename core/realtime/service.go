@@ -14,7 +14,6 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/keyward/keyward/cluster"
-	"github.com/keyward/keyward/core"
 	"github.com/keyward/keyward/core/client"
 	"github.com/keyward/keyward/core/events"
 )
@@ -271,14 +270,6 @@ func (s *Service) logEvent(e events.Event) {
 	if s.d.Events != nil {
 		s.d.Events.Publish(e)
 	}
-}
-
-// unavailable wraps an engine failure for the edge.
-func unavailable(err error) error {
-	if err == nil {
-		return nil
-	}
-	return &core.Error{Code: core.CodeUnavailable, Message: "the cluster engine is unavailable; try again", Cause: err}
 }
 
 // Held answers how many client and dashboard sockets this node holds, for metrics.

@@ -27,6 +27,8 @@ const (
 	// the setting from below (renewals are engine writes).
 	DefaultLeaseTTL = 60 * time.Second
 	MinLeaseTTL     = 3 * time.Second
+	// messageDeadline bounds the work of one socket message.
+	messageDeadline = 10 * time.Second
 	// MaxMessageBytes bounds one incoming message.
 	MaxMessageBytes = 64 << 10
 	// maxStatus, maxText and maxMetaValue bound strings a socket sends.
@@ -87,7 +89,8 @@ func encode(m Outgoing) []byte {
 	return []byte(strings.TrimSuffix(b.String(), "\n"))
 }
 
-func errorMsg(text string) []byte {
+// ErrorMessage is an error message for a socket: a refused message, or a refused dashboard.
+func ErrorMessage(text string) []byte {
 	return encode(Outgoing{Type: TypeError, Data: map[string]any{"message": text}})
 }
 
