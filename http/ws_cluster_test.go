@@ -48,6 +48,24 @@ func TestWebSocketAcrossNodes(t *testing.T) {
 		t.Fatalf("chat at the client on A: %v", d)
 	}
 
+	// A hook created on node B runs on node A at once, although A had already read the
+	// app's hooks (none): the change drops A's compiled hooks over the bus.
+	cl.send(map[string]any{"type": "greet"})
+	dash.expectType("custom_event", "chat")
+	expectOK(t, onB.do("POST", base+"/hooks", map[string]any{"name": "hello", "event": "greet",
+		"actions": []any{map[string]any{"type": "respond", "message": "hello {{username}}"}}}), http.StatusCreated)
+	waitFor(t, func() bool {
+		// The pong after the greet says whether the hook answered it.
+		cl.send(map[string]any{"type": "greet"})
+		cl.send(map[string]any{"type": "ping"})
+		answered := false
+		for m := cl.next(); m["type"] != "pong"; m = cl.next() {
+			d, _ := m["data"].(map[string]any)
+			answered = answered || m["type"] == "message" && d["message"] == "hello zoe"
+		}
+		return answered
+	})
+
 	// The same user connecting on node B replaces the socket on node A.
 	onBClient := mustDialWS(t, b, w.clientSocketAt, w.client.ip)
 	cl.expectType("force_logout")

@@ -405,6 +405,8 @@ func TestWebSocketNeedsBusinessPlan(t *testing.T) {
 			w.a.do("POST", base+"/broadcast", map[string]any{"message": "x"}),
 			w.a.do("POST", base+"/users/"+w.userID+"/kick", nil),
 			w.a.do("POST", base+"/push", map[string]any{"payload": map[string]any{}}),
+			w.a.do("GET", base+"/hooks", nil),
+			w.a.do("POST", base+"/hooks", map[string]any{"name": "x", "event": "e", "actions": []any{respond()}}),
 		} {
 			expect(t, r, http.StatusForbidden, "PLAN_FEATURE")
 		}
