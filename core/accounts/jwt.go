@@ -3,6 +3,9 @@ package accounts
 import (
 	"errors"
 	"fmt"
+	"math"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/golang-jwt/jwt/v5"
@@ -10,16 +13,85 @@ import (
 	"github.com/keyward/keyward/core/secrets"
 )
 
-func init() {
-	// Issued-at times carry milliseconds, so that a token issued right after a password
-	// change is told apart from one issued earlier in the same second (TokensValidAfter).
-	jwt.TimePrecision = time.Millisecond
+// Claims are what Keyward puts in a dashboard JWT: the account id as subject, a unique id
+// for revocation, issued-at and expiry. They implement jwt.Claims themselves (rather than
+// embedding jwt.RegisteredClaims) for the issued-at time: it carries milliseconds, so that a
+// token issued right after a password change is told apart from one issued earlier in the
+// same second (TokensValidAfter), and jwt.NumericDate reads a fractional time through a
+// float64, which can land a millisecond early and refuse the token just issued.
+type Claims struct {
+	Issuer    string           `json:"iss"`
+	Subject   string           `json:"sub"`
+	ID        string           `json:"jti"`
+	IssuedAt  MilliTime        `json:"iat"`
+	ExpiresAt *jwt.NumericDate `json:"exp"`
 }
 
-// Claims are what Keyward puts in a dashboard JWT: the account id as subject, a unique id
-// for revocation, issued-at and expiry.
-type Claims struct {
-	jwt.RegisteredClaims
+// GetExpirationTime implements jwt.Claims.
+func (c Claims) GetExpirationTime() (*jwt.NumericDate, error) { return c.ExpiresAt, nil }
+
+// GetIssuedAt implements jwt.Claims.
+func (c Claims) GetIssuedAt() (*jwt.NumericDate, error) {
+	if c.IssuedAt.IsZero() {
+		return nil, nil
+	}
+	return &jwt.NumericDate{Time: c.IssuedAt.Time}, nil
+}
+
+// GetNotBefore implements jwt.Claims; Keyward tokens have none.
+func (c Claims) GetNotBefore() (*jwt.NumericDate, error) { return nil, nil }
+
+// GetIssuer implements jwt.Claims.
+func (c Claims) GetIssuer() (string, error) { return c.Issuer, nil }
+
+// GetSubject implements jwt.Claims.
+func (c Claims) GetSubject() (string, error) { return c.Subject, nil }
+
+// GetAudience implements jwt.Claims; Keyward tokens have none.
+func (c Claims) GetAudience() (jwt.ClaimStrings, error) { return nil, nil }
+
+// MilliTime is a JWT NumericDate with millisecond precision that reads back exactly what
+// was written: seconds with three decimals, parsed as decimal text, never through a float.
+type MilliTime struct{ time.Time }
+
+// MarshalJSON writes seconds since the epoch with exactly three decimals.
+func (t MilliTime) MarshalJSON() ([]byte, error) {
+	ms := t.UnixMilli()
+	sign := ""
+	if ms < 0 {
+		sign, ms = "-", -ms
+	}
+	return fmt.Appendf(nil, "%s%d.%03d", sign, ms/1000, ms%1000), nil
+}
+
+// UnmarshalJSON reads a JSON number of seconds; digits past the millisecond are dropped.
+func (t *MilliTime) UnmarshalJSON(b []byte) error {
+	s := string(b)
+	if strings.ContainsAny(s, "eE") {
+		// Not a form Keyward writes; read it as jwt does.
+		f, err := strconv.ParseFloat(s, 64)
+		if err != nil || math.IsInf(f, 0) || math.IsNaN(f) {
+			return fmt.Errorf("accounts: bad time %q", s)
+		}
+		t.Time = time.UnixMilli(int64(math.Floor(f * 1000)))
+		return nil
+	}
+	whole, frac, _ := strings.Cut(s, ".")
+	neg := strings.HasPrefix(whole, "-")
+	secs, err := strconv.ParseInt(whole, 10, 64)
+	if err != nil || secs > math.MaxInt64/1000 || secs < math.MinInt64/1000 {
+		return fmt.Errorf("accounts: bad time %q", s)
+	}
+	frac = (frac + "000")[:3]
+	ms, err := strconv.ParseInt(frac, 10, 64)
+	if err != nil || ms < 0 {
+		return fmt.Errorf("accounts: bad time %q", s)
+	}
+	if neg {
+		ms = -ms
+	}
+	t.Time = time.UnixMilli(secs*1000 + ms)
+	return nil
 }
 
 // tokenIssuer signs and checks HS256 dashboard tokens.
@@ -30,14 +102,20 @@ type tokenIssuer struct {
 
 const issuerName = "keyward"
 
+// clockLeeway forgives small clock differences between the nodes of a cluster (a token
+// issued by one node and checked by another a moment later).
+const clockLeeway = 30 * time.Second
+
+// issue signs a token issued at now, truncated to the millisecond.
 func (t tokenIssuer) issue(accountID string, now time.Time) (string, Claims, error) {
-	c := Claims{jwt.RegisteredClaims{
+	now = now.Truncate(time.Millisecond)
+	c := Claims{
 		Issuer:    issuerName,
 		Subject:   accountID,
 		ID:        secrets.Random(16),
-		IssuedAt:  jwt.NewNumericDate(now),
+		IssuedAt:  MilliTime{now},
 		ExpiresAt: jwt.NewNumericDate(now.Add(t.ttl)),
-	}}
+	}
 	s, err := jwt.NewWithClaims(jwt.SigningMethodHS256, c).SignedString(t.secret)
 	if err != nil {
 		return "", Claims{}, fmt.Errorf("accounts: sign token: %w", err)
@@ -51,12 +129,12 @@ func (t tokenIssuer) parse(token string, now time.Time) (Claims, error) {
 	var c Claims
 	_, err := jwt.ParseWithClaims(token, &c, func(*jwt.Token) (any, error) { return t.secret, nil },
 		jwt.WithValidMethods([]string{jwt.SigningMethodHS256.Alg()}),
-		jwt.WithExpirationRequired(), jwt.WithIssuedAt(), jwt.WithIssuer(issuerName),
+		jwt.WithExpirationRequired(), jwt.WithIssuedAt(), jwt.WithIssuer(issuerName), jwt.WithLeeway(clockLeeway),
 		jwt.WithTimeFunc(func() time.Time { return now }))
 	if err != nil {
 		return Claims{}, fmt.Errorf("%w: %v", errBadToken, err)
 	}
-	if c.Subject == "" || c.ID == "" || c.IssuedAt == nil {
+	if c.Subject == "" || c.ID == "" || c.IssuedAt.IsZero() || c.ExpiresAt == nil {
 		return Claims{}, fmt.Errorf("%w: missing claims", errBadToken)
 	}
 	return c, nil

@@ -285,8 +285,15 @@ func (s *Service) VerifyEmail(ctx context.Context, token string) (Session, error
 	return s.signIn(a)
 }
 
+// signIn issues a JWT for the account. It is never issued before the account's cut-off
+// (a node whose clock is behind the one that changed the password): a token the server
+// issues is one it accepts.
 func (s *Service) signIn(a storage.Account) (Session, error) {
-	token, claims, err := s.tokens.issue(a.ID, s.cfg.Now())
+	issued := s.cfg.Now()
+	if cut := a.TokensValidAfter; issued.Before(cut) {
+		issued = cut
+	}
+	token, claims, err := s.tokens.issue(a.ID, issued)
 	if err != nil {
 		return Session{}, err
 	}
@@ -399,7 +406,8 @@ func (s *Service) Authenticate(ctx context.Context, token string) (Principal, er
 	} else if err != nil {
 		return Principal{}, fmt.Errorf("accounts: authenticate: %w", err)
 	}
-	if !a.TokensValidAfter.IsZero() && c.IssuedAt.Time.Before(a.TokensValidAfter) {
+	// Both times are whole milliseconds (tokens and storage keep no more), compared exactly.
+	if !a.TokensValidAfter.IsZero() && c.IssuedAt.Before(a.TokensValidAfter.Truncate(time.Millisecond)) {
 		return Principal{}, errBadSession
 	}
 	return Principal{Account: a, TokenID: c.ID, TokenExpiresAt: c.ExpiresAt.Time}, nil
