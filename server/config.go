@@ -134,15 +134,11 @@ func LoadConfig(name string, args []string, getenv func(string) string, out io.W
 		if v := getenv(o.env); v != "" {
 			o.value = v
 		}
-		def := ""
-		if o.def != "" {
-			def = fmt.Sprintf(" (default %q)", o.def)
-		}
-		fs.StringVar(&o.value, o.flag, o.value, fmt.Sprintf("%s [$%s]%s", o.usage, o.env, def))
+		fs.StringVar(&o.value, o.flag, o.value, o.usage)
 	}
 	fs.Usage = func() {
 		fmt.Fprintf(out, "Usage: %s [flags]\n\nEvery flag can also be set by the environment variable shown in brackets;\na flag wins over its variable.\n\nFlags:\n", name)
-		fs.PrintDefaults()
+		printOptions(out, opts)
 	}
 	if err := fs.Parse(args); err != nil {
 		return Config{}, err
@@ -155,6 +151,20 @@ func LoadConfig(name string, args []string, getenv func(string) string, out io.W
 		v[o.flag] = strings.TrimSpace(o.value)
 	}
 	return parse(v)
+}
+
+// printOptions lists the settings in their order with their built-in defaults. It is not
+// flag.PrintDefaults: that shows the value a flag starts with, which is the environment's
+// when a variable is set (a secret such as KEYWARD_JWT_SECRET would be printed), and it
+// would repeat the default already given here.
+func printOptions(out io.Writer, opts []*option) {
+	for _, o := range opts {
+		def := ""
+		if o.def != "" {
+			def = fmt.Sprintf(" (default %q)", o.def)
+		}
+		fmt.Fprintf(out, "  --%s value\n    \t%s [$%s]%s\n", o.flag, o.usage, o.env, def)
+	}
 }
 
 func parse(v map[string]string) (Config, error) {

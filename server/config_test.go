@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"flag"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -22,12 +23,46 @@ func TestHelpListsEverySetting(t *testing.T) {
 			t.Fatalf("help lacks %s / %s:\n%s", o.flag, o.env, out.String())
 		}
 	}
+	// Each setting once, its default once, in the order of options(); never the value an
+	// environment variable gives (it may be a secret).
+	help := out.String()
+	last := -1
+	for _, o := range options() {
+		at := strings.Index(help, "  --"+o.flag+" ")
+		if at < 0 || strings.Count(help, "  --"+o.flag+" ") != 1 || at < last {
+			t.Fatalf("--%s is not listed once in order:\n%s", o.flag, help)
+		}
+		last = at
+		if o.def != "" {
+			if n := strings.Count(help, fmt.Sprintf("[$%s] (default %q)", o.env, o.def)); n != 1 {
+				t.Fatalf("--%s: its default shown %d times, want once:\n%s", o.flag, n, help)
+			}
+		}
+	}
+	if n := strings.Count(help, "(default \""); n != countDefaults() {
+		t.Fatalf("%d defaults shown, want %d:\n%s", n, countDefaults(), help)
+	}
+	out.Reset()
+	_, _ = LoadConfig("keyward serve", []string{"--help"}, env(map[string]string{"KEYWARD_JWT_SECRET": "a-secret-that-must-not-be-printed-0123456789"}), &out)
+	if strings.Contains(out.String(), "a-secret-that-must-not-be-printed") {
+		t.Fatalf("help prints the environment's secret:\n%s", out.String())
+	}
 	for _, want := range []string{"KEYWARD_ADDR", "KEYWARD_DATA_DIR", "KEYWARD_MONGO_URI", "KEYWARD_REDIS_URL", "KEYWARD_JWT_SECRET",
 		"KEYWARD_SMTP_HOST", "KEYWARD_MAIL_OUTBOX", "KEYWARD_TRUSTED_PROXIES", "KEYWARD_LOG_LEVEL"} {
 		if !strings.Contains(out.String(), want) {
 			t.Fatalf("help lacks %s", want)
 		}
 	}
+}
+
+func countDefaults() int {
+	n := 0
+	for _, o := range options() {
+		if o.def != "" {
+			n++
+		}
+	}
+	return n
 }
 
 func TestDefaultsAreTheEmbeddedMode(t *testing.T) {
