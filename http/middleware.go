@@ -1,8 +1,10 @@
 package httpapi
 
 import (
+	"bufio"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
 	"regexp"
 	"runtime/debug"
@@ -52,6 +54,40 @@ func recovery(log *slog.Logger) gin.HandlerFunc {
 			}
 			c.Abort()
 		}()
+		c.Next()
+	}
+}
+
+// upgradeAwareWriter reports 101 Switching Protocols once the connection was hijacked: the
+// WebSocket upgrader writes its 101 on the hijacked connection, past gin's writer, which
+// would otherwise still say 200 to the access log and the metrics.
+type upgradeAwareWriter struct {
+	gin.ResponseWriter
+	hijacked bool
+}
+
+func (w *upgradeAwareWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+	conn, rw, err := w.ResponseWriter.Hijack()
+	if err == nil {
+		w.hijacked = true
+	}
+	return conn, rw, err
+}
+
+func (w *upgradeAwareWriter) Status() int {
+	if w.hijacked {
+		return http.StatusSwitchingProtocols
+	}
+	return w.ResponseWriter.Status()
+}
+
+// Unwrap lets http.ResponseController reach the connection's deadlines.
+func (w *upgradeAwareWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// trackUpgrades installs upgradeAwareWriter; it runs before the access log and the metrics.
+func trackUpgrades() gin.HandlerFunc {
+	return func(c *gin.Context) {
+		c.Writer = &upgradeAwareWriter{ResponseWriter: c.Writer}
 		c.Next()
 	}
 }

@@ -87,7 +87,7 @@ func New(d Deps, cfg Config) (http.Handler, error) {
 		return nil, fmt.Errorf("httpapi: trusted proxies: %w", err)
 	}
 	metrics := newHTTPMetrics(d.Metrics)
-	r.Use(requestID(), recovery(d.Log), accessLog(d.Log), metrics.middleware(),
+	r.Use(requestID(), trackUpgrades(), recovery(d.Log), accessLog(d.Log), metrics.middleware(),
 		// Uploads stream through, capped by the upload limit plus room for the multipart framing.
 		bodyLimit(cfg.MaxBodyBytes, map[string]int64{"POST " + uploadRoute: d.Files.MaxBytes() + 64<<10}))
 	r.NoRoute(func(c *gin.Context) {

@@ -1,0 +1,89 @@
+package httpapi
+
+import (
+	"bytes"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/gin-gonic/gin"
+	"github.com/gorilla/websocket"
+)
+
+// lockedBuffer is a log sink read by the test while the server writes to it.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// TestAccessLogShowsUpgradeStatus upgrades a real socket and checks the access log line
+// says 101, not the 200 gin's writer holds after the upgrader hijacked the connection.
+func TestAccessLogShowsUpgradeStatus(t *testing.T) {
+	var logs lockedBuffer
+	log := slog.New(slog.NewTextHandler(&logs, nil))
+	r := gin.New()
+	r.Use(requestID(), trackUpgrades(), recovery(log), accessLog(log))
+	upgrader := websocket.Upgrader{}
+	r.GET("/ws", func(c *gin.Context) {
+		conn, err := upgrader.Upgrade(c.Writer, c.Request, nil)
+		if err != nil {
+			return
+		}
+		_ = conn.WriteMessage(websocket.TextMessage, []byte("hi"))
+		_ = conn.Close()
+	})
+	r.GET("/plain", func(c *gin.Context) { ok(c, http.StatusOK, nil) })
+	srv := httptest.NewServer(r)
+	defer srv.Close()
+
+	conn, resp, err := websocket.DefaultDialer.Dial("ws"+strings.TrimPrefix(srv.URL, "http")+"/ws", nil)
+	if err != nil {
+		t.Fatalf("dial: %v", err)
+	}
+	if resp.StatusCode != http.StatusSwitchingProtocols {
+		t.Fatalf("upgrade answered %d", resp.StatusCode)
+	}
+	_, _, _ = conn.ReadMessage()
+	_ = conn.Close()
+	// A refused upgrade (no WebSocket headers) keeps the status the upgrader answered.
+	if r, err := http.Get(srv.URL + "/ws"); err == nil {
+		r.Body.Close()
+	}
+	if r, err := http.Get(srv.URL + "/plain"); err == nil {
+		r.Body.Close()
+	}
+	want := []string{"path=/ws route=/ws status=101", "path=/ws route=/ws status=400", "path=/plain route=/plain status=200"}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		got := logs.String()
+		missing := ""
+		for _, w := range want {
+			if !strings.Contains(got, w) {
+				missing = w
+			}
+		}
+		if missing == "" {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("access log lacks %q:\n%s", missing, got)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
