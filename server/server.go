@@ -224,6 +224,8 @@ type Core struct {
 	// Meter counts client API calls; Server starts its flusher.
 	Meter         *usage.Meter
 	stopAppActors func()
+	// stopPurge ends the purge of expired logout revocations (serve only; nil otherwise).
+	stopPurge func()
 	// Engines names the engines in use (storage, cluster, mail), for the start-up log line.
 	Engines []any
 }
@@ -234,6 +236,9 @@ func (c *Core) Close() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	meterErr := c.Meter.Close(ctx)
+	if c.stopPurge != nil {
+		c.stopPurge()
+	}
 	c.Realtime.Close()
 	c.WSHooks.Close()
 	c.stopAppActors()
@@ -307,7 +312,7 @@ func OpenCore(ctx context.Context, c Config, log *slog.Logger) (_ *Core, err err
 	appsSvc := apps.New(store, catalogue, hasher, bus, c.Clock, log)
 	filesSvc := files.New(store, blobStore, appsSvc, bus, c.MaxUploadBytes, c.Clock)
 	appsSvc.OnDelete(filesSvc.DeleteAppFiles)
-	svc, err := accounts.New(accounts.Deps{Store: store, Revoked: engine, Hasher: hasher, Plans: catalogue, Mailer: mailq,
+	svc, err := accounts.New(accounts.Deps{Store: store, Hasher: hasher, Plans: catalogue, Mailer: mailq,
 		Apps: appsSvc, Log: log}, accounts.Config{JWTSecret: secret, TokenTTL: c.JWTTTL, PublicURL: c.PublicURL, Now: c.Clock})
 	if err != nil {
 		return nil, err
@@ -458,6 +463,7 @@ func New(ctx context.Context, c Config, log *slog.Logger) (*Server, error) {
 		_ = core.Close()
 		return nil, err
 	}
+	core.stopPurge = core.Accounts.StartRevocationPurge(0)
 	core.Janitor = logs.StartJanitor(core.Store, logs.RetentionConfig{MaxAge: c.LogMaxAge, MaxPerApp: c.LogMaxPerApp, Now: c.Clock}, log)
 	log.Info("keyward ready", append(core.Engines, "listen", s.apiLn.Addr().String(), "metrics", s.metricsAddr())...)
 	return s, nil

@@ -10,7 +10,6 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/keyward/keyward/cluster"
 	"github.com/keyward/keyward/core"
 	"github.com/keyward/keyward/core/passwords"
 	"github.com/keyward/keyward/core/plans"
@@ -53,30 +52,36 @@ type Config struct {
 	Now func() time.Time
 }
 
+// Store is what the service persists: accounts, their mailed tokens, and the JWTs revoked
+// by a logout (kept in storage, not only in the cluster engine, so that a logout survives a
+// restart of Redis or of the embedded node).
+type Store interface {
+	storage.AccountStore
+	storage.RevocationStore
+}
+
 // Service runs the account flows.
 type Service struct {
-	store   storage.AccountStore
-	revoked cluster.Revocations
-	hasher  *passwords.Hasher
-	plans   *plans.Catalogue
-	mailer  Mailer
-	apps    AppCounter
-	tokens  tokenIssuer
-	cfg     Config
-	log     *slog.Logger
+	store  Store
+	hasher *passwords.Hasher
+	plans  *plans.Catalogue
+	mailer Mailer
+	apps   AppCounter
+	tokens tokenIssuer
+	cfg    Config
+	log    *slog.Logger
 	// planHooks run after a plan change; registered at start-up, before any request.
 	planHooks []func(ctx context.Context, accountID string)
 }
 
 // Deps are the service's collaborators.
 type Deps struct {
-	Store   storage.AccountStore
-	Revoked cluster.Revocations
-	Hasher  *passwords.Hasher
-	Plans   *plans.Catalogue
-	Mailer  Mailer
-	Apps    AppCounter // optional
-	Log     *slog.Logger
+	Store  Store
+	Hasher *passwords.Hasher
+	Plans  *plans.Catalogue
+	Mailer Mailer
+	Apps   AppCounter // optional
+	Log    *slog.Logger
 }
 
 // New checks the configuration and builds the service.
@@ -91,10 +96,10 @@ func New(d Deps, cfg Config) (*Service, error) {
 		cfg.Now = time.Now
 	}
 	cfg.PublicURL = strings.TrimRight(cfg.PublicURL, "/")
-	if d.Store == nil || d.Revoked == nil || d.Hasher == nil || d.Plans == nil || d.Mailer == nil || d.Log == nil {
+	if d.Store == nil || d.Hasher == nil || d.Plans == nil || d.Mailer == nil || d.Log == nil {
 		return nil, errors.New("accounts: missing dependency")
 	}
-	return &Service{store: d.Store, revoked: d.Revoked, hasher: d.Hasher, plans: d.Plans, mailer: d.Mailer,
+	return &Service{store: d.Store, hasher: d.Hasher, plans: d.Plans, mailer: d.Mailer,
 		apps: d.Apps, tokens: tokenIssuer{secret: cfg.JWTSecret, ttl: cfg.TokenTTL}, cfg: cfg, log: d.Log}, nil
 }
 
@@ -393,7 +398,7 @@ func (s *Service) Authenticate(ctx context.Context, token string) (Principal, er
 	if err != nil {
 		return Principal{}, errBadSession
 	}
-	revoked, err := s.revoked.IsRevoked(ctx, c.ID)
+	revoked, err := s.store.IsTokenRevoked(ctx, c.ID, s.cfg.Now())
 	if err != nil {
 		return Principal{}, fmt.Errorf("accounts: revocation check: %w", err)
 	}
@@ -432,7 +437,7 @@ func (s *Service) Logout(ctx context.Context, p Principal) (string, error) {
 	if p.TokenID == "" {
 		return "", core.E(core.CodeForbidden, "an API key cannot log out; regenerate it to revoke it")
 	}
-	if err := s.revoked.Revoke(ctx, p.TokenID, p.TokenExpiresAt); err != nil {
+	if err := s.store.RevokeToken(ctx, p.TokenID, p.TokenExpiresAt); err != nil {
 		return "", fmt.Errorf("accounts: logout: %w", err)
 	}
 	return msgLoggedOut, nil

@@ -57,6 +57,7 @@ const (
 	collAttempts      = "webhookAttempts"
 	collSessions      = "clientSessions"
 	collWSHooks       = "wsHooks"
+	collRevocations   = "tokenRevocations"
 )
 
 // Store is the MongoDB-wire engine. It is safe for concurrent use.
@@ -80,6 +81,7 @@ type Store struct {
 	attempts       *mongo.Collection // webhook delivery attempts
 	clientSessions *mongo.Collection // durable copies of client sessions
 	wsHooks        *mongo.Collection // WebSocket hooks
+	revocations    *mongo.Collection // logged-out dashboard JWTs
 }
 
 var _ storage.Store = (*Store)(nil)
@@ -130,6 +132,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		attempts:       db.Collection(collAttempts),
 		clientSessions: db.Collection(collSessions),
 		wsHooks:        db.Collection(collWSHooks),
+		revocations:    db.Collection(collRevocations),
 	}
 	if err := s.createIndexes(ctx); err != nil {
 		_ = client.Disconnect(context.WithoutCancel(ctx))
@@ -170,6 +173,10 @@ func (s *Store) createIndexes(ctx context.Context) error {
 			{Keys: bson.D{{Key: "emailLower", Value: 1}}, Options: unique("emailLower_unique")},
 			{Keys: bson.D{{Key: "apiKeyHash", Value: 1}}, Options: plain("apiKeyHash")},
 			{Keys: bson.D{{Key: "createdAt", Value: 1}, {Key: "_id", Value: 1}}, Options: plain("createdAt_id")},
+		}},
+		// A revoked token's id is its _id; the purge goes by expiry.
+		{s.revocations, []mongo.IndexModel{
+			{Keys: bson.D{{Key: "expiresAt", Value: 1}}, Options: plain("expiresAt")},
 		}},
 		// A token's hash is its _id, unique by construction.
 		{s.accountTokens, []mongo.IndexModel{

@@ -439,6 +439,20 @@ CREATE TABLE ws_hooks (
 CREATE INDEX ws_hooks_priority ON ws_hooks (app_id, priority, created_at, id);
 `,
 	},
+	{
+		version: 7,
+		name:    "revoked dashboard tokens",
+		sql: `
+-- A logged-out JWT, by its id, until its own expiry (unix milliseconds); the purge goes
+-- by expiry.
+CREATE TABLE token_revocations (
+	id         TEXT    NOT NULL PRIMARY KEY,
+	expires_at INTEGER NOT NULL
+) STRICT, WITHOUT ROWID;
+
+CREATE INDEX token_revocations_expires ON token_revocations (expires_at);
+`,
+	},
 }
 
 // migrate brings the database at db (the writer pool) to the last migration. Applied steps
