@@ -59,7 +59,13 @@ func (h *accountHandlers) login(c *gin.Context) {
 		fail(c, err)
 		return
 	}
-	if err := rateLimit(c, h.limiter, limitLogin, c.ClientIP(), in.Username); err != nil {
+	// Per account, whichever of its names is typed (SPEC 8: per IP and username).
+	account, err := h.svc.LoginLimitKey(c.Request.Context(), in.Username)
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	if err := rateLimit(c, h.limiter, limitLogin, c.ClientIP(), account); err != nil {
 		fail(c, err)
 		return
 	}

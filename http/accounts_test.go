@@ -184,6 +184,28 @@ func TestLogin(t *testing.T) {
 			// Another IP, or another username from the same IP, has its own budget.
 			expectOK(t, login(t, s, o.Username, o.Password, ""), http.StatusOK)
 		})
+		t.Run("the budget is the account's whichever name is typed", func(t *testing.T) {
+			// Username, email and either in another case are one account: 5 tries in all,
+			// not 5 per spelling.
+			ip := nextIP()
+			try := func(name, password string) ts.Response {
+				return s.Do(t, ts.Req{Method: "POST", Path: "/api/auth/login", IP: ip, Body: map[string]string{"username": name, "password": password}})
+			}
+			for _, name := range []string{o.Username, o.Email, strings.ToUpper(o.Username), " " + strings.ToUpper(o.Email) + " ", o.Username} {
+				expect(t, try(name, "Wrong-Password-1"), http.StatusUnauthorized, "UNAUTHORIZED")
+			}
+			for _, name := range []string{o.Email, strings.ToUpper(o.Username), o.Username} {
+				expect(t, try(name, o.Password), http.StatusTooManyRequests, "RATE_LIMITED")
+			}
+			// A name no account has is limited as typed (trimmed, any case), so probing
+			// unknown names earns nothing either; another unknown name has its own budget.
+			ghost := "ghost" + strings.ToLower(o.Username)
+			for i := 0; i < 5; i++ {
+				expect(t, try([]string{ghost, strings.ToUpper(ghost), " " + ghost}[i%3], "Wrong-Password-1"), http.StatusUnauthorized, "UNAUTHORIZED")
+			}
+			expect(t, try(ghost, "Wrong-Password-1"), http.StatusTooManyRequests, "RATE_LIMITED")
+			expect(t, try(ghost+"@example.com", "Wrong-Password-1"), http.StatusUnauthorized, "UNAUTHORIZED")
+		})
 	})
 }
 

@@ -341,6 +341,25 @@ func (s *Service) lookup(ctx context.Context, login string) (storage.Account, er
 	return s.store.GetAccountByUsername(ctx, login)
 }
 
+// LoginLimitKey names the budget a login attempt with this username or email counts
+// against: the account it names, so that an account's username and email (in any case)
+// share one budget; a name no account has counts against itself, trimmed and lower-cased
+// as the lookup compares, so that probing names gains no extra tries either.
+func (s *Service) LoginLimitKey(ctx context.Context, login string) (string, error) {
+	name := strings.ToLower(strings.TrimSpace(login))
+	if len(login) > core.MaxEmailLength {
+		return "name:" + name, nil // refused by Login before any lookup
+	}
+	a, err := s.lookup(ctx, login)
+	switch {
+	case errors.Is(err, storage.ErrNotFound):
+		return "name:" + name, nil
+	case err != nil:
+		return "", fmt.Errorf("accounts: login limit: %w", err)
+	}
+	return "account:" + a.ID, nil
+}
+
 // Login checks credentials (and the TOTP code when 2FA is on) and signs the owner in.
 func (s *Service) Login(ctx context.Context, in LoginInput) (Session, error) {
 	if err := core.FirstError(core.Required("username", in.Username), core.Required("password", in.Password)); err != nil {
