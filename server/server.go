@@ -432,11 +432,13 @@ func New(ctx context.Context, c Config, log *slog.Logger) (*Server, error) {
 		_ = core.Close()
 		return nil, err
 	}
-	s.apiLn, err = net.Listen("tcp", c.Addr)
+	ln, err := net.Listen("tcp", c.Addr)
 	if err != nil {
 		_ = core.Close()
 		return nil, fmt.Errorf("cannot listen on %s: %w", c.Addr, err)
 	}
+	// net/http's own answers to malformed requests become error envelopes too.
+	s.apiLn = httpapi.EnvelopeListener(ln, log)
 	s.api = &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 120 * time.Second,
 		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
 	if c.MetricsAddr != "" {
