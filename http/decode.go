@@ -36,7 +36,8 @@ func bindJSON(c *gin.Context, dst any) error {
 	}
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
 		var tooBig *http.MaxBytesError
-		if errors.As(err, &tooBig) {
+		var domain *core.Error
+		if errors.As(err, &tooBig) || errors.As(err, &domain) {
 			return err
 		}
 		return core.Invalid("body", "body must contain exactly one JSON object")
@@ -48,9 +49,12 @@ func decodeError(err error) error {
 	var syntax *json.SyntaxError
 	var typ *json.UnmarshalTypeError
 	var tooBig *http.MaxBytesError
+	var domain *core.Error
 	switch {
 	case errors.Is(err, io.EOF):
 		return nil // whitespace-only body: nothing given
+	case errors.As(err, &domain):
+		return err // the body reader's own refusal (REQUEST_TIMEOUT)
 	case errors.As(err, &tooBig):
 		return err
 	case errors.As(err, &syntax):

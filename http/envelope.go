@@ -90,6 +90,8 @@ func statusOf(code core.Code) int {
 		return http.StatusConflict
 	case core.CodeTooLarge:
 		return http.StatusRequestEntityTooLarge
+	case codeRequestTimeout:
+		return http.StatusRequestTimeout
 	case core.CodeRateLimited, core.CodeQuotaExceeded:
 		return http.StatusTooManyRequests
 	case core.CodeUnavailable:

@@ -2,7 +2,9 @@ package httpapi
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -163,4 +165,69 @@ func bodyLimit(limit int64, larger map[string]int64) gin.HandlerFunc {
 		}
 		c.Next()
 	}
+}
+
+// codeRequestTimeout refuses a request whose body did not arrive in time (bodyDeadline).
+const codeRequestTimeout core.Code = "REQUEST_TIMEOUT"
+
+// errBodyTimeout is what reading a body past its deadline answers.
+var errBodyTimeout = core.E(codeRequestTimeout, "the request body did not arrive in time")
+
+// bodyDeadline bounds the time a request body may take to arrive, so that a client sending
+// headers and then nothing (or a trickle) cannot hold a connection and a handler open: the
+// body must arrive within timeout, plus one second for every minRate bytes received, so
+// that a large upload on a slow but live link is bounded by a rate floor rather than a
+// total time. Past the deadline a read fails with REQUEST_TIMEOUT (408), the answer is sent
+// and the connection closed. Requests without a body (WebSocket upgrades among them) are
+// left alone.
+func bodyDeadline(timeout time.Duration, minRate int64) gin.HandlerFunc {
+	return func(c *gin.Context) {
+		r := c.Request
+		if timeout <= 0 || r.Body == nil || r.Body == http.NoBody || (r.ContentLength == 0 && len(r.TransferEncoding) == 0) {
+			c.Next()
+			return
+		}
+		rc := http.NewResponseController(c.Writer)
+		start := time.Now()
+		if err := rc.SetReadDeadline(start.Add(timeout)); err != nil {
+			// Not on a real connection (a handler test); nothing to bound.
+			c.Next()
+			return
+		}
+		r.Body = &deadlineBody{ReadCloser: r.Body, rc: rc, start: start, timeout: timeout, minRate: minRate}
+		c.Next()
+	}
+}
+
+// deadlineBody moves the connection's read deadline as the body arrives and lifts it at
+// the body's end: net/http then reads the connection in the background to notice a client
+// that goes away, and a deadline left in place would cancel the request when it passed.
+type deadlineBody struct {
+	io.ReadCloser
+	rc       *http.ResponseController
+	start    time.Time
+	timeout  time.Duration
+	minRate  int64
+	received int64
+	ended    bool
+}
+
+func (b *deadlineBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	b.received += int64(n)
+	switch {
+	case errors.Is(err, io.EOF):
+		if !b.ended {
+			b.ended = true
+			_ = b.rc.SetReadDeadline(time.Time{})
+		}
+	case err != nil:
+		if ne, ok := errors.AsType[net.Error](err); ok && ne.Timeout() {
+			return n, errBodyTimeout
+		}
+	case n > 0 && b.minRate > 0:
+		grace := time.Duration(float64(b.received) / float64(b.minRate) * float64(time.Second))
+		_ = b.rc.SetReadDeadline(b.start.Add(b.timeout + grace))
+	}
+	return n, err
 }

@@ -63,10 +63,21 @@ type Config struct {
 	CountryHeader string
 	// MetricsOnMain serves /metrics on this handler (false when it has its own listener).
 	MetricsOnMain bool
+	// BodyTimeout is how long a request body may take to arrive, plus one second per
+	// BodyMinRate bytes received (bodyDeadline); defaults DefaultBodyTimeout and
+	// DefaultBodyMinRate.
+	BodyTimeout time.Duration
+	BodyMinRate int64
 }
 
 // DefaultMaxBodyBytes is the default cap of a JSON request body.
 const DefaultMaxBodyBytes = 1 << 20
+
+// Defaults of the body read bound: 30 s, extended while at least 16 KiB/s arrives.
+const (
+	DefaultBodyTimeout = 30 * time.Second
+	DefaultBodyMinRate = 16 << 10
+)
 
 func init() { gin.SetMode(gin.ReleaseMode) }
 
@@ -78,6 +89,12 @@ func New(d Deps, cfg Config) (http.Handler, error) {
 	if cfg.MaxBodyBytes <= 0 {
 		cfg.MaxBodyBytes = DefaultMaxBodyBytes
 	}
+	if cfg.BodyTimeout <= 0 {
+		cfg.BodyTimeout = DefaultBodyTimeout
+	}
+	if cfg.BodyMinRate <= 0 {
+		cfg.BodyMinRate = DefaultBodyMinRate
+	}
 	r := gin.New()
 	r.HandleMethodNotAllowed = true
 	r.ContextWithFallback = true
@@ -88,6 +105,7 @@ func New(d Deps, cfg Config) (http.Handler, error) {
 	}
 	metrics := newHTTPMetrics(d.Metrics)
 	r.Use(requestID(), trackUpgrades(), recovery(d.Log), accessLog(d.Log), metrics.middleware(),
+		bodyDeadline(cfg.BodyTimeout, cfg.BodyMinRate),
 		// Uploads stream through, capped by the upload limit plus room for the multipart framing.
 		bodyLimit(cfg.MaxBodyBytes, map[string]int64{"POST " + uploadRoute: d.Files.MaxBytes() + 64<<10}))
 	r.NoRoute(func(c *gin.Context) {

@@ -40,6 +40,10 @@ type Config struct {
 	TrustedProxies  []string
 	MaxBodyBytes    int64
 	ShutdownTimeout time.Duration
+	// BodyTimeout and BodyMinRate bound how long a request body may take to arrive: the
+	// timeout, plus one second per BodyMinRate bytes received.
+	BodyTimeout time.Duration
+	BodyMinRate int64
 
 	LogLevel  slog.Level
 	LogFormat string
@@ -99,6 +103,8 @@ func options() []*option {
 		{flag: "smtp-tls", env: "KEYWARD_SMTP_TLS", def: "starttls", usage: "SMTP TLS mode: starttls, tls, opportunistic or none"},
 		{flag: "trusted-proxies", env: "KEYWARD_TRUSTED_PROXIES", usage: "comma-separated CIDRs whose X-Forwarded-For header is believed"},
 		{flag: "max-body-bytes", env: "KEYWARD_MAX_BODY_BYTES", def: "1048576", usage: "largest JSON request body accepted"},
+		{flag: "body-timeout", env: "KEYWARD_BODY_TIMEOUT", def: "30s", usage: "how long a request body may take to arrive (extended while it keeps arriving at --body-min-rate); a slower body is refused with 408 and its connection closed"},
+		{flag: "body-min-rate", env: "KEYWARD_BODY_MIN_RATE", def: "16384", usage: "bytes per second a request body (a file upload) must keep arriving at once past --body-timeout"},
 		{flag: "shutdown-timeout", env: "KEYWARD_SHUTDOWN_TIMEOUT", def: "30s", usage: "how long in-flight requests may take to finish on shutdown"},
 		{flag: "log-level", env: "KEYWARD_LOG_LEVEL", def: "info", usage: "debug, info, warn or error"},
 		{flag: "log-format", env: "KEYWARD_LOG_FORMAT", def: "text", usage: "text or json"},
@@ -194,6 +200,7 @@ func parse(v map[string]string) (Config, error) {
 		SMTP: mail.SMTPConfig{Host: v["smtp-host"], Port: int(num("smtp-port", 1)), Username: v["smtp-username"],
 			Password: v["smtp-password"], TLS: v["smtp-tls"]},
 		MaxBodyBytes: num("max-body-bytes", 1024), ShutdownTimeout: dur("shutdown-timeout"),
+		BodyTimeout: dur("body-timeout"), BodyMinRate: num("body-min-rate", 1),
 		LogFormat: v["log-format"],
 		GeoIPDB:   v["geoip-db"], CountryHeader: v["country-header"], LogMaxAge: dur("log-max-age"),
 		LogMaxPerApp: int(num("log-max-per-app", 1000)), MaxUploadBytes: num("max-upload-bytes", 1),

@@ -427,7 +427,8 @@ func New(ctx context.Context, c Config, log *slog.Logger) (*Server, error) {
 		Accounts: core.Accounts, Apps: core.Apps, Variables: core.Variables, Rules: core.Rules, Logs: core.Logs, Analytics: core.Analytics, Files: core.Files,
 		Integrations: core.Integrations, Client: core.Client, Realtime: core.Realtime, WSHooks: core.WSHooks, Limiter: core.Engine, Metrics: reg, Log: log,
 		Ready: []httpapi.Checker{{Name: "storage", Ping: core.Store.Ping}, {Name: "cluster", Ping: core.Engine.Ping}},
-	}, httpapi.Config{CountryHeader: c.CountryHeader, TrustedProxies: c.TrustedProxies, MaxBodyBytes: c.MaxBodyBytes, MetricsOnMain: c.MetricsAddr == ""})
+	}, httpapi.Config{CountryHeader: c.CountryHeader, TrustedProxies: c.TrustedProxies, MaxBodyBytes: c.MaxBodyBytes, MetricsOnMain: c.MetricsAddr == "",
+		BodyTimeout: c.BodyTimeout, BodyMinRate: c.BodyMinRate})
 	if err != nil {
 		_ = core.Close()
 		return nil, err
