@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"bytes"
 	"crypto/md5"
 	"encoding/hex"
 	"encoding/json"
@@ -102,11 +103,12 @@ func bindClient(c *gin.Context) (clientBody, bool) {
 	}
 	b := clientBody{}
 	for k, v := range raw {
+		// Numbers stay the text sent (json.Number): a float64 would turn 9223372036854775807
+		// into 9223372036854776000 where a string was meant.
+		dec := json.NewDecoder(bytes.NewReader(v))
+		dec.UseNumber()
 		var x any
-		if err := json.Unmarshal(v, &x); err == nil {
-			if f, isNum := x.(float64); isNum {
-				x = json.Number(strconv.FormatFloat(f, 'f', -1, 64))
-			}
+		if err := dec.Decode(&x); err == nil {
 			b[k] = x
 		}
 	}
