@@ -22,3 +22,12 @@ func AddSeconds(base time.Time, secs int64) time.Time {
 func WithinTimeRange(t time.Time) bool {
 	return !t.After(MaxTime()) && t.Year() >= 0
 }
+
+// Writable answers t, or MaxTime when t is later: a time stored before expiries were bounded
+// is still written as one the server reads back.
+func Writable(t time.Time) time.Time {
+	if limit := MaxTime(); t.After(limit) {
+		return limit
+	}
+	return t
+}

@@ -30,6 +30,13 @@ func TestAddSecondsStopsAtMaxTime(t *testing.T) {
 			t.Errorf("%s: %s does not read back: %v", c.name, s, err)
 		}
 	}
+	legacy := time.Date(10000, 1, 2, 0, 0, 0, 0, time.UTC) // stored before expiries were bounded
+	if got := Writable(legacy); !got.Equal(MaxTime()) {
+		t.Errorf("Writable(%v) = %v, want MaxTime", legacy, got)
+	}
+	if got := Writable(now); !got.Equal(now) {
+		t.Errorf("Writable(%v) = %v", now, got)
+	}
 	if WithinTimeRange(MaxTime().Add(time.Millisecond)) || !WithinTimeRange(MaxTime()) {
 		t.Error("WithinTimeRange does not end at MaxTime")
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/keyward/keyward/cluster"
+	"github.com/keyward/keyward/core"
 	"github.com/keyward/keyward/core/client"
 	"github.com/keyward/keyward/storage"
 )
@@ -142,7 +143,7 @@ func stampOrOmit(t time.Time) string {
 	if t.IsZero() {
 		return ""
 	}
-	return t.UTC().Format(time.RFC3339)
+	return core.Writable(t).UTC().Format(time.RFC3339)
 }
 
 type initView struct {
