@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"bytes"
 	"crypto/md5"
 	"encoding/hex"
 	"encoding/json"
@@ -14,6 +15,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/keyward/keyward/cluster"
+	"github.com/keyward/keyward/core"
 	"github.com/keyward/keyward/core/client"
 	"github.com/keyward/keyward/storage"
 )
@@ -102,11 +104,12 @@ func bindClient(c *gin.Context) (clientBody, bool) {
 	}
 	b := clientBody{}
 	for k, v := range raw {
+		// Numbers stay the text sent (json.Number): a float64 would turn 9223372036854775807
+		// into 9223372036854776000 where a string was meant.
+		dec := json.NewDecoder(bytes.NewReader(v))
+		dec.UseNumber()
 		var x any
-		if err := json.Unmarshal(v, &x); err == nil {
-			if f, isNum := x.(float64); isNum {
-				x = json.Number(strconv.FormatFloat(f, 'f', -1, 64))
-			}
+		if err := dec.Decode(&x); err == nil {
 			b[k] = x
 		}
 	}
@@ -140,7 +143,7 @@ func stampOrOmit(t time.Time) string {
 	if t.IsZero() {
 		return ""
 	}
-	return t.UTC().Format(time.RFC3339)
+	return core.Writable(t).UTC().Format(time.RFC3339)
 }
 
 type initView struct {

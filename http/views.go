@@ -3,6 +3,7 @@ package httpapi
 import (
 	"time"
 
+	"github.com/keyward/keyward/core"
 	"github.com/keyward/keyward/core/accounts"
 	"github.com/keyward/keyward/core/plans"
 	"github.com/keyward/keyward/storage"
@@ -16,7 +17,7 @@ func stamp(t time.Time) *string {
 	if t.IsZero() {
 		return nil
 	}
-	s := t.UTC().Format(timeFormat)
+	s := core.Writable(t).UTC().Format(timeFormat)
 	return &s
 }
 

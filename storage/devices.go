@@ -34,7 +34,9 @@ type DeviceStore interface {
 	CreateDevice(ctx context.Context, d Device) error
 	// ListDevices answers one page, newest first, and the total.
 	ListDevices(ctx context.Context, appID string, q DeviceQuery) ([]Device, int, error)
-	DeleteDevice(ctx context.Context, appID, id string) error
+	// DeleteDevice removes the app's device and answers it as it was (its user and hwid:
+	// removing a user's bound device unbinds the user, SPEC 4.5).
+	DeleteDevice(ctx context.Context, appID, id string) (Device, error)
 	// DeleteUserDevices removes every device of the user and answers how many went.
 	DeleteUserDevices(ctx context.Context, appID, userID string) (int, error)
 }

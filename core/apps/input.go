@@ -87,6 +87,10 @@ func parseTime(field string, v *string) (*time.Time, error) {
 	if err != nil {
 		return nil, core.Invalid(field, "%s must be an RFC 3339 timestamp such as 2030-01-02T15:04:05Z", field)
 	}
+	if !core.WithinTimeRange(t) {
+		// Written back in UTC it would need a fifth year digit.
+		return nil, core.Invalid(field, "%s must be at most %s", field, core.MaxTime().Format(time.RFC3339))
+	}
 	t = storage.Truncate(t)
 	return &t, nil
 }

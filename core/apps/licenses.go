@@ -81,7 +81,7 @@ func (s *Service) CreateLicenses(ctx context.Context, o Owner, appID string, in 
 	now := s.clock()
 	out := make([]storage.License, count)
 	for i := range out {
-		l := storage.License{ID: uuid.NewString(), AppID: appID, Key: newLicenseKey(in.Prefix), Level: 1, MaxUses: 1,
+		l := storage.License{ID: uuid.NewString(), AppID: appID, Key: newLicenseKey(in.Prefix), Level: 1, MaxUses: 0,
 			DeviceLimit: 1, Note: in.Note, Enabled: true, CreatedAt: now, UpdatedAt: now}
 		core.Set(&l.Level, in.Level)
 		core.Set(&l.MaxUses, in.MaxUses)

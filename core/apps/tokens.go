@@ -159,10 +159,35 @@ func (s *Service) ListDevices(ctx context.Context, o Owner, appID, search string
 	return list, total, p, nil
 }
 
-// DeleteDevice removes a device, freeing the user's slot.
+// DeleteDevice removes a device, freeing the user's slot: the user may then sign in from a
+// new device (SPEC 4.5). When it is the device the user is bound to, the binding goes with
+// it (the hwid, and the computer name it was registered with), else the bound hwid would
+// still count as a device and refuse the new one.
 func (s *Service) DeleteDevice(ctx context.Context, o Owner, appID, id string) error {
 	if _, err := s.app(ctx, o, appID); err != nil {
 		return err
 	}
-	return notFound(s.store.DeleteDevice(ctx, appID, id), "device")
+	d, err := s.store.DeleteDevice(ctx, appID, id)
+	if err != nil {
+		return notFound(err, "device")
+	}
+	now := s.clock()
+	_, err = s.store.UpdateUser(ctx, appID, d.UserID, func(u *storage.AppUser) error {
+		if u.HWID != d.HWID {
+			return errUnchanged
+		}
+		u.HWID = ""
+		if d.PCName != "" && u.PCName == d.PCName {
+			u.PCName = ""
+		}
+		u.UpdatedAt = now
+		return nil
+	})
+	if err != nil && !errors.Is(err, errUnchanged) && !errors.Is(err, storage.ErrNotFound) {
+		return fmt.Errorf("apps: unbind the deleted device: %w", err)
+	}
+	return nil
 }
+
+// errUnchanged ends an atomic update that has nothing to change.
+var errUnchanged = errors.New("nothing to change")

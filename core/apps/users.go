@@ -336,7 +336,7 @@ func (s *Service) ExtendUser(ctx context.Context, o Owner, appID, userID string,
 		if base.IsZero() || base.Before(now) {
 			base = now
 		}
-		u.ExpiresAt = base.Add(time.Duration(*duration) * time.Second)
+		u.ExpiresAt = core.AddSeconds(base, *duration) // bounded: an expiry must read back
 		u.UpdatedAt = now
 		return nil
 	})

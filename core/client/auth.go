@@ -223,7 +223,7 @@ func (g licenseGrant) apply(u *storage.AppUser, now time.Time) {
 		if u.ExpiresAt.After(now) {
 			base = u.ExpiresAt
 		}
-		u.ExpiresAt = base.Add(time.Duration(l.Duration) * time.Second)
+		u.ExpiresAt = core.AddSeconds(base, l.Duration) // bounded: an expiry must read back
 	case !l.ExpiresAt.IsZero():
 		u.ExpiresAt = l.ExpiresAt
 	default:
@@ -553,7 +553,10 @@ func (s *Service) license(ctx context.Context, call Call, in LicenseInput) (Auth
 	case !errors.Is(err, storage.ErrNotFound):
 		return AuthResult{}, fmt.Errorf("license login: find user: %w", err)
 	}
-	// First use: the key must be usable, and is consumed.
+	// First use: the key must be usable, and is consumed. The user is created first, with
+	// the key's grant and the device bound: the unique username decides which of concurrent
+	// first logins activates, and the others (the same program retrying, or several of its
+	// processes) find that user and log in as returning, under its locks, on every engine.
 	if err := checkLicense(l, now); err != nil {
 		return AuthResult{}, err
 	}
@@ -566,17 +569,11 @@ func (s *Service) license(ctx context.Context, call Call, in LicenseInput) (Auth
 	if err != nil {
 		return AuthResult{}, err
 	}
-	grant, err := s.consumeLicense(ctx, appID, l.Key, l.Key, now)
-	if err != nil {
-		return AuthResult{}, err
-	}
-	grant.apply(&u, now)
+	licenseGrant{lic: l}.apply(&u, now)
 	if err := b.apply(&u, call, now); err != nil {
-		s.refundLicense(ctx, grant)
 		return AuthResult{}, err
 	}
 	if err := s.d.Store.CreateUser(ctx, u); err != nil {
-		s.refundLicense(ctx, grant)
 		if errors.Is(err, storage.ErrConflict) {
 			// A concurrent first use created the user: log in as returning.
 			if u, err = s.d.Store.GetUserByUsername(ctx, appID, l.Key); err == nil {
@@ -584,6 +581,15 @@ func (s *Service) license(ctx context.Context, call Call, in LicenseInput) (Auth
 			}
 		}
 		return AuthResult{}, fmt.Errorf("license login: create user: %w", err)
+	}
+	grant, err := s.consumeLicense(ctx, appID, l.Key, l.Key, now)
+	if err != nil {
+		// The key was used up or changed meanwhile (an activation by another account):
+		// this first use did not happen.
+		if derr := s.d.Store.DeleteUser(ctx, appID, u.ID); derr != nil {
+			s.d.Log.Warn("client: cannot undo a license user", "user", u.ID, "err", derr)
+		}
+		return AuthResult{}, err
 	}
 	s.registerDevice(ctx, call, u, b, in.PCName, now)
 	if err := s.signIn(ctx, call, u, now); err != nil {

@@ -235,13 +235,47 @@ func (s *Service) CheckLicense(ctx context.Context, call Call, key string) (Lice
 		res.Issues = append(res.Issues, "expired")
 	}
 	if l.MaxUses > 0 && l.UsedCount >= l.MaxUses {
-		res.Issues = append(res.Issues, "max_uses_reached")
+		// All uses taken stops a new activation, not the key's holder.
+		held, err := s.heldBy(ctx, call, l)
+		if err != nil {
+			return LicenseCheck{}, err
+		}
+		if !held {
+			res.Issues = append(res.Issues, "max_uses_reached")
+		}
 	}
 	res.Valid = len(res.Issues) == 0
 	if !res.Valid {
 		res.Reason = "license " + strings.ReplaceAll(strings.Join(res.Issues, ", "), "_", " ")
 	}
 	return res, nil
+}
+
+// heldBy reports whether the caller holds l, so that its taken uses do not matter: the
+// session's signed-in user activated it, or it is a key that signs in alone (license login)
+// and its user exists, the key being that user's identity.
+func (s *Service) heldBy(ctx context.Context, call Call, l storage.License) (bool, error) {
+	if sess := call.Session; sess.LoggedIn() {
+		if strings.EqualFold(sess.Username, l.Key) || (l.UsedBy != "" && strings.EqualFold(sess.Username, l.UsedBy)) {
+			return true, nil
+		}
+		u, err := s.d.Store.GetUser(ctx, l.AppID, sess.UserID)
+		switch {
+		case err == nil:
+			return u.LicenseID == l.ID, nil
+		case !errors.Is(err, storage.ErrNotFound):
+			return false, fmt.Errorf("check license: read session user: %w", err)
+		}
+		return false, nil
+	}
+	_, err := s.d.Store.GetUserByUsername(ctx, l.AppID, l.Key)
+	switch {
+	case err == nil:
+		return true, nil
+	case errors.Is(err, storage.ErrNotFound):
+		return false, nil
+	}
+	return false, fmt.Errorf("check license: find the key's user: %w", err)
 }
 
 // serverNamespaces are the event namespaces of the server's own events. A client log event

@@ -23,5 +23,8 @@
 //     (LICENSE_INVALID), uses left (LICENSE_USED), consumed atomically in storage so that
 //     concurrent activations of a key with one use left succeed once.
 //
-// Locks come before the license so that a refused login never spends a license use.
+// Locks come before the license so that a refused login never spends a license use. A
+// license login's first use creates the key's user, bound, before it takes the use: the
+// unique username picks one activation among concurrent first logins, and the others log in
+// as that user under its locks, alike on every storage engine.
 package client

@@ -76,9 +76,13 @@ func (s *Store) ListDevices(ctx context.Context, appID string, q storage.DeviceQ
 	return listDocs(ctx, s.devices, "list devices", filter, sortBy("createdAt", true), q.Page, deviceDoc.device)
 }
 
-// DeleteDevice removes the app's device.
-func (s *Store) DeleteDevice(ctx context.Context, appID, id string) error {
-	return deleteOne(ctx, s.devices, "delete device", byApp(appID, id))
+// DeleteDevice removes the app's device and answers it.
+func (s *Store) DeleteDevice(ctx context.Context, appID, id string) (storage.Device, error) {
+	var doc deviceDoc
+	if err := s.devices.FindOneAndDelete(ctx, byApp(appID, id)).Decode(&doc); err != nil {
+		return storage.Device{}, wrap("delete device", err)
+	}
+	return doc.device(), nil
 }
 
 // DeleteUserDevices removes every device of the app's user.

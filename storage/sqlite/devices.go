@@ -44,9 +44,13 @@ func (s *Store) ListDevices(ctx context.Context, appID string, q storage.DeviceQ
 	return listPage(ctx, s, "list devices", "devices", deviceCols, w, orderBy("created_at", true), q.Page, scanDevice)
 }
 
-// DeleteDevice removes the app's device.
-func (s *Store) DeleteDevice(ctx context.Context, appID, id string) error {
-	return s.deleteOne(ctx, "delete device", `DELETE FROM devices WHERE app_id = ? AND id = ?`, appID, id)
+// DeleteDevice removes the app's device and answers it.
+func (s *Store) DeleteDevice(ctx context.Context, appID, id string) (storage.Device, error) {
+	d, err := scanDevice(s.w.QueryRowContext(ctx, `DELETE FROM devices WHERE app_id = ? AND id = ? RETURNING `+deviceCols, appID, id))
+	if err != nil {
+		return storage.Device{}, wrap("delete device", err)
+	}
+	return d, nil
 }
 
 // DeleteUserDevices removes every device of the app's user.

@@ -184,15 +184,24 @@ func testDeviceDelete(t *testing.T, s storage.Store) {
 	}
 	bobDev := mustCreateDevice(t, s, fullDevice(bob, "B-0"))
 
-	wantNotFound(t, "DeleteDevice from another app", s.DeleteDevice(ctx, other.ID, aliceDevs[0].ID))
+	deleteDevice := func(appID, id string) error {
+		_, err := s.DeleteDevice(ctx, appID, id)
+		return err
+	}
+	wantNotFound(t, "DeleteDevice from another app", deleteDevice(other.ID, aliceDevs[0].ID))
 	if n, err := s.DeleteUserDevices(ctx, other.ID, alice.ID); err != nil || n != 0 {
 		t.Errorf("DeleteUserDevices from another app = (%d, %v), want 0", n, err)
 	}
-	if err := s.DeleteDevice(ctx, app.ID, aliceDevs[0].ID); err != nil {
+	// The removed device is answered as it was: its user and hwid unbind the user.
+	gone, err := s.DeleteDevice(ctx, app.ID, aliceDevs[0].ID)
+	if err != nil {
 		t.Fatalf("DeleteDevice: %v", err)
 	}
-	wantNotFound(t, "second DeleteDevice", s.DeleteDevice(ctx, app.ID, aliceDevs[0].ID))
-	wantNotFound(t, "DeleteDevice(missing)", s.DeleteDevice(ctx, app.ID, "missing"))
+	if d := diff(aliceDevs[0], gone); d != "" {
+		t.Errorf("DeleteDevice answered %s", d)
+	}
+	wantNotFound(t, "second DeleteDevice", deleteDevice(app.ID, aliceDevs[0].ID))
+	wantNotFound(t, "DeleteDevice(missing)", deleteDevice(app.ID, "missing"))
 
 	n, err := s.DeleteUserDevices(ctx, app.ID, alice.ID)
 	if err != nil || n != 2 {
