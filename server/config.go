@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -254,18 +253,4 @@ func NewLogger(c Config, w io.Writer) *slog.Logger {
 		return slog.New(slog.NewJSONHandler(w, opts))
 	}
 	return slog.New(slog.NewTextHandler(w, opts))
-}
-
-// ensureDir makes dir and proves it writable, with a message an operator can act on.
-func ensureDir(dir, what string) error {
-	if err := os.MkdirAll(dir, 0o750); err != nil {
-		return fmt.Errorf("%s %s cannot be created: %w", what, dir, err)
-	}
-	f, err := os.CreateTemp(dir, ".write-test-*")
-	if err != nil {
-		return fmt.Errorf("%s %s is not writable: %w", what, dir, err)
-	}
-	_ = f.Close()
-	_ = os.Remove(f.Name())
-	return nil
 }

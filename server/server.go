@@ -263,6 +263,9 @@ func OpenCore(ctx context.Context, c Config, log *slog.Logger) (_ *Core, err err
 			}
 		}
 	}()
+	if err := securePrivateDirs(c, log); err != nil {
+		return nil, err
+	}
 	secret, err := jwtSecret(c)
 	if err != nil {
 		return nil, err

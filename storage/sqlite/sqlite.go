@@ -5,7 +5,9 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net/url"
+	"os"
 	"runtime"
 	"strings"
 	"time"
@@ -45,6 +47,9 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		return nil, fmt.Errorf("sqlite: open: path %q must not contain '?'", cfg.Path)
 	}
 
+	if err := createPrivate(cfg.Path); err != nil {
+		return nil, fmt.Errorf("sqlite: open %s: %w: %v", cfg.Path, storage.ErrUnavailable, err)
+	}
 	w, err := sql.Open("sqlite", dsn(cfg.Path, true))
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: open %s: %w", cfg.Path, err)
@@ -76,6 +81,20 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	return &Store{w: w, r: r}, nil
 }
 
+// createPrivate creates the database file with mode 0600 when it does not exist yet.
+// SQLite gives the files it creates next to it (the -wal and -shm files) the mode of the
+// database file, so all three stay private to the server's user; left to the driver, the
+// database would be created 0644 (readable by every local user).
+func createPrivate(path string) error {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+	if errors.Is(err, fs.ErrExist) {
+		return nil
+	} else if err != nil {
+		return err
+	}
+	return f.Close()
+}
+
 // dsn builds the driver's data source name. Pragmas go in the DSN rather than being run
 // once after Open because database/sql may open new connections at any time, and each
 // must be configured the same way.
@@ -91,6 +110,9 @@ func dsn(path string, writer bool) string {
 		// corrupts the database, and saves an fsync per commit.
 		q.Set("_synchronous", "NORMAL")
 		q.Set("_txlock", "immediate")
+		// Deleted content (a removed integration's sealed secret, an old TOTP secret) is
+		// overwritten with zeros instead of lingering in free pages of the file.
+		q.Add("_pragma", "secure_delete(1)")
 	} else {
 		q.Set("_synchronous", "NORMAL")
 		// A write through the reader pool would bypass the single-writer queue.
