@@ -37,12 +37,12 @@ func ensureDir(dir, what string) error {
 // by an older version, or copied in with a loose umask), logging what it changed. What the
 // server creates afterwards is private from the start.
 func securePrivateDirs(c Config, log *slog.Logger) error {
-	dirs := []string{c.DataDir}
+	dirs := map[string]string{c.DataDir: "data dir"}
 	if c.SMTP.Host == "" && c.MailOutbox != "" {
-		dirs = append(dirs, c.MailOutbox)
+		dirs[c.MailOutbox] = "mail outbox"
 	}
-	for _, dir := range dirs {
-		if err := ensureDir(dir, "folder"); err != nil {
+	for dir, what := range dirs {
+		if err := ensureDir(dir, what); err != nil {
 			return err
 		}
 		changed, err := tightenTree(dir)

@@ -23,6 +23,10 @@ type Config struct {
 	// Path is the database file, created if missing. It must be a real file: the writer
 	// and reader pools each open it, so ":memory:" would give them two different databases.
 	Path string
+	// Sealer encrypts the secrets the server reads back (TOTP secrets, integration signing
+	// secrets) before they are written; nil keeps them in clear. When set, Open seals the
+	// values still stored in clear and checks that the sealed ones open (the right key).
+	Sealer storage.Sealer
 }
 
 // busyTimeout is how long a connection waits for a lock held by another process (or a
@@ -31,8 +35,9 @@ const busyTimeout = 10 * time.Second
 
 // Store is the SQLite engine. It is safe for concurrent use.
 type Store struct {
-	w *sql.DB // exactly one connection; every write goes through it
-	r *sql.DB // query_only connections for reads
+	w      *sql.DB // exactly one connection; every write goes through it
+	r      *sql.DB // query_only connections for reads
+	sealer storage.Sealer
 }
 
 var _ storage.Store = (*Store)(nil)
@@ -78,7 +83,12 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		_ = r.Close()
 		return nil, wrap("open readers "+cfg.Path, err)
 	}
-	return &Store{w: w, r: r}, nil
+	st := &Store{w: w, r: r, sealer: cfg.Sealer}
+	if err := st.sealStored(ctx); err != nil {
+		_ = st.Close()
+		return nil, fmt.Errorf("sqlite: open %s: %w", cfg.Path, err)
+	}
+	return st, nil
 }
 
 // createPrivate creates the database file with mode 0600 when it does not exist yet.

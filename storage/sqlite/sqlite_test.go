@@ -18,7 +18,7 @@ import (
 
 func openTemp(t testing.TB, path string) *Store {
 	t.Helper()
-	s, err := Open(t.Context(), Config{Path: path})
+	s, err := Open(t.Context(), Config{Path: path, Sealer: storagetest.TestSealer(t)})
 	if err != nil {
 		t.Fatalf("Open(%s): %v", path, err)
 	}
@@ -489,4 +489,24 @@ VALUES ('app', 'acc', 'Old', 'old', '', '1.0', 1, 0, 0, 0, 0, 0, 0, 'hash', '123
 	if err := s2.SaveClientSessions(ctx, []storage.ClientSession{{TokenHash: "h", AppID: "app"}}); err != nil {
 		t.Errorf("SaveClientSessions after the upgrade: %v", err)
 	}
+}
+
+func TestSealing(t *testing.T) {
+	storagetest.RunSealing(t, storagetest.SealingHarness{
+		NewLocation: func(t *testing.T) string { return filepath.Join(t.TempDir(), "keyward.db") },
+		Open: func(t *testing.T, where string, sealer storage.Sealer) (storage.Store, error) {
+			return Open(t.Context(), Config{Path: where, Sealer: sealer})
+		},
+		Raw: func(t *testing.T, where string) []byte {
+			var raw []byte
+			for _, p := range []string{where, where + "-wal"} {
+				b, err := os.ReadFile(p)
+				if err != nil && !errors.Is(err, os.ErrNotExist) {
+					t.Fatal(err)
+				}
+				raw = append(raw, b...)
+			}
+			return raw
+		},
+	})
 }
