@@ -48,8 +48,36 @@ func readField(r io.Reader, name string) (string, error) {
 	return string(b), nil
 }
 
+// bodyReader remembers the first read error of the request body, so that an upload that
+// fails because the client's body ended early (or broke off) is answered as the client's
+// fault, not as a fault of the blob store that was reading it.
+type bodyReader struct {
+	r   io.Reader
+	err error
+}
+
+func (b *bodyReader) Read(p []byte) (int, error) {
+	n, err := b.r.Read(p)
+	if err != nil && !errors.Is(err, io.EOF) && b.err == nil {
+		b.err = err
+	}
+	return n, err
+}
+
+// badBody answers the error of a multipart body that could not be read: too large, or
+// cut short or malformed.
+func (h *fileHandlers) badBody(err error) error {
+	var tooBig *http.MaxBytesError
+	if errors.As(err, &tooBig) {
+		return core.E(core.CodeTooLarge, "the file exceeds the upload limit of %d bytes", h.svc.MaxBytes())
+	}
+	return core.Invalid("body", "malformed multipart body: it ends early or breaks the multipart format")
+}
+
 // upload streams the multipart part named "file" straight into the blob store; "name" and
-// "version" fields may come before or after it.
+// "version" fields may come before or after it. The file is recorded only once the whole
+// body has been read and found good: any refusal (a second file part, a bad field, a body
+// cut short) discards the staged bytes, so a refused upload leaves nothing behind.
 func (h *fileHandlers) upload(c *gin.Context) {
 	mr, err := c.Request.MultipartReader()
 	if err != nil {
@@ -57,28 +85,33 @@ func (h *fileHandlers) upload(c *gin.Context) {
 		return
 	}
 	var (
-		name, version string
-		uploaded      *storage.File
+		name, version, contentType, fileName string
+		staged                               *files.Staged
 	)
+	refuse := func(err error) {
+		if staged != nil {
+			h.svc.Discard(c.Request.Context(), *staged)
+		}
+		fail(c, err)
+	}
 	for {
 		part, err := mr.NextPart()
 		if errors.Is(err, io.EOF) {
 			break
 		}
 		if err != nil {
-			var tooBig *http.MaxBytesError
-			if errors.As(err, &tooBig) {
-				fail(c, core.E(core.CodeTooLarge, "the file exceeds the upload limit of %d bytes", h.svc.MaxBytes()))
-				return
-			}
-			fail(c, core.Invalid("file", "malformed multipart body"))
+			refuse(h.badBody(err))
 			return
 		}
 		switch part.FormName() {
 		case "name", "version":
 			v, err := readField(part, part.FormName())
 			if err != nil {
-				fail(c, err)
+				var de *core.Error
+				if !errors.As(err, &de) {
+					err = h.badBody(err)
+				}
+				refuse(err)
 				return
 			}
 			if part.FormName() == "name" {
@@ -87,49 +120,36 @@ func (h *fileHandlers) upload(c *gin.Context) {
 				version = v
 			}
 		case "file":
-			if uploaded != nil {
-				fail(c, core.Invalid("file", "send one file per upload"))
+			if staged != nil {
+				refuse(core.Invalid("file", "send one file per upload"))
 				return
 			}
-			n := name
-			if n == "" {
-				n = part.FileName()
-			}
-			f, err := h.svc.Upload(c.Request.Context(), ownerOf(c), c.Param("appId"), files.Upload{Name: n, Version: version,
-				ContentType: part.Header.Get("Content-Type"), Body: part})
+			body := &bodyReader{r: part}
+			st, err := h.svc.Stage(c.Request.Context(), ownerOf(c), c.Param("appId"), body)
 			if err != nil {
-				var tooBig *http.MaxBytesError
-				if errors.As(err, &tooBig) {
-					err = core.E(core.CodeTooLarge, "the file exceeds the upload limit of %d bytes", h.svc.MaxBytes())
+				if body.err != nil && core.CodeOf(err) == "" {
+					err = h.badBody(body.err)
 				}
-				fail(c, err)
+				refuse(err)
 				return
 			}
-			uploaded = &f
+			staged, fileName, contentType = &st, part.FileName(), part.Header.Get("Content-Type")
 		}
 		_ = part.Close()
 	}
-	if uploaded == nil {
+	if staged == nil {
 		fail(c, core.Invalid("file", "file is required"))
 		return
 	}
-	// Fields sent after the file part apply now.
-	if (name != "" && name != uploaded.Name) || (version != "" && version != uploaded.Version) {
-		var np, vp *string
-		if name != "" {
-			np = &name
-		}
-		if version != "" {
-			vp = &version
-		}
-		f, err := h.svc.Update(c.Request.Context(), ownerOf(c), c.Param("appId"), uploaded.ID, np, vp)
-		if err != nil {
-			fail(c, err)
-			return
-		}
-		uploaded = &f
+	if name == "" {
+		name = fileName
 	}
-	ok(c, http.StatusCreated, fileOf(*uploaded))
+	f, err := h.svc.Commit(c.Request.Context(), *staged, name, version, contentType)
+	if err != nil {
+		refuse(err)
+		return
+	}
+	ok(c, http.StatusCreated, fileOf(f))
 }
 
 func (h *fileHandlers) list(c *gin.Context) {

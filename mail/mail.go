@@ -49,9 +49,10 @@ type Outbox struct {
 	Log *slog.Logger
 }
 
-// NewOutbox makes the folder if needed and checks that it is writable.
+// NewOutbox makes the folder if needed (0700: mails carry reset links; each .eml is 0600,
+// as os.CreateTemp makes it) and checks that it is writable.
 func NewOutbox(dir string, log *slog.Logger) (*Outbox, error) {
-	if err := os.MkdirAll(dir, 0o750); err != nil {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("mail: outbox %s: %w", dir, err)
 	}
 	probe, err := os.CreateTemp(dir, ".probe-*")

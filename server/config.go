@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -32,6 +31,10 @@ type Config struct {
 
 	JWTSecret string
 	JWTTTL    time.Duration
+	// SecretsKey encrypts at rest the secrets the server reads back (TOTP secrets,
+	// integration signing secrets); generated into the data dir when empty, required in a
+	// cluster (every node must read what another wrote).
+	SecretsKey string
 
 	MailOutbox string
 	MailFrom   string
@@ -93,6 +96,7 @@ func options() []*option {
 		{flag: "redis-url", env: "KEYWARD_REDIS_URL", usage: "Redis URL (redis://host:port/db); when set, Redis replaces the single-node memory cluster engine"},
 		{flag: "redis-prefix", env: "KEYWARD_REDIS_PREFIX", def: "kw:", usage: "prefix of every Redis key, so several deployments can share one Redis"},
 		{flag: "jwt-secret", env: "KEYWARD_JWT_SECRET", usage: "secret (32+ bytes) signing dashboard JWTs; generated once into the data dir when unset; required with --redis-url (all nodes must share it)"},
+		{flag: "secrets-key", env: "KEYWARD_SECRETS_KEY", usage: "key (32+ bytes) encrypting stored TOTP and integration signing secrets; generated once into the data dir (secrets.key) when unset; required with --redis-url (all nodes must share it); keep it with your backups"},
 		{flag: "jwt-ttl", env: "KEYWARD_JWT_TTL", def: "24h", usage: "lifetime of dashboard JWTs"},
 		{flag: "mail-outbox", env: "KEYWARD_MAIL_OUTBOX", usage: "folder where mails are written as .eml files when no SMTP host is set (default <data dir>/outbox)"},
 		{flag: "mail-from", env: "KEYWARD_MAIL_FROM", def: "Keyward <no-reply@localhost>", usage: "sender address of mails"},
@@ -195,7 +199,7 @@ func parse(v map[string]string) (Config, error) {
 	c := Config{
 		Addr: v["addr"], MetricsAddr: v["metrics-addr"], DataDir: v["data-dir"], PublicURL: v["public-url"],
 		MongoURI: v["mongo-uri"], MongoDatabase: v["mongo-database"], RedisURL: v["redis-url"], RedisPrefix: v["redis-prefix"],
-		JWTSecret: v["jwt-secret"], JWTTTL: dur("jwt-ttl"),
+		JWTSecret: v["jwt-secret"], JWTTTL: dur("jwt-ttl"), SecretsKey: v["secrets-key"],
 		MailOutbox: v["mail-outbox"], MailFrom: v["mail-from"],
 		SMTP: mail.SMTPConfig{Host: v["smtp-host"], Port: int(num("smtp-port", 1)), Username: v["smtp-username"],
 			Password: v["smtp-password"], TLS: v["smtp-tls"]},
@@ -256,6 +260,12 @@ func parse(v map[string]string) (Config, error) {
 	if c.RedisURL != "" && c.JWTSecret == "" {
 		errs = append(errs, errors.New("--jwt-secret (KEYWARD_JWT_SECRET) is required with --redis-url: every node of a cluster must sign with the same secret"))
 	}
+	if c.SecretsKey != "" && len(c.SecretsKey) < 32 {
+		errs = append(errs, errors.New("--secrets-key must be at least 32 bytes"))
+	}
+	if c.RedisURL != "" && c.SecretsKey == "" {
+		errs = append(errs, errors.New("--secrets-key (KEYWARD_SECRETS_KEY) is required with --redis-url: every node of a cluster must read the secrets the others encrypted"))
+	}
 	if c.SMTP.Host != "" {
 		if _, err := mail.NewSMTP(c.SMTP); err != nil {
 			errs = append(errs, err)
@@ -271,18 +281,4 @@ func NewLogger(c Config, w io.Writer) *slog.Logger {
 		return slog.New(slog.NewJSONHandler(w, opts))
 	}
 	return slog.New(slog.NewTextHandler(w, opts))
-}
-
-// ensureDir makes dir and proves it writable, with a message an operator can act on.
-func ensureDir(dir, what string) error {
-	if err := os.MkdirAll(dir, 0o750); err != nil {
-		return fmt.Errorf("%s %s cannot be created: %w", what, dir, err)
-	}
-	f, err := os.CreateTemp(dir, ".write-test-*")
-	if err != nil {
-		return fmt.Errorf("%s %s is not writable: %w", what, dir, err)
-	}
-	_ = f.Close()
-	_ = os.Remove(f.Name())
-	return nil
 }

@@ -48,7 +48,7 @@ func TestHelpListsEverySetting(t *testing.T) {
 		t.Fatalf("help prints the environment's secret:\n%s", out.String())
 	}
 	for _, want := range []string{"KEYWARD_ADDR", "KEYWARD_DATA_DIR", "KEYWARD_MONGO_URI", "KEYWARD_REDIS_URL", "KEYWARD_JWT_SECRET",
-		"KEYWARD_SMTP_HOST", "KEYWARD_MAIL_OUTBOX", "KEYWARD_TRUSTED_PROXIES", "KEYWARD_LOG_LEVEL"} {
+		"KEYWARD_SECRETS_KEY", "KEYWARD_SMTP_HOST", "KEYWARD_MAIL_OUTBOX", "KEYWARD_TRUSTED_PROXIES", "KEYWARD_LOG_LEVEL"} {
 		if !strings.Contains(out.String(), want) {
 			t.Fatalf("help lacks %s", want)
 		}
@@ -90,13 +90,16 @@ func TestFlagsWinOverEnvironment(t *testing.T) {
 
 func TestBadConfigurationIsRefusedClearly(t *testing.T) {
 	cases := map[string]map[string]string{
-		"log level":      {"KEYWARD_LOG_LEVEL": "loud"},
-		"short secret":   {"KEYWARD_JWT_SECRET": "short"},
-		"redis sans jwt": {"KEYWARD_REDIS_URL": "redis://127.0.0.1:6379/0"},
-		"duration":       {"KEYWARD_JWT_TTL": "forever"},
-		"smtp tls":       {"KEYWARD_SMTP_HOST": "mail.example.com", "KEYWARD_SMTP_TLS": "maybe"},
-		"body size":      {"KEYWARD_MAX_BODY_BYTES": "ten"},
-		"short lease":    {"KEYWARD_WS_LEASE_TTL": "1s"},
+		"log level":         {"KEYWARD_LOG_LEVEL": "loud"},
+		"short secret":      {"KEYWARD_JWT_SECRET": "short"},
+		"redis sans jwt":    {"KEYWARD_REDIS_URL": "redis://127.0.0.1:6379/0"},
+		"short secrets key": {"KEYWARD_SECRETS_KEY": "short"},
+		// A cluster node without the shared secrets key could not read what others sealed.
+		"redis sans secrets key": {"KEYWARD_REDIS_URL": "redis://127.0.0.1:6379/0", "KEYWARD_JWT_SECRET": strings.Repeat("j", 40)},
+		"duration":               {"KEYWARD_JWT_TTL": "forever"},
+		"smtp tls":               {"KEYWARD_SMTP_HOST": "mail.example.com", "KEYWARD_SMTP_TLS": "maybe"},
+		"body size":              {"KEYWARD_MAX_BODY_BYTES": "ten"},
+		"short lease":            {"KEYWARD_WS_LEASE_TTL": "1s"},
 	}
 	for name, vars := range cases {
 		t.Run(name, func(t *testing.T) {

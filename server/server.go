@@ -37,6 +37,7 @@ import (
 	"github.com/keyward/keyward/core/plans"
 	"github.com/keyward/keyward/core/realtime"
 	"github.com/keyward/keyward/core/rules"
+	"github.com/keyward/keyward/core/secrets"
 	"github.com/keyward/keyward/core/usage"
 	"github.com/keyward/keyward/core/variables"
 	"github.com/keyward/keyward/core/webhooks"
@@ -67,12 +68,17 @@ type Server struct {
 }
 
 // OpenStore opens the storage engine the configuration names: MongoDB when a URI is set,
-// else SQLite in the data dir.
+// else SQLite in the data dir. Both encrypt the secrets they must read back with the
+// secrets key.
 func OpenStore(ctx context.Context, c Config) (storage.Store, string, error) {
+	box, err := secretsBox(c)
+	if err != nil {
+		return nil, "", err
+	}
 	if c.MongoURI != "" {
-		s, err := storagemongo.Open(ctx, storagemongo.Config{URI: c.MongoURI, Database: c.MongoDatabase})
+		s, err := storagemongo.Open(ctx, storagemongo.Config{URI: c.MongoURI, Database: c.MongoDatabase, Sealer: box})
 		if err != nil {
-			return nil, "", fmt.Errorf("MongoDB at %s: %w", redactURL(c.MongoURI), err)
+			return nil, "", fmt.Errorf("MongoDB at %s: %w", redactURL(c.MongoURI), wrongKeyHint(err))
 		}
 		return s, "mongo", nil
 	}
@@ -80,9 +86,9 @@ func OpenStore(ctx context.Context, c Config) (storage.Store, string, error) {
 		return nil, "", err
 	}
 	path := filepath.Join(c.DataDir, "keyward.db")
-	s, err := storagesqlite.Open(ctx, storagesqlite.Config{Path: path})
+	s, err := storagesqlite.Open(ctx, storagesqlite.Config{Path: path, Sealer: box})
 	if err != nil {
-		return nil, "", fmt.Errorf("SQLite at %s: %w", path, err)
+		return nil, "", fmt.Errorf("SQLite at %s: %w", path, wrongKeyHint(err))
 	}
 	return s, "sqlite:" + path, nil
 }
@@ -133,40 +139,65 @@ func openBlobs(ctx context.Context, c Config, store storage.Store) (blobs.Store,
 
 // jwtSecret returns the configured secret, or the one kept in the data dir (made on first start).
 func jwtSecret(c Config) ([]byte, error) {
-	if c.JWTSecret != "" {
-		return []byte(c.JWTSecret), nil
-	}
-	if err := ensureDir(c.DataDir, "data dir"); err != nil {
+	return configuredOrKept(c.JWTSecret, c.DataDir, "jwt.secret", "JWT secret")
+}
+
+// secretsBox builds the at-rest encryption of stored secrets from the configured key, or
+// the one kept in the data dir (made on first start).
+func secretsBox(c Config) (*secrets.Box, error) {
+	key, err := configuredOrKept(c.SecretsKey, c.DataDir, "secrets.key", "secrets key")
+	if err != nil {
 		return nil, err
 	}
-	path := filepath.Join(c.DataDir, "jwt.secret")
+	return secrets.NewBox(key)
+}
+
+// wrongKeyHint says what to do when the stored secrets do not open at start.
+func wrongKeyHint(err error) error {
+	if errors.Is(err, secrets.ErrCannotOpen) {
+		return fmt.Errorf("the secrets key (--secrets-key / KEYWARD_SECRETS_KEY, else secrets.key in the data dir) "+
+			"is not the one the stored secrets were encrypted with; start with the original key: %w", err)
+	}
+	return err
+}
+
+// configuredOrKept returns the configured value, or the one kept in the file name of the
+// data dir, generating it (48 random bytes, 0600) on first start.
+func configuredOrKept(configured, dataDir, name, what string) ([]byte, error) {
+	if configured != "" {
+		return []byte(configured), nil
+	}
+	if err := ensureDir(dataDir, "data dir"); err != nil {
+		return nil, err
+	}
+	path := filepath.Join(dataDir, name)
 	b, err := os.ReadFile(path)
 	if err == nil {
 		s := strings.TrimSpace(string(b))
 		if len(s) < 32 {
-			return nil, fmt.Errorf("JWT secret in %s is shorter than 32 bytes", path)
+			return nil, fmt.Errorf("%s in %s is shorter than 32 bytes", what, path)
 		}
 		return []byte(s), nil
 	}
 	if !errors.Is(err, os.ErrNotExist) {
-		return nil, fmt.Errorf("reading JWT secret %s: %w", path, err)
+		return nil, fmt.Errorf("reading %s %s: %w", what, path, err)
 	}
 	raw := make([]byte, 48)
 	_, _ = rand.Read(raw)
 	s := base64.RawURLEncoding.EncodeToString(raw)
 	// O_EXCL: two processes starting at once on one data dir must not overwrite each other.
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, privateFileMode)
 	if errors.Is(err, os.ErrExist) {
-		return jwtSecret(c)
+		return configuredOrKept(configured, dataDir, name, what)
 	} else if err != nil {
-		return nil, fmt.Errorf("writing JWT secret %s: %w", path, err)
+		return nil, fmt.Errorf("writing %s %s: %w", what, path, err)
 	}
 	if _, err := f.WriteString(s + "\n"); err != nil {
 		_ = f.Close()
-		return nil, fmt.Errorf("writing JWT secret %s: %w", path, err)
+		return nil, fmt.Errorf("writing %s %s: %w", what, path, err)
 	}
 	if err := f.Close(); err != nil {
-		return nil, fmt.Errorf("writing JWT secret %s: %w", path, err)
+		return nil, fmt.Errorf("writing %s %s: %w", what, path, err)
 	}
 	return []byte(s), nil
 }
@@ -268,6 +299,9 @@ func OpenCore(ctx context.Context, c Config, log *slog.Logger) (_ *Core, err err
 			}
 		}
 	}()
+	if err := securePrivateDirs(c, log); err != nil {
+		return nil, err
+	}
 	secret, err := jwtSecret(c)
 	if err != nil {
 		return nil, err

@@ -46,7 +46,7 @@ func TestEmbeddedDefaultKeepsItsSecretAndData(t *testing.T) {
 	if err != nil || len(strings.TrimSpace(string(secret))) < 32 {
 		t.Fatalf("secret: %q %v", secret, err)
 	}
-	for _, p := range []string{"keyward.db", "outbox"} {
+	for _, p := range []string{"keyward.db", "outbox", "secrets.key"} {
 		if _, err := os.Stat(filepath.Join(dir, p)); err != nil {
 			t.Fatalf("%s: %v", p, err)
 		}
@@ -85,7 +85,7 @@ func TestRefusesToStart(t *testing.T) {
 		"port in use":        {map[string]string{"KEYWARD_ADDR": busy.Addr().String()}, "cannot listen"},
 		"unwritable datadir": {map[string]string{"KEYWARD_DATA_DIR": filepath.Join(file, "data")}, "data dir"},
 		"unreachable redis": {map[string]string{"KEYWARD_REDIS_URL": "redis://" + free() + "/0",
-			"KEYWARD_JWT_SECRET": strings.Repeat("s", 40)}, "Redis"},
+			"KEYWARD_JWT_SECRET": strings.Repeat("s", 40), "KEYWARD_SECRETS_KEY": strings.Repeat("k", 40)}, "Redis"},
 		"unreachable mongo": {map[string]string{"KEYWARD_MONGO_URI": "mongodb://" + free() + "/?serverSelectionTimeoutMS=1000&connectTimeoutMS=1000"}, "MongoDB"},
 	}
 	for name, c := range cases {

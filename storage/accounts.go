@@ -26,7 +26,8 @@ type Account struct {
 	EmailVerified bool
 
 	// TwoFactorEnabled says whether login needs a TOTP code. TwoFactorSecret is the active
-	// secret; TwoFactorPending is the secret handed out by setup and not yet confirmed.
+	// secret; TwoFactorPending is the secret handed out by setup and not yet confirmed. The
+	// engines store both sealed (see Sealer) and answer them in clear.
 	TwoFactorEnabled bool
 	TwoFactorSecret  string
 	TwoFactorPending string

@@ -16,4 +16,9 @@
 //   - A lost connection to the database answers an error wrapping ErrUnavailable.
 //   - Creating a record under a parent that does not exist (a user of an unknown app, a
 //     device of an unknown user) answers ErrNotFound, so deletes never leave orphans.
+//   - With a Sealer (the server always gives one), the secrets the server reads back
+//     (accounts' TOTP secrets, integrations' signing secrets) are stored sealed, bound to
+//     their record, and answered in clear; values found in clear are sealed at open, and a
+//     sealed value that does not open (another key) fails the open. storagetest.RunSealing
+//     checks it against the raw bytes of each engine.
 package storage

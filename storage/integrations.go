@@ -19,7 +19,8 @@ type Integration struct {
 	Events  []string
 	Enabled bool
 	// Secret is the signing secret of a CUSTOM integration ("" for the others). It signs
-	// every delivery, so it is kept readable, like license keys.
+	// every delivery, so it cannot be hashed: the engines store it sealed (see Sealer) and
+	// answer it in clear.
 	Secret string
 	// ConsecutiveFailures counts deliveries that ended failed since the last success; the
 	// delivery queue disables the integration when it reaches webhooks.DisableAfter.

@@ -224,7 +224,7 @@ func TestClusterNodeSurvivesARedisOutage(t *testing.T) {
 	t.Cleanup(func() { _ = redis.Process.Kill(); _ = redis.Wait() })
 	n := startNode(t, []string{"KEYWARD_DATA_DIR=" + t.TempDir(), "KEYWARD_MONGO_URI=" + mongo,
 		"KEYWARD_MONGO_DATABASE=" + testenv.UniqueName("kwtest_"), "KEYWARD_REDIS_URL=redis://" + redisAddr + "/0",
-		"KEYWARD_JWT_SECRET=" + strings.Repeat("j", 40)})
+		"KEYWARD_JWT_SECRET=" + strings.Repeat("j", 40), "KEYWARD_SECRETS_KEY=" + strings.Repeat("k", 40)})
 
 	_ = redis.Process.Kill()
 	_ = redis.Wait()
@@ -285,7 +285,7 @@ func get(t *testing.T, url, token string) int {
 func TestTwoProcessesFormACluster(t *testing.T) {
 	env := []string{"KEYWARD_MONGO_URI=" + testenv.MongoURI(t), "KEYWARD_MONGO_DATABASE=" + testenv.UniqueName("kwtest_"),
 		"KEYWARD_REDIS_URL=" + testenv.RedisURL(t), "KEYWARD_REDIS_PREFIX=" + testenv.UniqueName("kwtest:") + ":",
-		"KEYWARD_JWT_SECRET=" + strings.Repeat("c", 40), "KEYWARD_TRUSTED_PROXIES=127.0.0.1/32"}
+		"KEYWARD_JWT_SECRET=" + strings.Repeat("c", 40), "KEYWARD_SECRETS_KEY=" + strings.Repeat("k", 40), "KEYWARD_TRUSTED_PROXIES=127.0.0.1/32"}
 	a := startNode(t, append(env, "KEYWARD_DATA_DIR="+t.TempDir()))
 	b := startNode(t, append(env, "KEYWARD_DATA_DIR="+t.TempDir()))
 	admin := exec.Command(binary, "admin", "create", "--username", "ops", "--email", "ops@example.com", "--password", "Ops-Pass-12")

@@ -80,7 +80,7 @@ func socketCluster(t *testing.T, extra ...string) (a, b *node, token string) {
 	t.Helper()
 	env := append([]string{"KEYWARD_MONGO_URI=" + testenv.MongoURI(t), "KEYWARD_MONGO_DATABASE=" + testenv.UniqueName("kwtest_"),
 		"KEYWARD_REDIS_URL=" + testenv.RedisURL(t), "KEYWARD_REDIS_PREFIX=" + testenv.UniqueName("kwtest:") + ":",
-		"KEYWARD_JWT_SECRET=" + strings.Repeat("d", 40)}, extra...)
+		"KEYWARD_JWT_SECRET=" + strings.Repeat("d", 40), "KEYWARD_SECRETS_KEY=" + strings.Repeat("k", 40)}, extra...)
 	a = startNode(t, append(env, "KEYWARD_DATA_DIR="+t.TempDir()))
 	b = startNode(t, append(env, "KEYWARD_DATA_DIR="+t.TempDir()))
 	for _, args := range [][]string{

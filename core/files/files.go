@@ -1,7 +1,8 @@
 // Package files owns an application's files (SPEC 4.7): uploads streamed into a blob store
 // (the data dir, or GridFS so every node serves them) with their SHA-256 computed on the
 // way, records with name and version, downloads, renames and deletes. Bytes are never held
-// whole in memory.
+// whole in memory. An upload is two steps, Stage (the bytes) then Commit (the record), so
+// that a request refused after its bytes arrived is undone with Discard and changes nothing.
 package files
 
 import (
@@ -70,42 +71,74 @@ func checkVersion(v string) error {
 	return nil
 }
 
-// Upload is one file being uploaded.
-type Upload struct {
-	Name        string
-	Version     string
-	ContentType string
-	Body        io.Reader
+// Staged is a file whose bytes are stored but which has no record yet: nothing lists,
+// serves or announces it. The caller ends it with Commit or Discard, so that a request
+// refused after its bytes arrived (a later part of the same upload is bad) leaves nothing.
+type Staged struct {
+	id, appID, key string
+	size           int64
+	sum            string
 }
 
-// Upload streams the bytes into the blob store and records the file.
-func (s *Service) Upload(ctx context.Context, o apps.Owner, appID string, up Upload) (storage.File, error) {
-	if up.Version == "" {
-		up.Version = "1.0.0"
+// Size is the byte count of the staged file.
+func (st Staged) Size() int64 { return st.size }
+
+// checkMeta validates a file's name and version as Commit will (an empty version is the
+// default one).
+func checkMeta(name, version string) error {
+	if version == "" {
+		version = DefaultVersion
 	}
-	if err := core.FirstError(checkName("name", up.Name), checkVersion(up.Version)); err != nil {
-		return storage.File{}, err
-	}
+	return core.FirstError(checkName("name", name), checkVersion(version))
+}
+
+// DefaultVersion is the version of a file uploaded without one.
+const DefaultVersion = "1.0.0"
+
+// Stage checks that the caller owns the app, then streams body into the blob store under a
+// new id. A body that fails to read (the client's request ended early) answers an error
+// wrapping the read error, so the caller can tell it from a fault of the store.
+func (s *Service) Stage(ctx context.Context, o apps.Owner, appID string, body io.Reader) (Staged, error) {
 	if _, err := s.apps.GetApp(ctx, o, appID); err != nil {
-		return storage.File{}, err
+		return Staged{}, err
 	}
 	id := uuid.NewString()
 	key := appID + "/" + id
-	size, sum, err := s.blobs.Put(ctx, key, up.Body, s.maxBytes)
+	size, sum, err := s.blobs.Put(ctx, key, body, s.maxBytes)
 	if errors.Is(err, blobs.ErrTooLarge) {
-		return storage.File{}, core.E(core.CodeTooLarge, "the file exceeds the upload limit of %d bytes", s.maxBytes)
+		return Staged{}, core.E(core.CodeTooLarge, "the file exceeds the upload limit of %d bytes", s.maxBytes)
 	} else if err != nil {
-		return storage.File{}, fmt.Errorf("files: store bytes: %w", err)
+		return Staged{}, fmt.Errorf("files: store bytes: %w", err)
+	}
+	return Staged{id: id, appID: appID, key: key, size: size, sum: sum}, nil
+}
+
+// Commit records a staged file under its name and version (DefaultVersion when empty) and
+// announces it. On an error the bytes stay staged: the caller discards them.
+func (s *Service) Commit(ctx context.Context, st Staged, name, version, contentType string) (storage.File, error) {
+	if version == "" {
+		version = DefaultVersion
+	}
+	if err := checkMeta(name, version); err != nil {
+		return storage.File{}, err
 	}
 	now := storage.Truncate(s.now())
-	f := storage.File{ID: id, AppID: appID, Name: up.Name, Version: up.Version, Size: size, SHA256: sum, BlobKey: key,
-		ContentType: up.ContentType, CreatedAt: now, UpdatedAt: now}
+	f := storage.File{ID: st.id, AppID: st.appID, Name: name, Version: version, Size: st.size, SHA256: st.sum, BlobKey: st.key,
+		ContentType: contentType, CreatedAt: now, UpdatedAt: now}
 	if err := s.store.CreateFile(ctx, f); err != nil {
-		_ = s.blobs.Delete(context.WithoutCancel(ctx), key)
 		return storage.File{}, fmt.Errorf("files: record: %w", err)
 	}
-	s.publish(appID, "file.upload", f)
+	s.publish(st.appID, "file.upload", f)
 	return f, nil
+}
+
+// Discard removes a staged file's bytes. It runs even when ctx is cancelled (the client
+// went away mid-request): the bytes must not outlive the refused request.
+func (s *Service) Discard(ctx context.Context, st Staged) {
+	if st.key == "" {
+		return
+	}
+	_ = s.blobs.Delete(context.WithoutCancel(ctx), st.key)
 }
 
 // List answers the app's files, newest first.

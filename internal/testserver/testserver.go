@@ -105,6 +105,7 @@ func Env(t *testing.T, e Engines) map[string]string {
 		env["KEYWARD_REDIS_URL"] = testenv.RedisURL(t)
 		env["KEYWARD_REDIS_PREFIX"] = testenv.UniqueName("kwtest:") + ":"
 		env["KEYWARD_JWT_SECRET"] = "test-secret-" + strings.Repeat("x", 40)
+		env["KEYWARD_SECRETS_KEY"] = "test-secrets-key-" + strings.Repeat("k", 40)
 	}
 	return env
 }

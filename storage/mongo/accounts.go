@@ -118,36 +118,45 @@ func (d tokenDoc) token() storage.AccountToken {
 // CreateAccount inserts a; the unique _id, usernameLower and emailLower indexes answer
 // ErrConflict.
 func (s *Store) CreateAccount(ctx context.Context, a storage.Account) error {
+	if err := storage.SealAccount(s.sealer, &a); err != nil {
+		return wrap("create account", err)
+	}
 	if _, err := s.accounts.InsertOne(ctx, toAccountDoc(a, newVersion())); err != nil {
 		return wrap("create account", err)
 	}
 	return nil
 }
 
-func (s *Store) findAccount(ctx context.Context, op string, filter bson.D) (accountDoc, error) {
+func (s *Store) findAccount(ctx context.Context, op string, filter bson.D) (storage.Account, error) {
 	var d accountDoc
 	if err := s.accounts.FindOne(ctx, filter).Decode(&d); err != nil {
-		return accountDoc{}, wrap(op, err)
+		return storage.Account{}, wrap(op, err)
 	}
-	return d, nil
+	return s.openAccount(op, d)
+}
+
+// openAccount converts a stored document, opening its sealed secrets.
+func (s *Store) openAccount(op string, d accountDoc) (storage.Account, error) {
+	a := d.account()
+	if err := storage.OpenAccount(s.sealer, &a); err != nil {
+		return storage.Account{}, wrap(op, err)
+	}
+	return a, nil
 }
 
 // GetAccount reads one account by id.
 func (s *Store) GetAccount(ctx context.Context, id string) (storage.Account, error) {
-	d, err := s.findAccount(ctx, "get account", bson.D{{Key: "_id", Value: id}})
-	return d.account(), err
+	return s.findAccount(ctx, "get account", bson.D{{Key: "_id", Value: id}})
 }
 
 // GetAccountByUsername finds the account whose username equals username, ignoring case.
 func (s *Store) GetAccountByUsername(ctx context.Context, username string) (storage.Account, error) {
-	d, err := s.findAccount(ctx, "get account by username", bson.D{{Key: "usernameLower", Value: strings.ToLower(username)}})
-	return d.account(), err
+	return s.findAccount(ctx, "get account by username", bson.D{{Key: "usernameLower", Value: strings.ToLower(username)}})
 }
 
 // GetAccountByEmail finds the account whose email equals email, ignoring case.
 func (s *Store) GetAccountByEmail(ctx context.Context, email string) (storage.Account, error) {
-	d, err := s.findAccount(ctx, "get account by email", bson.D{{Key: "emailLower", Value: strings.ToLower(email)}})
-	return d.account(), err
+	return s.findAccount(ctx, "get account by email", bson.D{{Key: "emailLower", Value: strings.ToLower(email)}})
 }
 
 // GetAccountByAPIKeyHash finds the account whose current API key hashes to hash.
@@ -156,8 +165,7 @@ func (s *Store) GetAccountByAPIKeyHash(ctx context.Context, hash string) (storag
 	if hash == "" {
 		return storage.Account{}, wrap("get account by api key", mongo.ErrNoDocuments)
 	}
-	d, err := s.findAccount(ctx, "get account by api key", bson.D{{Key: "apiKeyHash", Value: hash}})
-	return d.account(), err
+	return s.findAccount(ctx, "get account by api key", bson.D{{Key: "apiKeyHash", Value: hash}})
 }
 
 // claimKey implements versioned: an account owns its own claims.
@@ -167,9 +175,16 @@ func (d accountDoc) claimKey() (string, int64, string) { return d.ID, d.Version,
 func (s *Store) UpdateAccount(ctx context.Context, id string, fn func(*storage.Account) error) (storage.Account, error) {
 	d, err := updateDoc(ctx, s, s.accounts, "update account", bson.D{{Key: "_id", Value: id}},
 		func(cur accountDoc) (accountDoc, error) {
-			next := cur.account()
+			next, err := s.openAccount("update account", cur)
+			if err != nil {
+				return accountDoc{}, err
+			}
 			if err := fn(&next); err != nil {
 				return accountDoc{}, err
+			}
+			next.ID = cur.ID
+			if err := storage.SealAccount(s.sealer, &next); err != nil {
+				return accountDoc{}, wrap("update account", err)
 			}
 			doc := toAccountDoc(next, cur.Version+1)
 			doc.ID, doc.CreatedAt = cur.ID, cur.CreatedAt
@@ -178,7 +193,7 @@ func (s *Store) UpdateAccount(ctx context.Context, id string, fn func(*storage.A
 	if err != nil {
 		return storage.Account{}, err
 	}
-	return d.account(), nil
+	return s.openAccount("update account", d)
 }
 
 // DeleteAccount removes the account, then its tokens.
@@ -207,7 +222,16 @@ func (s *Store) DeleteAccount(ctx context.Context, id string) error {
 // concurrent writes the total may be off by the accounts created in between.
 func (s *Store) ListAccounts(ctx context.Context, q storage.AccountQuery) ([]storage.Account, int, error) {
 	filter := searchAny(bson.D{}, q.Search, "usernameLower", "emailLower")
-	return listDocs(ctx, s.accounts, "list accounts", filter, sortBy("createdAt", false), q.Page, accountDoc.account)
+	list, total, err := listDocs(ctx, s.accounts, "list accounts", filter, sortBy("createdAt", false), q.Page, accountDoc.account)
+	if err != nil {
+		return nil, 0, err
+	}
+	for i := range list {
+		if err := storage.OpenAccount(s.sealer, &list[i]); err != nil {
+			return nil, 0, wrap("list accounts", err)
+		}
+	}
+	return list, total, nil
 }
 
 // CreateAccountToken stores t, refusing a token of an unknown account (ErrNotFound) as the

@@ -87,6 +87,9 @@ func noneAsNil[S ~[]E, E any](s S) S {
 
 // CreateIntegration inserts i while its app exists (ErrNotFound otherwise, see insertOwned).
 func (s *Store) CreateIntegration(ctx context.Context, i storage.Integration) error {
+	if err := storage.SealIntegration(s.sealer, &i); err != nil {
+		return wrap("create integration", err)
+	}
 	return s.insertOwned(ctx, "create integration", s.integrations, []any{toIntegrationDoc(i, newVersion())},
 		bson.D{{Key: "_id", Value: i.ID}}, s.appParents([]string{i.AppID}))
 }
@@ -94,13 +97,34 @@ func (s *Store) CreateIntegration(ctx context.Context, i storage.Integration) er
 // GetIntegration reads the app's integration by id.
 func (s *Store) GetIntegration(ctx context.Context, appID, id string) (storage.Integration, error) {
 	d, err := findDoc[integrationDoc](ctx, s.integrations, "get integration", byApp(appID, id))
-	return d.integration(), err
+	if err != nil {
+		return storage.Integration{}, err
+	}
+	return s.openIntegration("get integration", d)
 }
 
 // ListIntegrations answers every integration of the app, oldest first.
 func (s *Store) ListIntegrations(ctx context.Context, appID string) ([]storage.Integration, error) {
-	return findAll(ctx, s.integrations, "list integrations", bson.D{{Key: "appId", Value: appID}}, sortBy("createdAt", false),
+	list, err := findAll(ctx, s.integrations, "list integrations", bson.D{{Key: "appId", Value: appID}}, sortBy("createdAt", false),
 		integrationDoc.integration)
+	if err != nil {
+		return nil, err
+	}
+	for i := range list {
+		if err := storage.OpenIntegration(s.sealer, &list[i]); err != nil {
+			return nil, wrap("list integrations", err)
+		}
+	}
+	return list, nil
+}
+
+// openIntegration converts a stored document, opening its sealed secret.
+func (s *Store) openIntegration(op string, d integrationDoc) (storage.Integration, error) {
+	i := d.integration()
+	if err := storage.OpenIntegration(s.sealer, &i); err != nil {
+		return storage.Integration{}, wrap(op, err)
+	}
+	return i, nil
 }
 
 // UpdateIntegration applies fn to the app's integration under a version claim (see
@@ -108,9 +132,16 @@ func (s *Store) ListIntegrations(ctx context.Context, appID string) ([]storage.I
 func (s *Store) UpdateIntegration(ctx context.Context, appID, id string, fn func(*storage.Integration) error) (storage.Integration, error) {
 	d, err := updateDoc(ctx, s, s.integrations, "update integration", byApp(appID, id),
 		func(cur integrationDoc) (integrationDoc, error) {
-			next := cur.integration()
+			next, err := s.openIntegration("update integration", cur)
+			if err != nil {
+				return integrationDoc{}, err
+			}
 			if err := fn(&next); err != nil {
 				return integrationDoc{}, err
+			}
+			next.ID = cur.ID
+			if err := storage.SealIntegration(s.sealer, &next); err != nil {
+				return integrationDoc{}, wrap("update integration", err)
 			}
 			doc := toIntegrationDoc(next, cur.Version+1)
 			doc.ID, doc.AppID, doc.CreatedAt = cur.ID, cur.AppID, cur.CreatedAt
@@ -119,7 +150,7 @@ func (s *Store) UpdateIntegration(ctx context.Context, appID, id string, fn func
 	if err != nil {
 		return storage.Integration{}, err
 	}
-	return d.integration(), nil
+	return s.openIntegration("update integration", d)
 }
 
 // ofIntegration filters the deliveries or attempts of one integration of the app.

@@ -23,6 +23,10 @@ type Config struct {
 	URI string
 	// Database defaults to the database named in the URI path, else DefaultDatabase.
 	Database string
+	// Sealer encrypts the secrets the server reads back (TOTP secrets, integration signing
+	// secrets) before they are written; nil keeps them in clear. When set, Open seals the
+	// values still stored in clear and checks that the sealed ones open (the right key).
+	Sealer storage.Sealer
 }
 
 // DefaultDatabase is used when neither Config.Database nor the URI names one.
@@ -82,6 +86,7 @@ type Store struct {
 	clientSessions *mongo.Collection // durable copies of client sessions
 	wsHooks        *mongo.Collection // WebSocket hooks
 	revocations    *mongo.Collection // logged-out dashboard JWTs
+	sealer         storage.Sealer
 }
 
 var _ storage.Store = (*Store)(nil)
@@ -133,8 +138,13 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		clientSessions: db.Collection(collSessions),
 		wsHooks:        db.Collection(collWSHooks),
 		revocations:    db.Collection(collRevocations),
+		sealer:         cfg.Sealer,
 	}
 	if err := s.createIndexes(ctx); err != nil {
+		_ = client.Disconnect(context.WithoutCancel(ctx))
+		return nil, fmt.Errorf("mongo: open %s: %w", where, err)
+	}
+	if err := s.sealStored(ctx); err != nil {
 		_ = client.Disconnect(context.WithoutCancel(ctx))
 		return nil, fmt.Errorf("mongo: open %s: %w", where, err)
 	}

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
 	"go.mongodb.org/mongo-driver/v2/x/mongo/driver/connstring"
 
 	"github.com/keyward/keyward/internal/testenv"
@@ -23,7 +25,7 @@ import (
 func openFresh(t testing.TB, uri string) *Store {
 	t.Helper()
 	name := testenv.UniqueName("kwtest_")
-	s, err := Open(t.Context(), Config{URI: uri, Database: name})
+	s, err := Open(t.Context(), Config{URI: uri, Database: name, Sealer: storagetest.TestSealer(t)})
 	if err != nil {
 		t.Fatalf("Open: %v", err)
 	}
@@ -328,4 +330,45 @@ func TestDeleteAppFinishesInterruptedDelete(t *testing.T) {
 			}
 		}
 	}
+}
+
+func TestSealing(t *testing.T) {
+	uri := testenv.MongoURI(t)
+	client, err := mongo.Connect(options.Client().ApplyURI(uri))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = client.Disconnect(context.Background()) })
+	storagetest.RunSealing(t, storagetest.SealingHarness{
+		NewLocation: func(t *testing.T) string {
+			name := testenv.UniqueName("kwtest_")
+			t.Cleanup(func() { _ = client.Database(name).Drop(context.Background()) })
+			return name
+		},
+		Open: func(t *testing.T, where string, sealer storage.Sealer) (storage.Store, error) {
+			return Open(t.Context(), Config{URI: uri, Database: where, Sealer: sealer})
+		},
+		Raw: func(t *testing.T, where string) []byte {
+			db := client.Database(where)
+			names, err := db.ListCollectionNames(t.Context(), bson.D{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var raw []byte
+			for _, n := range names {
+				cur, err := db.Collection(n).Find(t.Context(), bson.D{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				for cur.Next(t.Context()) {
+					raw = append(raw, cur.Current...)
+				}
+				if err := cur.Err(); err != nil {
+					t.Fatal(err)
+				}
+				_ = cur.Close(t.Context())
+			}
+			return raw
+		},
+	})
 }

@@ -34,7 +34,20 @@ func accountSetArgs(a storage.Account) []any {
 
 type scanner interface{ Scan(dest ...any) error }
 
-func scanAccount(row scanner) (storage.Account, error) {
+// scanAccount reads a row and opens its sealed secrets.
+func (s *Store) scanAccount(row scanner) (storage.Account, error) {
+	a, err := scanStoredAccount(row)
+	if err != nil {
+		return storage.Account{}, err
+	}
+	if err := storage.OpenAccount(s.sealer, &a); err != nil {
+		return storage.Account{}, err
+	}
+	return a, nil
+}
+
+// scanStoredAccount reads a row as stored (secrets sealed).
+func scanStoredAccount(row scanner) (storage.Account, error) {
 	var (
 		a                                                storage.Account
 		validAfter, resetAt, lastLogin, created, updated int64
@@ -65,6 +78,9 @@ func normalize(a *storage.Account) {
 // CreateAccount inserts a; the unique indexes on id, username_lower and email_lower answer
 // ErrConflict.
 func (s *Store) CreateAccount(ctx context.Context, a storage.Account) error {
+	if err := storage.SealAccount(s.sealer, &a); err != nil {
+		return wrap("create account", err)
+	}
 	args := append([]any{a.ID, toMillis(a.CreatedAt)}, accountSetArgs(a)...)
 	_, err := s.w.ExecContext(ctx, `INSERT INTO accounts (id, created_at, username, username_lower, email, email_lower,
 	password_hash, role, plan, email_verified,
@@ -79,7 +95,7 @@ VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, args
 }
 
 func (s *Store) getAccountWhere(ctx context.Context, op, where string, arg any) (storage.Account, error) {
-	a, err := scanAccount(s.r.QueryRowContext(ctx, `SELECT `+accountCols+` FROM accounts WHERE `+where, arg))
+	a, err := s.scanAccount(s.r.QueryRowContext(ctx, `SELECT `+accountCols+` FROM accounts WHERE `+where, arg))
 	if err != nil {
 		return storage.Account{}, wrap(op, err)
 	}
@@ -119,7 +135,7 @@ func (s *Store) UpdateAccount(ctx context.Context, id string, fn func(*storage.A
 	}
 	defer tx.Rollback() //nolint:errcheck // after Commit this is a no-op
 
-	cur, err := scanAccount(tx.QueryRowContext(ctx, `SELECT `+accountCols+` FROM accounts WHERE id = ?`, id))
+	cur, err := s.scanAccount(tx.QueryRowContext(ctx, `SELECT `+accountCols+` FROM accounts WHERE id = ?`, id))
 	if err != nil {
 		return storage.Account{}, wrap("update account", err)
 	}
@@ -130,8 +146,12 @@ func (s *Store) UpdateAccount(ctx context.Context, id string, fn func(*storage.A
 	next.ID, next.CreatedAt = cur.ID, cur.CreatedAt
 	normalize(&next)
 
+	stored := next
+	if err := storage.SealAccount(s.sealer, &stored); err != nil {
+		return storage.Account{}, wrap("update account", err)
+	}
 	if _, err := tx.ExecContext(ctx, `UPDATE accounts SET `+accountSet+` WHERE id = ?`,
-		append(accountSetArgs(next), id)...); err != nil {
+		append(accountSetArgs(stored), id)...); err != nil {
 		return storage.Account{}, wrap("update account", err)
 	}
 	if err := tx.Commit(); err != nil {
@@ -184,7 +204,7 @@ ORDER BY created_at, id LIMIT ? OFFSET ?`, search, search, search, page.Limit, p
 	defer rows.Close()
 	var out []storage.Account
 	for rows.Next() {
-		a, err := scanAccount(rows)
+		a, err := s.scanAccount(rows)
 		if err != nil {
 			return nil, 0, wrap("list accounts", err)
 		}

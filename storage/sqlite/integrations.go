@@ -68,7 +68,20 @@ func (c eventsCol) Scan(v any) error {
 	return nil
 }
 
-func scanIntegration(row scanner) (storage.Integration, error) {
+// scanIntegration reads a row and opens its sealed secret.
+func (s *Store) scanIntegration(row scanner) (storage.Integration, error) {
+	i, err := scanStoredIntegration(row)
+	if err != nil {
+		return storage.Integration{}, err
+	}
+	if err := storage.OpenIntegration(s.sealer, &i); err != nil {
+		return storage.Integration{}, err
+	}
+	return i, nil
+}
+
+// scanStoredIntegration reads a row as stored (secret sealed).
+func scanStoredIntegration(row scanner) (storage.Integration, error) {
 	var i storage.Integration
 	err := row.Scan(&i.ID, &i.AppID, &i.Name, &i.Kind, &i.URL, eventsCol{&i.Events}, &i.Enabled, &i.Secret,
 		&i.ConsecutiveFailures, &i.DisabledReason, timeCol{&i.CreatedAt}, timeCol{&i.UpdatedAt})
@@ -79,6 +92,9 @@ func scanIntegration(row scanner) (storage.Integration, error) {
 // exist, the primary key ErrConflict on a taken id.
 func (s *Store) CreateIntegration(ctx context.Context, i storage.Integration) error {
 	const op = "create integration"
+	if err := storage.SealIntegration(s.sealer, &i); err != nil {
+		return fmt.Errorf("sqlite: %s: %w", op, err)
+	}
 	set, err := integrationSetArgs(i)
 	if err != nil {
 		return fmt.Errorf("sqlite: %s: %w", op, err)
@@ -90,7 +106,7 @@ VALUES (`+placeholders(12)+`)`, [][]any{append([]any{i.ID, i.AppID, toMillis(i.C
 
 // GetIntegration reads the app's integration by id.
 func (s *Store) GetIntegration(ctx context.Context, appID, id string) (storage.Integration, error) {
-	i, err := scanIntegration(s.r.QueryRowContext(ctx, `SELECT `+integrationCols+` FROM integrations WHERE app_id = ? AND id = ?`, appID, id))
+	i, err := s.scanIntegration(s.r.QueryRowContext(ctx, `SELECT `+integrationCols+` FROM integrations WHERE app_id = ? AND id = ?`, appID, id))
 	if err != nil {
 		return storage.Integration{}, wrap("get integration", err)
 	}
@@ -103,7 +119,7 @@ func (s *Store) ListIntegrations(ctx context.Context, appID string) ([]storage.I
 	if err != nil {
 		return nil, wrap("list integrations", err)
 	}
-	out, err := scanAll(rows, scanIntegration)
+	out, err := scanAll(rows, s.scanIntegration)
 	if err != nil {
 		return nil, wrap("list integrations", err)
 	}
@@ -115,7 +131,7 @@ func (s *Store) ListIntegrations(ctx context.Context, appID string) ([]storage.I
 func (s *Store) UpdateIntegration(ctx context.Context, appID, id string, fn func(*storage.Integration) error) (storage.Integration, error) {
 	return updateRecord(ctx, s, "update integration",
 		func(tx *sql.Tx) (storage.Integration, error) {
-			return scanIntegration(tx.QueryRowContext(ctx, `SELECT `+integrationCols+` FROM integrations WHERE app_id = ? AND id = ?`, appID, id))
+			return s.scanIntegration(tx.QueryRowContext(ctx, `SELECT `+integrationCols+` FROM integrations WHERE app_id = ? AND id = ?`, appID, id))
 		},
 		fn,
 		func(cur storage.Integration, next *storage.Integration) {
@@ -126,6 +142,9 @@ func (s *Store) UpdateIntegration(ctx context.Context, appID, id string, fn func
 			}
 		},
 		func(tx *sql.Tx, next storage.Integration) error {
+			if err := storage.SealIntegration(s.sealer, &next); err != nil {
+				return err
+			}
 			set, err := integrationSetArgs(next)
 			if err != nil {
 				return err

@@ -5,7 +5,9 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net/url"
+	"os"
 	"runtime"
 	"strings"
 	"time"
@@ -21,6 +23,10 @@ type Config struct {
 	// Path is the database file, created if missing. It must be a real file: the writer
 	// and reader pools each open it, so ":memory:" would give them two different databases.
 	Path string
+	// Sealer encrypts the secrets the server reads back (TOTP secrets, integration signing
+	// secrets) before they are written; nil keeps them in clear. When set, Open seals the
+	// values still stored in clear and checks that the sealed ones open (the right key).
+	Sealer storage.Sealer
 }
 
 // busyTimeout is how long a connection waits for a lock held by another process (or a
@@ -29,8 +35,9 @@ const busyTimeout = 10 * time.Second
 
 // Store is the SQLite engine. It is safe for concurrent use.
 type Store struct {
-	w *sql.DB // exactly one connection; every write goes through it
-	r *sql.DB // query_only connections for reads
+	w      *sql.DB // exactly one connection; every write goes through it
+	r      *sql.DB // query_only connections for reads
+	sealer storage.Sealer
 }
 
 var _ storage.Store = (*Store)(nil)
@@ -45,6 +52,9 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		return nil, fmt.Errorf("sqlite: open: path %q must not contain '?'", cfg.Path)
 	}
 
+	if err := createPrivate(cfg.Path); err != nil {
+		return nil, fmt.Errorf("sqlite: open %s: %w: %v", cfg.Path, storage.ErrUnavailable, err)
+	}
 	w, err := sql.Open("sqlite", dsn(cfg.Path, true))
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: open %s: %w", cfg.Path, err)
@@ -73,7 +83,26 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		_ = r.Close()
 		return nil, wrap("open readers "+cfg.Path, err)
 	}
-	return &Store{w: w, r: r}, nil
+	st := &Store{w: w, r: r, sealer: cfg.Sealer}
+	if err := st.sealStored(ctx); err != nil {
+		_ = st.Close()
+		return nil, fmt.Errorf("sqlite: open %s: %w", cfg.Path, err)
+	}
+	return st, nil
+}
+
+// createPrivate creates the database file with mode 0600 when it does not exist yet.
+// SQLite gives the files it creates next to it (the -wal and -shm files) the mode of the
+// database file, so all three stay private to the server's user; left to the driver, the
+// database would be created 0644 (readable by every local user).
+func createPrivate(path string) error {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+	if errors.Is(err, fs.ErrExist) {
+		return nil
+	} else if err != nil {
+		return err
+	}
+	return f.Close()
 }
 
 // dsn builds the driver's data source name. Pragmas go in the DSN rather than being run
@@ -91,6 +120,9 @@ func dsn(path string, writer bool) string {
 		// corrupts the database, and saves an fsync per commit.
 		q.Set("_synchronous", "NORMAL")
 		q.Set("_txlock", "immediate")
+		// Deleted content (a removed integration's sealed secret, an old TOTP secret) is
+		// overwritten with zeros instead of lingering in free pages of the file.
+		q.Add("_pragma", "secure_delete(1)")
 	} else {
 		q.Set("_synchronous", "NORMAL")
 		// A write through the reader pool would bypass the single-writer queue.

@@ -1,9 +1,11 @@
 package sqlite
 
 import (
+	"bytes"
 	"database/sql"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -16,7 +18,7 @@ import (
 
 func openTemp(t testing.TB, path string) *Store {
 	t.Helper()
-	s, err := Open(t.Context(), Config{Path: path})
+	s, err := Open(t.Context(), Config{Path: path, Sealer: storagetest.TestSealer(t)})
 	if err != nil {
 		t.Fatalf("Open(%s): %v", path, err)
 	}
@@ -163,9 +165,70 @@ func TestPragmas(t *testing.T) {
 			}
 		}
 	}
+	var secureDelete string
+	if err := s.w.QueryRowContext(t.Context(), "PRAGMA secure_delete").Scan(&secureDelete); err != nil || secureDelete != "1" {
+		t.Errorf("writer: PRAGMA secure_delete = %q (%v), want 1", secureDelete, err)
+	}
 	// The reader pool refuses writes, so none can bypass the single writer.
 	if _, err := s.r.ExecContext(t.Context(), `DELETE FROM accounts`); err == nil {
 		t.Error("write through the reader pool succeeded, want it refused")
+	}
+}
+
+// TestFilesArePrivate checks the modes of the database and of the WAL and shared-memory
+// files SQLite creates next to it: readable by the server's user only.
+func TestFilesArePrivate(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "keyward.db")
+	s := openTemp(t, path)
+	if err := s.CreateAccount(t.Context(), storage.Account{ID: "a1", Username: "a", Email: "a@x"}); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{path, path + "-wal", path + "-shm"} {
+		fi, err := os.Stat(p)
+		if err != nil {
+			t.Fatalf("stat %s: %v", p, err)
+		}
+		if fi.Mode().Perm() != 0o600 {
+			t.Errorf("%s has mode %o, want 600", filepath.Base(p), fi.Mode().Perm())
+		}
+	}
+}
+
+// TestDeletedBytesAreOverwritten deletes an integration whose secret is a marker and checks
+// that the marker is nowhere in the database file once the store is closed (the WAL is
+// checkpointed into it): secure_delete zeroes what a delete frees.
+func TestDeletedBytesAreOverwritten(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "keyward.db")
+	s, err := Open(t.Context(), Config{Path: path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := t.Context()
+	if err := s.CreateApp(ctx, storage.App{ID: "app1", AccountID: "acc", Name: "A"}); err != nil {
+		t.Fatal(err)
+	}
+	const marker = "DELETED-SECRET-MARKER-0123456789"
+	for _, id := range []string{"i1", "i2"} { // i2 keeps the page in use after i1 goes
+		if err := s.CreateIntegration(ctx, storage.Integration{ID: id, AppID: "app1", Name: id, Kind: "CUSTOM",
+			URL: "https://example.com/hook", Secret: marker + id}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.DeleteIntegration(ctx, "app1", "i1"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(raw, []byte(marker+"i2")) {
+		t.Fatal("the kept integration's secret is not in the file: the test reads the wrong bytes")
+	}
+	if bytes.Contains(raw, []byte(marker+"i1")) {
+		t.Error("a deleted integration's secret is still in the database file")
 	}
 }
 
@@ -426,4 +489,24 @@ VALUES ('app', 'acc', 'Old', 'old', '', '1.0', 1, 0, 0, 0, 0, 0, 0, 'hash', '123
 	if err := s2.SaveClientSessions(ctx, []storage.ClientSession{{TokenHash: "h", AppID: "app"}}); err != nil {
 		t.Errorf("SaveClientSessions after the upgrade: %v", err)
 	}
+}
+
+func TestSealing(t *testing.T) {
+	storagetest.RunSealing(t, storagetest.SealingHarness{
+		NewLocation: func(t *testing.T) string { return filepath.Join(t.TempDir(), "keyward.db") },
+		Open: func(t *testing.T, where string, sealer storage.Sealer) (storage.Store, error) {
+			return Open(t.Context(), Config{Path: where, Sealer: sealer})
+		},
+		Raw: func(t *testing.T, where string) []byte {
+			var raw []byte
+			for _, p := range []string{where, where + "-wal"} {
+				b, err := os.ReadFile(p)
+				if err != nil && !errors.Is(err, os.ErrNotExist) {
+					t.Fatal(err)
+				}
+				raw = append(raw, b...)
+			}
+			return raw
+		},
+	})
 }
