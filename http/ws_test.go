@@ -3,6 +3,7 @@ package httpapi_test
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/url"
@@ -592,6 +593,32 @@ func TestWebSocketBurstStaysOpen(t *testing.T) {
 		r := w.a.do("GET", "/api/apps/"+w.appID+"/ws/online", nil)
 		if r.Data()["count"] != float64(1) {
 			t.Fatalf("online after a burst: %s", r.Raw)
+		}
+	})
+}
+
+// TestWebSocketDeliveryRightAfterUpgrade: a client socket is admitted before its upgrade is
+// answered, so a broadcast made the moment the dial returns reaches it (it used to be
+// admitted after, and such a broadcast missed the sockets still being admitted).
+func TestWebSocketDeliveryRightAfterUpgrade(t *testing.T) {
+	ts.Each(t, func(t *testing.T, e ts.Engines) {
+		s := ts.Start(t, e)
+		w := newWSApp(t, s, "first")
+		var socks []*wsConn
+		for i := range 8 {
+			name := fmt.Sprintf("quick%d", i)
+			expectOK(t, w.a.do("POST", "/api/apps/"+w.appID+"/users", map[string]any{"username": name, "password": "pw-" + name + "-1"}), http.StatusCreated)
+			c := newSDK(t, s, w.client.secret)
+			c.mustInit()
+			expectOK(t, c.withNonce("login", map[string]any{"username": name, "password": "pw-" + name + "-1"}), http.StatusOK)
+			socks = append(socks, mustDialWS(t, s, "/api/client/ws?token="+url.QueryEscape(c.token), c.ip))
+			text := fmt.Sprintf("right after socket %d", i)
+			expectOK(t, w.a.do("POST", "/api/apps/"+w.appID+"/ws/broadcast", map[string]any{"message": text}), http.StatusOK)
+			for j, sock := range socks {
+				if d := sock.expectType("message"); d["message"] != text {
+					t.Fatalf("socket %d after socket %d's dial got %v", j, i, d)
+				}
+			}
 		}
 	})
 }
