@@ -82,25 +82,35 @@ func (h *wsHandlers) gate(c *gin.Context) {
 	c.Next()
 }
 
-// client upgrades a client socket. Refusals after the upgrade are sent as force_logout
-// with the reason, then the socket closes: SDKs cannot read the body of a refused upgrade
-// (CLIENT-SDKS.md §6.1). Only the upgrade limit and a missing token are refused before.
+// client admits and upgrades a client socket. The socket is admitted (and registered, with
+// its queue) before the upgrade is answered, so that a program holding its 101 receives
+// every delivery made after it. Refusals are sent after the upgrade, as force_logout with
+// the reason, then the socket closes: SDKs cannot read the body of a refused upgrade
+// (CLIENT-SDKS.md §6.1). Only the upgrade limit, a missing token and a request that is
+// not an upgrade are refused before.
 func (h *wsHandlers) client(c *gin.Context, ch *clientHandlers) {
 	token, ok := h.admitUpgrade(c, "sessionToken")
-	if !ok {
+	if !ok || !h.isUpgrade(c) {
 		return
 	}
-	p, ok := h.upgrade(c)
-	if !ok {
-		return
-	}
+	p := newPeer()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	admit, cancelAdmit := context.WithTimeout(ctx, 10*time.Second)
-	sock, err := h.rt.ConnectClient(admit, ch.caller(c), token, p)
+	sock, refused := h.rt.ConnectClient(admit, ch.caller(c), token, p)
 	cancelAdmit()
+	conn, err := h.upgrader.Upgrade(c.Writer, c.Request, nil)
 	if err != nil {
-		msg, reason := realtime.Refusal(err)
+		// The upgrader answered the request; the socket never opened.
+		if refused == nil {
+			p.Close(websocket.CloseAbnormalClosure, "")
+			h.rt.DisconnectClient(sock)
+		}
+		return
+	}
+	p.start(conn)
+	if refused != nil {
+		msg, reason := realtime.Refusal(refused)
 		p.Send(msg)
 		p.Close(realtime.ClosePolicy, reason)
 		p.wait()
@@ -191,18 +201,29 @@ func (h *wsHandlers) admitUpgrade(c *gin.Context, what string) (string, bool) {
 	return token, true
 }
 
+// isUpgrade answers whether the request asks for a socket; if not, it is answered with
+// the envelope.
+func (h *wsHandlers) isUpgrade(c *gin.Context) bool {
+	if !websocket.IsWebSocketUpgrade(c.Request) {
+		fail(c, core.Invalid("Upgrade", "this is a WebSocket endpoint: send an upgrade request"))
+		return false
+	}
+	return true
+}
+
 // upgrade turns the request into a socket with its writer; false when the request is not
 // an upgrade (answered with the envelope) or the upgrade failed (the upgrader answered).
 func (h *wsHandlers) upgrade(c *gin.Context) (*peer, bool) {
-	if !websocket.IsWebSocketUpgrade(c.Request) {
-		fail(c, core.Invalid("Upgrade", "this is a WebSocket endpoint: send an upgrade request"))
+	if !h.isUpgrade(c) {
 		return nil, false
 	}
 	conn, err := h.upgrader.Upgrade(c.Writer, c.Request, nil)
 	if err != nil {
 		return nil, false
 	}
-	return newPeer(conn), true
+	p := newPeer()
+	p.start(conn)
+	return p, true
 }
 
 func truncateReason(s string) string {
@@ -214,7 +235,9 @@ func truncateReason(s string) string {
 }
 
 // peer is a socket's writer: a bounded queue drained by one goroutine, which also sends
-// the pings and the close frame. It implements realtime.Peer.
+// the pings and the close frame. It implements realtime.Peer. A peer exists before its
+// socket (a client socket is admitted before the upgrade): what is sent meanwhile waits
+// in the queue until start.
 type peer struct {
 	conn    *websocket.Conn
 	out     chan []byte
@@ -227,10 +250,14 @@ type peer struct {
 
 var _ realtime.Peer = (*peer)(nil)
 
-func newPeer(conn *websocket.Conn) *peer {
-	p := &peer{conn: conn, out: make(chan []byte, wsQueue), closing: make(chan struct{}), done: make(chan struct{})}
+func newPeer() *peer {
+	return &peer{out: make(chan []byte, wsQueue), closing: make(chan struct{}), done: make(chan struct{})}
+}
+
+// start gives the peer its socket and starts the writer.
+func (p *peer) start(conn *websocket.Conn) {
+	p.conn = conn
 	go p.write()
-	return p
 }
 
 func (p *peer) Send(msg []byte) bool {

@@ -52,6 +52,7 @@ func main() {
 	sessions := flag.Int("sessions", 4000, "client sessions for the heartbeat run")
 	profile := flag.String("cpuprofile", "", "write a CPU profile to this file (of the whole run, or of -profile-run)")
 	flag.StringVar(&profileRun, "profile-run", "", "profile only this run: heartbeat, license or password")
+	flag.BoolVar(&wsOnly, "ws-only", false, "run only the WebSocket broadcast run")
 	flag.Parse()
 	profileFile = *profile
 	if *profile != "" && profileRun == "" {
@@ -72,6 +73,9 @@ func main() {
 
 // profileRun, when set, names the one run to profile into profileFile.
 var profileRun, profileFile string
+
+// wsOnly skips every run but the WebSocket broadcast.
+var wsOnly bool
 
 // profiled runs fn under the CPU profiler when it is the run asked for.
 func profiled(name string, fn func() result) result {
@@ -337,6 +341,14 @@ func run(d time.Duration, conc, nSessions int) error {
 		return fmt.Errorf("prepare: %w", err)
 	}
 	c := newClient("http://"+node.Addr(), conc)
+	if wsOnly {
+		fan, err := webSocketRun(ctx, core, node.Addr(), owner, appID, secret, c, 0, d)
+		if err != nil {
+			return err
+		}
+		fmt.Println(fan)
+		return nil
+	}
 
 	// Heartbeats over prepared sessions.
 	tokens := make([]string, nSessions)
@@ -446,12 +458,7 @@ func run(d time.Duration, conc, nSessions int) error {
 	hashes := hashRate(d)
 	base += len(users)
 
-	// WebSocket fan-out: the app's 500 client sockets, one broadcast at a time.
-	wsKeys, err := licenses(ctx, core, owner, appID, realtime.MaxClientsPerApp)
-	if err != nil {
-		return err
-	}
-	fan, err := wsFanout(ctx, core, "http://"+node.Addr(), appID, c, secret, wsKeys, base, d)
+	fan, err := webSocketRun(ctx, core, node.Addr(), owner, appID, secret, c, base, d)
 	if err != nil {
 		return err
 	}
@@ -559,4 +566,14 @@ func startCeiling() (string, func(), error) {
 	srv := &http.Server{Handler: r, ReadHeaderTimeout: 5 * time.Second}
 	go func() { _ = srv.Serve(ln) }()
 	return "http://" + ln.Addr().String(), func() { _ = srv.Close() }, nil
+}
+
+// webSocketRun is the WebSocket fan-out: the app's 500 client sockets, one broadcast at a
+// time.
+func webSocketRun(ctx context.Context, core *server.Core, addr string, owner apps.Owner, appID, secret string, c *client, base int, d time.Duration) (fanoutResult, error) {
+	wsKeys, err := licenses(ctx, core, owner, appID, realtime.MaxClientsPerApp)
+	if err != nil {
+		return fanoutResult{}, err
+	}
+	return wsFanout(ctx, core, "http://"+addr, appID, c, secret, wsKeys, base, d)
 }

@@ -224,8 +224,10 @@ func (s *Service) recheck(c *Client) {
 func (s *Service) ClientMessage(ctx context.Context, c *Client, raw []byte) {
 	ctx, cancel := context.WithTimeout(ctx, messageDeadline)
 	defer cancel()
-	if !c.rate.allow(s.d.Now()) {
-		c.peer.Send(ErrorMessage(fmt.Sprintf("rate limited: at most %d messages per %s", ClientMessages, ClientWindow)))
+	if now := s.d.Now(); !c.rate.allow(now) {
+		if c.rate.warn(now) {
+			c.peer.Send(ErrorMessage(fmt.Sprintf("rate limited: at most %d messages per %s", ClientMessages, ClientWindow)))
+		}
 		return
 	}
 	in, ok := decode(raw)

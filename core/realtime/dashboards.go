@@ -80,8 +80,10 @@ func (s *Service) DisconnectDashboard(d *Dashboard) {
 func (s *Service) DashboardMessage(ctx context.Context, d *Dashboard, raw []byte) {
 	ctx, cancel := context.WithTimeout(ctx, messageDeadline)
 	defer cancel()
-	if !d.rate.allow(s.d.Now()) {
-		d.peer.Send(ErrorMessage(fmt.Sprintf("rate limited: at most %d messages per %s", DashboardMessages, DashboardWindow)))
+	if now := s.d.Now(); !d.rate.allow(now) {
+		if d.rate.warn(now) {
+			d.peer.Send(ErrorMessage(fmt.Sprintf("rate limited: at most %d messages per %s", DashboardMessages, DashboardWindow)))
+		}
 		return
 	}
 	in, ok := decode(raw)

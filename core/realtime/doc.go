@@ -10,7 +10,9 @@
 // the cluster bus; every node hands it to the matching sockets it holds. A REST call, a
 // ban or a variable change on any node therefore reaches a socket on any other.
 //
-// The http package owns the frames: it upgrades, runs one reader goroutine per socket that
+// The http package owns the frames: it admits a client socket (ConnectClient, with a Peer
+// whose queue exists before its socket) before it answers the upgrade, so that a program
+// holding its 101 receives every delivery made after it; it runs one reader goroutine per socket that
 // passes each message here in order (so a socket's own state changes one message at a
 // time, as in an actor), and one writer goroutine with a bounded queue behind Peer.
 package realtime

@@ -110,7 +110,10 @@ func (s *Service) kick(ctx context.Context, appID, userID, reason string) error 
 	if reason == "" {
 		reason = "kicked by the application's owner"
 	}
-	return s.publish(ctx, delivery{App: appID, To: toUser, User: userID, Close: CloseKicked, Reason: reason})
+	// SPEC 6.3 lists "user kicked" among the reasons for force_logout: the program is told
+	// before the close frame.
+	return s.publish(ctx, delivery{App: appID, To: toUser, User: userID, Close: CloseKicked, Reason: reason,
+		Msg: encode(Outgoing{Type: TypeForceLogout, Data: map[string]any{"reason": reason}})})
 }
 
 // Ban sets the user's banned flag and closes its sockets after banned.

@@ -338,3 +338,75 @@ func testOneSocketPerUserUnderRace(t *testing.T, twoNodes pair) {
 		}
 	}
 }
+
+// TestBurstOverTheRate: a socket that sends hundreds of messages at once gets at most one
+// error per window (the replies would fill its queue and have it closed as too slow), and
+// stays open; the same holds for a dashboard.
+func TestBurstOverTheRate(t *testing.T) { onEachEngine(t, testBurstOverTheRate) }
+
+func testBurstOverTheRate(t *testing.T, twoNodes pair) {
+	a, _ := twoNodes(t, sessions{"tok-u1": user("u1")})
+	now := time.Unix(5000, 0)
+	a.d.Now = func() time.Time { return now }
+	p := &recorder{}
+	c, err := a.ConnectClient(t.Context(), client.Caller{IP: "192.0.2.1"}, "tok-u1", p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dp := &recorder{}
+	d, err := a.ConnectDashboard(t.Context(), "app", dp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	count := func(r *recorder, typ string) int {
+		n := 0
+		for _, x := range r.types() {
+			if x == typ {
+				n++
+			}
+		}
+		return n
+	}
+	for range 300 {
+		a.ClientMessage(t.Context(), c, []byte(`{"type":"ping"}`))
+		a.DashboardMessage(t.Context(), d, []byte(`{"type":"ping"}`))
+	}
+	if pongs, errs := count(p, TypePong), count(p, TypeError); pongs != ClientMessages || errs != 1 {
+		t.Fatalf("client after a burst of 300: %d pongs, %d errors; want %d and 1", pongs, errs, ClientMessages)
+	}
+	if pongs, errs := count(dp, TypePong), count(dp, TypeError); pongs != DashboardMessages || errs != 1 {
+		t.Fatalf("dashboard after a burst of 300: %d pongs, %d errors; want %d and 1", pongs, errs, DashboardMessages)
+	}
+	if p.closedWith() != 0 || dp.closedWith() != 0 {
+		t.Fatal("a socket over its rate must stay open")
+	}
+	// The next window: the socket is served again, and told once more if it overdoes it.
+	now = now.Add(ClientWindow + time.Millisecond)
+	for range 2 * ClientMessages {
+		a.ClientMessage(t.Context(), c, []byte(`{"type":"ping"}`))
+	}
+	if pongs, errs := count(p, TypePong), count(p, TypeError); pongs != 2*ClientMessages || errs != 2 {
+		t.Fatalf("client in the next window: %d pongs, %d errors", pongs, errs)
+	}
+}
+
+// TestKickSaysWhy: a kicked socket, on whatever node, gets force_logout with the reason
+// before the close frame (SPEC 6.3 lists "user kicked" among force_logout's reasons).
+func TestKickSaysWhy(t *testing.T) { onEachEngine(t, testKickSaysWhy) }
+
+func testKickSaysWhy(t *testing.T, twoNodes pair) {
+	a, b := twoNodes(t, sessions{"tok-u1": user("u1")})
+	p := &recorder{}
+	if _, err := a.ConnectClient(t.Context(), client.Caller{IP: "192.0.2.1"}, "tok-u1", p); err != nil {
+		t.Fatal(err)
+	}
+	if online, err := b.Kick(t.Context(), "app", "u1", "be nice"); err != nil || !online {
+		t.Fatalf("kick: %v, %v", online, err)
+	}
+	waitUntil(t, "kicked", func() bool { return p.closedWith() == CloseKicked })
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if len(p.msgs) != 1 || p.msgs[0]["type"] != TypeForceLogout || p.msgs[0]["data"].(map[string]any)["reason"] != "be nice" || p.reason != "be nice" {
+		t.Fatalf("kicked socket got %v, closed with %q", p.msgs, p.reason)
+	}
+}
