@@ -68,6 +68,7 @@ export function toast(message, kind = 'ok') {
   if (!box) { box = h('div#toasts', { role: 'status' }); document.body.append(box); }
   const t = h('div.toast.' + kind, { text: message });
   box.append(t);
+  while (box.children.length > 3) box.firstChild.remove();
   setTimeout(() => t.remove(), kind === 'error' ? 8000 : 4000);
 }
 

@@ -93,6 +93,7 @@ async function render() {
       holder.append(h('p.error', { role: 'alert', text: x.message }));
     }
     document.title = (holder.querySelector('h1')?.textContent || 'Dashboard') + ' · Keyward';
+    if (!performance.getEntriesByName('keyward-ready').length) performance.mark('keyward-ready'); // first page usable
     return;
   }
   clear(app).append(...frame(h('p', { text: 'No such page. ' }, h('a', { href: '#/apps', text: 'Go to your applications' })), !!session.token));
