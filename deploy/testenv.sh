@@ -9,8 +9,9 @@
 #   KEYWARD_TEST_REQUIRE_SERVERS  1 (tests must fail, not skip, without servers)
 #   KEYWARD_TEST_REDIS_SERVER     path of redis-server (to start more servers)
 #   KEYWARD_TEST_FERRETDB_BIN     path of the FerretDB test server binary
+#   KEYWARD_TEST_CHROMIUM         path of Chromium (the dashboard's browser tests, web/e2e)
 #
-# redis-server is installed with apt-get when missing. The FerretDB program in
+# redis-server and Debian's chromium are installed with apt-get when missing. The FerretDB program in
 # deploy/ferretdb is built once into a cache directory and rebuilt only when
 # its sources change. Both servers are stopped, and their temporary
 # directories removed, when CMD ends, fails or is interrupted; the script
@@ -85,6 +86,31 @@ if ! command -v redis-server >/dev/null 2>&1; then
 	command -v redis-server >/dev/null 2>&1 || die "redis-server still not found after apt-get install"
 fi
 redis_server=$(command -v redis-server)
+
+# --- chromium (the dashboard's browser tests) -----------------------------------
+
+find_chromium() {
+	if [[ -n ${KEYWARD_TEST_CHROMIUM:-} && -x ${KEYWARD_TEST_CHROMIUM} ]]; then
+		echo "$KEYWARD_TEST_CHROMIUM"
+		return
+	fi
+	command -v chromium 2>/dev/null || command -v chromium-browser 2>/dev/null || true
+}
+chromium_bin=$(find_chromium)
+if [[ -z $chromium_bin ]]; then
+	log "chromium not found; installing it with apt-get (the dashboard's browser tests need it)"
+	sudo=()
+	if [[ $(id -u) -ne 0 ]]; then sudo=(sudo -n); fi
+	if ! {
+		"${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update -qq &&
+			"${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium
+	} >"$tmp/apt-chromium.log" 2>&1; then
+		cat "$tmp/apt-chromium.log" >&2
+		die "could not install chromium (apt-get failed, output above); install it by hand or set KEYWARD_TEST_CHROMIUM"
+	fi
+	chromium_bin=$(find_chromium)
+	[[ -n $chromium_bin ]] || die "chromium still not found after apt-get install"
+fi
 
 # --- FerretDB test server binary ------------------------------------------------
 
@@ -196,6 +222,7 @@ export KEYWARD_TEST_MONGO_URI="$mongo_uri"
 export KEYWARD_TEST_REQUIRE_SERVERS=1
 export KEYWARD_TEST_REDIS_SERVER="$redis_server"
 export KEYWARD_TEST_FERRETDB_BIN="$ferret_bin"
+export KEYWARD_TEST_CHROMIUM="$chromium_bin"
 log "redis at $KEYWARD_TEST_REDIS_URL, FerretDB at $KEYWARD_TEST_MONGO_URI"
 
 status=0

@@ -50,6 +50,7 @@ import (
 	"github.com/keyward/keyward/storage/blobs/gridfs"
 	storagemongo "github.com/keyward/keyward/storage/mongo"
 	storagesqlite "github.com/keyward/keyward/storage/sqlite"
+	"github.com/keyward/keyward/web"
 )
 
 // Server is one running node.
@@ -200,6 +201,15 @@ func configuredOrKept(configured, dataDir, name, what string) ([]byte, error) {
 		return nil, fmt.Errorf("writing %s %s: %w", what, path, err)
 	}
 	return []byte(s), nil
+}
+
+// dashboardOutbox is the outbox folder the dashboard names on its sign-up page: set only when
+// mails go there (no SMTP host), so the owner can find the verification link.
+func dashboardOutbox(c Config) string {
+	if c.SMTP.Host != "" {
+		return ""
+	}
+	return c.MailOutbox
 }
 
 // newMailQueue builds the mail queue: SMTP when a host is set, else the outbox folder.
@@ -463,6 +473,10 @@ func New(ctx context.Context, c Config, log *slog.Logger) (*Server, error) {
 		Ready: []httpapi.Checker{{Name: "storage", Ping: core.Store.Ping}, {Name: "cluster", Ping: core.Engine.Ping}},
 	}, httpapi.Config{CountryHeader: c.CountryHeader, TrustedProxies: c.TrustedProxies, MaxBodyBytes: c.MaxBodyBytes, MetricsOnMain: c.MetricsAddr == "",
 		BodyTimeout: c.BodyTimeout, BodyMinRate: c.BodyMinRate})
+	if err == nil {
+		// The owners' dashboard answers "/" and its assets; every other request is the API's.
+		handler, err = web.Mount(handler, web.Options{Outbox: dashboardOutbox(c)})
+	}
 	if err != nil {
 		_ = core.Close()
 		return nil, err

@@ -1,0 +1,133 @@
+// DOM helpers. Every string given here becomes a text node or an attribute value: nothing is
+// ever parsed as HTML, so owner and client data cannot become markup or script.
+
+const BOOL_ATTRS = new Set(['disabled', 'checked', 'required', 'selected', 'multiple', 'readonly', 'hidden']);
+
+// h('tag.class#id', {attr: value, on: {click: fn}}, ...children)
+export function h(spec, attrs, ...children) {
+  const m = /^([a-z0-9]+)((?:[.#][\w-]+)*)$/i.exec(spec);
+  if (!m) throw new Error('bad element spec ' + spec);
+  const el = document.createElement(m[1]);
+  for (const part of m[2].match(/[.#][\w-]+/g) || []) {
+    if (part[0] === '.') el.classList.add(part.slice(1)); else el.id = part.slice(1);
+  }
+  if (attrs && (typeof attrs !== 'object' || attrs instanceof Node || Array.isArray(attrs))) {
+    children.unshift(attrs);
+    attrs = null;
+  }
+  for (const [k, v] of Object.entries(attrs || {})) {
+    if (v === undefined || v === null || v === false) continue;
+    if (k === 'on') for (const [ev, fn] of Object.entries(v)) el.addEventListener(ev, fn);
+    else if (k === 'class') el.className = v;
+    else if (k === 'text') el.textContent = String(v);
+    else if (k === 'value') el.value = v;
+    else if (k === 'checked') el.checked = !!v;
+    else if (BOOL_ATTRS.has(k)) el.setAttribute(k, '');
+    else if (k.startsWith('on')) throw new Error('use on: {} for events');
+    else el.setAttribute(k, String(v));
+  }
+  append(el, children);
+  return el;
+}
+
+export function append(el, children) {
+  for (const c of children.flat(Infinity)) {
+    if (c === null || c === undefined || c === false) continue;
+    el.append(c instanceof Node ? c : document.createTextNode(String(c)));
+  }
+  return el;
+}
+
+export function clear(el) {
+  while (el.firstChild) el.firstChild.remove();
+  return el;
+}
+
+export function fmtDate(s) {
+  if (!s) return '—';
+  const d = new Date(s);
+  if (isNaN(d)) return String(s);
+  return d.toLocaleString(undefined, { year: 'numeric', month: 'short', day: '2-digit', hour: '2-digit', minute: '2-digit' });
+}
+
+export function fmtNum(n) {
+  return typeof n === 'number' ? n.toLocaleString() : (n ?? '—');
+}
+
+export function fmtBytes(n) {
+  if (typeof n !== 'number') return '—';
+  const u = ['B', 'KB', 'MB', 'GB'];
+  let i = 0;
+  while (n >= 1024 && i < u.length - 1) { n /= 1024; i++; }
+  return (i ? n.toFixed(1) : n) + ' ' + u[i];
+}
+
+// A short status message at the bottom of the screen.
+export function toast(message, kind = 'ok') {
+  let box = document.getElementById('toasts');
+  if (!box) { box = h('div#toasts', { role: 'status' }); document.body.append(box); }
+  const t = h('div.toast.' + kind, { text: message });
+  box.append(t);
+  while (box.children.length > 3) box.firstChild.remove();
+  setTimeout(() => t.remove(), kind === 'error' ? 8000 : 4000);
+}
+
+// A modal dialog; resolves with the value of onOk, or null when cancelled.
+export function modal(title, body, { ok = 'OK', danger = false, onOk = async () => true, cancel = 'Cancel' } = {}) {
+  return new Promise((resolve) => {
+    const err = h('p.error', { role: 'alert' });
+    const okBtn = h('button.' + (danger ? 'danger' : 'primary'), { type: 'submit', text: ok });
+    const dlg = h('dialog.modal', h('form', { method: 'dialog', on: { submit: submit } },
+      h('h2', { text: title }), body, err,
+      h('div.actions', cancel ? h('button', { type: 'button', text: cancel, on: { click: () => close(null) } }) : null, okBtn)));
+    async function submit(e) {
+      if (e.target !== e.currentTarget) return; // a form inside the dialog handles its own submit
+      e.preventDefault();
+      err.textContent = '';
+      okBtn.disabled = true;
+      try {
+        const v = await onOk();
+        if (v !== false && v !== undefined) close(v);
+      } catch (x) {
+        err.textContent = x.message;
+      } finally {
+        okBtn.disabled = false;
+      }
+    }
+    function close(v) { dlg.close(); dlg.remove(); resolve(v); }
+    dlg.addEventListener('cancel', () => { dlg.remove(); resolve(null); });
+    document.body.append(dlg);
+    dlg.showModal();
+  });
+}
+
+// Copies text and says so; falls back to selecting the field when the clipboard is refused.
+export async function copy(text, field) {
+  try {
+    await navigator.clipboard.writeText(text);
+    toast('Copied');
+  } catch {
+    if (field) { field.focus(); field.select(); }
+    toast('Press Ctrl+C to copy', 'warn');
+  }
+}
+
+// A read-only field with a copy button (secrets shown once).
+export function secretBox(value, label) {
+  const input = h('input.mono', { value, readonly: true, 'aria-label': label || 'secret', name: 'shown-secret' });
+  return h('div.secret', input, h('button', { type: 'button', text: 'Copy', on: { click: () => copy(value, input) } }));
+}
+
+// Saves text as a file the browser downloads.
+export function saveFile(name, text, type = 'text/plain') {
+  const url = URL.createObjectURL(new Blob([text], { type }));
+  const a = h('a', { href: url, download: name });
+  document.body.append(a);
+  a.click();
+  a.remove();
+  setTimeout(() => URL.revokeObjectURL(url), 10000);
+}
+
+export function badge(text, kind = '') {
+  return h('span.badge' + (kind ? '.' + kind : ''), { text });
+}

@@ -1,0 +1,111 @@
+// The account page: plan and usage, API key, password, two-factor authentication.
+
+import { h, clear, fmtDate, fmtNum, secretBox, toast, modal, badge } from '../dom.js';
+import { get, post, session } from '../api.js';
+import { form, section } from '../forms.js';
+
+export async function page(ctx) {
+  const me = await ctx.me(true);
+  const [plans] = await Promise.all([get('/api/plans')]);
+  return h('div', h('h1', { text: 'Account' }),
+    h('div.grid', planCard(me, plans), keyCard(me)),
+    twoFactorCard(me, ctx), passwordCard());
+}
+
+export function usageBar(used, max) {
+  const pct = max > 0 ? Math.min(100, (used / max) * 100) : 0;
+  const bar = h('progress#usage', { max: 100, value: pct.toFixed(1), 'aria-label': 'API calls used this month' });
+  return h('div.usage', bar, h('span', { text: `${fmtNum(used)} of ${fmtNum(max)} client API calls this month` }));
+}
+
+function planCard(me, plans) {
+  const p = me.plan || {};
+  const limits = p.limits || {};
+  const choose = h('div.plans', plans.map((pl) => h('div.plan' + (pl.name === p.name ? '.current' : ''),
+    h('strong', { text: pl.displayName || pl.name }), h('span', { text: ` $${pl.priceMonth}/month` }),
+    h('ul', h('li', { text: `${fmtNum(pl.limits.maxApps)} apps` }), h('li', { text: `${fmtNum(pl.limits.maxUsersPerApp)} users per app` }),
+      h('li', { text: `${fmtNum(pl.limits.maxApiCallsMonth)} API calls a month` }), h('li', { text: pl.limits.webSocketAccess ? 'Live (WebSocket)' : 'No live pages' })),
+    pl.name === p.name ? badge('your plan', 'ok') : pl.name === 'free'
+      ? h('button', { type: 'button', text: 'Move to free', on: { click: async () => { await post('/api/auth/plan', { plan: 'free' }); location.reload(); } } })
+      : h('small.muted', { text: 'Assigned by an administrator' }))));
+  return section('Plan', h('p#plan-name', h('strong', { text: p.displayName || p.name || '—' }), ` · resets ${fmtDate(me.apiCallsResetAt)}`),
+    usageBar(me.apiCallsUsed || 0, limits.maxApiCallsMonth || 0),
+    h('p.muted', { text: `${fmtNum(me.applicationCount)} of ${fmtNum(limits.maxApps)} applications` }), h('div#plans', choose),
+    h('dl', h('dt', { text: 'Username' }), h('dd', { text: me.username }), h('dt', { text: 'Email' }), h('dd', { text: me.email }),
+      h('dt', { text: 'Role' }), h('dd', { text: me.role }), h('dt', { text: 'Last sign-in' }), h('dd', { text: fmtDate(me.lastLoginAt) })));
+}
+
+function keyCard(me) {
+  const shown = h('div');
+  return section('API key', h('p', { text: 'For server-to-server calls: send it as the X-API-Key header. It cannot change the password, 2FA or the key itself.' }),
+    h('p', h('code#api-key', { text: me.apiKey || '—' })), shown,
+    h('button', { type: 'button', text: 'Regenerate', on: { click: async () => {
+      const ok = await modal('Regenerate the API key?', h('p', { text: 'The current key stops working at once.' }), { ok: 'Regenerate', danger: true });
+      if (!ok) return;
+      try {
+        const d = await post('/api/auth/api-key/regenerate');
+        clear(shown).append(h('p.warn', { text: 'Copy it now: it is shown only this once.' }), secretBox(d.apiKey, 'new API key'));
+      } catch (x) { toast(x.message, 'error'); }
+    } } }));
+}
+
+function twoFactorCard(me, ctx) {
+  const box = h('div');
+  const render = (enabled) => {
+    clear(box);
+    if (enabled) {
+      box.append(h('p', badge('enabled', 'ok'), ' Sign-in asks for a code from your authenticator app.'), form({
+        fields: [{ name: 'password', label: 'Password', type: 'password', required: true, autocomplete: 'current-password' },
+          { name: 'code', label: 'Code', required: true, inputmode: 'numeric', maxlength: 6, autocomplete: 'one-time-code' }],
+        submit: 'Disable 2FA',
+        onSubmit: async (v) => { await post('/api/auth/2fa/disable', v); toast('Two-factor authentication is off'); render(false); },
+      }));
+      return;
+    }
+    box.append(h('p', badge('off'), ' Protect the account with a time-based code.'),
+      h('button#setup-2fa', { type: 'button', text: 'Set up 2FA', on: { click: setup } }));
+  };
+  async function setup() {
+    let d;
+    try { d = await post('/api/auth/2fa/setup'); } catch (x) { toast(x.message, 'error'); return; }
+    const canvas = h('canvas.qr', { width: 232, height: 232, role: 'img', 'aria-label': 'QR code for your authenticator app' });
+    clear(box).append(h('p', { text: 'Scan this code with your authenticator app, or type the secret, then enter the code it shows.' }),
+      canvas, h('p', 'Secret: ', h('code#totp-secret', { text: d.secret })),
+      form({
+        fields: [{ name: 'code', label: 'Code', required: true, inputmode: 'numeric', maxlength: 6, autocomplete: 'one-time-code' }],
+        submit: 'Enable 2FA',
+        onSubmit: async (v) => { await post('/api/auth/2fa/enable', v); toast('Two-factor authentication is on'); render(true); },
+      }));
+    drawQR(canvas, d.otpauth);
+  }
+  render(me.twoFactorEnabled);
+  return section('Two-factor authentication', box);
+}
+
+// Draws a QR code of text on a canvas: the library encodes, the canvas only paints modules.
+export async function drawQR(canvas, text) {
+  const { default: qrcode } = await import('../../vendor/qrcode-generator/qrcode.mjs');
+  const qr = qrcode(0, 'M');
+  qr.addData(text);
+  qr.make();
+  const n = qr.getModuleCount();
+  const quiet = 4;
+  const cell = Math.floor(canvas.width / (n + 2 * quiet));
+  const off = Math.floor((canvas.width - cell * n) / 2);
+  const g = canvas.getContext('2d');
+  g.fillStyle = '#fff';
+  g.fillRect(0, 0, canvas.width, canvas.height);
+  g.fillStyle = '#000';
+  for (let r = 0; r < n; r++) for (let c = 0; c < n; c++) if (qr.isDark(r, c)) g.fillRect(off + c * cell, off + r * cell, cell, cell);
+  canvas.dataset.modules = String(n);
+}
+
+function passwordCard() {
+  return section('Change password', form({
+    fields: [{ name: 'currentPassword', label: 'Current password (or a 2FA code below)', type: 'password', autocomplete: 'current-password' },
+      { name: 'twoFactorCode', label: '2FA code', inputmode: 'numeric', maxlength: 6 },
+      { name: 'newPassword', label: 'New password', type: 'password', required: true, autocomplete: 'new-password' }],
+    submit: 'Change password',
+    onSubmit: async (v, el) => { const d = await post('/api/auth/change-password', v); session.set(d.token); el.reset(); toast(d.message || 'Password changed'); },
+  }));
+}

@@ -1,0 +1,115 @@
+// Applications: the list, creation (the secret shown once), and one application's pages.
+
+import { h, clear, fmtDate, fmtNum, secretBox, toast, modal, badge } from '../dom.js';
+import { get, post, patch, del } from '../api.js';
+import { form, section, field, values } from '../forms.js';
+
+export async function list(ctx) {
+  const apps = await get('/api/apps');
+  const me = await ctx.me();
+  const created = h('div');
+  const rows = apps.map((a) => h('tr', { 'data-id': a.id },
+    h('td', { 'data-label': 'Name' }, h('a', { href: `#/apps/${a.id}/users`, text: a.name })),
+    h('td', { 'data-label': 'Status' }, a.enabled === false ? badge('disabled', 'bad') : a.paused ? badge('paused', 'warn') : badge('enabled', 'ok')),
+    h('td', { 'data-label': 'Version', text: a.version }),
+    h('td', { 'data-label': 'Users', text: fmtNum(a.counts?.users) }),
+    h('td', { 'data-label': 'Licenses', text: fmtNum(a.counts?.licenses) }),
+    h('td', { 'data-label': 'Sessions', text: fmtNum(a.counts?.sessions) }),
+    h('td', { 'data-label': 'Files', text: fmtNum(a.counts?.files) }),
+    h('td', { 'data-label': 'Created', text: fmtDate(a.createdAt) })));
+  const max = me.plan?.limits?.maxApps;
+  return h('div', h('h1', { text: 'Applications' }),
+    h('p.muted', { text: `${apps.length} of ${fmtNum(max)} applications on the ${me.plan?.displayName || me.plan?.name} plan` }),
+    h('div.table-wrap', h('table#apps', h('thead', h('tr', ['Name', 'Status', 'Version', 'Users', 'Licenses', 'Sessions', 'Files', 'Created'].map((t) => h('th', { text: t })))),
+      h('tbody', rows.length ? rows : h('tr', h('td.muted', { colspan: 8, text: 'No applications yet: create the first one below.' }))))),
+    section('New application', created, form({
+      fields: [{ name: 'name', label: 'Name', required: true, maxlength: 64 }, { name: 'version', label: 'Version', placeholder: '1.0.0', maxlength: 32 },
+        { name: 'description', label: 'Description', type: 'textarea', maxlength: 500, rows: 2 }],
+      submit: 'Create application',
+      onSubmit: async (v, el) => {
+        const a = await post('/api/apps', v);
+        el.reset();
+        clear(created).append(h('div.shown-once', h('p.warn', 'Application ', h('strong', { text: a.name }),
+          ' created. Copy its secret now: it is shown only this once (your program sends it to init).'),
+        secretBox(a.secret, 'application secret'), h('p', h('a#open-app', { href: `#/apps/${a.id}/users`, text: 'Open the application →' }))));
+      },
+    })));
+}
+
+// One application's pages; the tab modules load when first opened.
+const tabs = [
+  ['users', 'Users', () => import('./users.js')],
+  ['licenses', 'Licenses', () => import('./licenses.js')],
+  ['variables', 'Variables', () => import('./variables.js')],
+  ['files', 'Files', () => import('./files.js')],
+  ['devices', 'Devices', () => import('./misc.js')],
+  ['tokens', 'Tokens', () => import('./misc.js')],
+  ['rules', 'Rules', () => import('./misc.js')],
+  ['logs', 'Logs', () => import('./logs.js')],
+  ['analytics', 'Analytics', () => import('./analytics.js')],
+  ['integrations', 'Integrations', () => import('./integrations.js')],
+  ['live', 'Live', () => import('./live.js')],
+  ['hooks', 'Hooks', () => import('./live.js')],
+  ['settings', 'Settings', null],
+];
+
+export async function detail(ctx) {
+  const [id, tab = 'users', sub] = ctx.params;
+  const a = await get(`/api/apps/${id}`);
+  const nav = h('nav.tabs', { 'aria-label': 'application' }, tabs.map(([k, label]) =>
+    h('a' + (k === tab ? '.active' : ''), { href: `#/apps/${id}/${k}`, text: label, 'aria-current': k === tab ? 'page' : undefined })));
+  const head = h('div.app-head', h('h1', { text: a.name }), a.enabled === false ? badge('disabled', 'bad') : a.paused ? badge('paused', 'warn') : null,
+    h('span.muted', { text: 'v' + a.version }));
+  const t = tabs.find(([k]) => k === tab);
+  if (!t) return h('div', head, nav, h('p.error', { text: 'No such page.' }));
+  const body = t[2] ? await (await t[2]())[tab]({ ...ctx, app: a, appId: id, sub }) : settings(a, ctx);
+  return h('div', head, nav, body);
+}
+
+function settings(a, ctx) {
+  const base = `/api/apps/${a.id}`;
+  const stats = h('div.cards');
+  get(base + '/stats').then((s) => stats.append(
+    stat('Users', s.users.total, `${fmtNum(s.users.active)} active · ${fmtNum(s.users.banned)} banned`),
+    stat('Licenses', s.licenses.total, `${fmtNum(s.licenses.used)} used · ${fmtNum(s.licenses.unused)} unused`),
+    stat('Sessions', s.sessions.active, 'active now'),
+    stat('Logins', s.logins.today, `today · ${fmtNum(s.logins.thisWeek)} this week`))).catch((x) => stats.append(h('p.error', { text: x.message })));
+  const fields = [
+    { name: 'name', label: 'Name', value: a.name, required: true, maxlength: 64 },
+    { name: 'version', label: 'Version', value: a.version, maxlength: 32, help: 'Clients whose init sends another version are refused.' },
+    { name: 'description', label: 'Description', type: 'textarea', value: a.description, maxlength: 500, omitEmpty: false, rows: 2 },
+    { name: 'enabled', label: 'Enabled', type: 'checkbox', value: a.enabled },
+    { name: 'paused', label: 'Paused (new logins refused)', type: 'checkbox', value: a.paused },
+    { name: 'antiDebug', label: 'Anti-debug', type: 'checkbox', value: a.antiDebug },
+    { name: 'antiVM', label: 'Anti-VM', type: 'checkbox', value: a.antiVM },
+    { name: 'lockHwid', label: 'Lock to hardware id', type: 'checkbox', value: a.lockHwid },
+    { name: 'lockIp', label: 'Lock to IP address', type: 'checkbox', value: a.lockIp },
+    { name: 'lockPcName', label: 'Lock to computer name', type: 'checkbox', value: a.lockPcName },
+    { name: 'fileEncryption', label: 'Encrypt client file downloads', type: 'checkbox', value: a.fileEncryption },
+    { name: 'sessionTimeout', label: 'Session idle timeout (seconds, 0 = server default)', type: 'number', value: a.sessionTimeout ?? 0, min: 0, max: 2592000 },
+  ];
+  const secret = h('div');
+  return h('div', stats,
+    section('Settings', form({ fields, submit: 'Save settings', onSubmit: async (v) => { await patch(base, v); toast('Saved'); } })),
+    section('Secret', h('p', 'Current secret: ', h('code', { text: a.secret })), secret,
+      h('button', { type: 'button', text: 'Regenerate secret', on: { click: async () => {
+        if (!await modal('Regenerate the secret?', h('p', { text: 'The old secret stops working at once: programs need the new one for init.' }), { ok: 'Regenerate', danger: true })) return;
+        try { const d = await post(base + '/secret/regenerate'); clear(secret).append(h('p.warn', { text: 'Copy it now: it is shown only this once.' }), secretBox(d.secret)); } catch (x) { toast(x.message, 'error'); }
+      } } })),
+    section('Delete', h('p', { text: 'Deleting removes the application and every user, license, file, variable and log under it.' }),
+      h('button.danger#delete-app', { type: 'button', text: 'Delete application…', on: { click: async () => {
+        const f = field({ name: 'confirmName', label: `Type the name “${a.name}” to confirm` });
+        const done = await modal('Delete ' + a.name + '?', f, { ok: 'Delete for ever', danger: true, onOk: async () => {
+          if (f.querySelector('input').value !== a.name) throw new Error('The name does not match.');
+          await del(base, { confirm: true });
+          return true;
+        } });
+        if (done) { toast('Application deleted'); ctx.go('apps'); }
+      } } })));
+}
+
+export function stat(label, n, sub) {
+  return h('div.stat', h('span.label', { text: label }), h('strong', { text: fmtNum(n) }), h('small', { text: sub || '' }));
+}
+
+export { values };

@@ -1,0 +1,126 @@
+// Signed-out pages: sign in (with the 2FA step), register, email verification, password resets.
+
+import { h, clear } from '../dom.js';
+import { api, post } from '../api.js';
+import { form, showError } from '../forms.js';
+import { signedIn } from '../main.js';
+
+const outbox = document.querySelector('meta[name=keyward-outbox]')?.content || '';
+
+function card(title, ...body) {
+  return h('div.auth', h('h1', { text: title }), ...body);
+}
+
+function outboxNote() {
+  if (!outbox) return null;
+  return h('p.note', 'This server writes its mails to files (no SMTP server is set): open the newest .eml file in ',
+    h('code', { text: outbox }), ' and follow the link in it.');
+}
+
+const passwordHelp = 'At least 8 characters, with an upper-case letter, a lower-case letter and a digit.';
+
+export function login() {
+  const fields = [
+    { name: 'username', label: 'Username or email', required: true, autocomplete: 'username' },
+    { name: 'password', label: 'Password', type: 'password', required: true, autocomplete: 'current-password' },
+  ];
+  const box = h('div');
+  const resend = h('div');
+  const f = form({
+    fields, submit: 'Sign in',
+    onSubmit: async (v) => {
+      clear(resend);
+      const out = await api('POST', '/api/auth/login', v, { raw: true });
+      if (out.requires2FA) { clear(box).append(twoFactorStep(v)); return; }
+      if (out.requireVerify) {
+        resend.append(h('p.warn', { text: out.message || 'Verify your email address first.' }), outboxNote(), resendForm());
+        return;
+      }
+      signedIn(out.token, out.account);
+    },
+  });
+  box.append(f);
+  return card('Sign in', box, resend,
+    h('p.links', h('a', { href: '#/register', text: 'Create an account' }), ' · ',
+      h('a', { href: '#/forgot', text: 'Forgot password' }), ' · ', h('a', { href: '#/reset-2fa', text: 'Reset with 2FA' })));
+}
+
+function twoFactorStep(creds) {
+  return h('div', h('p', { text: 'Enter the 6-digit code from your authenticator app.' }), form({
+    fields: [{ name: 'twoFactorCode', label: 'Authentication code', required: true, autocomplete: 'one-time-code', inputmode: 'numeric', maxlength: 6 }],
+    submit: 'Verify',
+    onSubmit: async (v) => {
+      const out = await api('POST', '/api/auth/login', { ...creds, ...v }, { raw: true });
+      if (out.requires2FA) throw Object.assign(new Error(out.message || 'A code is needed.'), { field: 'twoFactorCode' });
+      signedIn(out.token, out.account);
+    },
+  }));
+}
+
+function resendForm() {
+  return form({
+    fields: [{ name: 'email', label: 'Email', type: 'email', required: true }], submit: 'Send the link again',
+    onSubmit: async (v, el) => { const d = await post('/api/auth/resend-verification', v); el.replaceWith(h('p.ok', { text: d.message })); },
+  });
+}
+
+export function register() {
+  const box = h('div');
+  box.append(form({
+    fields: [
+      { name: 'email', label: 'Email', type: 'email', required: true, autocomplete: 'email' },
+      { name: 'username', label: 'Username', required: true, autocomplete: 'username', help: '3–32 letters, digits, _ . or -' },
+      { name: 'password', label: 'Password', type: 'password', required: true, autocomplete: 'new-password', help: passwordHelp },
+    ],
+    submit: 'Create account',
+    onSubmit: async (v) => {
+      const d = await post('/api/auth/register', v);
+      clear(box).append(h('p.ok#registered', { text: d.message || 'Check your mail for the verification link.' }), outboxNote(),
+        h('p', h('a', { href: '#/login', text: 'Back to sign in' })));
+    },
+  }));
+  return card('Create your account', box, h('p.links', h('a', { href: '#/login', text: 'I have an account' })));
+}
+
+export function verify(token) {
+  const status = h('p', { text: 'Verifying your address…' });
+  post('/api/auth/verify-email', { token })
+    .then((d) => signedIn(d.token, d.account))
+    .catch((x) => { status.className = 'error'; status.textContent = x.message; });
+  return card('Email verification', status, h('p.links', h('a', { href: '#/login', text: 'Sign in' })));
+}
+
+export function forgot() {
+  const box = h('div');
+  box.append(form({
+    fields: [{ name: 'email', label: 'Email', type: 'email', required: true }], submit: 'Mail me a reset link',
+    onSubmit: async (v) => { const d = await post('/api/auth/forgot-password', v); clear(box).append(h('p.ok', { text: d.message }), outboxNote()); },
+  }));
+  return card('Forgot password', box, h('p.links', h('a', { href: '#/login', text: 'Back to sign in' })));
+}
+
+export function resetPassword(token) {
+  const box = h('div');
+  box.append(form({
+    fields: [{ name: 'newPassword', label: 'New password', type: 'password', required: true, autocomplete: 'new-password', help: passwordHelp }],
+    submit: 'Set password',
+    onSubmit: async (v) => { const d = await post('/api/auth/reset-password', { token, ...v }); clear(box).append(h('p.ok', { text: d.message })); },
+  }));
+  return card('Choose a new password', box, h('p.links', h('a', { href: '#/login', text: 'Sign in' })));
+}
+
+export function reset2FA() {
+  const box = h('div');
+  box.append(form({
+    fields: [
+      { name: 'username', label: 'Username or email', required: true },
+      { name: 'twoFactorCode', label: 'Authentication code', required: true, inputmode: 'numeric', maxlength: 6 },
+      { name: 'newPassword', label: 'New password', type: 'password', required: true, help: passwordHelp },
+    ],
+    submit: 'Reset password',
+    onSubmit: async (v) => { const d = await post('/api/auth/reset-password-2fa', v); clear(box).append(h('p.ok', { text: d.message })); },
+  }));
+  return card('Reset with your authenticator', box, h('p.links', h('a', { href: '#/login', text: 'Back to sign in' })));
+}
+
+export { showError };

@@ -1,0 +1,61 @@
+// Webhook integrations: create with the events picker, enable, test, secret, deliveries.
+
+import { h, clear, fmtDate, toast, modal, badge, secretBox } from '../dom.js';
+import { get, post, patch, del } from '../api.js';
+import { form, section } from '../forms.js';
+import { table } from './users.js';
+
+export async function integrations(ctx) {
+  const base = `/api/apps/${ctx.appId}/integrations`;
+  const events = await get('/api/integrations/events');
+  const listBox = h('div');
+  const shown = h('div');
+  const picker = (chosen = []) => h('fieldset.events', h('legend', { text: 'Events' }),
+    h('div.toolbar', h('button', { type: 'button', text: 'All', on: { click: (e) => e.target.closest('fieldset').querySelectorAll('input').forEach((i) => { i.checked = true; }) } }),
+      h('button', { type: 'button', text: 'None', on: { click: (e) => e.target.closest('fieldset').querySelectorAll('input').forEach((i) => { i.checked = false; }) } })),
+    h('div.checks', events.map((e) => h('label', h('input', { type: 'checkbox', value: e, checked: chosen.includes(e) }), ' ', e))));
+  const chosenOf = (el) => [...el.querySelectorAll('fieldset.events input:checked')].map((i) => i.value);
+  async function load() {
+    clear(listBox);
+    let list;
+    try { list = await get(base); } catch (x) { listBox.append(h('p.error', { text: x.message })); return; }
+    listBox.append(table(['Name', 'Type', 'URL', 'Events', 'State', ''], list.map((i) => [i.name, i.type, h('code', { text: i.webhookUrl }), String(i.events.length),
+      [i.enabled ? badge('enabled', 'ok') : badge('disabled'), i.disabledReason ? h('small.muted', { text: ' ' + i.disabledReason }) : null],
+      h('span.row-actions',
+        h('button', { type: 'button', text: 'Test', on: { click: async () => {
+          try { const d = await post(`${base}/${i.id}/test`); toast(d.delivered ? `Delivered (${d.statusCode}, ${d.latencyMs} ms)` : `Not delivered: ${d.error || d.statusCode}`, d.delivered ? 'ok' : 'error'); } catch (x) { toast(x.message, 'error'); }
+        } } }),
+        h('button', { type: 'button', text: i.enabled ? 'Disable' : 'Enable', on: { click: () => patch(`${base}/${i.id}`, { enabled: !i.enabled }).then(load, (x) => toast(x.message, 'error')) } }),
+        h('button', { type: 'button', text: 'Events', on: { click: async () => {
+          const p = picker(i.events);
+          if (await modal('Events of ' + i.name, p, { ok: 'Save', onOk: () => patch(`${base}/${i.id}`, { events: chosenOf(p.parentElement) }).then(() => true) })) load();
+        } } }),
+        h('button', { type: 'button', text: 'Deliveries', on: { click: async () => {
+          const d = await get(`${base}/${i.id}/deliveries`, { limit: 20 });
+          await modal('Last deliveries', table(['Time', 'Event', 'Try', 'Result'], d.attempts.map((a) => [fmtDate(a.createdAt), a.event, String(a.attempt), a.success ? badge(String(a.statusCode), 'ok') : badge(a.error || String(a.statusCode), 'bad')])), { ok: 'Close', cancel: null });
+        } } }),
+        i.type === 'CUSTOM' ? h('button', { type: 'button', text: 'New secret', on: { click: async () => {
+          try { const d = await post(`${base}/${i.id}/secret/regenerate`); clear(shown).append(h('p.warn', { text: 'Signing secret, shown once:' }), secretBox(d.secret)); } catch (x) { toast(x.message, 'error'); }
+        } } }) : null,
+        h('button.danger', { type: 'button', text: 'Delete', on: { click: async () => {
+          if (!await modal(`Delete ${i.name}?`, h('p', { text: 'Queued deliveries are dropped.' }), { ok: 'Delete', danger: true })) return;
+          del(`${base}/${i.id}`).then(load, (x) => toast(x.message, 'error'));
+        } } }))])));
+  }
+  load();
+  const pick = picker(['user.login', 'user.register', 'license.activate']);
+  return h('div', section('Integrations', shown, listBox), section('New integration', form({
+    fields: [{ name: 'name', label: 'Name', required: true }, { name: 'type', label: 'Type', type: 'select', options: [['DISCORD', 'Discord'], ['SLACK', 'Slack'], ['TELEGRAM', 'Telegram'], ['CUSTOM', 'Custom (signed JSON)']] },
+      { name: 'webhookUrl', label: 'Webhook URL (https, public)', type: 'url', required: true }, { name: 'enabled', label: 'Enabled', type: 'checkbox', value: true }],
+    extra: [pick],
+    submit: 'Create integration',
+    onSubmit: async (v, el) => {
+      const events = chosenOf(el);
+      if (!events.length) throw new Error('Pick at least one event.');
+      const d = await post(base, { ...v, events });
+      clear(shown);
+      if (d.secret) shown.append(h('p.warn', { text: 'Signing secret of ' + d.name + ', shown once:' }), secretBox(d.secret));
+      load();
+    },
+  })));
+}
