@@ -184,9 +184,15 @@ redis_port=$started_port
 
 sentinel_url=""
 if [[ ${KEYWARD_TEST_SENTINEL:-} == 1 ]]; then
-	start_redis sentinel-master --save '' --appendonly no
+	# No diskless-sync delay: the replica is in sync at once, not 5 s after it attached.
+	start_redis sentinel-master --save '' --appendonly no --repl-diskless-sync-delay 0
 	master_port=$started_port
 	start_redis sentinel-replica --save '' --appendonly no --replicaof 127.0.0.1 "$master_port"
+	for ((i = 0; ; i++)); do
+		[[ $(redis-cli -p "$started_port" info replication 2>/dev/null) == *master_link_status:up* ]] && break
+		((i < START_TIMEOUT * 10)) || die "the Sentinel group's replica did not sync within ${START_TIMEOUT}s"
+		sleep 0.1
+	done
 	sentinel_ports=()
 	for n in 1 2 3; do
 		# A sentinel rewrites its config file, so each gets its own.

@@ -51,11 +51,19 @@ func StartSentinelGroup(t testing.TB, downAfter time.Duration) *SentinelGroup {
 	}
 	g := &SentinelGroup{t: t, DownAfter: downAfter, servers: map[string]*exec.Cmd{}}
 	dir := t.TempDir()
-	master := g.start(bin, dir, "master", "--save", "", "--appendonly", "no")
+	// No diskless-sync delay: the replica is in sync at once, not 5 s after it attached.
+	master := g.start(bin, dir, "master", "--save", "", "--appendonly", "no", "--repl-diskless-sync-delay", "0")
 	g.servers[master] = g.lastCmd
 	_, mport, _ := net.SplitHostPort(master)
 	replica := g.start(bin, dir, "replica", "--save", "", "--appendonly", "no", "--replicaof", "127.0.0.1", mport)
 	g.servers[replica] = g.lastCmd
+	deadline := time.Now().Add(30 * time.Second)
+	for !strings.Contains(strings.Join(command(replica, "INFO", "replication"), ""), "master_link_status:up") {
+		if time.Now().After(deadline) {
+			t.Fatal("the replica did not sync with the master within 30 s")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 	for i := 1; i <= 3; i++ {
 		conf := filepath.Join(dir, fmt.Sprintf("sentinel%d.conf", i))
 		text := fmt.Sprintf("sentinel monitor kwtest 127.0.0.1 %s 2\nsentinel down-after-milliseconds kwtest %d\nsentinel failover-timeout kwtest 5000\n",
