@@ -10,6 +10,9 @@
 #   KEYWARD_TEST_REDIS_SERVER     path of redis-server (to start more servers)
 #   KEYWARD_TEST_FERRETDB_BIN     path of the FerretDB test server binary
 #   KEYWARD_TEST_CHROMIUM         path of Chromium (the dashboard's browser tests, web/e2e)
+#   KEYWARD_TEST_SENTINEL_URL     with KEYWARD_TEST_SENTINEL=1 only: a Sentinel group
+#                                 (master, replica, three sentinels), in the URL form
+#                                 KEYWARD_REDIS_URL takes
 #
 # redis-server and Debian's chromium are installed with apt-get when missing. The FerretDB program in
 # deploy/ferretdb is built once into a cache directory and rebuilt only when
@@ -23,8 +26,8 @@ readonly START_TIMEOUT=30 # seconds to wait for each server to accept connection
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 tmp=""
 ferret_bin=""
-redis_pid=""
 ferret_pid=""
+extra_pids=() # every redis-server started by start_redis
 
 log() { echo "testenv: $*" >&2; }
 die() {
@@ -49,7 +52,8 @@ stop_server() { # pid
 
 # shellcheck disable=SC2317 # called from the EXIT trap
 cleanup() {
-	stop_server "$redis_pid"
+	local pid
+	for pid in "${extra_pids[@]}"; do stop_server "$pid"; done
 	stop_server "$ferret_pid"
 	if [[ -n $tmp ]]; then rm -rf "$tmp"; fi
 	if [[ -n $ferret_bin ]]; then rm -f "$ferret_bin.tmp.$$"; fi
@@ -159,35 +163,81 @@ show_log() {
 # Linux's ephemeral range (32768-60999) and retry when the bind fails (another
 # process may take the port in between).
 
-mkdir "$tmp/redis"
-redis_port=""
-for attempt in 1 2 3 4 5 6 7 8 9 10; do
-	port=$((16384 + RANDOM % 16384))
-	port_in_use "$port" && continue
-	"$redis_server" --bind 127.0.0.1 --port "$port" --save '' --appendonly no \
-		--dir "$tmp/redis" --logfile "$tmp/redis.log" --loglevel warning \
-		--daemonize no </dev/null &
-	redis_pid=$!
-	for ((i = 0; i < START_TIMEOUT * 10; i++)); do
-		kill -0 "$redis_pid" 2>/dev/null || break
-		if redis_ping "$port"; then
-			redis_port=$port
-			break
+# start_redis NAME [ARGS...]: starts redis-server with ARGS on a free loopback port, its
+# log in $tmp/NAME.log and its files in $tmp/NAME; waits until it answers PING and sets
+# started_port and started_pid (the pid is also kept for cleanup).
+start_redis() {
+	local name=$1 attempt port i
+	shift
+	mkdir -p "$tmp/$name"
+	started_port=""
+	for attempt in 1 2 3 4 5 6 7 8 9 10; do
+		port=$((16384 + RANDOM % 16384))
+		port_in_use "$port" && continue
+		"$redis_server" "$@" --bind 127.0.0.1 --port "$port" \
+			--dir "$tmp/$name" --logfile "$tmp/$name.log" --loglevel warning \
+			--daemonize no </dev/null &
+		started_pid=$!
+		for ((i = 0; i < START_TIMEOUT * 10; i++)); do
+			kill -0 "$started_pid" 2>/dev/null || break
+			if redis_ping "$port"; then
+				started_port=$port
+				break
+			fi
+			sleep 0.1
+		done
+		if [[ -n $started_port ]]; then
+			extra_pids+=("$started_pid")
+			return 0
 		fi
+		if kill -0 "$started_pid" 2>/dev/null; then
+			show_log "$name" "$tmp/$name.log"
+			die "$name on 127.0.0.1:$port did not answer PING within ${START_TIMEOUT}s"
+		fi
+		wait "$started_pid" 2>/dev/null || true
+		log "$name could not start on port $port (attempt $attempt: $(tail -n 1 "$tmp/$name.log")), trying another port"
+	done
+	show_log "$name" "$tmp/$name.log"
+	die "could not start $name"
+}
+
+start_redis redis --save '' --appendonly no
+redis_port=$started_port
+
+# --- the opt-in Sentinel group -------------------------------------------------------
+# KEYWARD_TEST_SENTINEL=1 also starts a Sentinel group named kwtest: a master, a replica
+# and three sentinels (quorum 2, master down after 1 s), and exports its URL.
+
+sentinel_url=""
+if [[ ${KEYWARD_TEST_SENTINEL:-} == 1 ]]; then
+	# No diskless-sync delay: the replica is in sync at once, not 5 s after it attached.
+	start_redis sentinel-master --save '' --appendonly no --repl-diskless-sync-delay 0
+	master_port=$started_port
+	start_redis sentinel-replica --save '' --appendonly no --replicaof 127.0.0.1 "$master_port"
+	for ((i = 0; ; i++)); do
+		[[ $(redis-cli -p "$started_port" info replication 2>/dev/null) == *master_link_status:up* ]] && break
+		((i < START_TIMEOUT * 10)) || die "the Sentinel group's replica did not sync within ${START_TIMEOUT}s"
 		sleep 0.1
 	done
-	[[ -n $redis_port ]] && break
-	if kill -0 "$redis_pid" 2>/dev/null; then
-		show_log redis "$tmp/redis.log"
-		die "redis-server on 127.0.0.1:$port did not answer PING within ${START_TIMEOUT}s"
-	fi
-	wait "$redis_pid" 2>/dev/null || true
-	redis_pid=""
-	log "redis-server could not start on port $port (attempt $attempt: $(tail -n 1 "$tmp/redis.log")), trying another port"
-done
-if [[ -z $redis_port ]]; then
-	show_log redis "$tmp/redis.log"
-	die "could not start redis-server"
+	sentinel_ports=()
+	for n in 1 2 3; do
+		# A sentinel rewrites its config file, so each gets its own.
+		printf 'sentinel monitor kwtest 127.0.0.1 %s 2\nsentinel down-after-milliseconds kwtest 1000\nsentinel failover-timeout kwtest 5000\n' \
+			"$master_port" >"$tmp/sentinel$n.conf"
+		start_redis "sentinel$n" "$tmp/sentinel$n.conf" --sentinel
+		sentinel_ports+=("$started_port")
+	done
+	# Ready once every sentinel sees the replica and the two other sentinels (they find
+	# each other through the master's hello channel, every 2 s).
+	for port in "${sentinel_ports[@]}"; do
+		for ((i = 0; ; i++)); do
+			info=$(redis-cli -p "$port" sentinel master kwtest 2>/dev/null | tr '\n' ' ')
+			[[ $info == *"num-slaves 1 "* && $info == *"num-other-sentinels 2 "* ]] && break
+			((i < START_TIMEOUT * 10)) || die "sentinel on port $port did not see the whole group within ${START_TIMEOUT}s: $info"
+			sleep 0.1
+		done
+	done
+	sentinel_url="redis://127.0.0.1:${sentinel_ports[0]}/0?master_name=kwtest&addr=127.0.0.1:${sentinel_ports[1]}&addr=127.0.0.1:${sentinel_ports[2]}"
 fi
 
 # --- start FerretDB ----------------------------------------------------------------
@@ -224,6 +274,10 @@ export KEYWARD_TEST_REDIS_SERVER="$redis_server"
 export KEYWARD_TEST_FERRETDB_BIN="$ferret_bin"
 export KEYWARD_TEST_CHROMIUM="$chromium_bin"
 log "redis at $KEYWARD_TEST_REDIS_URL, FerretDB at $KEYWARD_TEST_MONGO_URI"
+if [[ -n $sentinel_url ]]; then
+	export KEYWARD_TEST_SENTINEL_URL="$sentinel_url"
+	log "Sentinel group at $KEYWARD_TEST_SENTINEL_URL"
+fi
 
 status=0
 "$@" || status=$?

@@ -100,6 +100,8 @@ func TestBadConfigurationIsRefusedClearly(t *testing.T) {
 		"smtp tls":               {"KEYWARD_SMTP_HOST": "mail.example.com", "KEYWARD_SMTP_TLS": "maybe"},
 		"body size":              {"KEYWARD_MAX_BODY_BYTES": "ten"},
 		"short lease":            {"KEYWARD_WS_LEASE_TTL": "1s"},
+		"redis url": {"KEYWARD_REDIS_URL": "redis://s1:26379/0?master_name=main&addr=nohostport",
+			"KEYWARD_JWT_SECRET": strings.Repeat("x", 40), "KEYWARD_SECRETS_KEY": strings.Repeat("s", 40)},
 	}
 	for name, vars := range cases {
 		t.Run(name, func(t *testing.T) {

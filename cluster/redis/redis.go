@@ -31,8 +31,8 @@ const (
 
 // Config configures New. Only URL is required.
 type Config struct {
-	// URL is a redis:// or rediss:// URL (redis://[user:password@]host:port/db), parsed by
-	// go-redis's ParseURL, so its query options (dial_timeout, pool_size, ...) apply.
+	// URL names one Redis server or a Sentinel group (see ParseURL), with go-redis's query
+	// options (dial_timeout, pool_size, ...).
 	URL string
 	// Prefix starts every key, so several deployments or tests can share one Redis;
 	// DefaultPrefix when empty.
@@ -49,7 +49,7 @@ type Config struct {
 type Engine struct {
 	client *goredis.Client
 	prefix string
-	addr   string // host:port for error messages; the URL may hold a password
+	addr   string // Target.String() for error messages; the URL may hold a password
 
 	// busWait bounds how long Subscribe waits for Redis to confirm a subscription.
 	busWait time.Duration
@@ -73,41 +73,108 @@ var allowLua string
 // use, or after a Redis restart emptied its script cache).
 var allowScript = goredis.NewScript(allowLua)
 
+// Target is what a Redis URL names: one server, or the master of a Sentinel group.
+type Target struct {
+	// Server is the single server (Options from go-redis's ParseURL); nil for a group.
+	Server *goredis.Options
+	// Sentinel is the group (FailoverOptions from go-redis's ParseFailoverURL); nil for a
+	// single server.
+	Sentinel *goredis.FailoverOptions
+}
+
+// ParseURL reads the two forms KEYWARD_REDIS_URL takes:
+//
+//   - one server: redis://[user:password@]host:port/db (rediss:// for TLS);
+//   - a Sentinel group, told apart by its master_name option:
+//     redis://[sentinel-user:sentinel-password@]sentinel1:26379/db?master_name=NAME&addr=sentinel2:26379&addr=sentinel3:26379
+//     The host part and every addr= are sentinels (any that answers will do); the
+//     credentials before @ are the sentinels' own, and the master's and replicas' go in
+//     the username= and password= options.
+//
+// Both accept go-redis's query options (dial_timeout, pool_size, ...). Errors never quote a
+// password.
+func ParseURL(rawURL string) (Target, error) {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return Target{}, fmt.Errorf("cluster/redis: invalid URL (want redis://[user:password@]host:port/db): not a URL")
+	}
+	if u.Query().Get("master_name") != "" {
+		fo, err := goredis.ParseFailoverURL(rawURL)
+		if err != nil {
+			return Target{}, fmt.Errorf("cluster/redis: invalid Sentinel URL (want redis://sentinel:26379/db?master_name=NAME&addr=sentinel2:26379...): %s",
+				redact(rawURL, err))
+		}
+		return Target{Sentinel: fo}, nil
+	}
+	opts, err := goredis.ParseURL(rawURL)
+	if err != nil {
+		return Target{}, fmt.Errorf("cluster/redis: invalid URL (want redis://[user:password@]host:port/db): %s",
+			redact(rawURL, err))
+	}
+	return Target{Server: opts}, nil
+}
+
+// String names the target for messages, without credentials.
+func (t Target) String() string {
+	if t.Sentinel != nil {
+		return fmt.Sprintf("master %q of sentinels %s", t.Sentinel.MasterName, strings.Join(t.Sentinel.SentinelAddrs, ","))
+	}
+	if t.Server != nil {
+		return t.Server.Addr
+	}
+	return "no Redis"
+}
+
 // New connects to Redis and pings it, so a wrong URL or an unreachable server fails start
 // with a clear error rather than the first request. An unreachable server's error wraps
-// cluster.ErrUnavailable.
+// cluster.ErrUnavailable. A Sentinel URL gives a go-redis failover client: it asks the
+// sentinels for the master, and moves to the new master when they promote a replica.
 func New(ctx context.Context, cfg Config) (*Engine, error) {
 	if cfg.URL == "" {
 		return nil, errors.New("cluster/redis: no URL configured")
 	}
-	opts, err := goredis.ParseURL(cfg.URL)
+	target, err := ParseURL(cfg.URL)
 	if err != nil {
-		return nil, fmt.Errorf("cluster/redis: invalid URL (want redis://[user:password@]host:port/db): %s",
-			redact(cfg.URL, err))
+		return nil, err
 	}
-	opts.DialTimeout = pick(cfg.DialTimeout, opts.DialTimeout, DefaultDialTimeout)
-	opts.ReadTimeout = pick(cfg.ReadTimeout, opts.ReadTimeout, DefaultReadTimeout)
-	opts.WriteTimeout = pick(cfg.WriteTimeout, opts.WriteTimeout, DefaultWriteTimeout)
-	opts.PoolTimeout = pick(cfg.PoolTimeout, opts.PoolTimeout, DefaultPoolTimeout)
-	// A caller's context deadline also bounds the socket, so a request budget shorter than
-	// the timeouts above is honoured.
-	opts.ContextTimeoutEnabled = true
-	// One retry covers a pooled connection that Redis closed while idle (restart, timeout);
-	// more would multiply the time a request waits on a Redis that is really down.
-	opts.MaxRetries = 1
-	// Dialing a refused port fails at once; two attempts 50ms apart are enough for a Redis
-	// that is restarting, and keep an outage answer within a few dial timeouts.
-	opts.DialerRetries = 2
-	opts.DialerRetryTimeout = 50 * time.Millisecond
-	// Maintenance notifications are a Redis Enterprise/Cloud feature; the handshake costs a
-	// round trip per connection on plain Redis and its relaxed timeouts would lengthen ours.
-	opts.MaintNotificationsConfig = &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}
+	var client *goredis.Client
+	var t timeouts
+	if fo := target.Sentinel; fo != nil {
+		t = cfg.timeouts(fo.DialTimeout, fo.ReadTimeout, fo.WriteTimeout, fo.PoolTimeout)
+		fo.DialTimeout, fo.ReadTimeout, fo.WriteTimeout, fo.PoolTimeout = t.dial, t.read, t.write, t.pool
+		fo.ContextTimeoutEnabled = true
+		fo.MaxRetries = 1
+		fo.DialerRetries = 2
+		fo.DialerRetryTimeout = 50 * time.Millisecond
+		// (The failover client turns maintenance notifications off itself.)
+		client = goredis.NewFailoverClient(fo)
+	} else {
+		opts := target.Server
+		t = cfg.timeouts(opts.DialTimeout, opts.ReadTimeout, opts.WriteTimeout, opts.PoolTimeout)
+		opts.DialTimeout, opts.ReadTimeout, opts.WriteTimeout, opts.PoolTimeout = t.dial, t.read, t.write, t.pool
+		// A caller's context deadline also bounds the socket, so a request budget shorter
+		// than the timeouts above is honoured.
+		opts.ContextTimeoutEnabled = true
+		// One retry covers a pooled connection that Redis closed while idle (restart,
+		// timeout); more would multiply the time a request waits on a Redis that is really
+		// down.
+		opts.MaxRetries = 1
+		// Dialing a refused port fails at once; two attempts 50ms apart are enough for a
+		// Redis that is restarting, and keep an outage answer within a few dial timeouts.
+		opts.DialerRetries = 2
+		opts.DialerRetryTimeout = 50 * time.Millisecond
+		// Maintenance notifications are a Redis Enterprise/Cloud feature; the handshake
+		// costs a round trip per connection on plain Redis and its relaxed timeouts would
+		// lengthen ours.
+		opts.MaintNotificationsConfig = &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}
+		client = goredis.NewClient(opts)
+	}
 
 	e := &Engine{
-		client:  goredis.NewClient(opts),
+		client:  client,
 		prefix:  cfg.Prefix,
-		addr:    opts.Addr,
-		busWait: opts.DialTimeout + opts.ReadTimeout + opts.WriteTimeout,
+		addr:    target.String(),
+		busWait: t.dial + t.read + t.write,
 		waiters: make(map[string]*waiter),
 	}
 	if e.prefix == "" {
@@ -120,6 +187,19 @@ func New(ctx context.Context, cfg Config) (*Engine, error) {
 	return e, nil
 }
 
+// timeouts are the client's socket and pool timeouts.
+type timeouts struct{ dial, read, write, pool time.Duration }
+
+// timeouts picks each timeout: explicit config, then the URL's, then the default.
+func (cfg Config) timeouts(dial, read, write, pool time.Duration) timeouts {
+	return timeouts{
+		dial:  pick(cfg.DialTimeout, dial, DefaultDialTimeout),
+		read:  pick(cfg.ReadTimeout, read, DefaultReadTimeout),
+		write: pick(cfg.WriteTimeout, write, DefaultWriteTimeout),
+		pool:  pick(cfg.PoolTimeout, pool, DefaultPoolTimeout),
+	}
+}
+
 // redact returns err's text without the URL's password, which parse errors may quote.
 func redact(rawURL string, err error) string {
 	u, perr := url.Parse(rawURL)
@@ -130,6 +210,12 @@ func redact(rawURL string, err error) string {
 	msg := err.Error()
 	if pw, ok := u.User.Password(); ok && pw != "" {
 		msg = strings.ReplaceAll(msg, pw, "xxxxx")
+	}
+	// The Sentinel form carries the master's password as an option.
+	for _, pw := range u.Query()["password"] {
+		if pw != "" {
+			msg = strings.ReplaceAll(msg, pw, "xxxxx")
+		}
 	}
 	return msg
 }

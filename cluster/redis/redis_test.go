@@ -368,3 +368,105 @@ func freePort(t *testing.T) string {
 	defer l.Close()
 	return strconv.Itoa(l.Addr().(*net.TCPAddr).Port)
 }
+
+// TestConformanceSentinel runs the suite through a Sentinel group's URL (deploy/testenv.sh
+// with KEYWARD_TEST_SENTINEL=1, as `make test` runs).
+func TestConformanceSentinel(t *testing.T) {
+	url := testenv.SentinelURL(t)
+	clustertest.Run(t, func(t *testing.T) cluster.Engine { return newEngine(t, url) })
+}
+
+func TestConformanceSharedSentinel(t *testing.T) {
+	url := testenv.SentinelURL(t)
+	clustertest.RunShared(t, func(t *testing.T) (cluster.Engine, cluster.Engine) {
+		prefix := testenv.UniqueName("kwtest:") + ":"
+		return newEngineWithPrefix(t, url, prefix), newEngineWithPrefix(t, url, prefix)
+	})
+}
+
+func TestParseURL(t *testing.T) {
+	one, err := kwredis.ParseURL("redis://:pw@10.0.0.1:6380/2")
+	if err != nil || one.Server == nil || one.Sentinel != nil || one.Server.Addr != "10.0.0.1:6380" || one.Server.DB != 2 {
+		t.Fatalf("single server: %+v, %v", one, err)
+	}
+	group, err := kwredis.ParseURL("redis://s-user:s-pw@s1:26379/3?master_name=main&addr=s2:26379&addr=s3:26380&password=m-pw")
+	if err != nil || group.Sentinel == nil || group.Server != nil {
+		t.Fatalf("sentinel group: %+v, %v", group, err)
+	}
+	fo := group.Sentinel
+	if fo.MasterName != "main" || strings.Join(fo.SentinelAddrs, ",") != "s1:26379,s2:26379,s3:26380" || fo.DB != 3 ||
+		fo.SentinelUsername != "s-user" || fo.SentinelPassword != "s-pw" || fo.Password != "m-pw" {
+		t.Fatalf("sentinel options: %+v", fo)
+	}
+	if s := group.String(); !strings.Contains(s, "main") || strings.Contains(s, "pw") {
+		t.Fatalf("String() = %q", s)
+	}
+	for _, bad := range []string{
+		"redis://s1:26379/0?master_name=main&addr=nohostport&password=s3cret",
+		"redis://s1:26379/0?master_name=main&frobnicate=1&password=s3cret",
+		"redis://:s3cret@s1:26379/x?master_name=main",
+	} {
+		_, err := kwredis.ParseURL(bad)
+		if err == nil {
+			t.Errorf("ParseURL(%q) succeeded", bad)
+		} else if strings.Contains(err.Error(), "s3cret") {
+			t.Errorf("ParseURL error leaks the password: %v", err)
+		}
+	}
+}
+
+// TestSentinelFailover kills the master of a Sentinel group under a live engine: calls fail
+// with ErrUnavailable on their own (never by the caller's deadline) while the sentinels
+// promote the replica, then succeed on the new master without recreating the engine; the
+// bus subscription made before follows. The outage length is logged (about DownAfter plus
+// the promotion), not asserted: the machine is shared.
+func TestSentinelFailover(t *testing.T) {
+	g := testenv.StartSentinelGroup(t, time.Second)
+	e := newEngine(t, g.URL)
+	ctx := context.Background()
+	if d, err := e.Allow(ctx, "k", 5, time.Minute); err != nil || !d.Allowed {
+		t.Fatalf("Allow before the failover = %+v, %v", d, err)
+	}
+	got := make(chan []byte, 100)
+	if _, err := e.Subscribe(ctx, "t", func(p []byte) { got <- p }); err != nil {
+		t.Fatalf("Subscribe before the failover: %v", err)
+	}
+
+	old := g.KillMaster()
+	killed := time.Now()
+	var firstFail, lastFail time.Time
+	slowest := time.Duration(0)
+	for {
+		cctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+		start := time.Now()
+		err := e.PutToken(cctx, "f", "v", time.Minute)
+		took := time.Since(start)
+		deadlineHit := cctx.Err() != nil
+		cancel()
+		slowest = max(slowest, took)
+		if err == nil {
+			if g.Master() != old {
+				break
+			}
+			time.Sleep(20 * time.Millisecond)
+			continue // a write that reached the old master before it died
+		}
+		if !errors.Is(err, cluster.ErrUnavailable) || deadlineHit {
+			t.Fatalf("PutToken during the failover = %v (deadline hit: %v), want ErrUnavailable on its own", err, deadlineHit)
+		}
+		if firstFail.IsZero() {
+			firstFail = time.Now()
+		}
+		lastFail = time.Now()
+		if time.Since(killed) > 60*time.Second {
+			t.Fatalf("no failover 60 s after the master was killed: %v", err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Logf("master %s killed; writes failed for %.2f s (first failure %.2f s after the kill), healed %.2f s after it on %s; slowest call %.2f s",
+		old, lastFail.Sub(firstFail).Seconds(), firstFail.Sub(killed).Seconds(), time.Since(killed).Seconds(), g.Master(), slowest.Seconds())
+	if v, ok, err := e.TakeToken(ctx, "f"); err != nil || !ok || v != "v" {
+		t.Fatalf("TakeToken on the new master = %q, %v, %v", v, ok, err)
+	}
+	awaitDelivery(t, e, "t", got)
+}

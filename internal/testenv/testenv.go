@@ -16,6 +16,10 @@ const (
 	EnvRedisURL       = "KEYWARD_TEST_REDIS_URL"
 	EnvMongoURI       = "KEYWARD_TEST_MONGO_URI"
 	EnvRequireServers = "KEYWARD_TEST_REQUIRE_SERVERS"
+	// EnvSentinel=1 asks deploy/testenv.sh for a Sentinel group, whose URL it exports as
+	// EnvSentinelURL.
+	EnvSentinel    = "KEYWARD_TEST_SENTINEL"
+	EnvSentinelURL = "KEYWARD_TEST_SENTINEL_URL"
 )
 
 // RedisURL returns the test Redis server's URL (redis://host:port/0).
@@ -23,6 +27,21 @@ func RedisURL(t testing.TB) string { return need(t, EnvRedisURL, "Redis") }
 
 // MongoURI returns the test MongoDB-wire server's URI.
 func MongoURI(t testing.TB) string { return need(t, EnvMongoURI, "MongoDB-wire") }
+
+// SentinelURL returns the URL of the test Sentinel group (master name kwtest), in the
+// form KEYWARD_REDIS_URL takes. The group exists only when the tests run under
+// KEYWARD_TEST_SENTINEL=1 (`make test` sets it); without it the test is skipped.
+func SentinelURL(t testing.TB) string {
+	t.Helper()
+	if v := os.Getenv(EnvSentinelURL); v != "" {
+		return v
+	}
+	if os.Getenv(EnvSentinel) == "1" && os.Getenv(EnvRequireServers) == "1" {
+		t.Fatalf("%s is not set: the Sentinel group did not start", EnvSentinelURL)
+	}
+	t.Skipf("%s is not set: run the tests under `KEYWARD_TEST_SENTINEL=1 deploy/testenv.sh` (as `make test` does)", EnvSentinelURL)
+	return ""
+}
 
 func need(t testing.TB, env, what string) string {
 	t.Helper()

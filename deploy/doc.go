@@ -1,0 +1,7 @@
+// Package deploy holds the files that run Keyward outside `go run`: the Dockerfile, the
+// compose file, the Kubernetes manifests and the test environment script (README.md says
+// which is which). It has no code; its tests check those files: the compose file against
+// the vendored compose-spec schema, the manifests by strict decoding into the Kubernetes API
+// types, the Dockerfile with BuildKit's linter (deploy/dockerlint), and the settings, secret
+// names and probe paths in all of them against what the server reads and serves.
+package deploy
