@@ -451,18 +451,18 @@ func TestDeployFilesUseWhatTheBinaryReads(t *testing.T) {
 				t.Errorf("%s sets %s, which `keyward serve --help` does not list", where, k)
 			}
 		}
-		for _, k := range []string{"KEYWARD_MONGO_URI", "KEYWARD_REDIS_URL", "KEYWARD_JWT_SECRET", "KEYWARD_TRUSTED_PROXIES"} {
+		for _, k := range []string{"KEYWARD_MONGO_URI", "KEYWARD_REDIS_URL", "KEYWARD_JWT_SECRET", "KEYWARD_SECRETS_KEY", "KEYWARD_TRUSTED_PROXIES"} {
 			if where != "Dockerfile" && env[k] == "" {
 				t.Errorf("%s does not set %s, which every node of a cluster needs", where, k)
 			}
 		}
 	}
-	// The settings parse: the server's own parser accepts them (a placeholder secret is
-	// replaced by one long enough, as the operator is told to do).
+	// The settings parse: the server's own parser accepts them (a placeholder secret or
+	// secrets key is replaced by one long enough, as the operator is told to do).
 	loads := func(where string, env map[string]string) {
 		t.Helper()
 		getenv := func(k string) string {
-			if k == "KEYWARD_JWT_SECRET" {
+			if k == "KEYWARD_JWT_SECRET" || k == "KEYWARD_SECRETS_KEY" {
 				return strings.Repeat("s", 40)
 			}
 			return env[k]
@@ -517,7 +517,7 @@ func TestDeployFilesUseWhatTheBinaryReads(t *testing.T) {
 				env[e.Name] = e.Value
 			}
 		}
-		for _, secretOnly := range []string{"KEYWARD_JWT_SECRET", "KEYWARD_MONGO_URI", "KEYWARD_REDIS_URL"} {
+		for _, secretOnly := range []string{"KEYWARD_JWT_SECRET", "KEYWARD_SECRETS_KEY", "KEYWARD_MONGO_URI", "KEYWARD_REDIS_URL"} {
 			if slices.ContainsFunc(c.Env, func(e corev1.EnvVar) bool { return e.Name == secretOnly && e.Value != "" }) {
 				t.Errorf("k8s Deployment: %s is a plain value; it belongs in the Secret", secretOnly)
 			}
