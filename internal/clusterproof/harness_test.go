@@ -107,6 +107,7 @@ func newCluster(t *testing.T, n int, redisURL string, extra ...string) *cluster 
 		"KEYWARD_REDIS_URL=" + redisURL,
 		"KEYWARD_REDIS_PREFIX=" + testenv.UniqueName("kwproof:") + ":",
 		"KEYWARD_JWT_SECRET=" + strings.Repeat("p", 40),
+		"KEYWARD_SECRETS_KEY=" + strings.Repeat("k", 40),
 		// The test is every client: it picks each one's address with X-Forwarded-For.
 		"KEYWARD_TRUSTED_PROXIES=127.0.0.1/32",
 		"KEYWARD_ARGON2_MEMORY_KIB=1024", "KEYWARD_ARGON2_ITERATIONS=1",
