@@ -54,6 +54,11 @@ func TestMalformedRequestsGetTheEnvelope(t *testing.T) {
 			{"unsupported protocol version", "GET /healthz HTTP/3.0\r\nHost: x\r\n\r\n", 505, "VALIDATION_ERROR"},
 			{"unsupported transfer encoding", "POST /api/auth/login HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip\r\n\r\n", 501, "VALIDATION_ERROR"},
 			{"unsupported Expect", "GET /healthz HTTP/1.1\r\nHost: x\r\nExpect: something\r\n\r\n", 417, "VALIDATION_ERROR"},
+			{"two Content-Lengths", "POST /api/auth/login HTTP/1.1\r\nHost: x\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n", 400, "VALIDATION_ERROR"},
+			// Answered by net/http or gin with an empty or HTML body before: an unknown route now.
+			{"OPTIONS *", "OPTIONS * HTTP/1.1\r\nHost: x\r\n\r\n", 404, "NOT_FOUND"},
+			{"trailing slash", "GET /api/auth/me/ HTTP/1.1\r\nHost: x\r\n\r\n", 404, "NOT_FOUND"},
+			{"trailing slash on a POST", "POST /api/auth/login/ HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n", 404, "NOT_FOUND"},
 		} {
 			t.Run(tc.name, func(t *testing.T) {
 				resp, body := rawExchange(t, s, tc.request)

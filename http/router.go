@@ -97,6 +97,9 @@ func New(d Deps, cfg Config) (http.Handler, error) {
 	}
 	r := gin.New()
 	r.HandleMethodNotAllowed = true
+	// A path with a trailing slash is an unknown route (404 envelope), not a redirect with
+	// an HTML body: every answer is the envelope, and the SDKs never add the slash.
+	r.RedirectTrailingSlash = false
 	r.ContextWithFallback = true
 	// Only X-Forwarded-For, and only from trusted proxies (none by default).
 	r.RemoteIPHeaders = []string{"X-Forwarded-For"}

@@ -488,7 +488,8 @@ func New(ctx context.Context, c Config, log *slog.Logger) (*Server, error) {
 	}
 	// net/http's own answers to malformed requests become error envelopes too.
 	s.apiLn = httpapi.EnvelopeListener(ln, log)
-	s.api = &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 120 * time.Second,
+	// "OPTIONS *" goes to the router too (a 404 envelope), not to net/http's empty 200.
+	s.api = &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 120 * time.Second, DisableGeneralOptionsHandler: true,
 		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
 	if c.MetricsAddr != "" {
 		s.metricsLn, err = net.Listen("tcp", c.MetricsAddr)

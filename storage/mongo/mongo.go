@@ -184,8 +184,9 @@ func (s *Store) createIndexes(ctx context.Context) error {
 			{Keys: bson.D{{Key: "apiKeyHash", Value: 1}}, Options: plain("apiKeyHash")},
 			{Keys: bson.D{{Key: "createdAt", Value: 1}, {Key: "_id", Value: 1}}, Options: plain("createdAt_id")},
 		}},
-		// A revoked token's id is its _id; the purge goes by expiry.
+		// Revocations are looked up by token id, purged by expiry.
 		{s.revocations, []mongo.IndexModel{
+			{Keys: bson.D{{Key: "jti", Value: 1}, {Key: "expiresAt", Value: 1}}, Options: plain("jti_expiresAt")},
 			{Keys: bson.D{{Key: "expiresAt", Value: 1}}, Options: plain("expiresAt")},
 		}},
 		// A token's hash is its _id, unique by construction.

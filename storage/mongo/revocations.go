@@ -2,25 +2,29 @@ package mongo
 
 import (
 	"context"
+	"strconv"
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 )
 
-// RevokeToken implements storage.RevocationStore with an upsert whose $max keeps the later
-// expiry. Two first revocations of one id racing may both try the insert; the loser's
-// duplicate-key error is retried once, as an update then.
+// revocationDoc is one revocation of a token id until an expiry. Documents are only ever
+// inserted and deleted, never updated: FerretDB 1.x runs an update as a read then a write,
+// so two racing "$max" upserts could leave the earlier expiry. An id revoked with several
+// expiries has one document each, and is revoked while any of them is live, which is the
+// later expiry winning.
+type revocationDoc struct {
+	ID        string    `bson:"_id"` // jti and expiry, so the same revocation twice is one document
+	JTI       string    `bson:"jti"`
+	ExpiresAt time.Time `bson:"expiresAt"`
+}
+
+// RevokeToken implements storage.RevocationStore.
 func (s *Store) RevokeToken(ctx context.Context, id string, expiresAt time.Time) error {
-	update := bson.D{{Key: "$max", Value: bson.D{{Key: "expiresAt", Value: expiresAt.UTC().Truncate(time.Millisecond)}}}}
-	var err error
-	for range 2 {
-		_, err = s.revocations.UpdateOne(ctx, bson.D{{Key: "_id", Value: id}}, update, options.UpdateOne().SetUpsert(true))
-		if err == nil || !isDuplicateKey(err) {
-			break
-		}
-	}
-	if err != nil {
+	expiresAt = expiresAt.UTC().Truncate(time.Millisecond)
+	d := revocationDoc{ID: id + "|" + strconv.FormatInt(expiresAt.UnixMilli(), 10), JTI: id, ExpiresAt: expiresAt}
+	if _, err := s.revocations.InsertOne(ctx, d); err != nil && !isDuplicateKey(err) {
 		return wrap("revoke token", err)
 	}
 	return nil
@@ -28,7 +32,7 @@ func (s *Store) RevokeToken(ctx context.Context, id string, expiresAt time.Time)
 
 // IsTokenRevoked implements storage.RevocationStore.
 func (s *Store) IsTokenRevoked(ctx context.Context, id string, now time.Time) (bool, error) {
-	n, err := s.revocations.CountDocuments(ctx, bson.D{{Key: "_id", Value: id}, {Key: "expiresAt", Value: bson.D{{Key: "$gt", Value: now}}}},
+	n, err := s.revocations.CountDocuments(ctx, bson.D{{Key: "jti", Value: id}, {Key: "expiresAt", Value: bson.D{{Key: "$gt", Value: now}}}},
 		options.Count().SetLimit(1))
 	if err != nil {
 		return false, wrap("is token revoked", err)
