@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/keyward/keyward/core/accounts"
 	ts "github.com/keyward/keyward/internal/testserver"
 )
 
@@ -446,32 +447,51 @@ func TestClientPCNameLockAndUserLimit(t *testing.T) {
 	})
 }
 
-// TestClientLoginsAreRecorded: a login that binds nothing new records the last login in a
-// batch off the request path; the dashboard sees it within about a second.
+// TestClientLoginsAreRecorded: what an owner reads after a login was answered includes
+// that login (the batched last-login write is committed before the answer), and the
+// device and computer name a user signs in from are shown although the app binds neither.
 func TestClientLoginsAreRecorded(t *testing.T) {
 	ts.Each(t, func(t *testing.T, e ts.Engines) {
 		s := ts.Start(t, e)
-		a := api{t, s, newOwner(t, s).Token}
+		o := newOwner(t, s)
+		role := "admin"
+		if _, err := s.Node.Accounts().ChangeAccountByUsername(t.Context(), o.Username, accounts.Change{Role: &role}); err != nil {
+			t.Fatal(err)
+		}
+		a := api{t, s, o.Token}
 		appID, secret := a.createApp("Recorded")
 		r := a.do("POST", "/api/apps/"+appID+"/users", map[string]any{"username": "judy", "password": "pw-judy-1"})
 		expectOK(t, r, http.StatusCreated)
 		userID := r.Data()["id"].(string)
-		c := newSDK(t, s, secret)
-		c.mustInit()
-		expectOK(t, c.withNonce("login", map[string]any{"username": "judy", "password": "pw-judy-1"}), http.StatusOK)
-		waitFor(t, func() bool {
-			r := a.do("GET", "/api/apps/"+appID+"/users/"+userID, nil)
+		for i := range 3 { // a first login, then returning ones from other addresses
+			c := newSDK(t, s, secret)
+			c.mustInit()
+			expectOK(t, c.withNonce("login", map[string]any{"username": "judy", "password": "pw-judy-1"}), http.StatusOK)
+			r = a.do("GET", "/api/apps/"+appID+"/users/"+userID+"/ip", nil)
 			expectOK(t, r, http.StatusOK)
-			u := r.Data()
-			if inner, ok := u["user"].(map[string]any); ok {
-				u = inner
+			if r.Data()["lastLoginIp"] != c.ip {
+				t.Fatalf("login %d from %s: ip info right after: %s", i, c.ip, r.Raw)
 			}
-			return u["lastLoginAt"] != nil
-		})
+		}
 		r = a.do("GET", "/api/apps/"+appID+"/stats", nil)
 		expectOK(t, r, http.StatusOK)
 		if r.Data()["logins"].(map[string]any)["today"] != float64(1) {
-			t.Fatalf("stats after a login: %s", r.Raw)
+			t.Fatalf("stats after logins: %s", r.Raw)
+		}
+
+		// A license login with a device on an app that binds none records the device.
+		key := createLicense(a, appID, map[string]any{"maxUses": 1})
+		licID := a.do("GET", "/api/apps/"+appID+"/licenses?search="+key, nil).Data()["licenses"].([]any)[0].(map[string]any)["id"].(string)
+		for i, dev := range []struct{ hwid, pc string }{{"hw-first", "DESK-1"}, {"hw-first", "DESK-1"}, {"hw-second", "LAPTOP-2"}} {
+			c := newSDK(t, s, secret)
+			c.mustInit()
+			expectOK(t, c.withNonce("license", map[string]any{"licenseKey": key, "hwid": dev.hwid, "pcName": dev.pc}), http.StatusOK)
+			r = a.do("GET", "/api/apps/"+appID+"/licenses/"+licID+"/user", nil)
+			expectOK(t, r, http.StatusOK)
+			d := r.Data()
+			if d["hwid"] != dev.hwid || d["pcName"] != dev.pc || d["lastLoginIp"] != c.ip {
+				t.Fatalf("license login %d from %v: license user info right after: %s", i, dev, r.Raw)
+			}
 		}
 	})
 }

@@ -45,9 +45,12 @@ type AppUser struct {
 	UpdatedAt   time.Time
 }
 
-// UserLogin is one login to record on a user (RecordLogins).
+// UserLogin is one login to record on a user (RecordLogins). HWID and PCName, when not
+// empty, replace the user's: the device a user signs in from is recorded even where the
+// app does not bind it (the client leaves them empty where the app binds them).
 type UserLogin struct {
 	AppID, UserID, IP string
+	HWID, PCName      string
 	At                time.Time
 }
 

@@ -36,7 +36,7 @@
 // Failure: an error that comes from reaching Redis (dial, timeouts, closed connections,
 // pool exhaustion, a closed engine, Redis loading or read-only) wraps
 // cluster.ErrUnavailable, and short dial/read/write/pool timeouts with a single retry make
-// it arrive within a few seconds at worst (immediately when the port refuses
+// it arrive within a second for a frozen Redis (two 400 ms read timeouts; immediately when the port refuses
 // connections), so callers answer 503 instead of hanging. A caller's context deadline also
 // bounds each command and counts as unavailability; the caller's own cancellation does not
 // (the request is gone, Redis is not to blame). The client reconnects by itself once

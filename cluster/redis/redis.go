@@ -20,12 +20,14 @@ import (
 
 // Defaults for Config. They are short on purpose: Redis answers in well under a
 // millisecond on a healthy network, and a request that cannot reach it should fail with 503
-// in about a second rather than hang behind it.
+// within a second rather than hang behind it. A frozen Redis (it accepts connections and
+// never answers) costs a command two read timeouts (the one retry, below, included), so
+// the read and write timeouts are kept under half a second.
 const (
 	DefaultPrefix       = "kw:"
 	DefaultDialTimeout  = time.Second
-	DefaultReadTimeout  = time.Second
-	DefaultWriteTimeout = time.Second
+	DefaultReadTimeout  = 400 * time.Millisecond
+	DefaultWriteTimeout = 400 * time.Millisecond
 	DefaultPoolTimeout  = time.Second
 )
 
@@ -174,7 +176,7 @@ func New(ctx context.Context, cfg Config) (*Engine, error) {
 		client:  client,
 		prefix:  cfg.Prefix,
 		addr:    target.String(),
-		busWait: t.dial + t.read + t.write,
+		busWait: max(3*time.Second, t.dial+t.read+t.write),
 		waiters: make(map[string]*waiter),
 	}
 	if e.prefix == "" {

@@ -3,6 +3,7 @@ package client
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"sync"
 	"time"
@@ -11,15 +12,15 @@ import (
 	"github.com/keyward/keyward/storage"
 )
 
-// archiveEvery is how often live session changes are written to storage.
-const archiveEvery = 5 * time.Second
-
-// archive keeps the durable copies of sessions (storage.ClientSessionStore) lazily: calls
-// mark their session dirty in memory and a background loop writes the dirty ones in one
-// batch, so liveness costs no storage write per call. Ends and kills delete at once, so
-// an ended session can never come back from its copy. The copy is read only when the
-// cluster engine does not know a token (after a restart of an embedded node). It does not
-// keep the file key: a restored session gets plain file downloads, which every SDK reads.
+// archive keeps the durable copies of sessions (storage.ClientSessionStore). A new or
+// signed-in session is written before the call answers (save, through the service's group
+// commit), so an acknowledged init or login survives a crash of the node; a session's new
+// expiry after a call is only marked and goes with the next write round (at the latest
+// every writeEvery), so liveness costs no storage write per call. Ends and kills delete at
+// once, so an ended session can never come back from its copy. The copy is read only when
+// the cluster engine does not know a token (after a restart of an embedded node, or of a
+// Redis without persistence). It does not keep the file key: a restored session gets plain
+// file downloads, which every SDK reads.
 type archive struct {
 	store storage.ClientSessionStore
 	log   *slog.Logger
@@ -28,13 +29,20 @@ type archive struct {
 	mu    sync.Mutex
 	dirty map[string]storage.ClientSession // by token hash
 
-	writer periodic
+	// writing is held while a batch is written and while copies are deleted, so that a
+	// delete never runs before the write of a batch taken earlier that holds the session.
+	writing     sync.Mutex
+	nextCleanup time.Time // when flush next removes expired copies
 }
+
+// cleanupEvery is how often expired copies are removed.
+const cleanupEvery = time.Minute
 
 func newArchive(store storage.ClientSessionStore, log *slog.Logger, now func() time.Time) *archive {
-	return &archive{store: store, log: log, now: now, dirty: map[string]storage.ClientSession{}}
+	return &archive{store: store, log: log, now: now, dirty: map[string]storage.ClientSession{}, nextCleanup: now().Add(cleanupEvery)}
 }
 
+// mark records a session change to write with the next round.
 func (a *archive) mark(s Session, expiresAt time.Time) {
 	if a == nil {
 		return
@@ -53,6 +61,8 @@ func (a *archive) forget(ctx context.Context, tokens ...string) error {
 		return nil
 	}
 	hashes := make([]string, len(tokens))
+	a.writing.Lock()
+	defer a.writing.Unlock()
 	a.mu.Lock()
 	for i, t := range tokens {
 		hashes[i] = secrets.Hash(t)
@@ -68,6 +78,8 @@ func (a *archive) forgetUser(ctx context.Context, appID, userID string) error {
 	if a == nil {
 		return nil
 	}
+	a.writing.Lock()
+	defer a.writing.Unlock()
 	a.mu.Lock()
 	for h, c := range a.dirty {
 		if c.AppID == appID && c.UserID == userID {
@@ -99,12 +111,23 @@ func (a *archive) restore(ctx context.Context, token string) (Session, time.Time
 }
 
 // flush writes the dirty copies; on failure they are kept for the next round (unless a
-// newer change replaced them meanwhile).
-func (a *archive) flush(ctx context.Context) {
+// newer change replaced them meanwhile). About once a minute it also removes expired ones.
+func (a *archive) flush(ctx context.Context, final bool) error {
+	if a == nil {
+		return nil
+	}
+	a.writing.Lock()
+	defer a.writing.Unlock()
+	if now := a.now(); !final && !now.Before(a.nextCleanup) {
+		a.nextCleanup = now.Add(cleanupEvery)
+		if _, err := a.store.DeleteExpiredClientSessions(ctx, storage.Truncate(a.now())); err != nil {
+			a.log.Warn("client: cannot remove expired session copies", "err", err)
+		}
+	}
 	a.mu.Lock()
 	if len(a.dirty) == 0 {
 		a.mu.Unlock()
-		return
+		return nil
 	}
 	batch := make([]storage.ClientSession, 0, len(a.dirty))
 	for _, c := range a.dirty {
@@ -121,24 +144,7 @@ func (a *archive) flush(ctx context.Context) {
 			}
 		}
 		a.mu.Unlock()
+		return fmt.Errorf("archive sessions: %w", err)
 	}
-}
-
-func (a *archive) start() {
-	rounds := 0
-	a.writer.start(archiveEvery, func(ctx context.Context, final bool) {
-		a.flush(ctx)
-		if rounds++; !final && rounds%12 == 0 { // about once a minute
-			if _, err := a.store.DeleteExpiredClientSessions(ctx, storage.Truncate(a.now())); err != nil {
-				a.log.Warn("client: cannot remove expired session copies", "err", err)
-			}
-		}
-	})
-}
-
-func (a *archive) close() {
-	if a == nil {
-		return
-	}
-	a.writer.close()
+	return nil
 }

@@ -104,6 +104,10 @@ type binding struct {
 	hwid, ip, pcName string
 	// newDevice says the hwid is not yet a registered device of the user.
 	newDevice bool
+	// seenHWID and seenPCName are the device and computer name of a login on an app that
+	// does not bind them: recorded as the user's, so an owner sees where users sign in
+	// from before turning a lock on (which then binds them).
+	seenHWID, seenPCName string
 }
 
 // checkLocks is step 6: it answers what to bind, or the lock that refuses. The device
@@ -138,6 +142,8 @@ func (s *Service) checkLocks(ctx context.Context, call Call, u storage.AppUser, 
 			}
 		}
 		b.hwid, b.newDevice = hwid, !known
+	} else if hwid != u.HWID {
+		b.seenHWID = hwid
 	}
 	if app.LockIP {
 		if u.LockedIP != "" && u.LockedIP != call.Caller.IP {
@@ -153,6 +159,8 @@ func (s *Service) checkLocks(ctx context.Context, call Call, u storage.AppUser, 
 			return b, core.E(core.CodePCNameLocked, "this account is bound to another computer")
 		}
 		b.pcName = pcName
+	} else if pcName != u.PCName {
+		b.seenPCName = pcName
 	}
 	return b, nil
 }
@@ -162,6 +170,12 @@ func (s *Service) checkLocks(ctx context.Context, call Call, u storage.AppUser, 
 func (b binding) apply(u *storage.AppUser, call Call, now time.Time) error {
 	if b.hwid != "" && u.HWID == "" {
 		u.HWID = b.hwid
+	}
+	if b.seenHWID != "" {
+		u.HWID = b.seenHWID
+	}
+	if b.seenPCName != "" {
+		u.PCName = b.seenPCName
 	}
 	if b.ip != "" {
 		if u.LockedIP != "" && u.LockedIP != b.ip {
@@ -179,16 +193,23 @@ func (b binding) apply(u *storage.AppUser, call Call, now time.Time) error {
 	return nil
 }
 
-// bindsNothing reports whether applying b to u would change only the last-login fields.
+// bindsNothing reports whether applying b to u would change only the fields a batched
+// login records (last login, and the device and computer name seen where not bound).
 func (b binding) bindsNothing(u storage.AppUser) bool {
 	return !(b.hwid != "" && u.HWID == "") && !(b.ip != "" && u.LockedIP == "") && !(b.pcName != "" && u.PCName == "")
 }
 
-// recordLogin updates u for a login that binds nothing, without a write on the request
-// path: the last-login fields go to the batched recorder.
-func (s *Service) recordLogin(u storage.AppUser, call Call, now time.Time) storage.AppUser {
+// recordLogin updates u for a login that binds nothing, without a write of its own: the
+// login goes to the batched recorder, whose write signIn waits for.
+func (s *Service) recordLogin(u storage.AppUser, b binding, call Call, now time.Time) storage.AppUser {
 	u.LastLoginAt, u.LastLoginIP = now, call.Caller.IP
-	s.logins.mark(u)
+	if b.seenHWID != "" {
+		u.HWID = b.seenHWID
+	}
+	if b.seenPCName != "" {
+		u.PCName = b.seenPCName
+	}
+	s.logins.mark(storage.UserLogin{AppID: u.AppID, UserID: u.ID, IP: u.LastLoginIP, HWID: b.seenHWID, PCName: b.seenPCName, At: now})
 	return u
 }
 
@@ -366,7 +387,7 @@ func (s *Service) login(ctx context.Context, call Call, in LoginInput) (AuthResu
 		}
 	}
 	if !activate && b.bindsNothing(u) {
-		u = s.recordLogin(u, call, now)
+		u = s.recordLogin(u, b, call, now)
 	} else if u, err = s.d.Store.UpdateUser(ctx, appID, u.ID, func(u *storage.AppUser) error {
 		if activate {
 			grant.apply(u, now)
@@ -617,7 +638,7 @@ func (s *Service) licenseReturning(ctx context.Context, call Call, l storage.Lic
 		return AuthResult{}, err
 	}
 	if b.bindsNothing(u) {
-		u = s.recordLogin(u, call, now)
+		u = s.recordLogin(u, b, call, now)
 	} else if u, err = s.d.Store.UpdateUser(ctx, u.AppID, u.ID, func(u *storage.AppUser) error {
 		if err := checkUser(*u, now); err != nil {
 			return err

@@ -9,6 +9,14 @@
 // killing, and its open nonces are an expiring set of their own, bounded per session. A
 // heartbeat therefore costs cluster-engine operations only, never a storage write.
 //
+// Durability. Sessions have durable copies in storage (archive.go), read only for a token
+// the cluster engine does not know. init and the logins answer only once their session's
+// copy and the login's last-login record are written: they wait for a round of the one
+// background writer (commit.go), which writes everything pending in one batch, so the
+// logins made meanwhile share a write (group commit) and an acknowledged session survives
+// a crash. A session's new expiry after a call is only marked, and written with the next
+// round (at the latest every 5 s).
+//
 // Authentication order (documented in docs/API.md; each refusal writes user.login_failed
 // with the reason, through the event pipeline, and changes nothing):
 //

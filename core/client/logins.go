@@ -2,20 +2,19 @@ package client
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"sync"
-	"time"
 
 	"github.com/keyward/keyward/storage"
 )
 
-// loginsEvery is how often batched last-login times are written.
-const loginsEvery = time.Second
-
-// loginRecorder writes users' last-login time and address in batches. A login that binds
-// nothing new (no device, address or computer name to lock, no license to apply) changes
-// only those two fields, so it needs no write of its own on the request path; the
-// dashboard's "last login" and "logins today" lag by about a second.
+// loginRecorder writes users' last logins (time, address, and the device and computer
+// name where the app does not bind them) in batches. A login that binds nothing new (no
+// device, address or computer name to lock, no license to apply) changes only those
+// fields, so it needs no write of its own: it is added here and the login waits for the
+// group-commit round that writes it together with its session (Service.signIn), so what
+// an owner reads after the login was answered includes it.
 type loginRecorder struct {
 	store interface {
 		RecordLogins(ctx context.Context, logins []storage.UserLogin) error
@@ -24,24 +23,24 @@ type loginRecorder struct {
 
 	mu      sync.Mutex
 	pending map[string]storage.UserLogin // by app id + user id
-
-	writer periodic
 }
 
-func (r *loginRecorder) mark(u storage.AppUser) {
+func (r *loginRecorder) mark(l storage.UserLogin) {
 	r.mu.Lock()
-	k := u.AppID + "\x00" + u.ID
-	if cur, ok := r.pending[k]; !ok || cur.At.Before(u.LastLoginAt) {
-		r.pending[k] = storage.UserLogin{AppID: u.AppID, UserID: u.ID, IP: u.LastLoginIP, At: u.LastLoginAt}
+	k := l.AppID + "\x00" + l.UserID
+	if cur, ok := r.pending[k]; !ok || cur.At.Before(l.At) {
+		r.pending[k] = l
 	}
 	r.mu.Unlock()
 }
 
-func (r *loginRecorder) flush(ctx context.Context) {
+// flush writes the pending logins. A failed batch is not retried: last logins are
+// informative, and the logins that wait for it are answered with the error.
+func (r *loginRecorder) flush(ctx context.Context) error {
 	r.mu.Lock()
 	if len(r.pending) == 0 {
 		r.mu.Unlock()
-		return
+		return nil
 	}
 	batch := make([]storage.UserLogin, 0, len(r.pending))
 	for _, l := range r.pending {
@@ -50,13 +49,8 @@ func (r *loginRecorder) flush(ctx context.Context) {
 	clear(r.pending)
 	r.mu.Unlock()
 	if err := r.store.RecordLogins(ctx, batch); err != nil {
-		// Last-login times are informative: a failed batch is logged, not retried forever.
 		r.log.Warn("client: cannot record last logins", "count", len(batch), "err", err)
+		return fmt.Errorf("record last logins: %w", err)
 	}
+	return nil
 }
-
-func (r *loginRecorder) start() {
-	r.writer.start(loginsEvery, func(ctx context.Context, _ bool) { r.flush(ctx) })
-}
-
-func (r *loginRecorder) close() { r.writer.close() }

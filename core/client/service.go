@@ -60,8 +60,12 @@ type Service struct {
 	r        ResetDeps
 	sessions sessions
 	logins   *loginRecorder
+	commit   *groupCommit
 	endHooks []func(ctx context.Context, appID, userID, token string)
 }
+
+// writeEvery is how often changes nobody waits for (sessions' new expiries) are written.
+const writeEvery = 5 * time.Second
 
 // New builds the service.
 func New(d Deps) *Service {
@@ -76,22 +80,20 @@ func New(d Deps) *Service {
 	if d.Archive != nil {
 		s.sessions.arch = newArchive(d.Archive, d.Log, d.Now)
 	}
+	s.commit = newGroupCommit(func(ctx context.Context, final bool) error {
+		// Logins first: a login waits for the round that writes both.
+		return errors.Join(s.logins.flush(ctx), s.sessions.arch.flush(ctx, final))
+	})
+	s.sessions.durable = s.commit.wait
 	return s
 }
 
-// Start runs the background writers: the session archive and the last-login batches.
-func (s *Service) Start() {
-	if s.sessions.arch != nil {
-		s.sessions.arch.start()
-	}
-	s.logins.start()
-}
+// Start runs the background writer of session copies and last logins (without it, each
+// login writes its own).
+func (s *Service) Start() { s.commit.start(writeEvery) }
 
-// Close writes the last session changes and logins and stops the writers.
-func (s *Service) Close() {
-	s.sessions.arch.close()
-	s.logins.close()
-}
+// Close writes the last session changes and logins and stops the writer.
+func (s *Service) Close() { s.commit.close() }
 
 // Caller is what the edge knows about the client making a request.
 type Caller struct {

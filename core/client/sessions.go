@@ -59,6 +59,8 @@ type sessions struct {
 	e    SessionEngine
 	arch *archive // nil: no durable copies
 	now  func() time.Time
+	// durable waits until what is pending (session copies, last logins) is written.
+	durable func(ctx context.Context) error
 }
 
 func sessionKey(token string) string              { return "cs:" + token }
@@ -73,7 +75,9 @@ var errSessionExpired = core.E(core.CodeUnauthorized, "session expired or invali
 // which every SDK passes unencoded in the WebSocket URL without harm.
 func newToken() string { return secrets.Random(32) }
 
-// put stores the session with ttl and lists it under its app (and its user).
+// put stores the session with ttl, lists it under its app (and its user), and returns
+// once its durable copy (and any last login pending) is written: a session that init or a
+// login acknowledged survives a crash.
 func (m sessions) put(ctx context.Context, s Session, ttl time.Duration) error {
 	b, err := json.Marshal(s)
 	if err != nil {
@@ -83,7 +87,15 @@ func (m sessions) put(ctx context.Context, s Session, ttl time.Duration) error {
 		return fmt.Errorf("store session: %w", err)
 	}
 	m.arch.mark(s, m.now().Add(ttl))
-	return m.list(ctx, s, ttl)
+	if err := m.list(ctx, s, ttl); err != nil {
+		return err
+	}
+	if m.durable != nil {
+		if err := m.durable(ctx); err != nil {
+			return fmt.Errorf("write session: %w", err)
+		}
+	}
+	return nil
 }
 
 func (m sessions) list(ctx context.Context, s Session, ttl time.Duration) error {

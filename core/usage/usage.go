@@ -13,6 +13,13 @@
 // can let through at most the calls made in one flush interval (default 10 s) after
 // another node's flush, while this node's cached stored figure is older than that flush.
 // apiCallsUsed as shown to the owner lags by at most one flush interval.
+//
+// Outages: the cached figures are reloaded by the flusher, never on the request path, and
+// a reload that fails keeps the figures it had; so counting a call of an account this node
+// has seen needs the cluster engine only, and calls that need no database (nonce,
+// heartbeat) keep working while storage is down. An account not yet cached whose figures
+// cannot be read because storage is unavailable is let through (counted, checked at the
+// next load): the quota is a monthly budget, not a guard worth refusing service for.
 package usage
 
 import (
@@ -71,6 +78,9 @@ type stored struct {
 	used    int64
 	resetAt time.Time
 	limit   int64
+	// called says a call used the figure since the last reload; figures no call used for
+	// a whole flush interval are dropped rather than reloaded.
+	called bool
 }
 
 // New builds a meter; call Start to flush periodically.
@@ -88,13 +98,16 @@ func New(counters cluster.Counters, store storage.AccountStore, catalogue *plans
 // Count records one call of the account and refuses it with QUOTA_EXCEEDED (not counted)
 // beyond the plan's monthly quota.
 func (m *Meter) Count(ctx context.Context, accountID string) error {
-	s, err := m.stored(ctx, accountID)
+	s, known, err := m.stored(ctx, accountID)
 	if err != nil {
 		return err
 	}
 	pending, err := m.counters.AddCount(ctx, group, accountID, 1)
 	if err != nil {
 		return fmt.Errorf("usage: count: %w", err)
+	}
+	if !known {
+		return nil
 	}
 	used := s.used
 	if !m.cfg.Now().Before(s.resetAt) {
@@ -110,22 +123,75 @@ func (m *Meter) Count(ctx context.Context, accountID string) error {
 }
 
 // stored answers the cached storage figures of the account, loading them when missing.
-func (m *Meter) stored(ctx context.Context, accountID string) (stored, error) {
+// ok is false when storage is unavailable and nothing is cached: the call is not checked.
+func (m *Meter) stored(ctx context.Context, accountID string) (s stored, ok bool, err error) {
 	m.mu.Lock()
-	s, ok := m.cache[accountID]
+	s, ok = m.cache[accountID]
+	if ok && !s.called {
+		s.called = true
+		m.cache[accountID] = s
+	}
 	m.mu.Unlock()
 	if ok {
-		return s, nil
+		return s, true, nil
 	}
+	s, err = m.load(ctx, accountID)
+	if errors.Is(err, storage.ErrUnavailable) {
+		m.log.Warn("usage: storage unavailable; call not checked against the quota", "accountId", accountID, "err", err)
+		return stored{}, false, nil
+	}
+	if err != nil {
+		return stored{}, false, err
+	}
+	s.called = true
+	m.mu.Lock()
+	m.cache[accountID] = s
+	m.mu.Unlock()
+	return s, true, nil
+}
+
+func (m *Meter) load(ctx context.Context, accountID string) (stored, error) {
 	a, err := m.store.GetAccount(ctx, accountID)
 	if err != nil {
 		return stored{}, fmt.Errorf("usage: load account: %w", err)
 	}
-	s = stored{used: a.APICallsUsed, resetAt: a.APICallsResetAt, limit: int64(m.plans.MustGet(a.Plan).Limits.MaxAPICallsMonth)}
+	return stored{used: a.APICallsUsed, resetAt: a.APICallsResetAt, limit: int64(m.plans.MustGet(a.Plan).Limits.MaxAPICallsMonth)}, nil
+}
+
+// reload refreshes the cached figures calls used since the last reload, and drops the
+// others. A figure that cannot be read is kept (storage may be down: calls go on being
+// checked against the last known figures); a deleted account is dropped.
+func (m *Meter) reload(ctx context.Context) {
 	m.mu.Lock()
-	m.cache[accountID] = s
+	ids := make([]string, 0, len(m.cache))
+	for id, s := range m.cache {
+		if !s.called {
+			delete(m.cache, id)
+			continue
+		}
+		s.called = false
+		m.cache[id] = s
+		ids = append(ids, id)
+	}
 	m.mu.Unlock()
-	return s, nil
+	for _, id := range ids {
+		s, err := m.load(ctx, id)
+		m.mu.Lock()
+		switch {
+		case err == nil:
+			if cur, ok := m.cache[id]; ok {
+				s.called = cur.called
+			}
+			m.cache[id] = s
+		case errors.Is(err, storage.ErrNotFound):
+			delete(m.cache, id)
+		}
+		m.mu.Unlock()
+		if err != nil && !errors.Is(err, storage.ErrNotFound) {
+			m.log.Warn("usage: cannot reload quota figures; keeping the last known", "accounts", len(ids), "err", err)
+			return // storage is likely down: the next flush tries again
+		}
+	}
 }
 
 // Flush takes every pending count and adds it to its account in storage. A count that
@@ -158,10 +224,8 @@ func (m *Meter) Flush(ctx context.Context) error {
 			}
 		}
 	}
-	// Reload stored figures lazily: this node's view includes every flush so far.
-	m.mu.Lock()
-	clear(m.cache)
-	m.mu.Unlock()
+	// This node's view includes every flush so far, without a load on the request path.
+	m.reload(ctx)
 	return errors.Join(errs...)
 }
 

@@ -210,3 +210,39 @@ func TestPeriodEnd(t *testing.T) {
 		}
 	}
 }
+
+// TestCountsWithoutStorage: once an account's figures are loaded, counting its calls needs
+// the cluster engine only: with the store closed (storage down), calls are still counted
+// and checked across flushes, and a flush that cannot write keeps the counts for later.
+func TestCountsWithoutStorage(t *testing.T) {
+	catalogue, _ := plans.New(plans.Config{})
+	p := pairs()[0]
+	store := p.store(t)
+	engine := p.cluster(t)
+	m := usage.New(engine, store, catalogue, usage.Config{}, quiet())
+	acct := newAccount(t, store, plans.Free)
+	ctx := context.Background()
+	if err := m.Count(ctx, acct.ID); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := store.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for round := range 3 {
+		for i := range 10 {
+			if err := m.Count(ctx, acct.ID); err != nil {
+				t.Fatalf("round %d, call %d with storage down: %v", round, i, err)
+			}
+		}
+		if err := m.Flush(ctx); err == nil {
+			t.Fatal("a flush with storage down reported no error")
+		}
+	}
+	counts, err := engine.TakeCounts(ctx, "apicalls")
+	if err != nil || counts[acct.ID] != 30 {
+		t.Fatalf("pending calls kept for a later flush: %v %v", counts, err)
+	}
+}

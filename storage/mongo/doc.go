@@ -73,7 +73,12 @@
 // in accountClaims under "<account id>#<version>"; nodes of that older build and of this
 // one must not update the same accounts at once on FerretDB.
 //
-// Outages: server selection is bounded to a few seconds, so calls made while the server
-// is unreachable fail fast with an error wrapping storage.ErrUnavailable, and Open fails
-// the same way after a short ping.
+// Outages: calls made while the server is stopped or frozen fail within about a second
+// with an error wrapping storage.ErrUnavailable: server selection gives up after 600 ms,
+// and the driver's monitor (polling every 500 ms, each check bounded by the 250 ms connect
+// timeout) marks a frozen server unknown after two missed checks and interrupts the
+// operations in flight on it; reads are not retried, so an interrupted one answers at
+// once. Operations themselves get no deadline (aggregations may run long on a healthy
+// server). A URI that sets these options keeps its values. Open waits up to 5 s for the
+// server.
 package mongo

@@ -10,7 +10,8 @@ import (
 	"github.com/keyward/keyward/storage"
 )
 
-// RecordLogins sets lastLoginAt and lastLoginIp of each login's user with one unordered
+// RecordLogins sets lastLoginAt and lastLoginIp (and hwid and pcName when the login carries
+// them) of each login's user with one unordered
 // BulkWrite of UpdateOne models. Each filter carries the app (a user of another app is not
 // matched) and requires the stored lastLoginAt to be absent (a zero time is left out of the
 // document) or before the login, so an older login is skipped; an unknown user matches
@@ -18,7 +19,7 @@ import (
 // a range comparison never matches a missing field, on MongoDB as on FerretDB.
 //
 // The update does not go through updateDoc and does not bump the version. The contract
-// makes these two fields best effort against a concurrent UpdateUser, and they are the
+// makes these login fields best effort against a concurrent UpdateUser, and they are the
 // only ones written: an UpdateUser that read the user before this $set replaces the whole
 // document at its next version and so may put back the previous login, which the contract
 // allows. Bumping the version here instead would write a version no one claimed, breaking
@@ -51,6 +52,13 @@ func (s *Store) RecordLogins(ctx context.Context, logins []storage.UserLogin) er
 			continue
 		}
 		at := storage.Truncate(l.At)
+		set := bson.D{{Key: "lastLoginAt", Value: at}, {Key: "lastLoginIp", Value: l.IP}}
+		if l.HWID != "" {
+			set = append(set, bson.E{Key: "hwid", Value: l.HWID})
+		}
+		if l.PCName != "" {
+			set = append(set, bson.E{Key: "pcName", Value: l.PCName})
+		}
 		models = append(models, mongo.NewUpdateOneModel().
 			SetFilter(bson.D{
 				{Key: "_id", Value: l.UserID},
@@ -60,10 +68,7 @@ func (s *Store) RecordLogins(ctx context.Context, logins []storage.UserLogin) er
 					bson.D{{Key: "lastLoginAt", Value: bson.D{{Key: "$lt", Value: at}}}},
 				}},
 			}).
-			SetUpdate(bson.D{{Key: "$set", Value: bson.D{
-				{Key: "lastLoginAt", Value: at},
-				{Key: "lastLoginIp", Value: l.IP},
-			}}}))
+			SetUpdate(bson.D{{Key: "$set", Value: set}}))
 	}
 	if _, err := s.users.BulkWrite(ctx, models, options.BulkWrite().SetOrdered(false)); err != nil {
 		return wrap(op, err)

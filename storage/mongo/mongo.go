@@ -32,14 +32,29 @@ type Config struct {
 // DefaultDatabase is used when neither Config.Database nor the URI names one.
 const DefaultDatabase = "keyward"
 
+// Outage detection. A request that needs a server that is down or frozen must fail with
+// ErrUnavailable in about a second rather than hang: a stopped server refuses connections,
+// so a call fails once server selection gives up; a frozen one (SIGSTOP, a dead link)
+// accepts connections and never answers, so the driver's monitor must notice it, which
+// it does when two heartbeats in a row time out: it marks the server unknown and
+// interrupts the operations in flight on it. No deadline is put on operations themselves:
+// analytics aggregations may legitimately run long on a healthy server. A URI that sets
+// serverSelectionTimeoutMS, connectTimeoutMS or heartbeatFrequencyMS keeps its value (a
+// server reached over a slow link may need a longer connect timeout).
 const (
-	// serverSelectionTimeout bounds how long one call waits for a reachable server, so that
-	// during an outage requests fail fast with ErrUnavailable instead of piling up for the
-	// driver's default 30 s.
-	serverSelectionTimeout = 3 * time.Second
-	// openTimeout bounds the ping at Open, so that a wrong or unreachable URI stops
-	// start-up with a clear error.
+	// serverSelectionTimeout bounds how long one call waits for a reachable server.
+	serverSelectionTimeout = 600 * time.Millisecond
+	// heartbeatInterval is how often the monitor checks the server (the driver's least).
+	heartbeatInterval = 500 * time.Millisecond
+	// connectTimeout bounds a connection's dial and each monitor check: a frozen server is
+	// found within heartbeatInterval + 2 × connectTimeout.
+	connectTimeout = 250 * time.Millisecond
+	// openTimeout bounds the wait for the server at Open, so that a wrong or unreachable
+	// URI stops start-up with a clear error (a server still starting gets that long).
 	openTimeout = 5 * time.Second
+	// cleanupTimeout bounds the writes that undo or release something after the caller
+	// gave up (a claim, half a batch).
+	cleanupTimeout = 3 * time.Second
 )
 
 // Collection names.
@@ -101,19 +116,41 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	dbName := databaseName(cfg, cs)
 	where := strings.Join(cs.Hosts, ",") + "/" + dbName
 
-	client, err := mongo.Connect(options.Client().
-		ApplyURI(cfg.URI).
-		SetServerSelectionTimeout(serverSelectionTimeout).
-		SetConnectTimeout(serverSelectionTimeout))
+	opts := options.Client().ApplyURI(cfg.URI).SetServerMonitoringMode(options.ServerMonitoringModePoll)
+	if !cs.ServerSelectionTimeoutSet {
+		opts.SetServerSelectionTimeout(serverSelectionTimeout)
+	}
+	if !cs.ConnectTimeoutSet {
+		opts.SetConnectTimeout(connectTimeout)
+	}
+	if !cs.HeartbeatIntervalSet {
+		opts.SetHeartbeatInterval(heartbeatInterval)
+	}
+	if !cs.RetryReadsSet {
+		// A read interrupted because the server froze would otherwise wait for a server
+		// again, doubling the time to the 503.
+		opts.SetRetryReads(false)
+	}
+	client, err := mongo.Connect(opts)
 	if err != nil {
 		return nil, fmt.Errorf("mongo: open %s: %w", where, err)
 	}
 
+	// Ping until the server answers or openTimeout passes: one ping gives up after the
+	// short server-selection timeout.
 	pingCtx, cancel := context.WithTimeout(ctx, openTimeout)
 	defer cancel()
-	if err := client.Ping(pingCtx, readpref.Primary()); err != nil {
-		_ = client.Disconnect(context.WithoutCancel(ctx))
-		return nil, fmt.Errorf("mongo: open %s: %w: %v", where, storage.ErrUnavailable, err)
+	for {
+		err := client.Ping(pingCtx, readpref.Primary())
+		if err == nil {
+			break
+		}
+		select {
+		case <-pingCtx.Done():
+			_ = client.Disconnect(context.WithoutCancel(ctx))
+			return nil, fmt.Errorf("mongo: open %s: %w: %v", where, storage.ErrUnavailable, err)
+		case <-time.After(100 * time.Millisecond):
+		}
 	}
 
 	db := client.Database(dbName)

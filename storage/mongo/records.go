@@ -102,7 +102,7 @@ func (s *Store) replaceClaimed(ctx context.Context, coll *mongo.Collection, cur 
 	// Release even if ctx is cancelled meanwhile: a claim left behind blocks this version
 	// for the whole lease.
 	defer func() {
-		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), serverSelectionTimeout)
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
 		defer cancel()
 		_, _ = s.claims.DeleteOne(rctx, bson.D{{Key: "_id", Value: claim.ID}})
 	}()
@@ -213,7 +213,7 @@ func (s *Store) insertOwned(ctx context.Context, op string, coll *mongo.Collecti
 // undo's own failure if any. The undo runs even if ctx was cancelled: half a batch must
 // not stay behind because the caller gave up.
 func (s *Store) undoInsert(ctx context.Context, op string, coll *mongo.Collection, undo bson.D, cause error) error {
-	uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*serverSelectionTimeout)
+	uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*cleanupTimeout)
 	defer cancel()
 	if _, err := coll.DeleteMany(uctx, undo); err != nil {
 		return errors.Join(cause, wrap(op+": undo partial insert", err))

@@ -8,7 +8,8 @@ import (
 	"github.com/keyward/keyward/storage"
 )
 
-// RecordLogins sets last_login_at and last_login_ip of each login's user in one write
+// RecordLogins sets last_login_at and last_login_ip of each login's user (and hwid and
+// pc_name when the login carries them; an empty one keeps the stored value) in one write
 // transaction, through one prepared UPDATE whose condition on last_login_at skips a login
 // that is not later than the stored one (a zero time is 0, so before every login after
 // 1970). An unknown user, or one of another app, matches no row and is skipped. The logins
@@ -21,7 +22,8 @@ func (s *Store) RecordLogins(ctx context.Context, logins []storage.UserLogin) er
 	}
 	return s.inWriteTx(ctx, op, func(tx *sql.Tx) error {
 		stmt, err := tx.PrepareContext(ctx,
-			`UPDATE app_users SET last_login_at = ?, last_login_ip = ? WHERE app_id = ? AND id = ? AND last_login_at < ?`)
+			`UPDATE app_users SET last_login_at = ?, last_login_ip = ?, hwid = COALESCE(NULLIF(?, ''), hwid),
+			pc_name = COALESCE(NULLIF(?, ''), pc_name) WHERE app_id = ? AND id = ? AND last_login_at < ?`)
 		if err != nil {
 			return wrap(op, err)
 		}
@@ -31,7 +33,7 @@ func (s *Store) RecordLogins(ctx context.Context, logins []storage.UserLogin) er
 				continue // a zero time is after nothing
 			}
 			at := toMillis(l.At)
-			if _, err := stmt.ExecContext(ctx, at, l.IP, l.AppID, l.UserID, at); err != nil {
+			if _, err := stmt.ExecContext(ctx, at, l.IP, l.HWID, l.PCName, l.AppID, l.UserID, at); err != nil {
 				return wrap(fmt.Sprintf("%s: login %d", op, i), err)
 			}
 		}

@@ -14,6 +14,7 @@ var loginTests = []subtest{
 	{"LoginsUnknownSkipped", testLoginsUnknownSkipped},
 	{"LoginsEmpty", testLoginsEmpty},
 	{"LoginsMillisecondPrecision", testLoginsMillisecondPrecision},
+	{"LoginsRecordDevice", testLoginsRecordDevice},
 }
 
 // mustRecordLogins records the batch and fails the test at once if that does not work.
@@ -221,4 +222,31 @@ func testLoginsMillisecondPrecision(t *testing.T, s storage.Store) {
 	// A later login in the same millisecond as the recorded one is not later either.
 	mustRecordLogins(t, s, storage.UserLogin{AppID: app.ID, UserID: u.ID, IP: "192.0.2.3", At: at.Add(100 * time.Microsecond)})
 	wantUser(t, s, loggedIn(u, "192.0.2.1", storage.Truncate(at)))
+}
+
+// testLoginsRecordDevice: a login that carries a hwid or a computer name sets it on the
+// user; an empty one keeps what is stored; an older login sets neither.
+func testLoginsRecordDevice(t *testing.T, s storage.Store) {
+	app := mustCreateApp(t, s, fullApp("acc-1", "app"))
+	both := mustCreateUser(t, s, minimalUser(app.ID, "both"))
+	hwidOnly := mustCreateUser(t, s, fullUser(app.ID, "hwidonly"))
+	none := mustCreateUser(t, s, fullUser(app.ID, "none"))
+	older := mustCreateUser(t, s, fullUser(app.ID, "older"))
+
+	at := ms(time.Hour)
+	mustRecordLogins(t, s,
+		storage.UserLogin{AppID: app.ID, UserID: both.ID, IP: "192.0.2.1", HWID: "hw-1", PCName: "DESK-1", At: at},
+		storage.UserLogin{AppID: app.ID, UserID: hwidOnly.ID, IP: "192.0.2.2", HWID: "hw-2", At: at},
+		storage.UserLogin{AppID: app.ID, UserID: none.ID, IP: "192.0.2.3", At: at},
+		storage.UserLogin{AppID: app.ID, UserID: older.ID, IP: "192.0.2.4", HWID: "hw-4", PCName: "DESK-4",
+			At: older.LastLoginAt.Add(-time.Millisecond)},
+	)
+	want := loggedIn(both, "192.0.2.1", at)
+	want.HWID, want.PCName = "hw-1", "DESK-1"
+	wantUser(t, s, want)
+	want = loggedIn(hwidOnly, "192.0.2.2", at)
+	want.HWID = "hw-2"
+	wantUser(t, s, want)
+	wantUser(t, s, loggedIn(none, "192.0.2.3", at))
+	wantUser(t, s, older)
 }
