@@ -86,6 +86,14 @@ func (s sessions) CheckSocket(_ context.Context, c client.Caller, token string) 
 	return u, nil
 }
 
+func (s sessions) CheckSockets(ctx context.Context, _ string, socks []client.SocketCheck) []error {
+	errs := make([]error, len(socks))
+	for i, sk := range socks {
+		_, errs[i] = s.CheckSocket(ctx, sk.Caller, sk.Token)
+	}
+	return errs
+}
+
 // pair starts two services ("nodes") sharing one cluster: one memory engine, or two Redis
 // engines on one key prefix, as two nodes share Redis.
 type pair func(t testing.TB, known sessions) (*Service, *Service)

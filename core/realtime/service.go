@@ -32,12 +32,15 @@ type Peer interface {
 type Engine interface {
 	cluster.ExpiringSets
 	cluster.Values
+	cluster.Batches
 	cluster.Bus
 }
 
-// Sessions validates client sockets (client.Service).
+// Sessions validates client sockets (client.Service): one at its admission, and the
+// sockets of one app together at every revalidation (one answer per socket).
 type Sessions interface {
 	CheckSocket(ctx context.Context, c client.Caller, token string) (client.SocketUser, error)
+	CheckSockets(ctx context.Context, appID string, socks []client.SocketCheck) []error
 }
 
 // Planner runs an app's WebSocket hooks over a client message and answers the actions to
@@ -125,6 +128,13 @@ type Service struct {
 	unsubscribe func()
 	leaseTTL    time.Duration
 
+	// stopTick ends the periodic work (tick), which closes tickDone; work counts the
+	// app rechecks under way. stopped is set (under mu) by Close.
+	stopTick chan struct{}
+	tickDone chan struct{}
+	work     sync.WaitGroup
+	stopped  bool
+
 	published, received atomic.Uint64
 }
 
@@ -150,13 +160,19 @@ func New(d Deps) *Service {
 	return &Service{d: d, leaseTTL: ttl, clients: map[string]map[string]*Client{}, dashboards: map[string]map[string]*Dashboard{}}
 }
 
-// Start subscribes to the cluster bus.
+// Start subscribes to the cluster bus and starts the periodic work of the node's sockets
+// (lease renewals and revalidation, batched per app).
 func (s *Service) Start(ctx context.Context) error {
 	unsub, err := s.d.Engine.Subscribe(ctx, busTopic, s.receive)
 	if err != nil {
 		return fmt.Errorf("realtime: subscribe: %w", err)
 	}
 	s.unsubscribe = unsub
+	s.stopTick, s.tickDone = make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(s.tickDone)
+		s.tick(s.stopTick)
+	}()
 	return nil
 }
 
@@ -167,7 +183,13 @@ func (s *Service) Close() {
 	if s.unsubscribe != nil {
 		s.unsubscribe()
 	}
+	if s.stopTick != nil {
+		close(s.stopTick)
+		<-s.tickDone
+		s.stopTick = nil
+	}
 	s.mu.Lock()
+	s.stopped = true
 	clients, dashboards := s.clients, s.dashboards
 	s.clients, s.dashboards = map[string]map[string]*Client{}, map[string]map[string]*Dashboard{}
 	s.mu.Unlock()
@@ -184,6 +206,7 @@ func (s *Service) Close() {
 			s.left(ctx, c)
 		}
 	}
+	s.work.Wait()
 }
 
 // closeGoingAway is RFC 6455's "going away".
