@@ -79,8 +79,14 @@ func (s *Service) ConnectClient(ctx context.Context, caller client.Caller, token
 	for _, id := range earlier {
 		s.replace(ctx, u, id)
 	}
+	// The node listens to the app's deliveries before the socket counts, so that none made
+	// after its admission is missed.
+	if err := s.hold(ctx, u.AppID); err != nil {
+		return nil, err
+	}
 	if err := s.admit(ctx, c); err != nil {
 		s.release(ctx, c)
+		s.letGo(u.AppID)
 		return nil, err
 	}
 	s.mu.Lock()
@@ -153,6 +159,7 @@ func (s *Service) DisconnectClient(c *Client) {
 	if !held {
 		return // released already (by Close)
 	}
+	s.letGo(c.User.AppID)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	s.left(ctx, c)
