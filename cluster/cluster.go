@@ -89,6 +89,27 @@ type ExpiringSets interface {
 	CountMembers(ctx context.Context, set string) (int, error)
 }
 
+// Lease is one presence lease to write or renew: a value under Key (none when Key is
+// empty) and Member in each of Sets, all for TTL (a WebSocket socket: what the session list
+// shows of it, and its membership in its app's and its user's sets).
+type Lease struct {
+	Key    string
+	Value  []byte
+	Member string
+	Sets   []string
+	TTL    time.Duration
+}
+
+// Batches do the work of many keys in one round trip, so that a node's periodic work for
+// an app costs one call whatever the number of its sockets.
+type Batches interface {
+	// GetValues answers the values of keys in order, nil for a key that is absent or
+	// expired.
+	GetValues(ctx context.Context, keys []string) ([][]byte, error)
+	// PutLeases writes every lease (SetValue and AddMember without a limit, each).
+	PutLeases(ctx context.Context, leases []Lease) error
+}
+
 // Bus carries messages between the nodes of a cluster (a dashboard change on one node that
 // every node's actors must see; later socket deliveries). Delivery is at most once and only
 // to subscribers connected when the message is published: a node that was away reloads
@@ -112,6 +133,7 @@ type Engine interface {
 	Counters
 	Values
 	ExpiringSets
+	Batches
 	Bus
 	// Name says which engine this is ("memory", "redis"), for logs.
 	Name() string

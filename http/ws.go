@@ -116,15 +116,10 @@ func (h *wsHandlers) client(c *gin.Context, ch *clientHandlers) {
 		p.wait()
 		return
 	}
-	maintained := make(chan struct{})
-	go func() {
-		defer close(maintained)
-		h.rt.Maintain(ctx, sock)
-	}()
+	// The node renews the socket's lease and checks its session with the other sockets
+	// of its app (core/realtime's tick): the socket has no timer of its own.
 	p.read(func(msg []byte) { h.rt.ClientMessage(ctx, sock, msg) })
-	// The lease renewals stop before the presence is released, so none can bring it back.
 	cancel()
-	<-maintained
 	h.rt.DisconnectClient(sock)
 }
 

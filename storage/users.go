@@ -83,6 +83,10 @@ type UserStore interface {
 	CreateUser(ctx context.Context, u AppUser) error
 	GetUser(ctx context.Context, appID, id string) (AppUser, error)
 	GetUserByUsername(ctx context.Context, appID, username string) (AppUser, error)
+	// GetUsers reads the app's users with the given ids in one query (the users of a
+	// node's sockets of one app, revalidated together), in no particular order; ids that
+	// name no user of the app are left out.
+	GetUsers(ctx context.Context, appID string, ids []string) ([]AppUser, error)
 	ListUsers(ctx context.Context, appID string, q UserQuery) ([]AppUser, int, error)
 	CountUsers(ctx context.Context, appID string) (int, error)
 	// UpdateUser applies fn atomically (see UpdateAccount). ErrConflict on a taken username.

@@ -60,6 +60,8 @@ func Run(t *testing.T, newEngine func(t *testing.T) cluster.Engine) {
 		{"Sets/Limit", testSetsLimit},
 		{"Sets/LimitCountsLiveMembers", testSetsLimitCountsLive},
 		{"Sets/ConcurrentTake", testSetsConcurrentTake},
+		{"Batches/GetValues", testBatchesGetValues},
+		{"Batches/PutLeases", testBatchesPutLeases},
 		{"Bus/Deliver", testBusDeliver},
 		{"Bus/SeveralSubscribers", testBusSeveralSubscribers},
 		{"Bus/OrderPerPublisher", testBusOrder},

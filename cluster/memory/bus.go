@@ -20,7 +20,7 @@ func (e *Engine) Publish(_ context.Context, topic string, payload []byte) error 
 	}
 	// Queued under e.mu, so messages of one publisher keep its order and a Subscribe that
 	// returned before this Publish started is among the receivers.
-	e.bus.deliver(topic, append([]byte{}, payload...))
+	e.bus.Deliver(topic, append([]byte{}, payload...))
 	return nil
 }
 
@@ -37,7 +37,7 @@ func (e *Engine) Subscribe(_ context.Context, topic string, fn func(payload []by
 	if e.closed {
 		return nil, errClosed
 	}
-	s := e.bus.add(topic, fn, true)
+	s := e.bus.Add(topic, fn, true)
 	var once sync.Once
-	return func() { once.Do(func() { e.bus.remove(topic, s) }) }, nil
+	return func() { once.Do(func() { e.bus.Remove(topic, s) }) }, nil
 }

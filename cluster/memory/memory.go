@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/keyward/keyward/cluster"
+	"github.com/keyward/keyward/cluster/internal/fanout"
 )
 
 // DefaultSweepInterval is how often the janitor drops expired entries when
@@ -35,7 +36,7 @@ type Engine struct {
 	counters map[string]map[string]int64
 	values   map[string]value
 	sets     map[string]map[string]time.Time // set → member → expiry
-	bus      *fanout
+	bus      *fanout.Fanout
 
 	stop      chan struct{} // closed by Close to stop the janitor
 	done      chan struct{} // closed by the janitor when it has returned
@@ -58,7 +59,7 @@ func New(cfg Config) *Engine {
 		counters: make(map[string]map[string]int64),
 		values:   make(map[string]value),
 		sets:     make(map[string]map[string]time.Time),
-		bus:      newFanout(),
+		bus:      fanout.New(),
 		stop:     make(chan struct{}),
 		done:     make(chan struct{}),
 	}
@@ -101,7 +102,7 @@ func (e *Engine) Close() error {
 		e.mu.Unlock()
 		close(e.stop)
 		<-e.done
-		e.bus.close()
+		e.bus.Close()
 	})
 	return nil
 }

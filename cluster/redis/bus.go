@@ -14,6 +14,7 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/keyward/keyward/cluster"
+	"github.com/keyward/keyward/cluster/internal/fanout"
 )
 
 // The bus is Redis PUBLISH/SUBSCRIBE on the channels <prefix>bus:<topic>. An engine holds
@@ -42,7 +43,7 @@ var errClosed = fmt.Errorf("cluster/redis: engine closed: %w", cluster.ErrUnavai
 // busConn is the engine's subscriber connection and the goroutines reading it.
 type busConn struct {
 	ps     *goredis.PubSub
-	fan    *fanout
+	fan    *fanout.Fanout
 	refs   map[string]int // topic → local subscribers; guarded by Engine.busMu
 	ctx    context.Context
 	cancel context.CancelFunc // stops the receive loop, with ps.Close
@@ -91,7 +92,7 @@ func (e *Engine) Subscribe(ctx context.Context, topic string, fn func(payload []
 		e.bus = e.startBus()
 	}
 	b := e.bus
-	s := b.fan.add(topic, fn, false)
+	s := b.fan.Add(topic, fn, false)
 	var err error
 	if b.refs[topic] == 0 {
 		// go-redis remembers the channel even when the write fails, and subscribes to it
@@ -113,12 +114,12 @@ func (e *Engine) Subscribe(ctx context.Context, topic string, fn func(payload []
 		}
 		return nil, e.wrap(ctx, "subscribe", err)
 	}
-	s.active.Store(true)
+	s.Activate()
 	return unsubscribe, nil
 }
 
-func (e *Engine) unsubscribe(b *busConn, topic string, s *subscriber) {
-	b.fan.remove(topic, s)
+func (e *Engine) unsubscribe(b *busConn, topic string, s *fanout.Subscriber) {
+	b.fan.Remove(topic, s)
 	e.busMu.Lock()
 	defer e.busMu.Unlock()
 	b.refs[topic]--
@@ -194,7 +195,7 @@ func (e *Engine) startBus() *busConn {
 	ctx, cancel := context.WithCancel(context.Background())
 	b := &busConn{
 		ps:     e.client.Subscribe(ctx),
-		fan:    newFanout(),
+		fan:    fanout.New(),
 		refs:   make(map[string]int),
 		ctx:    ctx,
 		cancel: cancel,
@@ -219,7 +220,7 @@ func (e *Engine) stopBus() {
 	// the PubSub with an error.
 	_ = b.ps.Close()
 	<-b.done
-	b.fan.close()
+	b.fan.Close()
 }
 
 // receive reads the subscriber connection until stopBus: messages go to the fanout, PONGs
@@ -277,7 +278,7 @@ func (e *Engine) receive(b *busConn) {
 		switch m := msg.(type) {
 		case *goredis.Message:
 			if topic, ok := strings.CutPrefix(m.Channel, prefix); ok {
-				b.fan.deliver(topic, []byte(m.Payload))
+				b.fan.Deliver(topic, []byte(m.Payload))
 			}
 		case *goredis.Pong:
 			e.waitMu.Lock()

@@ -2,6 +2,7 @@ package client
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 
@@ -36,27 +37,12 @@ func (s *Service) CheckSocket(ctx context.Context, c Caller, token string) (Sock
 	if err != nil {
 		return SocketUser{}, err
 	}
-	if err := appUsable(snap); err != nil {
-		return SocketUser{}, err
-	}
-	if snap.App.Paused {
-		return SocketUser{}, core.E(core.CodeAppPaused, "this application is paused by its owner; try again later")
-	}
-	if !snap.Plan.Limits.WebSocketAccess {
-		return SocketUser{}, core.E(core.CodePlanFeature, "WebSocket access needs the %s plan or higher", "business")
-	}
-	if !sess.LoggedIn() {
-		return SocketUser{}, core.E(core.CodeNotLoggedIn, "a socket needs a logged-in session; call login, register or license first")
-	}
-	if sess.IP != "" && sess.IP != c.IP {
-		return SocketUser{}, core.E(core.CodeUnauthorized, "this session was opened from another address")
-	}
-	if err := s.checkRules(snap, c, sess.Country, sess.HWID, sess.Username); err != nil {
+	if err := s.socketSession(snap, sess, c); err != nil {
 		return SocketUser{}, err
 	}
 	u, err := s.d.Store.GetUser(ctx, sess.AppID, sess.UserID)
 	if errors.Is(err, storage.ErrNotFound) {
-		return SocketUser{}, core.E(core.CodeUnauthorized, "the user of this session no longer exists")
+		return SocketUser{}, errUserGone
 	}
 	if err != nil {
 		return SocketUser{}, fmt.Errorf("read socket user: %w", err)
@@ -65,4 +51,149 @@ func (s *Service) CheckSocket(ctx context.Context, c Caller, token string) (Sock
 		return SocketUser{}, err
 	}
 	return SocketUser{Token: sess.Token, AppID: sess.AppID, AccountID: sess.AccountID, UserID: u.ID, Username: u.Username, IP: c.IP}, nil
+}
+
+var errUserGone = core.E(core.CodeUnauthorized, "the user of this session no longer exists")
+
+// socketSession is what CheckSocket checks of the app and the session.
+func (s *Service) socketSession(snap Snapshot, sess Session, c Caller) error {
+	if err := appUsable(snap); err != nil {
+		return err
+	}
+	if snap.App.Paused {
+		return core.E(core.CodeAppPaused, "this application is paused by its owner; try again later")
+	}
+	if !snap.Plan.Limits.WebSocketAccess {
+		return core.E(core.CodePlanFeature, "WebSocket access needs the %s plan or higher", "business")
+	}
+	if !sess.LoggedIn() {
+		return core.E(core.CodeNotLoggedIn, "a socket needs a logged-in session; call login, register or license first")
+	}
+	if sess.IP != "" && sess.IP != c.IP {
+		return core.E(core.CodeUnauthorized, "this session was opened from another address")
+	}
+	return s.checkRules(snap, c, sess.Country, sess.HWID, sess.Username)
+}
+
+// SocketCheck is one open socket to check again: where it came from and its session.
+type SocketCheck struct {
+	Caller Caller
+	Token  string
+}
+
+// batchValues is the cluster engine's multi-read, when it has one.
+type batchValues interface {
+	GetValues(ctx context.Context, keys []string) ([][]byte, error)
+}
+
+// CheckSockets checks again, at once, the open sockets of one app that a node holds: what
+// CheckSocket checks, in one cluster-engine call for the sessions, one snapshot and one
+// storage query for the users, not a round per socket. It answers one error per socket
+// (nil: it passes); an error that is not a domain error means the check could not be made.
+func (s *Service) CheckSockets(ctx context.Context, appID string, socks []SocketCheck) []error {
+	errs := make([]error, len(socks))
+	fail := func(err error) []error {
+		for i := range errs {
+			errs[i] = err
+		}
+		return errs
+	}
+	if len(socks) == 0 {
+		return errs
+	}
+	sessions, err := s.socketSessions(ctx, socks, errs)
+	if err != nil {
+		return fail(err)
+	}
+	snap, err := s.d.Apps.Snapshot(ctx, appID)
+	if err != nil {
+		return fail(err)
+	}
+	ids := make([]string, 0, len(socks))
+	for i, sess := range sessions {
+		if errs[i] != nil {
+			continue
+		}
+		if sess.AppID != appID {
+			errs[i] = errSessionExpired
+			continue
+		}
+		if errs[i] = s.socketSession(snap, sess, socks[i].Caller); errs[i] == nil {
+			ids = append(ids, sess.UserID)
+		}
+	}
+	if len(ids) == 0 {
+		return errs
+	}
+	users, err := s.d.Store.GetUsers(ctx, appID, ids)
+	if err != nil {
+		err = fmt.Errorf("read socket users: %w", err)
+		for i := range errs {
+			if errs[i] == nil {
+				errs[i] = err
+			}
+		}
+		return errs
+	}
+	byID := make(map[string]storage.AppUser, len(users))
+	for _, u := range users {
+		byID[u.ID] = u
+	}
+	now := s.now()
+	for i, sess := range sessions {
+		if errs[i] != nil {
+			continue
+		}
+		u, ok := byID[sess.UserID]
+		if !ok {
+			errs[i] = errUserGone
+			continue
+		}
+		errs[i] = checkUser(u, now)
+	}
+	return errs
+}
+
+// socketSessions reads the sessions of socks in one engine call, marking in errs those
+// that are gone. A session the engine does not know is looked for in its durable copy
+// (sessions.get), one at a time: that happens only after an embedded node restarted.
+func (s *Service) socketSessions(ctx context.Context, socks []SocketCheck, errs []error) ([]Session, error) {
+	out := make([]Session, len(socks))
+	batch, ok := s.d.Sessions.(batchValues)
+	if !ok {
+		for i, sk := range socks {
+			out[i], errs[i] = s.sessions.get(ctx, sk.Token)
+		}
+		return out, nil
+	}
+	keys := make([]string, 0, len(socks))
+	for i, sk := range socks {
+		if sk.Token == "" || len(sk.Token) > 128 {
+			errs[i] = errSessionExpired
+			continue
+		}
+		keys = append(keys, sessionKey(sk.Token))
+	}
+	vals, err := batch.GetValues(ctx, keys)
+	if err != nil {
+		return nil, fmt.Errorf("read sessions: %w", err)
+	}
+	k := 0
+	for i, sk := range socks {
+		if errs[i] != nil {
+			continue
+		}
+		raw := vals[k]
+		k++
+		if raw == nil {
+			out[i], errs[i] = s.sessions.get(ctx, sk.Token)
+			continue
+		}
+		if err := json.Unmarshal(raw, &out[i]); err != nil {
+			errs[i] = fmt.Errorf("decode session: %w", err)
+			continue
+		}
+		out[i].Token = sk.Token
+	}
+	return out, nil
 }

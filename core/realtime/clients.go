@@ -79,8 +79,14 @@ func (s *Service) ConnectClient(ctx context.Context, caller client.Caller, token
 	for _, id := range earlier {
 		s.replace(ctx, u, id)
 	}
+	// The node listens to the app's deliveries before the socket counts, so that none made
+	// after its admission is missed.
+	if err := s.hold(ctx, u.AppID); err != nil {
+		return nil, err
+	}
 	if err := s.admit(ctx, c); err != nil {
 		s.release(ctx, c)
+		s.letGo(u.AppID)
 		return nil, err
 	}
 	s.mu.Lock()
@@ -153,6 +159,7 @@ func (s *Service) DisconnectClient(c *Client) {
 	if !held {
 		return // released already (by Close)
 	}
+	s.letGo(c.User.AppID)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	s.left(ctx, c)
@@ -165,50 +172,16 @@ func (s *Service) left(ctx context.Context, c *Client) {
 		Data: map[string]any{"userId": c.User.UserID, "username": c.User.Username, "id": c.ID}})
 }
 
-// Maintain is the socket owner's timer work: it renews the presence lease every
-// third of the lease ttl and revalidates the session every RevalidateEvery, until ctx ends. A socket
-// that fails revalidation is sent force_logout and closed.
-func (s *Service) Maintain(ctx context.Context, c *Client) {
-	renew := time.NewTicker(s.leaseTTL / 3)
-	defer renew.Stop()
-	check := time.NewTicker(RevalidateEvery)
-	defer check.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-renew.C:
-			rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-			if err := s.lease(rctx, c); err != nil {
-				s.d.Log.Warn("realtime: cannot renew a socket's presence", "socket", c.ID, "err", err)
-			}
-			cancel()
-		case <-check.C:
-			s.recheck(c)
-		}
-	}
-}
-
-// RecheckApp revalidates every client socket of the app held by this node, each on its
-// own goroutine (the caller is a bus or pipeline goroutine that must not wait). Every node
-// calls it when it learns that the app changed.
-func (s *Service) RecheckApp(appID string) {
-	for _, c := range s.localClients(appID) {
-		go s.recheck(c)
-	}
-}
-
-// recheck revalidates one socket now.
-func (s *Service) recheck(c *Client) {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	_, err := s.d.Sessions.CheckSocket(ctx, c.Caller, c.User.Token)
+// handle carries out the answer of a check of socket c: a socket whose session no longer
+// passes is sent force_logout (banned for a ban) and closed; a check that could not be
+// made (the engine or the store did not answer) changes nothing, the next one decides.
+func (s *Service) handle(c *Client, err error) {
 	if err == nil {
 		return
 	}
 	code, reason := explain(err)
 	if code == core.CodeUnavailable {
-		return // not the session's fault; the next check decides
+		return
 	}
 	msg := Outgoing{Type: TypeForceLogout, Data: map[string]any{"reason": reason}}
 	closeCode := CloseForceLogout

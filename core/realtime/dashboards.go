@@ -41,6 +41,9 @@ func (d *Dashboard) deliver(msg []byte, typ string) {
 // sessions at once (SPEC 4.11).
 func (s *Service) ConnectDashboard(ctx context.Context, appID string, peer Peer) (*Dashboard, error) {
 	d := &Dashboard{ID: newID(), AppID: appID, peer: peer, rate: window{limit: DashboardMessages, per: DashboardWindow}, holding: true}
+	if err := s.hold(ctx, appID); err != nil {
+		return nil, err
+	}
 	// Registered first, so that nothing published from now on is missed; what arrives
 	// before the two first messages are sent waits in pending.
 	s.mu.Lock()
@@ -68,11 +71,15 @@ func (s *Service) ConnectDashboard(ctx context.Context, appID string, peer Peer)
 // DisconnectDashboard forgets a dashboard socket that ended.
 func (s *Service) DisconnectDashboard(d *Dashboard) {
 	s.mu.Lock()
+	_, held := s.dashboards[d.AppID][d.ID]
 	delete(s.dashboards[d.AppID], d.ID)
 	if len(s.dashboards[d.AppID]) == 0 {
 		delete(s.dashboards, d.AppID)
 	}
 	s.mu.Unlock()
+	if held {
+		s.letGo(d.AppID)
+	}
 }
 
 // DashboardMessage handles one message from a dashboard socket (SPEC 4.11, dashboard to

@@ -6,13 +6,17 @@
 // sockets (Peer is the edge's socket writer); presence (the 500-per-app and 1-per-user
 // limits, online counts and session lists) lives in the cluster engine as leases that the
 // node renews while the socket is open, so a node that dies releases its sockets within
-// Deps.LeaseTTL (a minute by default). A delivery for a user, an app's clients or an app's dashboards is published on
-// the cluster bus; every node hands it to the matching sockets it holds. A REST call, a
-// ban or a variable change on any node therefore reaches a socket on any other.
+// Deps.LeaseTTL (30 s by default). The node's periodic work runs per app, not per socket
+// (tick.go): one lease renewal call for all its sockets of an app, and one batched
+// revalidation every RevalidateEvery; a socket has no goroutine or timer of its own for it.
+// A delivery for a user, an app's clients or an app's dashboards is published on the
+// cluster bus; every node hands it to the matching sockets it holds. A REST call, a ban or
+// a variable change on any node therefore reaches a socket on any other.
 //
 // The http package owns the frames: it admits a client socket (ConnectClient, with a Peer
 // whose queue exists before its socket) before it answers the upgrade, so that a program
-// holding its 101 receives every delivery made after it; it runs one reader goroutine per socket that
-// passes each message here in order (so a socket's own state changes one message at a
-// time, as in an actor), and one writer goroutine with a bounded queue behind Peer.
+// holding its 101 receives every delivery made after it; it runs one reader goroutine per
+// socket that passes each message here in order (so a socket's own state changes one
+// message at a time, as in an actor), and one writer goroutine with a bounded queue behind
+// Peer.
 package realtime

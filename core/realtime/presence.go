@@ -6,11 +6,14 @@ import (
 	"fmt"
 	"sort"
 	"time"
+
+	"github.com/keyward/keyward/cluster"
 )
 
 // Presence keys in the cluster engine. A client socket is a member of its app's set and of
 // its user's set, and has a value with what the session list shows; all three are leases of
-// Deps.LeaseTTL that the socket's node renews every third of it.
+// Deps.LeaseTTL that the socket's node renews every third of it, for all the sockets of an
+// app in one call (tick.go).
 func appSocketsKey(appID string) string          { return "wsa:" + appID }
 func userSocketsKey(appID, userID string) string { return "wsu:" + appID + ":" + userID }
 func socketKey(id string) string                 { return "wsc:" + id }
@@ -39,15 +42,13 @@ func (s *Service) describe(ctx context.Context, c *Client) error {
 	return nil
 }
 
-// lease writes (or renews) the socket's presence.
+// lease writes (or renews) the socket's presence, in one engine call.
 func (s *Service) lease(ctx context.Context, c *Client) error {
-	if err := s.describe(ctx, c); err != nil {
+	l, err := s.leaseOf(c)
+	if err != nil {
 		return err
 	}
-	if err := s.d.Engine.AddMember(ctx, appSocketsKey(c.User.AppID), c.ID, s.leaseTTL, 0); err != nil {
-		return fmt.Errorf("realtime: lease: %w", err)
-	}
-	if err := s.d.Engine.AddMember(ctx, userSocketsKey(c.User.AppID, c.User.UserID), c.ID, s.leaseTTL, 0); err != nil {
+	if err := s.d.Engine.PutLeases(ctx, []cluster.Lease{l}); err != nil {
 		return fmt.Errorf("realtime: lease: %w", err)
 	}
 	return nil

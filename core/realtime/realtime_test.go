@@ -86,6 +86,14 @@ func (s sessions) CheckSocket(_ context.Context, c client.Caller, token string) 
 	return u, nil
 }
 
+func (s sessions) CheckSockets(ctx context.Context, _ string, socks []client.SocketCheck) []error {
+	errs := make([]error, len(socks))
+	for i, sk := range socks {
+		_, errs[i] = s.CheckSocket(ctx, sk.Caller, sk.Token)
+	}
+	return errs
+}
+
 // pair starts two services ("nodes") sharing one cluster: one memory engine, or two Redis
 // engines on one key prefix, as two nodes share Redis.
 type pair func(t testing.TB, known sessions) (*Service, *Service)
@@ -408,5 +416,61 @@ func testKickSaysWhy(t *testing.T, twoNodes pair) {
 	defer p.mu.Unlock()
 	if len(p.msgs) != 1 || p.msgs[0]["type"] != TypeForceLogout || p.msgs[0]["data"].(map[string]any)["reason"] != "be nice" || p.reason != "be nice" {
 		t.Fatalf("kicked socket got %v, closed with %q", p.msgs, p.reason)
+	}
+}
+
+// TestBusTrafficOnlyForHeldApps: deliveries travel on one bus topic per app, and a node
+// subscribes to an app's topic only while it holds sockets of the app, so a node receives
+// no bus traffic for the apps it holds no sockets of.
+func TestBusTrafficOnlyForHeldApps(t *testing.T) { onEachEngine(t, testBusTrafficOnlyForHeldApps) }
+
+func testBusTrafficOnlyForHeldApps(t *testing.T, twoNodes pair) {
+	a, b := twoNodes(t, sessions{"tok-u1": user("u1")})
+	ctx := t.Context()
+	p := &recorder{}
+	c, err := a.ConnectClient(ctx, client.Caller{IP: "192.0.2.1"}, "tok-u1", p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := b.ConnectDashboard(ctx, "other", &recorder{}) // b holds a socket of another app
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.Topics() != 1 || b.Topics() != 1 {
+		t.Fatalf("topics: a %d, b %d; want 1 each", a.Topics(), b.Topics())
+	}
+	_, bBefore := b.Traffic()
+	for i := range 5 {
+		if _, err := b.Broadcast(ctx, "app", fmt.Sprintf("hello %d", i), ""); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitUntil(t, "broadcasts at node a", func() bool { return len(p.types()) == 5 })
+	if _, got := b.Traffic(); got != bBefore {
+		t.Fatalf("node b received %d bus messages of an app it holds no socket of", got-bBefore)
+	}
+
+	// With its last socket of the app, node a leaves the app's topic.
+	a.DisconnectClient(c)
+	b.DisconnectDashboard(d)
+	if a.Topics() != 0 || b.Topics() != 0 {
+		t.Fatalf("topics after the last sockets left: a %d, b %d", a.Topics(), b.Topics())
+	}
+	_, aBefore := a.Traffic()
+	if _, err := b.Broadcast(ctx, "app", "nobody listens", ""); err != nil {
+		t.Fatal(err)
+	}
+	// A message published after this one on a topic a does hold arrives after it: when it
+	// is there, the broadcast would have been too.
+	probe := &recorder{}
+	if _, err := a.ConnectDashboard(ctx, "probe", probe); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.toDashboardsMsg(ctx, "probe", Outgoing{Type: TypeChat}); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, "probe", func() bool { return slices.Contains(probe.types(), TypeChat) })
+	if _, got := a.Traffic(); got != aBefore+1 {
+		t.Fatalf("node a received %d bus messages after it left the app, want only the probe", got-aBefore)
 	}
 }

@@ -32,12 +32,15 @@ type Peer interface {
 type Engine interface {
 	cluster.ExpiringSets
 	cluster.Values
+	cluster.Batches
 	cluster.Bus
 }
 
-// Sessions validates client sockets (client.Service).
+// Sessions validates client sockets (client.Service): one at its admission, and the
+// sockets of one app together at every revalidation (one answer per socket).
 type Sessions interface {
 	CheckSocket(ctx context.Context, c client.Caller, token string) (client.SocketUser, error)
+	CheckSockets(ctx context.Context, appID string, socks []client.SocketCheck) []error
 }
 
 // Planner runs an app's WebSocket hooks over a client message and answers the actions to
@@ -86,8 +89,17 @@ type Deps struct {
 	LeaseTTL time.Duration
 }
 
-// busTopic carries every delivery between nodes; each node filters by app.
-const busTopic = "ws"
+// Deliveries cross the cluster bus on one topic per app, so that a node receives only the
+// deliveries of the apps it holds sockets of: it subscribes to an app's topic with its
+// first socket of the app (before that socket is admitted, so nothing published after is
+// missed) and leaves it with its last.
+func busTopic(appID string) string { return "ws:" + appID }
+
+// busVersion is the format of a bus delivery. Members are only ever added (a node ignores
+// members it does not know, and reads a newer version's message for the members it
+// knows); a change that an older node would misread takes a new topic prefix instead, so
+// that two adjacent releases run side by side during a rolling upgrade.
+const busVersion = 1
 
 // Delivery targets on the bus.
 const (
@@ -99,6 +111,7 @@ const (
 
 // delivery is one bus message.
 type delivery struct {
+	V    int             `json:"v"`
 	App  string          `json:"a"`
 	To   string          `json:"t"`
 	User string          `json:"u,omitempty"`
@@ -122,8 +135,16 @@ type Service struct {
 	clients    map[string]map[string]*Client    // app → socket id → socket
 	dashboards map[string]map[string]*Dashboard // app → socket id → socket
 
-	unsubscribe func()
-	leaseTTL    time.Duration
+	// topics holds this node's subscriptions to the apps' bus topics (under mu).
+	topics   map[string]*topic
+	leaseTTL time.Duration
+
+	// stopTick ends the periodic work (tick), which closes tickDone; work counts the
+	// app rechecks under way. stopped is set (under mu) by Close.
+	stopTick chan struct{}
+	tickDone chan struct{}
+	work     sync.WaitGroup
+	stopped  bool
 
 	published, received atomic.Uint64
 }
@@ -147,16 +168,19 @@ func New(d Deps) *Service {
 		ttl = DefaultLeaseTTL
 	}
 	ttl = max(ttl, MinLeaseTTL)
-	return &Service{d: d, leaseTTL: ttl, clients: map[string]map[string]*Client{}, dashboards: map[string]map[string]*Dashboard{}}
+	return &Service{d: d, leaseTTL: ttl, clients: map[string]map[string]*Client{}, dashboards: map[string]map[string]*Dashboard{},
+		topics: map[string]*topic{}}
 }
 
-// Start subscribes to the cluster bus.
-func (s *Service) Start(ctx context.Context) error {
-	unsub, err := s.d.Engine.Subscribe(ctx, busTopic, s.receive)
-	if err != nil {
-		return fmt.Errorf("realtime: subscribe: %w", err)
-	}
-	s.unsubscribe = unsub
+// Start starts the periodic work of the node's sockets (lease renewals and revalidation,
+// batched per app). The service subscribes to an app's bus topic when it takes the app's
+// first socket.
+func (s *Service) Start(context.Context) error {
+	s.stopTick, s.tickDone = make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(s.tickDone)
+		s.tick(s.stopTick)
+	}()
 	return nil
 }
 
@@ -164,10 +188,20 @@ func (s *Service) Start(ctx context.Context) error {
 // again, to another node). The clients' presence is released here, before the engine
 // closes, so that the cluster does not count them until their leases run out.
 func (s *Service) Close() {
-	if s.unsubscribe != nil {
-		s.unsubscribe()
+	s.mu.Lock()
+	topics := s.topics
+	s.topics = map[string]*topic{}
+	s.mu.Unlock()
+	for _, t := range topics {
+		t.leave()
+	}
+	if s.stopTick != nil {
+		close(s.stopTick)
+		<-s.tickDone
+		s.stopTick = nil
 	}
 	s.mu.Lock()
+	s.stopped = true
 	clients, dashboards := s.clients, s.dashboards
 	s.clients, s.dashboards = map[string]map[string]*Client{}, map[string]map[string]*Dashboard{}
 	s.mu.Unlock()
@@ -184,6 +218,7 @@ func (s *Service) Close() {
 			s.left(ctx, c)
 		}
 	}
+	s.work.Wait()
 }
 
 // closeGoingAway is RFC 6455's "going away".
@@ -191,11 +226,12 @@ const closeGoingAway = 1001
 
 // publish sends a delivery to every node.
 func (s *Service) publish(ctx context.Context, d delivery) error {
+	d.V = busVersion
 	raw, err := json.Marshal(d)
 	if err != nil {
 		return fmt.Errorf("realtime: encode delivery: %w", err)
 	}
-	if err := s.d.Engine.Publish(ctx, busTopic, raw); err != nil {
+	if err := s.d.Engine.Publish(ctx, busTopic(d.App), raw); err != nil {
 		return fmt.Errorf("realtime: publish: %w", err)
 	}
 	s.published.Add(1)

@@ -28,6 +28,7 @@ func Run(t *testing.T, newStore func(t *testing.T) storage.Store) {
 	tests = append(tests, revocationTests...)
 	tests = append(tests, appTests...)
 	tests = append(tests, userTests...)
+	tests = append(tests, userBatchTests...)
 	tests = append(tests, loginTests...)
 	tests = append(tests, licenseTests...)
 	tests = append(tests, deviceTests...)

@@ -1,4 +1,8 @@
-package memory
+// Package fanout is the in-process half of the cluster bus that both engines share: it
+// calls a node's subscribers of a topic on one goroutine it owns, in the order messages
+// were handed to it, with a bounded queue (messages beyond it are dropped and counted:
+// delivery is at most once by contract).
+package fanout
 
 import (
 	"sync"
@@ -8,35 +12,42 @@ import (
 // maxQueued bounds the messages waiting for delivery. Delivery is at most once by contract:
 // when subscribers are so slow (or blocked) that this many pile up, newer messages are
 // dropped rather than let memory grow without bound.
-const maxQueued = 10_000
+const MaxQueued = 10_000
 
-// fanout calls the subscribers of topics on one goroutine it owns, in the order messages
+// Fanout calls the subscribers of topics on one goroutine it owns, in the order messages
 // were handed to it, so messages from one publisher arrive in publish order. A message goes
 // to the subscribers that are active both when it is handed over and when its turn comes.
-type fanout struct {
+type Fanout struct {
 	mu     sync.Mutex
-	topics map[string]map[*subscriber]struct{}
+	topics map[string]map[*Subscriber]struct{}
 	queue  []delivery
 	closed bool
+
+	dropped atomic.Uint64
 
 	wake chan struct{} // capacity 1: the queue may hold messages
 	stop chan struct{} // closed by close
 	done chan struct{} // closed by run when it returns
 }
 
-type subscriber struct {
+// Subscriber is one subscription.
+type Subscriber struct {
 	fn     func([]byte)
 	active atomic.Bool // fn is started only while true; false for good once removed
 }
 
+// Activate lets the subscriber receive the messages handed over from now on (a Redis
+// subscription is active once the server confirmed it).
+func (s *Subscriber) Activate() { s.active.Store(true) }
+
 type delivery struct {
-	subs    []*subscriber
+	subs    []*Subscriber
 	payload []byte
 }
 
-func newFanout() *fanout {
-	f := &fanout{
-		topics: make(map[string]map[*subscriber]struct{}),
+func New() *Fanout {
+	f := &Fanout{
+		topics: make(map[string]map[*Subscriber]struct{}),
 		wake:   make(chan struct{}, 1),
 		stop:   make(chan struct{}),
 		done:   make(chan struct{}),
@@ -45,25 +56,25 @@ func newFanout() *fanout {
 	return f
 }
 
-// add registers fn for topic and answers its subscriber, which gets messages once active
-// (set now, or later with s.active.Store(true)).
-func (f *fanout) add(topic string, fn func([]byte), active bool) *subscriber {
-	s := &subscriber{fn: fn}
+// Add registers fn for topic and answers its subscriber, which gets messages once active
+// (set now, or later with s.Activate).
+func (f *Fanout) Add(topic string, fn func([]byte), active bool) *Subscriber {
+	s := &Subscriber{fn: fn}
 	s.active.Store(active)
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	subs := f.topics[topic]
 	if subs == nil {
-		subs = make(map[*subscriber]struct{})
+		subs = make(map[*Subscriber]struct{})
 		f.topics[topic] = subs
 	}
 	subs[s] = struct{}{}
 	return s
 }
 
-// remove ends s's subscription: fn is not started again once remove returns (a call already
+// Remove ends s's subscription: fn is not started again once remove returns (a call already
 // running may finish). Removing twice does nothing.
-func (f *fanout) remove(topic string, s *subscriber) {
+func (f *Fanout) Remove(topic string, s *Subscriber) {
 	s.active.Store(false)
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -75,16 +86,21 @@ func (f *fanout) remove(topic string, s *subscriber) {
 	}
 }
 
-// deliver queues payload for the current subscribers of topic. payload must not be
+// Deliver queues payload for the current subscribers of topic. payload must not be
 // modified afterwards; each subscriber gets its own copy.
-func (f *fanout) deliver(topic string, payload []byte) {
+func (f *Fanout) Deliver(topic string, payload []byte) {
 	f.mu.Lock()
 	subs := f.topics[topic]
-	if f.closed || len(subs) == 0 || len(f.queue) >= maxQueued {
+	if f.closed || len(subs) == 0 {
 		f.mu.Unlock()
 		return
 	}
-	d := delivery{subs: make([]*subscriber, 0, len(subs)), payload: payload}
+	if len(f.queue) >= MaxQueued {
+		f.mu.Unlock()
+		f.dropped.Add(1)
+		return
+	}
+	d := delivery{subs: make([]*Subscriber, 0, len(subs)), payload: payload}
 	for s := range subs {
 		// Only subscribers already active: one still being set up was not subscribed
 		// when this message was published.
@@ -104,7 +120,7 @@ func (f *fanout) deliver(topic string, payload []byte) {
 	}
 }
 
-func (f *fanout) run() {
+func (f *Fanout) run() {
 	defer close(f.done)
 	for {
 		select {
@@ -136,9 +152,9 @@ func (f *fanout) run() {
 	}
 }
 
-// close stops delivery and waits for a running callback to return; no callback starts
+// Close stops delivery and waits for a running callback to return; no callback starts
 // after close returns. It must be called once, and not from a callback.
-func (f *fanout) close() {
+func (f *Fanout) Close() {
 	f.mu.Lock()
 	f.closed = true
 	f.queue = nil
@@ -146,3 +162,6 @@ func (f *fanout) close() {
 	close(f.stop)
 	<-f.done
 }
+
+// Dropped answers how many messages were dropped because MaxQueued were waiting.
+func (f *Fanout) Dropped() uint64 { return f.dropped.Load() }

@@ -1,0 +1,157 @@
+package realtime
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"runtime/debug"
+	"sync"
+	"time"
+
+	"github.com/keyward/keyward/cluster"
+	"github.com/keyward/keyward/core/client"
+)
+
+// The node's periodic work on its client sockets runs per app, batched: every third of
+// the lease ttl the leases of an app's sockets are renewed in one cluster-engine call
+// (PutLeases), and every RevalidateEvery its sockets are checked again in one call of
+// Sessions.CheckSockets (one engine read for the sessions, one storage query for the
+// users), not a round per socket. There is no goroutine or timer per socket.
+
+// tickParallel bounds the apps whose batch runs at the same moment.
+const tickParallel = 8
+
+// tick runs the periodic work until stop is closed.
+func (s *Service) tick(stop <-chan struct{}) {
+	renew := time.NewTicker(s.leaseTTL / 3)
+	defer renew.Stop()
+	check := time.NewTicker(RevalidateEvery)
+	defer check.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-renew.C:
+			s.eachApp(s.renewApp)
+		case <-check.C:
+			s.eachApp(s.recheckApp)
+		}
+	}
+}
+
+// eachApp runs fn for every app this node holds client sockets of, tickParallel at a
+// time, and waits for them.
+func (s *Service) eachApp(fn func(appID string, clients []*Client)) {
+	s.mu.RLock()
+	apps := make(map[string][]*Client, len(s.clients))
+	for appID, m := range s.clients {
+		for _, c := range m {
+			apps[appID] = append(apps[appID], c)
+		}
+	}
+	s.mu.RUnlock()
+	sem := make(chan struct{}, tickParallel)
+	var wg sync.WaitGroup
+	for appID, clients := range apps {
+		sem <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			s.safely(appID, func() { fn(appID, clients) })
+		}()
+	}
+	wg.Wait()
+}
+
+// safely runs fn, turning a panic into a log line: periodic work never ends the process.
+func (s *Service) safely(appID string, fn func()) {
+	defer func() {
+		if r := recover(); r != nil {
+			s.d.Log.Error("realtime: panic in the periodic work of an app", "app", appID, "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
+		}
+	}()
+	fn()
+}
+
+// renewApp renews the leases of an app's sockets in one call.
+func (s *Service) renewApp(appID string, clients []*Client) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	leases := make([]cluster.Lease, 0, len(clients))
+	for _, c := range clients {
+		l, err := s.leaseOf(c)
+		if err != nil {
+			s.d.Log.Warn("realtime: cannot encode a socket's presence", "socket", c.ID, "err", err)
+			continue
+		}
+		leases = append(leases, l)
+	}
+	if err := s.d.Engine.PutLeases(ctx, leases); err != nil {
+		s.d.Log.Warn("realtime: cannot renew the presence of an app's sockets", "app", appID, "sockets", len(leases), "err", err)
+		return
+	}
+	// A socket that ended while its lease was being renewed has its presence back: it is
+	// released again (its owner released it already, or is about to).
+	for _, c := range clients {
+		if !s.holds(c) {
+			s.release(ctx, c)
+		}
+	}
+}
+
+// recheckApp checks an app's sockets again in one batch.
+func (s *Service) recheckApp(appID string, clients []*Client) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	checks := make([]client.SocketCheck, len(clients))
+	for i, c := range clients {
+		checks[i] = client.SocketCheck{Caller: c.Caller, Token: c.User.Token}
+	}
+	errs := s.d.Sessions.CheckSockets(ctx, appID, checks)
+	for i, c := range clients {
+		if i < len(errs) {
+			s.handle(c, errs[i])
+		}
+	}
+}
+
+// RecheckApp checks every client socket of the app held by this node again, now, in one
+// batch on a goroutine of the service (the caller is a bus or pipeline goroutine that must
+// not wait). Every node calls it when it learns that the app changed.
+func (s *Service) RecheckApp(appID string) {
+	clients := s.localClients(appID)
+	if len(clients) == 0 {
+		return
+	}
+	s.mu.Lock()
+	if s.stopped {
+		s.mu.Unlock()
+		return
+	}
+	s.work.Add(1)
+	s.mu.Unlock()
+	go func() {
+		defer s.work.Done()
+		s.safely(appID, func() { s.recheckApp(appID, clients) })
+	}()
+}
+
+// holds reports whether the node still holds socket c.
+func (s *Service) holds(c *Client) bool {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	_, ok := s.clients[c.User.AppID][c.ID]
+	return ok
+}
+
+// leaseOf is socket c's presence lease: what the session list shows of it, and its
+// membership in its app's and its user's sets.
+func (s *Service) leaseOf(c *Client) (cluster.Lease, error) {
+	info, err := json.Marshal(c.info())
+	if err != nil {
+		return cluster.Lease{}, fmt.Errorf("realtime: encode presence: %w", err)
+	}
+	return cluster.Lease{Key: socketKey(c.ID), Value: info, Member: c.ID,
+		Sets: []string{appSocketsKey(c.User.AppID), userSocketsKey(c.User.AppID, c.User.UserID)}, TTL: s.leaseTTL}, nil
+}

@@ -1,0 +1,141 @@
+package realtime
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/keyward/keyward/cluster"
+	"github.com/keyward/keyward/cluster/memory"
+	"github.com/keyward/keyward/core"
+	"github.com/keyward/keyward/core/client"
+)
+
+// countingEngine counts the lease writes of the memory engine.
+type countingEngine struct {
+	*memory.Engine
+	leaseCalls, leases atomic.Int64
+}
+
+func (e *countingEngine) PutLeases(ctx context.Context, ls []cluster.Lease) error {
+	e.leaseCalls.Add(1)
+	e.leases.Add(int64(len(ls)))
+	return e.Engine.PutLeases(ctx, ls)
+}
+
+// countingSessions counts the batched checks; revoked tokens fail with UNAUTHORIZED and
+// panicky makes a check panic.
+type countingSessions struct {
+	sessions
+	mu      sync.Mutex
+	calls   int
+	checked int
+	revoked map[string]bool
+	panicky bool
+}
+
+func (c *countingSessions) CheckSockets(ctx context.Context, appID string, socks []client.SocketCheck) []error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.panicky {
+		panic("a check went wrong")
+	}
+	c.calls++
+	c.checked += len(socks)
+	errs := c.sessions.CheckSockets(ctx, appID, socks)
+	for i, sk := range socks {
+		if c.revoked[sk.Token] {
+			errs[i] = core.E(core.CodeUnauthorized, "session expired or invalid; call init again")
+		}
+	}
+	return errs
+}
+
+// TestTickIsOneCallPerApp: the periodic work on 500 sockets of an app is one lease write
+// and one batched check, not one per socket; a socket whose session no longer passes is
+// told and closed, the others stay; a panic in the periodic work is logged and ends
+// nothing.
+func TestTickIsOneCallPerApp(t *testing.T) {
+	known := sessions{}
+	for i := range MaxClientsPerApp {
+		known[fmt.Sprintf("tok-u%d", i)] = user(fmt.Sprintf("u%d", i))
+	}
+	checker := &countingSessions{sessions: known, revoked: map[string]bool{}}
+	engine := &countingEngine{Engine: memory.New(memory.Config{})}
+	t.Cleanup(func() { engine.Close() })
+	var logged strings.Builder
+	var logMu sync.Mutex
+	log := slog.New(slog.NewTextHandler(writerFunc(func(p []byte) (int, error) {
+		logMu.Lock()
+		defer logMu.Unlock()
+		return logged.Write(p)
+	}), nil))
+	s := New(Deps{Engine: engine, Sessions: checker, Log: log})
+	if err := s.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Close)
+	peers := make([]*recorder, MaxClientsPerApp)
+	for i := range peers {
+		peers[i] = &recorder{}
+		if _, err := s.ConnectClient(t.Context(), client.Caller{IP: "192.0.2.1"}, fmt.Sprintf("tok-u%d", i), peers[i]); err != nil {
+			t.Fatalf("socket %d: %v", i, err)
+		}
+	}
+
+	engine.leaseCalls.Store(0)
+	engine.leases.Store(0)
+	s.eachApp(s.renewApp)
+	if calls, n := engine.leaseCalls.Load(), engine.leases.Load(); calls != 1 || n != MaxClientsPerApp {
+		t.Fatalf("renewing %d sockets: %d calls for %d leases; want 1 call", MaxClientsPerApp, calls, n)
+	}
+	if n, _ := s.Online(t.Context(), "app"); n != MaxClientsPerApp {
+		t.Fatalf("online after a renewal: %d", n)
+	}
+
+	checker.revoked["tok-u7"] = true
+	s.eachApp(s.recheckApp)
+	if checker.calls != 1 || checker.checked != MaxClientsPerApp {
+		t.Fatalf("checking %d sockets: %d calls for %d sockets; want 1 call", MaxClientsPerApp, checker.calls, checker.checked)
+	}
+	for i, p := range peers {
+		want := 0
+		if i == 7 {
+			want = CloseForceLogout
+		}
+		if got := p.closedWith(); got != want {
+			t.Fatalf("socket %d closed with %d, want %d", i, got, want)
+		}
+	}
+	if got := peers[7].types(); len(got) != 1 || got[0] != TypeForceLogout {
+		t.Fatalf("revoked socket got %v", got)
+	}
+
+	// RecheckApp does the same at once, on the service's own goroutine.
+	checker.mu.Lock()
+	checker.revoked["tok-u8"] = true
+	checker.mu.Unlock()
+	s.RecheckApp("app")
+	waitUntil(t, "RecheckApp", func() bool { return peers[8].closedWith() == CloseForceLogout })
+
+	checker.mu.Lock()
+	checker.panicky = true
+	checker.mu.Unlock()
+	s.eachApp(s.recheckApp)
+	logMu.Lock()
+	defer logMu.Unlock()
+	if !strings.Contains(logged.String(), "panic in the periodic work") || !strings.Contains(logged.String(), "app=app") {
+		t.Fatalf("a panicking check was not logged: %s", logged.String())
+	}
+	if peers[9].closedWith() != 0 {
+		t.Fatal("a panicking check closed a socket")
+	}
+}
+
+type writerFunc func([]byte) (int, error)
+
+func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
