@@ -255,13 +255,15 @@ func TestOwnerJourney(t *testing.T) {
 	b.waitText("#feed", "alice left")
 
 	// Logs (the client's payload shows as text) and the analytics chart.
+	// Log entries are written in batches (every 500 ms), so the list is refreshed until they show.
 	b.hash("apps/" + appID + "/logs")
+	b.untilText("#logs", "user.ban", func() { b.click("#logs", "Filter") })
 	b.waitText("#logs", "client says "+xss)
-	b.waitText("#logs", "user.ban")
 	b.noInjectedImage()
 	b.shot("logs-1280")
 	b.hash("apps/" + appID + "/analytics")
 	b.do("chart drawn", chromedp.Poll(`Number(document.querySelector('#chart')?.dataset.total) >= 1 && !!document.querySelector('#chart canvas')`, nil, chromedp.WithPollingTimeout(15*time.Second)))
+	b.waitText("#recent", "user.login")
 	b.waitText("#overview", "Logins")
 	b.shot("analytics-1280")
 
@@ -280,6 +282,21 @@ func TestOwnerJourney(t *testing.T) {
 		t.Fatalf("%d dialogs opened", b.dialogs.Load())
 	}
 	b.clean()
+}
+
+// untilText refreshes the page with refresh until sel holds text (bounded).
+func (b *browser) untilText(sel, text string, refresh func()) {
+	b.t.Helper()
+	for i := 0; i < 40; i++ {
+		var ok bool
+		b.eval(fmt.Sprintf(`(document.querySelector(%s)?.textContent ?? '').includes(%s)`, js(sel), js(text)), &ok)
+		if ok {
+			return
+		}
+		refresh()
+		time.Sleep(250 * time.Millisecond)
+	}
+	b.waitText(sel, text)
 }
 
 func waitFile(t *testing.T, p string) string {

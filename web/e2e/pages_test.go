@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -52,7 +53,7 @@ func TestFirstPageWeight(t *testing.T) {
 // plan lacks it and link to the plan page, instead of failing.
 func TestLivePagesOnAPlanWithoutWebSocket(t *testing.T) {
 	n := startNode(t)
-	n.admin(t, "create", "--username", "freeowner", "--email", "free@example.com", "--password", "Free-Pass-12")
+	n.admin(t, "create", "--username", "freeowner", "--email", "free@example.com", "--password", "Free-Pass-12", "--role", "admin")
 	b := newBrowser(t, 1280, 800)
 	b.do("open", chromedp.Navigate(n.url+"/"), chromedp.WaitVisible(`.auth [name=username]`, chromedp.ByQuery))
 	b.fill(".auth", map[string]string{"username": "freeowner", "password": "Free-Pass-12"})
@@ -83,6 +84,18 @@ func TestLivePagesOnAPlanWithoutWebSocket(t *testing.T) {
 	if name != "Second app" {
 		t.Fatalf("the refused form lost its input: %q", name)
 	}
+	// The administrator page moves the account to Business; the live page then connects.
+	var appHash string
+	b.do("app link", chromedp.Evaluate(`document.querySelector('#apps a').getAttribute('href')`, &appHash))
+	b.do("admin", chromedp.Evaluate(`location.hash = '#/admin'`, nil))
+	b.waitText("main table", "free@example.com")
+	b.do("choose business", chromedp.SetValue(`select[aria-label="plan of freeowner"]`, "business", chromedp.ByQuery),
+		chromedp.Evaluate(`document.querySelector('select[aria-label="plan of freeowner"]').dispatchEvent(new Event('change'))`, nil))
+	b.waitText("#toasts", "plan business")
+	b.do("live", chromedp.Evaluate(`location.hash = `+js(strings.Replace(appHash, "/users", "/live", 1)), nil))
+	b.waitText("#socket-state", "connected")
+	b.shot("admin-then-live-1280")
+
 	// A 401 (the token revoked elsewhere) brings the sign-in page back.
 	var token string
 	b.eval(`sessionStorage.getItem('keyward.token')`, &token)

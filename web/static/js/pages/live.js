@@ -9,7 +9,7 @@ const FEED_TYPES = ['session_connect', 'session_disconnect', 'chat', 'status', '
 const FEED_MAX = 200;
 
 async function needsPlan(ctx) {
-  const me = await ctx.me();
+  const me = await ctx.me(true); // the plan may have changed since the last page
   if (me.plan?.limits?.webSocketAccess) return null;
   return h('div.card#plan-needed', h('h2', { text: 'Live needs the Business plan' }),
     h('p', { text: `Your plan (${me.plan?.displayName || me.plan?.name}) has no WebSocket access, so sessions, chat and hooks are not available. ` },
