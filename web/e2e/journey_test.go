@@ -233,8 +233,8 @@ func TestOwnerJourney(t *testing.T) {
 	var aliceID string
 	b.eval(`document.querySelector('#sessions tr[data-user]').dataset.user`, &aliceID)
 	b.do("choose alice", chromedp.SetValue(`#chat-to`, aliceID, chromedp.ByQuery))
-	b.fill(".live form.inline", map[string]string{"message": "hello alice"})
-	b.click(".live", "Send")
+	b.fill("#chat-form", map[string]string{"message": "hello alice"})
+	b.click("#chat-form", "Send")
 	if got := readType(t, client, "chat"); got["message"] != "hello alice" {
 		t.Fatalf("client got chat %v", got)
 	}
