@@ -138,11 +138,16 @@ func (n *node) admin(t *testing.T, args ...string) {
 	}
 }
 
-var linkRE = regexp.MustCompile(`https?://\S+/verify-email\?token=[A-Za-z0-9_-]+`)
-
-// verifyLink reads the verification link from the newest mail to addr in the outbox.
+// verifyLink reads the verification link from the mail to addr in the outbox.
 func (n *node) verifyLink(t *testing.T, addr string) string {
 	t.Helper()
+	return n.mailedLink(t, addr, "verify-email")
+}
+
+// mailedLink reads the link to path (verify-email, reset-password) mailed to addr.
+func (n *node) mailedLink(t *testing.T, addr, path string) string {
+	t.Helper()
+	linkRE := regexp.MustCompile(`https?://\S+/` + path + `\?token=[A-Za-z0-9_-]+`)
 	deadline := time.Now().Add(15 * time.Second)
 	for time.Now().Before(deadline) {
 		files, _ := filepath.Glob(filepath.Join(n.dataDir, "outbox", "*.eml"))
@@ -166,7 +171,7 @@ func (n *node) verifyLink(t *testing.T, addr string) string {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	t.Fatalf("no verification mail to %s in %s", addr, filepath.Join(n.dataDir, "outbox"))
+	t.Fatalf("no %s mail to %s in %s", path, addr, filepath.Join(n.dataDir, "outbox"))
 	return ""
 }
 

@@ -105,3 +105,30 @@ func TestLivePagesOnAPlanWithoutWebSocket(t *testing.T) {
 	b.clean()
 	_ = context.Background
 }
+
+// TestPasswordResetFromTheOutbox: forgot password → the mailed link → a new password, a weak
+// one refused first (the form keeps it) → sign in with the new one.
+func TestPasswordResetFromTheOutbox(t *testing.T) {
+	n := startNode(t)
+	n.admin(t, "create", "--username", "forgetful", "--email", "forgetful@example.com", "--password", "Old-Pass-123")
+	b := newBrowser(t, 390, 844)
+	b.do("open", chromedp.Navigate(n.url+"/#/forgot"), chromedp.WaitVisible(`.auth [name=email]`, chromedp.ByQuery))
+	b.fill(".auth", map[string]string{"email": "forgetful@example.com"})
+	b.click(".auth", "Mail me a reset link")
+	b.waitText(".auth", "outbox")
+	link := n.mailedLink(t, "forgetful@example.com", "reset-password")
+	b.do("open link", chromedp.Navigate(link), chromedp.WaitVisible(`.auth [name=newPassword]`, chromedp.ByQuery))
+	b.shot("reset-password-390")
+	b.fill(".auth", map[string]string{"newPassword": "weak"})
+	b.click(".auth", "Set password")
+	b.do("weak refused", chromedp.Poll(`document.querySelector('.auth .error').textContent.length > 0`, nil, chromedp.WithPollingTimeout(10*time.Second)))
+	b.fill(".auth", map[string]string{"newPassword": "New-Pass-456"})
+	b.click(".auth", "Set password")
+	b.waitText(".auth .ok", "")
+	b.do("sign-in page", chromedp.Evaluate(`location.hash = '#/login'`, nil), chromedp.WaitVisible(`.auth [name=password]`, chromedp.ByQuery))
+	b.fill(".auth", map[string]string{"username": "forgetful", "password": "New-Pass-456"})
+	b.click(".auth", "Sign in")
+	b.waitText("main", "Applications")
+	b.shot("applications-390")
+	b.clean()
+}

@@ -75,7 +75,7 @@ async function render() {
   if (location.pathname === '/verify-email' || location.pathname === '/reset-password') {
     const token = new URLSearchParams(location.search).get('token') || '';
     const page = location.pathname === '/verify-email' ? auth.verify : auth.resetPassword;
-    history.replaceState(null, '', '/' + (location.pathname === '/verify-email' ? '#/apps' : '#/login'));
+    history.replaceState(null, '', '/'); // no hash: the page's links then change it and route
     clear(app).append(...frame(page(token), false));
     return;
   }
