@@ -222,6 +222,10 @@ func TestOwnerJourney(t *testing.T) {
 	b.click("main", "Upload")
 	b.waitText("#files", "loader.bin")
 	b.waitText("#files", "512.0 KB")
+	b.click("#files", "Download")
+	if got := waitFile(t, filepath.Join(downloads, "loader.bin")); len(got) != 512<<10 || !strings.HasPrefix(got, "keyward keyward") {
+		t.Fatalf("downloaded file: %d bytes", len(got))
+	}
 
 	// Live: a real client session appears, chats both ways, is banned and leaves.
 	b.hash("apps/" + appID + "/live")
