@@ -345,6 +345,7 @@ func artifactsDir(t *testing.T) string {
 		dir = filepath.Join("..", "..", "test-artifacts", "web")
 	}
 	dir = filepath.Join(dir, t.Name())
+	_ = os.RemoveAll(dir) // screenshots of an earlier run would mislead
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatalf("artifacts dir: %v", err)
 	}

@@ -2,6 +2,8 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
+	"net/http"
 	"strings"
 	"sync"
 	"testing"
@@ -47,6 +49,45 @@ func TestFirstPageWeight(t *testing.T) {
 		t.Fatalf("the first page downloads %.0f KB, over the 300 KB budget", total/1024)
 	}
 	b.clean()
+}
+
+// TestTheAPIAnswersAsBeforeBesideThePages: on the real process, the API's routes and its
+// 404 and 405 envelopes are untouched by the dashboard's mount.
+func TestTheAPIAnswersAsBeforeBesideThePages(t *testing.T) {
+	n := startNode(t)
+	for _, c := range []struct {
+		method, path string
+		status       int
+		code         string
+	}{
+		{"GET", "/api/nope", 404, "NOT_FOUND"}, {"POST", "/", 404, "NOT_FOUND"}, {"GET", "/ui/000000000000/app.css", 404, "NOT_FOUND"},
+		{"DELETE", "/api/apps", 405, "METHOD_NOT_ALLOWED"}, {"GET", "/api/apps", 401, "UNAUTHORIZED"}, {"GET", "/healthz", 200, ""},
+	} {
+		req, _ := http.NewRequest(c.method, n.url+c.path, nil)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var env struct {
+			Success bool `json:"success"`
+			Error   struct {
+				Code string `json:"code"`
+			} `json:"error"`
+		}
+		err = json.NewDecoder(resp.Body).Decode(&env)
+		resp.Body.Close()
+		if err != nil || resp.StatusCode != c.status || env.Error.Code != c.code || env.Success != (c.code == "") || resp.Header.Get("Content-Security-Policy") != "" {
+			t.Fatalf("%s %s: %d %+v %v", c.method, c.path, resp.StatusCode, env, err)
+		}
+	}
+	resp, err := http.Get(n.url + "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 || resp.Header.Get("X-Frame-Options") != "DENY" || !strings.Contains(resp.Header.Get("Content-Security-Policy"), "frame-ancestors 'none'") {
+		t.Fatalf("GET /: %d %v", resp.StatusCode, resp.Header)
+	}
 }
 
 // TestLivePagesOnAPlanWithoutWebSocket: on the free plan the live and hook pages say the
