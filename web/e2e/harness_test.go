@@ -87,7 +87,7 @@ func (b *syncBuffer) String() string {
 	return b.buf.String()
 }
 
-func startNode(t *testing.T) *node {
+func startNode(t *testing.T, env ...string) *node {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -99,6 +99,7 @@ func startNode(t *testing.T) *node {
 	cmd := exec.Command(binary, "serve")
 	cmd.Env = append(os.Environ(), "KEYWARD_ADDR="+addr, "KEYWARD_DATA_DIR="+n.dataDir, "KEYWARD_PUBLIC_URL="+n.url,
 		"KEYWARD_ARGON2_MEMORY_KIB=1024", "KEYWARD_ARGON2_ITERATIONS=1", "KEYWARD_MONGO_URI=", "KEYWARD_REDIS_URL=", "KEYWARD_SMTP_HOST=")
+	cmd.Env = append(cmd.Env, env...)
 	cmd.Stderr = n.stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -352,4 +353,9 @@ func artifactsDir(t *testing.T) string {
 	abs, _ := filepath.Abs(dir)
 	t.Logf("screenshots in %s", abs)
 	return dir
+}
+
+// pollNonEmpty waits until the element sel holds some text.
+func pollNonEmpty(sel string) chromedp.Action {
+	return chromedp.Poll(fmt.Sprintf(`(document.querySelector(%s)?.textContent ?? '').length > 0`, js(sel)), nil, chromedp.WithPollingTimeout(15*time.Second))
 }
