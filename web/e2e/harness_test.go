@@ -87,7 +87,7 @@ func (b *syncBuffer) String() string {
 	return b.buf.String()
 }
 
-func startNode(t *testing.T) *node {
+func startNode(t *testing.T, env ...string) *node {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -99,6 +99,7 @@ func startNode(t *testing.T) *node {
 	cmd := exec.Command(binary, "serve")
 	cmd.Env = append(os.Environ(), "KEYWARD_ADDR="+addr, "KEYWARD_DATA_DIR="+n.dataDir, "KEYWARD_PUBLIC_URL="+n.url,
 		"KEYWARD_ARGON2_MEMORY_KIB=1024", "KEYWARD_ARGON2_ITERATIONS=1", "KEYWARD_MONGO_URI=", "KEYWARD_REDIS_URL=", "KEYWARD_SMTP_HOST=")
+	cmd.Env = append(cmd.Env, env...)
 	cmd.Stderr = n.stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -138,11 +139,16 @@ func (n *node) admin(t *testing.T, args ...string) {
 	}
 }
 
-var linkRE = regexp.MustCompile(`https?://\S+/verify-email\?token=[A-Za-z0-9_-]+`)
-
-// verifyLink reads the verification link from the newest mail to addr in the outbox.
+// verifyLink reads the verification link from the mail to addr in the outbox.
 func (n *node) verifyLink(t *testing.T, addr string) string {
 	t.Helper()
+	return n.mailedLink(t, addr, "verify-email")
+}
+
+// mailedLink reads the link to path (verify-email, reset-password) mailed to addr.
+func (n *node) mailedLink(t *testing.T, addr, path string) string {
+	t.Helper()
+	linkRE := regexp.MustCompile(`https?://\S+/` + path + `\?token=[A-Za-z0-9_-]+`)
 	deadline := time.Now().Add(15 * time.Second)
 	for time.Now().Before(deadline) {
 		files, _ := filepath.Glob(filepath.Join(n.dataDir, "outbox", "*.eml"))
@@ -166,7 +172,7 @@ func (n *node) verifyLink(t *testing.T, addr string) string {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	t.Fatalf("no verification mail to %s in %s", addr, filepath.Join(n.dataDir, "outbox"))
+	t.Fatalf("no %s mail to %s in %s", path, addr, filepath.Join(n.dataDir, "outbox"))
 	return ""
 }
 
@@ -340,10 +346,16 @@ func artifactsDir(t *testing.T) string {
 		dir = filepath.Join("..", "..", "test-artifacts", "web")
 	}
 	dir = filepath.Join(dir, t.Name())
+	_ = os.RemoveAll(dir) // screenshots of an earlier run would mislead
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatalf("artifacts dir: %v", err)
 	}
 	abs, _ := filepath.Abs(dir)
 	t.Logf("screenshots in %s", abs)
 	return dir
+}
+
+// pollNonEmpty waits until the element sel holds some text.
+func pollNonEmpty(sel string) chromedp.Action {
+	return chromedp.Poll(fmt.Sprintf(`(document.querySelector(%s)?.textContent ?? '').length > 0`, js(sel)), nil, chromedp.WithPollingTimeout(15*time.Second))
 }

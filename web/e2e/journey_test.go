@@ -222,6 +222,10 @@ func TestOwnerJourney(t *testing.T) {
 	b.click("main", "Upload")
 	b.waitText("#files", "loader.bin")
 	b.waitText("#files", "512.0 KB")
+	b.click("#files", "Download")
+	if got := waitFile(t, filepath.Join(downloads, "loader.bin")); len(got) != 512<<10 || !strings.HasPrefix(got, "keyward keyward") {
+		t.Fatalf("downloaded file: %d bytes", len(got))
+	}
 
 	// Live: a real client session appears, chats both ways, is banned and leaves.
 	b.hash("apps/" + appID + "/live")
@@ -233,8 +237,8 @@ func TestOwnerJourney(t *testing.T) {
 	var aliceID string
 	b.eval(`document.querySelector('#sessions tr[data-user]').dataset.user`, &aliceID)
 	b.do("choose alice", chromedp.SetValue(`#chat-to`, aliceID, chromedp.ByQuery))
-	b.fill(".live form.inline", map[string]string{"message": "hello alice"})
-	b.click(".live", "Send")
+	b.fill("#chat-form", map[string]string{"message": "hello alice"})
+	b.click("#chat-form", "Send")
 	if got := readType(t, client, "chat"); got["message"] != "hello alice" {
 		t.Fatalf("client got chat %v", got)
 	}
@@ -255,13 +259,15 @@ func TestOwnerJourney(t *testing.T) {
 	b.waitText("#feed", "alice left")
 
 	// Logs (the client's payload shows as text) and the analytics chart.
+	// Log entries are written in batches (every 500 ms), so the list is refreshed until they show.
 	b.hash("apps/" + appID + "/logs")
+	b.untilText("#logs", "user.ban", func() { b.click("#logs", "Filter") })
 	b.waitText("#logs", "client says "+xss)
-	b.waitText("#logs", "user.ban")
 	b.noInjectedImage()
 	b.shot("logs-1280")
 	b.hash("apps/" + appID + "/analytics")
 	b.do("chart drawn", chromedp.Poll(`Number(document.querySelector('#chart')?.dataset.total) >= 1 && !!document.querySelector('#chart canvas')`, nil, chromedp.WithPollingTimeout(15*time.Second)))
+	b.waitText("#recent", "user.login")
 	b.waitText("#overview", "Logins")
 	b.shot("analytics-1280")
 
@@ -280,6 +286,21 @@ func TestOwnerJourney(t *testing.T) {
 		t.Fatalf("%d dialogs opened", b.dialogs.Load())
 	}
 	b.clean()
+}
+
+// untilText refreshes the page with refresh until sel holds text (bounded).
+func (b *browser) untilText(sel, text string, refresh func()) {
+	b.t.Helper()
+	for i := 0; i < 40; i++ {
+		var ok bool
+		b.eval(fmt.Sprintf(`(document.querySelector(%s)?.textContent ?? '').includes(%s)`, js(sel), js(text)), &ok)
+		if ok {
+			return
+		}
+		refresh()
+		time.Sleep(250 * time.Millisecond)
+	}
+	b.waitText(sel, text)
 }
 
 func waitFile(t *testing.T, p string) string {

@@ -5,6 +5,7 @@ import { api, session, setUnauthorizedHandler } from './api.js';
 import * as auth from './pages/auth.js';
 import * as account from './pages/account.js';
 import * as apps from './pages/apps.js';
+import * as admin from './pages/admin.js';
 
 const app = document.getElementById('app');
 const state = { me: null };
@@ -16,6 +17,7 @@ const routes = [
   [/^forgot$/, auth.forgot, false],
   [/^reset-2fa$/, auth.reset2FA, false],
   [/^account$/, account.page, true],
+  [/^admin$/, admin.page, true],
   [/^apps$/, apps.list, true],
   [/^apps\/([\w-]+)(?:\/([\w-]+))?(?:\/([\w-]+))?$/, apps.detail, true],
 ];
@@ -50,11 +52,13 @@ setUnauthorizedHandler(() => {
 });
 
 function frame(content, signed) {
+  const adminLink = h('a', { href: '#/admin', text: 'Admin', hidden: true });
+  if (signed) me().then((m) => { adminLink.hidden = m.role !== 'admin'; }).catch(() => {});
   const nav = signed
     ? h('nav.top', { 'aria-label': 'main' },
       h('a.brand', { href: '#/apps' }, h('img', { src: document.querySelector('link[rel=icon]').href, alt: '', width: 22, height: 22 }), 'Keyward'),
       h('a', { href: '#/apps', text: 'Applications' }),
-      h('a', { href: '#/account', text: 'Account' }),
+      h('a', { href: '#/account', text: 'Account' }), adminLink,
       h('button.link#logout', { type: 'button', text: 'Sign out', on: { click: logout } }))
     : h('nav.top', h('a.brand', { href: '#/login' }, 'Keyward'));
   return [nav, h('main', content)];
@@ -71,7 +75,7 @@ async function render() {
   if (location.pathname === '/verify-email' || location.pathname === '/reset-password') {
     const token = new URLSearchParams(location.search).get('token') || '';
     const page = location.pathname === '/verify-email' ? auth.verify : auth.resetPassword;
-    history.replaceState(null, '', '/' + (location.pathname === '/verify-email' ? '#/apps' : '#/login'));
+    history.replaceState(null, '', '/'); // no hash: the page's links then change it and route
     clear(app).append(...frame(page(token), false));
     return;
   }

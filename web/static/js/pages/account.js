@@ -26,7 +26,11 @@ function planCard(me, plans) {
     h('ul', h('li', { text: `${fmtNum(pl.limits.maxApps)} apps` }), h('li', { text: `${fmtNum(pl.limits.maxUsersPerApp)} users per app` }),
       h('li', { text: `${fmtNum(pl.limits.maxApiCallsMonth)} API calls a month` }), h('li', { text: pl.limits.webSocketAccess ? 'Live (WebSocket)' : 'No live pages' })),
     pl.name === p.name ? badge('your plan', 'ok') : pl.name === 'free'
-      ? h('button', { type: 'button', text: 'Move to free', on: { click: async () => { await post('/api/auth/plan', { plan: 'free' }); location.reload(); } } })
+      ? h('button', { type: 'button', text: 'Move to free', on: { click: async () => {
+        const ok = await modal('Move to the free plan?', h('p', { text: 'The free limits apply at once; only an administrator can move you back.' }),
+          { ok: 'Move to free', danger: true, onOk: () => post('/api/auth/plan', { plan: 'free' }).then(() => true) });
+        if (ok) location.reload();
+      } } })
       : h('small.muted', { text: 'Assigned by an administrator' }))));
   return section('Plan', h('p#plan-name', h('strong', { text: p.displayName || p.name || '—' }), ` · resets ${fmtDate(me.apiCallsResetAt)}`),
     usageBar(me.apiCallsUsed || 0, limits.maxApiCallsMonth || 0),

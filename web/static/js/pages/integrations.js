@@ -53,6 +53,7 @@ export async function integrations(ctx) {
       const events = chosenOf(el);
       if (!events.length) throw new Error('Pick at least one event.');
       const d = await post(base, { ...v, events });
+      el.querySelectorAll('[name=name], [name=webhookUrl]').forEach((i) => { i.value = ''; });
       clear(shown);
       if (d.secret) shown.append(h('p.warn', { text: 'Signing secret of ' + d.name + ', shown once:' }), secretBox(d.secret));
       load();

@@ -9,7 +9,7 @@ const FEED_TYPES = ['session_connect', 'session_disconnect', 'chat', 'status', '
 const FEED_MAX = 200;
 
 async function needsPlan(ctx) {
-  const me = await ctx.me();
+  const me = await ctx.me(true); // the plan may have changed since the last page
   if (me.plan?.limits?.webSocketAccess) return null;
   return h('div.card#plan-needed', h('h2', { text: 'Live needs the Business plan' }),
     h('p', { text: `Your plan (${me.plan?.displayName || me.plan?.name}) has no WebSocket access, so sessions, chat and hooks are not available. ` },
@@ -128,6 +128,10 @@ export async function live(ctx) {
     send({ type: 'push_json', payload: v.payload, userId: pickTarget(push) || undefined });
     toast('Pushed');
   } });
+  chatForm.id = 'chat-form';
+  broadcast.id = 'broadcast-form';
+  command.id = 'command-form';
+  push.id = 'push-form';
   for (const f of [command, push]) {
     const sel = h('select.target', { 'aria-label': 'to' });
     f.prepend(h('div.field', h('label', { text: 'To' }), sel));
@@ -189,9 +193,8 @@ export async function hooks(ctx) {
 function hookForm(hook, save) {
   const conds = h('div.rows#conditions');
   const acts = h('div.rows#actions');
-  const err = h('p.error', { role: 'alert' });
   const addCond = (c = {}) => {
-    if (conds.children.length >= 5) { err.textContent = 'At most 5 conditions.'; return; }
+    if (conds.children.length >= 5) { toast('A hook has at most 5 conditions.', 'warn'); return; }
     const row = h('div.row.cond', h('input', { name: 'field', placeholder: 'data.room', value: c.field || '', 'aria-label': 'field', maxlength: 200 }),
       h('select', { name: 'operator', 'aria-label': 'operator' }, OPS.map((o) => h('option', { value: o, text: o, selected: c.operator === o }))),
       h('input', { name: 'value', placeholder: 'value (JSON or text)', value: c.value === undefined ? '' : typeof c.value === 'string' ? c.value : JSON.stringify(c.value), 'aria-label': 'value' }),
@@ -199,7 +202,7 @@ function hookForm(hook, save) {
     conds.append(row);
   };
   const addAct = (a = { type: 'respond' }) => {
-    if (acts.children.length >= 5) { err.textContent = 'At most 5 actions.'; return; }
+    if (acts.children.length >= 5) { toast('A hook has at most 5 actions.', 'warn'); return; }
     const members = h('span.members');
     const typeSel = h('select', { name: 'type', 'aria-label': 'action' }, Object.keys(ACTIONS).map((t) => h('option', { value: t, text: t, selected: a.type === t })));
     const renderMembers = (vals) => {
@@ -223,9 +226,8 @@ function hookForm(hook, save) {
   const el = form({
     fields, submit: hook?.id ? 'Save hook' : 'Create hook',
     extra: [h('h3', { text: 'Conditions (all must hold, at most 5)' }), conds, h('button', { type: 'button', text: 'Add condition', on: { click: () => addCond() } }),
-      h('h3', { text: 'Actions (1–5, in order)' }), acts, h('button', { type: 'button', text: 'Add action', on: { click: () => addAct() } }), err],
+      h('h3', { text: 'Actions (1–5, in order)' }), acts, h('button', { type: 'button', text: 'Add action', on: { click: () => addAct() } })],
     onSubmit: async (v) => {
-      err.textContent = '';
       if (BUILTIN.has(v.event)) throw fieldError('event', `“${v.event}” is a built-in message type; choose another event name.`);
       if (v.priority !== undefined && (v.priority < 0 || v.priority > 999)) throw fieldError('priority', 'Priority is 0 to 999.');
       const conditions = [...conds.children].map((r) => {
