@@ -373,6 +373,8 @@ type sock struct {
 	signal chan struct{} // a message arrived or the socket closed
 	closed chan struct{}
 	code   int // the close code, once closed (0: closed without a close frame)
+	// lastReason is the reason of the last force_logout received (a refusal's words).
+	lastReason string
 }
 
 // dialSocket opens a client socket on nd for p; an error is a refused upgrade.
@@ -413,6 +415,10 @@ func (s *sock) read() {
 		}
 		s.mu.Lock()
 		s.queue = append(s.queue, m)
+		if m["type"] == "force_logout" {
+			d, _ := m["data"].(map[string]any)
+			s.lastReason = fmt.Sprintf("%v (%v)", d["reason"], d["code"])
+		}
 		s.mu.Unlock()
 		select {
 		case s.signal <- struct{}{}:
@@ -461,6 +467,13 @@ func (s *sock) await(typ string, within time.Duration) (map[string]any, bool) {
 			return nil, false
 		}
 	}
+}
+
+// reason answers the reason of the last force_logout the socket got, if any.
+func (s *sock) reason() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.lastReason
 }
 
 // admitted pings and answers whether the pong came (the socket is in); a refused socket
