@@ -80,18 +80,6 @@ type Staged struct {
 	sum            string
 }
 
-// Size is the byte count of the staged file.
-func (st Staged) Size() int64 { return st.size }
-
-// checkMeta validates a file's name and version as Commit will (an empty version is the
-// default one).
-func checkMeta(name, version string) error {
-	if version == "" {
-		version = DefaultVersion
-	}
-	return core.FirstError(checkName("name", name), checkVersion(version))
-}
-
 // DefaultVersion is the version of a file uploaded without one.
 const DefaultVersion = "1.0.0"
 
@@ -119,7 +107,7 @@ func (s *Service) Commit(ctx context.Context, st Staged, name, version, contentT
 	if version == "" {
 		version = DefaultVersion
 	}
-	if err := checkMeta(name, version); err != nil {
+	if err := core.FirstError(checkName("name", name), checkVersion(version)); err != nil {
 		return storage.File{}, err
 	}
 	now := storage.Truncate(s.now())
@@ -133,7 +121,8 @@ func (s *Service) Commit(ctx context.Context, st Staged, name, version, contentT
 }
 
 // Discard removes a staged file's bytes. It runs even when ctx is cancelled (the client
-// went away mid-request): the bytes must not outlive the refused request.
+// went away mid-request): the bytes must not outlive the refused request. Should the
+// delete fail, the bytes are unreferenced and go with the app's (DeleteAppFiles).
 func (s *Service) Discard(ctx context.Context, st Staged) {
 	if st.key == "" {
 		return
