@@ -111,6 +111,22 @@ func TestBodyReadIsBounded(t *testing.T) {
 			resp, body := exchange(t, headers+"Content-Length: 100\r\n\r\n{\"username\":", nil, 0)
 			wantTimeout(t, resp, body)
 		})
+		t.Run("upload that stalls inside its file", func(t *testing.T) {
+			// The upload route reads its body itself (multipart, streamed to the blob store):
+			// a stall there is the same 408, not a malformed body.
+			a := api{t, s, newOwner(t, s).Token}
+			id, _ := a.createApp("Stalled")
+			part := "--b\r\nContent-Disposition: form-data; name=\"file\"; filename=\"x.bin\"\r\n" +
+				"Content-Type: application/octet-stream\r\n\r\n0123456789"
+			head := "POST /api/apps/" + id + "/files HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + a.token +
+				"\r\nContent-Type: multipart/form-data; boundary=b\r\nContent-Length: 100000\r\n\r\n" + part
+			resp, body := exchange(t, head, nil, 0)
+			wantTimeout(t, resp, body)
+			r := s.Do(t, ts.Req{Method: "GET", Path: "/api/apps/" + id + "/files", Token: a.token})
+			if r.Status != http.StatusOK || strings.Contains(string(r.Raw), "x.bin") {
+				t.Fatalf("the stalled upload left a file: %d %s", r.Status, r.Raw)
+			}
+		})
 		t.Run("chunked body that never comes", func(t *testing.T) {
 			resp, body := exchange(t, headers+"Transfer-Encoding: chunked\r\n\r\n", nil, 0)
 			wantTimeout(t, resp, body)

@@ -64,12 +64,15 @@ func (b *bodyReader) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// badBody answers the error of a multipart body that could not be read: too large, or
-// cut short or malformed.
+// badBody answers the error of a multipart body that could not be read: too large, too
+// slow (the body reader's own refusal, REQUEST_TIMEOUT), or cut short or malformed.
 func (h *fileHandlers) badBody(err error) error {
 	var tooBig *http.MaxBytesError
 	if errors.As(err, &tooBig) {
 		return core.E(core.CodeTooLarge, "the file exceeds the upload limit of %d bytes", h.svc.MaxBytes())
+	}
+	if errors.Is(err, errBodyTimeout) {
+		return errBodyTimeout
 	}
 	return core.Invalid("body", "malformed multipart body: it ends early or breaks the multipart format")
 }
