@@ -192,7 +192,8 @@ func TestClusterNodeThroughOutages(t *testing.T) {
 	mongoURI, ferret := startFerretDB(t)
 	redisAddr, redis := startRedisServer(t)
 	env := []string{"KEYWARD_DATA_DIR=" + t.TempDir(), "KEYWARD_MONGO_URI=" + mongoURI, "KEYWARD_MONGO_DATABASE=kw",
-		"KEYWARD_REDIS_URL=redis://" + redisAddr + "/0", "KEYWARD_JWT_SECRET=" + strings.Repeat("o", 40)}
+		"KEYWARD_REDIS_URL=redis://" + redisAddr + "/0", "KEYWARD_JWT_SECRET=" + strings.Repeat("o", 40),
+		"KEYWARD_SECRETS_KEY=" + strings.Repeat("k", 40)}
 	n := startNode(t, env)
 	cmd := exec.Command(binary, "admin", "create", "--username", "owner", "--email", "owner@example.com", "--password", "Owner-Pass-12")
 	cmd.Env = append(os.Environ(), env...)
