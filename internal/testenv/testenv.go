@@ -7,6 +7,7 @@ package testenv
 import (
 	"crypto/rand"
 	"encoding/hex"
+	"net/url"
 	"os"
 	"testing"
 )
@@ -25,8 +26,25 @@ const (
 // RedisURL returns the test Redis server's URL (redis://host:port/0).
 func RedisURL(t testing.TB) string { return need(t, EnvRedisURL, "Redis") }
 
-// MongoURI returns the test MongoDB-wire server's URI.
-func MongoURI(t testing.TB) string { return need(t, EnvMongoURI, "MongoDB-wire") }
+// MongoURI returns the test MongoDB-wire server's URI, with connectTimeoutMS=2000 unless
+// the URI sets it. Keyward's own default (250 ms, so that a frozen server is found within a
+// second) also bounds the driver's monitor checks and connection handshakes; FerretDB on a
+// loaded 2-core test machine sometimes takes longer than that, and the driver would then
+// drop its pool and fail requests of a server that is only slow. The outage tests start
+// their own FerretDB and keep the production defaults.
+func MongoURI(t testing.TB) string {
+	uri := need(t, EnvMongoURI, "MongoDB-wire")
+	u, err := url.Parse(uri)
+	if err != nil {
+		t.Fatalf("%s: %v", EnvMongoURI, err)
+	}
+	q := u.Query()
+	if !q.Has("connectTimeoutMS") {
+		q.Set("connectTimeoutMS", "2000")
+		u.RawQuery = q.Encode()
+	}
+	return u.String()
+}
 
 // SentinelURL returns the URL of the test Sentinel group (master name kwtest), in the
 // form KEYWARD_REDIS_URL takes. The group exists only when the tests run under
