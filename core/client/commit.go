@@ -35,7 +35,9 @@ type commitRound struct {
 }
 
 // roundTimeout bounds one write round; the final round at shutdown gets finalTimeout.
+// gatherFor is how long a round waits for more callers once the first one woke it.
 const (
+	gatherFor    = time.Millisecond
 	roundTimeout = 30 * time.Second
 	finalTimeout = 10 * time.Second
 )
@@ -97,6 +99,9 @@ func (g *groupCommit) run(every time.Duration) {
 			g.round(finalTimeout, true)
 			return
 		case <-g.wake:
+			// Let the callers that arrive meanwhile join this round: a round costs about
+			// the same whatever its size, so bigger ones cost each login less.
+			time.Sleep(gatherFor)
 		case <-t.C:
 		}
 		g.round(roundTimeout, false)
