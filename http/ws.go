@@ -5,12 +5,14 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/gin-gonic/gin"
 	"github.com/gorilla/websocket"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/keyward/keyward/cluster"
 	"github.com/keyward/keyward/core"
@@ -40,11 +42,36 @@ type wsHandlers struct {
 	limiter  cluster.RateLimiter
 	hooks    *wshooks.Service
 	log      *slog.Logger
+	metrics  *wsMetrics
 	upgrader websocket.Upgrader
 }
 
-func newWSHandlers(rt *realtime.Service, hk *wshooks.Service, a *apps.Service, auth Authenticator, l cluster.RateLimiter, log *slog.Logger) *wsHandlers {
-	return &wsHandlers{rt: rt, hooks: hk, apps: a, auth: auth, limiter: l, log: log,
+// wsMetrics count what happens at the socket edge.
+type wsMetrics struct {
+	closes   *prometheus.CounterVec
+	slow     prometheus.Counter
+	refusals *prometheus.CounterVec
+}
+
+func newWSMetrics(reg prometheus.Registerer) *wsMetrics {
+	m := &wsMetrics{
+		closes: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "keyward_ws_closes_total",
+			Help: "Sockets this node closed, by channel and close code (1000 after the other side closed or went away)."}, []string{"channel", "code"}),
+		slow: prometheus.NewCounter(prometheus.CounterOpts{Name: "keyward_ws_slow_consumer_disconnects_total",
+			Help: "Sockets closed (1013) because they did not read their queue fast enough."}),
+		refusals: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "keyward_ws_admission_refusals_total",
+			Help: "Sockets refused at admission, by channel and error code."}, []string{"channel", "code"}),
+	}
+	reg.MustRegister(m.closes, m.slow, m.refusals)
+	return m
+}
+
+func (m *wsMetrics) refused(channel string, err error) {
+	m.refusals.WithLabelValues(channel, string(core.CodeOf(err))).Inc()
+}
+
+func newWSHandlers(rt *realtime.Service, hk *wshooks.Service, a *apps.Service, auth Authenticator, l cluster.RateLimiter, reg prometheus.Registerer, log *slog.Logger) *wsHandlers {
+	return &wsHandlers{rt: rt, hooks: hk, apps: a, auth: auth, limiter: l, log: log, metrics: newWSMetrics(reg),
 		upgrader: websocket.Upgrader{
 			ReadBufferSize: 4096, WriteBufferSize: 4096,
 			// Clients are programs that send any Origin or none (CLIENT-SDKS.md §6.1) and
@@ -93,7 +120,7 @@ func (h *wsHandlers) client(c *gin.Context, ch *clientHandlers) {
 	if !ok || !h.isUpgrade(c) {
 		return
 	}
-	p := newPeer()
+	p := h.newPeer("client")
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	admit, cancelAdmit := context.WithTimeout(ctx, 10*time.Second)
@@ -110,6 +137,7 @@ func (h *wsHandlers) client(c *gin.Context, ch *clientHandlers) {
 	}
 	p.start(conn)
 	if refused != nil {
+		h.metrics.refused("client", refused)
 		msg, reason := realtime.Refusal(refused)
 		p.Send(msg)
 		p.Close(realtime.ClosePolicy, reason)
@@ -132,14 +160,16 @@ func (h *wsHandlers) dashboard(c *gin.Context) {
 	}
 	p, err := h.auth.Authenticate(c.Request.Context(), token)
 	if err != nil {
+		h.metrics.refused("dashboard", err)
 		fail(c, err)
 		return
 	}
 	if _, err := h.apps.WebSocketApp(c.Request.Context(), apps.Owner{AccountID: p.Account.ID, Plan: p.Account.Plan}, c.Param("appId")); err != nil {
+		h.metrics.refused("dashboard", err)
 		fail(c, err)
 		return
 	}
-	peer, ok := h.upgrade(c)
+	peer, ok := h.upgrade(c, "dashboard")
 	if !ok {
 		return
 	}
@@ -208,7 +238,7 @@ func (h *wsHandlers) isUpgrade(c *gin.Context) bool {
 
 // upgrade turns the request into a socket with its writer; false when the request is not
 // an upgrade (answered with the envelope) or the upgrade failed (the upgrader answered).
-func (h *wsHandlers) upgrade(c *gin.Context) (*peer, bool) {
+func (h *wsHandlers) upgrade(c *gin.Context, channel string) (*peer, bool) {
 	if !h.isUpgrade(c) {
 		return nil, false
 	}
@@ -216,9 +246,24 @@ func (h *wsHandlers) upgrade(c *gin.Context) (*peer, bool) {
 	if err != nil {
 		return nil, false
 	}
-	p := newPeer()
+	p := h.newPeer(channel)
 	p.start(conn)
 	return p, true
+}
+
+// newPeer makes a socket writer that counts its close and a slow reader.
+func (h *wsHandlers) newPeer(channel string) *peer {
+	p := newPeer()
+	p.closed = func(code int) {
+		if code == websocket.CloseTryAgainLater {
+			h.metrics.slow.Inc()
+		}
+		if code == websocket.CloseAbnormalClosure || code == websocket.CloseNormalClosure {
+			code = websocket.CloseNormalClosure
+		}
+		h.metrics.closes.WithLabelValues(channel, strconv.Itoa(code)).Inc()
+	}
+	return p
 }
 
 func truncateReason(s string) string {
@@ -241,6 +286,8 @@ type peer struct {
 	code    int
 	reason  string
 	done    chan struct{}
+	// closed, when set, is told the close code once the writer ends.
+	closed func(code int)
 }
 
 var _ realtime.Peer = (*peer)(nil)
@@ -283,6 +330,11 @@ func (p *peer) wait() { <-p.done }
 
 func (p *peer) write() {
 	defer close(p.done)
+	defer func() {
+		if p.closed != nil {
+			p.closed(p.code)
+		}
+	}()
 	defer p.conn.Close()
 	ping := time.NewTicker(wsPingEvery)
 	defer ping.Stop()
