@@ -153,12 +153,11 @@ func (h *wsHandlers) client(c *gin.Context, ch *clientHandlers) {
 	// The node renews the socket's lease and checks its session with the other sockets
 	// of its app (core/realtime's tick): the socket has no timer of its own. The handler
 	// returns; the socket's reader goroutine owns it from here.
-	log := h.log.With("channel", "client", "app", sock.User.AppID, "socket", sock.ID)
 	ctx, cancel := context.WithCancel(context.Background())
 	go func() {
 		defer cancel()
 		defer h.rt.DisconnectClient(sock)
-		p.read(h.guard(log, p, func(msg []byte) { h.rt.ClientMessage(ctx, sock, msg) }))
+		p.read(h.guard("client", sock.User.AppID, sock.ID, p, func(msg []byte) { h.rt.ClientMessage(ctx, sock, msg) }))
 	}()
 }
 
@@ -196,11 +195,10 @@ func (h *wsHandlers) dashboard(c *gin.Context) {
 	}
 	// The owner's token may be revoked (logout, password change) while the socket is open.
 	go h.watchToken(ctx, token, peer)
-	log := h.log.With("channel", "dashboard", "app", d.AppID, "socket", d.ID)
 	go func() {
 		defer cancel()
 		defer h.rt.DisconnectDashboard(d)
-		peer.read(h.guard(log, peer, func(msg []byte) { h.rt.DashboardMessage(ctx, d, msg) }))
+		peer.read(h.guard("dashboard", d.AppID, d.ID, peer, func(msg []byte) { h.rt.DashboardMessage(ctx, d, msg) }))
 	}()
 }
 
@@ -209,12 +207,13 @@ const wsCloseInternal = 1011
 
 // guard runs fn for one message; a panic while handling it closes this socket alone
 // (1011), with a log line and a metric, and the server goes on.
-func (h *wsHandlers) guard(log *slog.Logger, p *peer, fn func([]byte)) func([]byte) {
+func (h *wsHandlers) guard(channel, appID, socketID string, p *peer, fn func([]byte)) func([]byte) {
 	return func(msg []byte) {
 		defer func() {
 			if r := recover(); r != nil {
 				h.metrics.panics.Inc()
-				log.Error("panic while handling a socket message; the socket is closed", "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
+				h.log.Error("panic while handling a socket message; the socket is closed", "channel", channel, "app", appID,
+					"socket", socketID, "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
 				p.Close(wsCloseInternal, "internal error")
 			}
 		}()
