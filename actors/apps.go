@@ -32,6 +32,8 @@ type AppsConfig struct {
 	Refresh time.Duration
 	Now     func() time.Time
 	Log     *slog.Logger
+	// Metrics counts the actors' work under kind "app"; none when nil.
+	Metrics *Metrics
 }
 
 // Apps is the node's directory of AppActors, with snapshots of type S.
@@ -48,7 +50,14 @@ type Apps[S any] struct {
 	mu     sync.Mutex
 	pids   map[string]*actor.PID
 	closed bool
+
+	// propsOpts are the options of every AppActor (the metrics middleware).
+	propsOpts      []actor.PropsOption
+	stopDeadLetter func()
 }
+
+// appKind is the kind label of AppActors in the metrics.
+const appKind = "app"
 
 // NewApps starts the directory.
 func NewApps[S any](load Loader[S], cfg AppsConfig) *Apps[S] {
@@ -67,7 +76,12 @@ func NewApps[S any](load Loader[S], cfg AppsConfig) *Apps[S] {
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	system := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return quiet }))
 	ctx, cancel := context.WithCancel(context.Background())
-	return &Apps[S]{system: system, load: load, cfg: cfg, base: ctx, cancel: cancel, pids: map[string]*actor.PID{}}
+	a := &Apps[S]{system: system, load: load, cfg: cfg, base: ctx, cancel: cancel, pids: map[string]*actor.PID{}, stopDeadLetter: func() {}}
+	if cfg.Metrics != nil {
+		a.propsOpts = append(a.propsOpts, actor.WithReceiverMiddleware(cfg.Metrics.middleware(appKind)))
+		a.stopDeadLetter = cfg.Metrics.watchDeadLetters(system, appKind)
+	}
+	return a
 }
 
 // ErrClosed is answered after Close.
@@ -155,6 +169,7 @@ func (a *Apps[S]) Close() {
 		_ = a.system.Root.StopFuture(p).Wait()
 	}
 	a.loads.Wait()
+	a.stopDeadLetter()
 	a.system.Shutdown()
 }
 
@@ -169,7 +184,7 @@ func (a *Apps[S]) pid(appID string) (*actor.PID, error) {
 	}
 	p := a.system.Root.Spawn(actor.PropsFromProducer(func() actor.Actor {
 		return &appActor[S]{dir: a, appID: appID}
-	}))
+	}, a.propsOpts...))
 	a.pids[appID] = p
 	return p, nil
 }
@@ -257,6 +272,9 @@ func (s *appActor[S]) Receive(ctx actor.Context) {
 		s.snap, s.have, s.loadedAt = m.snap, true, s.dir.cfg.Now()
 	case *actor.ReceiveTimeout:
 		if !s.loading {
+			if s.failed == nil {
+				s.dir.cfg.Metrics.passivation(appKind)
+			}
 			ctx.Stop(ctx.Self())
 		}
 	case *actor.Stopping:

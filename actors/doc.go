@@ -17,4 +17,8 @@
 // queue; what sockets share (presence, the per-app and per-user limits) lives in the
 // cluster engine, where every node must see it, so no per-app actor would own it. The
 // hooks are compiled per app and node by core/wshooks.
+//
+// Metrics counts the actors' life cycle, messages, handling time, failures and dead
+// letters per kind, through a receiver middleware (protoactor-go's own OpenTelemetry
+// metrics read a process-global provider; see Metrics).
 package actors

@@ -7,6 +7,14 @@
 // The package is named httpapi, not http, so that it does not shadow net/http in its own
 // files or in its importers.
 //
+// Sockets (ws.go): the edge admits a client socket before it answers the upgrade, then
+// hands the socket to a reader goroutine and returns. An idle socket holds one goroutine
+// (its reader), a 512-byte read buffer and one ping timer; its writer (peer) queues frames
+// in a bounded queue allocated only while frames wait, writes them on a goroutine that
+// runs only while there is something to write, through a buffer pool shared by every
+// socket, and closes a reader too slow to keep up (1013). A panic while handling one
+// message closes that socket alone (1011). RFC 6455 close codes are chosen here.
+//
 // Wire rules (SPEC 7, CLIENT-SDKS.md §3): every reply is JSON; success replies are
 // {"success":true,"data":…} with success first and data always present and never null;
 // errors are {"success":false,"error":{"code","message"}} for every status, 404 and 405

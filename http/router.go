@@ -160,7 +160,7 @@ func New(d Deps, cfg Config) (http.Handler, error) {
 	ch.routes(api)
 	ch.resetRoutes(api)
 	(&integrationHandlers{svc: d.Integrations}).routes(api.Group("", requireOwner(d.Accounts)), one)
-	newWSHandlers(d.Realtime, d.WSHooks, d.Apps, d.Accounts, d.Limiter, d.Log).routes(api, one, ch)
+	newWSHandlers(d.Realtime, d.WSHooks, d.Apps, d.Accounts, d.Limiter, d.Metrics, d.Log).routes(api, one, ch)
 	return r, nil
 }
 

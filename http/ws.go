@@ -3,14 +3,18 @@ package httpapi
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
+	"runtime/debug"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/gin-gonic/gin"
 	"github.com/gorilla/websocket"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/keyward/keyward/cluster"
 	"github.com/keyward/keyward/core"
@@ -40,13 +44,44 @@ type wsHandlers struct {
 	limiter  cluster.RateLimiter
 	hooks    *wshooks.Service
 	log      *slog.Logger
+	metrics  *wsMetrics
 	upgrader websocket.Upgrader
 }
 
-func newWSHandlers(rt *realtime.Service, hk *wshooks.Service, a *apps.Service, auth Authenticator, l cluster.RateLimiter, log *slog.Logger) *wsHandlers {
-	return &wsHandlers{rt: rt, hooks: hk, apps: a, auth: auth, limiter: l, log: log,
+// wsMetrics count what happens at the socket edge.
+type wsMetrics struct {
+	closes   *prometheus.CounterVec
+	slow     prometheus.Counter
+	refusals *prometheus.CounterVec
+	panics   prometheus.Counter
+}
+
+func newWSMetrics(reg prometheus.Registerer) *wsMetrics {
+	m := &wsMetrics{
+		closes: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "keyward_ws_closes_total",
+			Help: "Sockets this node closed, by channel and close code (1000 after the other side closed or went away)."}, []string{"channel", "code"}),
+		slow: prometheus.NewCounter(prometheus.CounterOpts{Name: "keyward_ws_slow_consumer_disconnects_total",
+			Help: "Sockets closed (1013) because they did not read their queue fast enough."}),
+		refusals: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "keyward_ws_admission_refusals_total",
+			Help: "Sockets refused at admission, by channel and error code."}, []string{"channel", "code"}),
+	}
+	m.panics = prometheus.NewCounter(prometheus.CounterOpts{Name: "keyward_ws_message_panics_total",
+		Help: "Socket messages whose handling panicked (the socket was closed with 1011)."})
+	reg.MustRegister(m.closes, m.slow, m.refusals, m.panics)
+	return m
+}
+
+func (m *wsMetrics) refused(channel string, err error) {
+	m.refusals.WithLabelValues(channel, string(core.CodeOf(err))).Inc()
+}
+
+func newWSHandlers(rt *realtime.Service, hk *wshooks.Service, a *apps.Service, auth Authenticator, l cluster.RateLimiter, reg prometheus.Registerer, log *slog.Logger) *wsHandlers {
+	return &wsHandlers{rt: rt, hooks: hk, apps: a, auth: auth, limiter: l, log: log, metrics: newWSMetrics(reg),
 		upgrader: websocket.Upgrader{
-			ReadBufferSize: 4096, WriteBufferSize: 4096,
+			// Idle sockets are the common case: a small read buffer of their own (a
+			// larger message is read through it), and write buffers from a pool shared by
+			// every socket, held only while a frame is written.
+			ReadBufferSize: 512, WriteBufferSize: 4096, WriteBufferPool: &sync.Pool{},
 			// Clients are programs that send any Origin or none (CLIENT-SDKS.md §6.1) and
 			// authenticate with the token in the URL, not with cookies, so the origin
 			// proves nothing and is not checked.
@@ -93,10 +128,8 @@ func (h *wsHandlers) client(c *gin.Context, ch *clientHandlers) {
 	if !ok || !h.isUpgrade(c) {
 		return
 	}
-	p := newPeer()
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	admit, cancelAdmit := context.WithTimeout(ctx, 10*time.Second)
+	p := h.newPeer("client")
+	admit, cancelAdmit := context.WithTimeout(context.Background(), 10*time.Second)
 	sock, refused := h.rt.ConnectClient(admit, ch.caller(c), token, p)
 	cancelAdmit()
 	conn, err := h.upgrader.Upgrade(c.Writer, c.Request, nil)
@@ -110,6 +143,7 @@ func (h *wsHandlers) client(c *gin.Context, ch *clientHandlers) {
 	}
 	p.start(conn)
 	if refused != nil {
+		h.metrics.refused("client", refused)
 		msg, reason := realtime.Refusal(refused)
 		p.Send(msg)
 		p.Close(realtime.ClosePolicy, reason)
@@ -117,10 +151,14 @@ func (h *wsHandlers) client(c *gin.Context, ch *clientHandlers) {
 		return
 	}
 	// The node renews the socket's lease and checks its session with the other sockets
-	// of its app (core/realtime's tick): the socket has no timer of its own.
-	p.read(func(msg []byte) { h.rt.ClientMessage(ctx, sock, msg) })
-	cancel()
-	h.rt.DisconnectClient(sock)
+	// of its app (core/realtime's tick): the socket has no timer of its own. The handler
+	// returns; the socket's reader goroutine owns it from here.
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() {
+		defer cancel()
+		defer h.rt.DisconnectClient(sock)
+		p.read(h.guard("client", sock.User.AppID, sock.ID, p, func(msg []byte) { h.rt.ClientMessage(ctx, sock, msg) }))
+	}()
 }
 
 // dashboard upgrades an owner's socket: the JWT in ?token, the owner's app, the plan.
@@ -132,31 +170,55 @@ func (h *wsHandlers) dashboard(c *gin.Context) {
 	}
 	p, err := h.auth.Authenticate(c.Request.Context(), token)
 	if err != nil {
+		h.metrics.refused("dashboard", err)
 		fail(c, err)
 		return
 	}
 	if _, err := h.apps.WebSocketApp(c.Request.Context(), apps.Owner{AccountID: p.Account.ID, Plan: p.Account.Plan}, c.Param("appId")); err != nil {
+		h.metrics.refused("dashboard", err)
 		fail(c, err)
 		return
 	}
-	peer, ok := h.upgrade(c)
+	peer, ok := h.upgrade(c, "dashboard")
 	if !ok {
 		return
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
 	d, err := h.rt.ConnectDashboard(ctx, c.Param("appId"), peer)
 	if err != nil {
+		cancel()
 		h.log.Warn("cannot open a dashboard socket", "app", c.Param("appId"), "err", err)
 		peer.Send(realtime.ErrorMessage("the server cannot list the sessions now; try again"))
 		peer.Close(realtime.ClosePolicy, "unavailable")
 		peer.wait()
 		return
 	}
-	defer h.rt.DisconnectDashboard(d)
 	// The owner's token may be revoked (logout, password change) while the socket is open.
 	go h.watchToken(ctx, token, peer)
-	peer.read(func(msg []byte) { h.rt.DashboardMessage(ctx, d, msg) })
+	go func() {
+		defer cancel()
+		defer h.rt.DisconnectDashboard(d)
+		peer.read(h.guard("dashboard", d.AppID, d.ID, peer, func(msg []byte) { h.rt.DashboardMessage(ctx, d, msg) }))
+	}()
+}
+
+// wsCloseInternal is RFC 6455's "internal error".
+const wsCloseInternal = 1011
+
+// guard runs fn for one message; a panic while handling it closes this socket alone
+// (1011), with a log line and a metric, and the server goes on.
+func (h *wsHandlers) guard(channel, appID, socketID string, p *peer, fn func([]byte)) func([]byte) {
+	return func(msg []byte) {
+		defer func() {
+			if r := recover(); r != nil {
+				h.metrics.panics.Inc()
+				h.log.Error("panic while handling a socket message; the socket is closed", "channel", channel, "app", appID,
+					"socket", socketID, "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
+				p.Close(wsCloseInternal, "internal error")
+			}
+		}()
+		fn(msg)
+	}
 }
 
 // watchToken closes a dashboard socket whose JWT stops authenticating.
@@ -208,7 +270,7 @@ func (h *wsHandlers) isUpgrade(c *gin.Context) bool {
 
 // upgrade turns the request into a socket with its writer; false when the request is not
 // an upgrade (answered with the envelope) or the upgrade failed (the upgrader answered).
-func (h *wsHandlers) upgrade(c *gin.Context) (*peer, bool) {
+func (h *wsHandlers) upgrade(c *gin.Context, channel string) (*peer, bool) {
 	if !h.isUpgrade(c) {
 		return nil, false
 	}
@@ -216,9 +278,24 @@ func (h *wsHandlers) upgrade(c *gin.Context) (*peer, bool) {
 	if err != nil {
 		return nil, false
 	}
-	p := newPeer()
+	p := h.newPeer(channel)
 	p.start(conn)
 	return p, true
+}
+
+// newPeer makes a socket writer that counts its close and a slow reader.
+func (h *wsHandlers) newPeer(channel string) *peer {
+	p := newPeer()
+	p.onClose = func(code int) {
+		if code == websocket.CloseTryAgainLater {
+			h.metrics.slow.Inc()
+		}
+		if code == websocket.CloseAbnormalClosure || code == websocket.CloseNormalClosure {
+			code = websocket.CloseNormalClosure
+		}
+		h.metrics.closes.WithLabelValues(channel, strconv.Itoa(code)).Inc()
+	}
+	return p
 }
 
 func truncateReason(s string) string {
@@ -229,98 +306,150 @@ func truncateReason(s string) string {
 	return strings.ToValidUTF8(s, "")
 }
 
-// peer is a socket's writer: a bounded queue drained by one goroutine, which also sends
-// the pings and the close frame. It implements realtime.Peer. A peer exists before its
-// socket (a client socket is admitted before the upgrade): what is sent meanwhile waits
-// in the queue until start.
+// peer is a socket's writer. It holds little while the socket is idle: a queue that is
+// allocated when something is queued (bounded: wsQueue frames), one timer for the
+// pings, and no goroutine: a writer goroutine runs only while there is something to
+// write, and ends when the queue is empty. Frames are written through the upgrader's
+// shared buffer pool. It implements realtime.Peer. A peer exists before its socket (a
+// client socket is admitted before the upgrade): what is sent meanwhile waits until start.
 type peer struct {
-	conn    *websocket.Conn
-	out     chan []byte
-	closing chan struct{}
-	once    sync.Once
+	mu      sync.Mutex
+	conn    *websocket.Conn // set by start
+	queue   [][]byte
+	writing bool // a writer goroutine runs (or the socket is not started yet: none may)
+	closed  bool // Close was called: nothing more is queued
 	code    int
 	reason  string
-	done    chan struct{}
+	ping    *time.Timer
+
+	closing chan struct{} // closed by Close, for the reader
+	done    chan struct{} // closed when the socket is closed and written for the last time
+	// onClose, when set, is told the close code once the socket is closed.
+	onClose func(code int)
 }
 
 var _ realtime.Peer = (*peer)(nil)
 
 func newPeer() *peer {
-	return &peer{out: make(chan []byte, wsQueue), closing: make(chan struct{}), done: make(chan struct{})}
+	// writing is true until start: frames queue up, nobody writes them yet.
+	return &peer{writing: true, closing: make(chan struct{}), done: make(chan struct{})}
 }
 
-// start gives the peer its socket and starts the writer.
+// start gives the peer its socket, starts the pings and writes what was queued.
 func (p *peer) start(conn *websocket.Conn) {
+	p.mu.Lock()
 	p.conn = conn
+	p.ping = time.AfterFunc(wsPingEvery, p.sendPing)
+	p.mu.Unlock()
 	go p.write()
 }
 
 func (p *peer) Send(msg []byte) bool {
-	select {
-	case <-p.closing:
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
 		return false
-	default:
 	}
-	select {
-	case p.out <- msg:
-		return true
-	default:
+	if len(p.queue) >= wsQueue {
+		p.mu.Unlock()
 		// A reader this slow would hold memory for everyone: it is dropped.
 		p.Close(websocket.CloseTryAgainLater, "too slow to receive")
 		return false
 	}
+	p.queue = append(p.queue, msg)
+	p.kick()
+	p.mu.Unlock()
+	return true
+}
+
+// kick starts a writer if none runs. p.mu is held.
+func (p *peer) kick() {
+	if !p.writing {
+		p.writing = true
+		go p.write()
+	}
 }
 
 func (p *peer) Close(code int, reason string) {
-	p.once.Do(func() {
-		p.code, p.reason = code, truncateReason(reason)
-		close(p.closing)
-	})
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return
+	}
+	p.closed = true
+	p.code, p.reason = code, truncateReason(reason)
+	close(p.closing)
+	p.kick()
 }
 
-// wait blocks until the writer has finished.
+// wait blocks until the socket is closed.
 func (p *peer) wait() { <-p.done }
 
+// write writes the queue until it is empty, then ends; after Close it writes what was
+// queued before, the close frame, and closes the socket.
 func (p *peer) write() {
-	defer close(p.done)
-	defer p.conn.Close()
-	ping := time.NewTicker(wsPingEvery)
-	defer ping.Stop()
-	send := func(msg []byte) bool {
-		_ = p.conn.SetWriteDeadline(time.Now().Add(wsWriteWait))
-		return p.conn.WriteMessage(websocket.TextMessage, msg) == nil
-	}
 	for {
-		select {
-		case msg := <-p.out:
-			if !send(msg) {
-				p.Close(websocket.CloseAbnormalClosure, "")
+		p.mu.Lock()
+		batch := p.queue
+		p.queue = nil // the next frames get a fresh queue; an idle peer holds none
+		if len(batch) == 0 {
+			if !p.closed {
+				p.writing = false
+				p.mu.Unlock()
 				return
 			}
-		case <-ping.C:
-			if p.conn.WriteControl(websocket.PingMessage, nil, time.Now().Add(wsWriteWait)) != nil {
-				p.Close(websocket.CloseAbnormalClosure, "")
-				return
-			}
-		case <-p.closing:
-			// What was queued before the close goes out first.
-		drain:
-			for {
-				select {
-				case msg := <-p.out:
-					if !send(msg) {
-						return
-					}
-				default:
-					break drain
-				}
-			}
-			if p.code != websocket.CloseAbnormalClosure {
-				_ = p.conn.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(p.code, p.reason), time.Now().Add(wsWriteWait))
-			}
+			p.mu.Unlock()
+			p.finish(true)
 			return
 		}
+		p.mu.Unlock()
+		for _, msg := range batch {
+			_ = p.conn.SetWriteDeadline(time.Now().Add(wsWriteWait))
+			if p.conn.WriteMessage(websocket.TextMessage, msg) != nil {
+				p.Close(websocket.CloseAbnormalClosure, "")
+				p.finish(false)
+				return
+			}
+		}
 	}
+}
+
+// finish sends the close frame (when the socket can still take it) and closes the socket.
+func (p *peer) finish(frame bool) {
+	p.mu.Lock()
+	if p.ping != nil {
+		p.ping.Stop()
+	}
+	code, reason := p.code, p.reason
+	p.mu.Unlock()
+	if frame && code != websocket.CloseAbnormalClosure {
+		_ = p.conn.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(code, reason), time.Now().Add(wsWriteWait))
+	}
+	_ = p.conn.Close()
+	if p.onClose != nil {
+		p.onClose(code)
+	}
+	close(p.done)
+}
+
+// sendPing is the ping timer's work (gorilla lets a control frame be written beside a
+// message writer).
+func (p *peer) sendPing() {
+	p.mu.Lock()
+	closed := p.closed
+	p.mu.Unlock()
+	if closed {
+		return
+	}
+	if p.conn.WriteControl(websocket.PingMessage, nil, time.Now().Add(wsWriteWait)) != nil {
+		p.Close(websocket.CloseAbnormalClosure, "")
+		return
+	}
+	p.mu.Lock()
+	if !p.closed {
+		p.ping.Reset(wsPingEvery)
+	}
+	p.mu.Unlock()
 }
 
 // read passes each text message to fn until the socket ends, then closes the peer.

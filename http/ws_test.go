@@ -622,3 +622,48 @@ func TestWebSocketDeliveryRightAfterUpgrade(t *testing.T) {
 		}
 	})
 }
+
+// TestWebSocketMetrics: /metrics shows the socket edge's closes and refusals, the
+// channels' counts and the actors' metrics.
+func TestWebSocketMetrics(t *testing.T) {
+	ts.Each(t, func(t *testing.T, e ts.Engines) {
+		s := ts.Start(t, e)
+		w := newWSApp(t, s, "metered")
+		bad := mustDialWS(t, s, "/api/client/ws?token=nope", w.client.ip)
+		bad.expectClosed()
+		cl := w.clientSocket(t, s)
+		expectOK(t, w.a.do("POST", "/api/apps/"+w.appID+"/ws/broadcast", map[string]any{"message": "hi"}), http.StatusOK)
+		cl.expectType("message")
+		expectOK(t, w.a.do("POST", "/api/apps/"+w.appID+"/ws/users/"+w.userID+"/kick", nil), http.StatusOK)
+		cl.expectClosed()
+		var metrics string
+		waitFor(t, func() bool {
+			resp, err := http.Get(s.URL + "/metrics")
+			if err != nil {
+				t.Fatal(err)
+			}
+			raw, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			metrics = string(raw)
+			return strings.Contains(metrics, `keyward_ws_closes_total{channel="client",code="4001"} 1`)
+		})
+		for _, want := range []string{
+			`keyward_ws_admission_refusals_total{channel="client",code="UNAUTHORIZED"} 1`,
+			`keyward_ws_closes_total{channel="client",code="1008"} 1`,
+			`keyward_ws_slow_consumer_disconnects_total 0`,
+			`keyward_ws_delivery_queue_seconds_count`,
+			`keyward_ws_revalidation_failures_total 0`,
+			`keyward_ws_lease_renewal_errors_total 0`,
+			`keyward_cluster_bus_dropped_total 0`,
+			`keyward_ws_bus_topics`,
+			`keyward_actors_spawned_total{kind="app"}`,
+			`keyward_actor_messages_total{kind="app"}`,
+			`keyward_actor_message_seconds_bucket{kind="app",`,
+			`keyward_actor_dead_letters_total`,
+		} {
+			if !strings.Contains(metrics, want) {
+				t.Errorf("metrics lack %q", want)
+			}
+		}
+	})
+}

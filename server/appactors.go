@@ -30,9 +30,9 @@ func snapshotChanges(name string) bool {
 // node (the event pipeline) and of other nodes (the cluster bus) reload the snapshot of
 // the app they concern, and a deleted app's actor drops its snapshot at once.
 func startAppActors(ctx context.Context, store storage.Store, engine cluster.Engine, bus *events.Bus, appsSvc *apps.Service,
-	accountsSvc *accounts.Service, catalogue *plans.Catalogue, def client.SnapshotDefaults, now func() time.Time, log *slog.Logger,
+	accountsSvc *accounts.Service, catalogue *plans.Catalogue, metrics *actors.Metrics, def client.SnapshotDefaults, now func() time.Time, log *slog.Logger,
 	changed func(appID string)) (*actors.Apps[client.Snapshot], func(), error) {
-	dir := actors.NewApps(client.NewLoader(store, catalogue, def), actors.AppsConfig{Now: now, Log: log})
+	dir := actors.NewApps(client.NewLoader(store, catalogue, def), actors.AppsConfig{Now: now, Log: log, Metrics: metrics})
 	// invalidate drops the node's snapshot, then tells changed: what changed reads the
 	// snapshot after the invalidation, so it sees the new one (the actor's mailbox keeps
 	// the order).

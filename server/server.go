@@ -267,6 +267,9 @@ type Core struct {
 	stopAppActors func()
 	// stopPurge ends the purge of expired logout revocations (serve only; nil otherwise).
 	stopPurge func()
+	// Metrics is the node's Prometheus registry: OpenCore registers the services' own
+	// metrics, Server the rest.
+	Metrics *prometheus.Registry
 	// Engines names the engines in use (storage, cluster, mail), for the start-up log line.
 	Engines []any
 }
@@ -372,7 +375,8 @@ func OpenCore(ctx context.Context, c Config, log *slog.Logger) (_ *Core, err err
 	// The sockets are revalidated when their app changes (paused, disabled, plan changed);
 	// the realtime service is made after the actors it reads through, hence the pointer.
 	var sockets atomic.Pointer[realtime.Service]
-	appActors, stopActors, err := startAppActors(ctx, store, engine, bus, appsSvc, svc, catalogue, client.SnapshotDefaults{
+	reg := prometheus.NewRegistry()
+	appActors, stopActors, err := startAppActors(ctx, store, engine, bus, appsSvc, svc, catalogue, actors.NewMetrics(reg), client.SnapshotDefaults{
 		SessionTTL: c.ClientSessionTTL, EncryptFiles: c.ClientFileEncryption, CountryAvailable: country != nil || c.CountryHeader != ""}, c.Clock, log,
 		func(appID string) {
 			if rt := sockets.Load(); rt != nil {
@@ -387,7 +391,12 @@ func OpenCore(ctx context.Context, c Config, log *slog.Logger) (_ *Core, err err
 		Country: country, Quota: meter, Archive: store, Blobs: blobStore,
 		Reset: client.ResetDeps{Tokens: engine, Mailer: mailq, PublicURL: c.PublicURL}, Now: c.Clock, Log: log})
 	wsHooks := wshooks.New(store, appsSvc, engine, c.Clock, log)
-	rt := realtime.New(realtime.Deps{Engine: engine, Sessions: clientSvc, Hooks: wsHooks, Ban: appsSvc.BanAsOwner, Events: bus, Now: c.Clock, Log: log, LeaseTTL: c.WSLeaseTTL})
+	queueDelay := prometheus.NewHistogram(prometheus.HistogramOpts{Name: "keyward_ws_delivery_queue_seconds",
+		Help:    "Time from a delivery's publication (a REST call, an event, a hook) to its frame in the socket queues of this node.",
+		Buckets: []float64{.0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1}})
+	reg.MustRegister(queueDelay)
+	rt := realtime.New(realtime.Deps{Engine: engine, Sessions: clientSvc, Hooks: wsHooks, Ban: appsSvc.BanAsOwner, Events: bus, Now: c.Clock, Log: log, LeaseTTL: c.WSLeaseTTL,
+		DeliveryDelay: func(d time.Duration) { queueDelay.Observe(d.Seconds()) }})
 	// The sockets subscribe before the client sessions: a ban reaches the sockets'
 	// queue (banned) before the session kill it causes (force_logout), because the bus
 	// hands an event to its subscribers in the order they subscribed.
@@ -396,7 +405,7 @@ func OpenCore(ctx context.Context, c Config, log *slog.Logger) (_ *Core, err err
 	clientSvc.OnEnd(rt.SessionEnded)
 	sockets.Store(rt)
 	return &Core{Realtime: rt, WSHooks: wsHooks, Store: store, Engine: engine, Mail: mailq, Accounts: svc, Apps: appsSvc, Meter: meter,
-		Client: clientSvc, AppActors: appActors, stopAppActors: stopActors,
+		Client: clientSvc, AppActors: appActors, stopAppActors: stopActors, Metrics: reg,
 		Integrations: integrations.NewService(store, appsSvc, bus, integrations.Options{
 			Validator: webhooks.Validator{AllowPrivate: c.WebhooksAllowPrivate}, Client: hooksClient, Now: c.Clock}),
 		Webhooks:  worker,
@@ -435,7 +444,7 @@ func New(ctx context.Context, c Config, log *slog.Logger) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{cfg: c, log: log, core: core, serveErrCh: make(chan error, 2)}
-	reg := prometheus.NewRegistry()
+	reg := core.Metrics
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "keyward_log_entries_dropped_total",
 			Help: "Application log entries dropped because the write queue was full."},
@@ -458,6 +467,26 @@ func New(ctx context.Context, c Config, log *slog.Logger) (*Server, error) {
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "keyward_ws_bus_deliveries_total",
 			Help: "Socket deliveries this node published to or received from the cluster bus.", ConstLabels: prometheus.Labels{"direction": "received"}},
 			func() float64 { _, n := core.Realtime.Traffic(); return float64(n) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "keyward_ws_revalidation_closes_total",
+			Help: "Client sockets closed because a check of their session failed (expired, banned, app paused...)."},
+			func() float64 { return float64(core.Realtime.Stats().RevalidationClosed) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "keyward_ws_revalidation_failures_total",
+			Help: "Client socket checks that could not be made (the cluster engine or storage did not answer)."},
+			func() float64 { return float64(core.Realtime.Stats().RevalidationFailed) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "keyward_ws_lease_renewal_errors_total",
+			Help: "Failed presence lease renewals (one per app and attempt)."},
+			func() float64 { return float64(core.Realtime.Stats().LeaseErrors) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "keyward_ws_bus_topics",
+			Help: "Application bus topics this node is subscribed to (the apps it holds sockets of)."},
+			func() float64 { return float64(core.Realtime.Topics()) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "keyward_cluster_bus_dropped_total",
+			Help: "Cluster bus messages this node dropped because its subscribers fell behind."},
+			func() float64 {
+				if d, ok := core.Engine.(interface{ BusDropped() uint64 }); ok {
+					return float64(d.BusDropped())
+				}
+				return 0
+			}),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "keyward_events_dropped_total",
 			Help: "Events a slow consumer of the event bus did not receive."},
 			func() float64 {

@@ -41,3 +41,6 @@ func (e *Engine) Subscribe(_ context.Context, topic string, fn func(payload []by
 	var once sync.Once
 	return func() { once.Do(func() { e.bus.Remove(topic, s) }) }, nil
 }
+
+// BusDropped answers how many bus messages were dropped because subscribers fell behind.
+func (e *Engine) BusDropped() uint64 { return e.bus.Dropped() }

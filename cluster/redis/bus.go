@@ -291,3 +291,14 @@ func (e *Engine) receive(b *busConn) {
 		}
 	}
 }
+
+// BusDropped answers how many bus messages were dropped because this node's subscribers
+// fell behind (the fan-out's queue was full).
+func (e *Engine) BusDropped() uint64 {
+	e.busMu.Lock()
+	defer e.busMu.Unlock()
+	if e.bus == nil {
+		return 0
+	}
+	return e.bus.fan.Dropped()
+}

@@ -53,7 +53,18 @@ func main() {
 	profile := flag.String("cpuprofile", "", "write a CPU profile to this file (of the whole run, or of -profile-run)")
 	flag.StringVar(&profileRun, "profile-run", "", "profile only this run: heartbeat, license or password")
 	flag.BoolVar(&wsOnly, "ws-only", false, "run only the WebSocket broadcast run")
+	flag.IntVar(&idleCount, "idle-sockets", 0, "measure only the server's memory per idle client socket, with this many sockets")
+	flag.StringVar(&idleProfile, "idle-memprofile", "", "with -idle-sockets, write a heap profile with the sockets open to this file")
+	idleList := flag.String("idle-client", "", "(internal) the child process of -idle-sockets: open the sockets listed in this file")
+	idleAddr := flag.String("idle-addr", "", "(internal) the server address for -idle-client")
 	flag.Parse()
+	if *idleList != "" {
+		if err := idleClient(*idleList, *idleAddr); err != nil {
+			fmt.Fprintln(os.Stderr, "keyward-load idle client:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	profileFile = *profile
 	if *profile != "" && profileRun == "" {
 		f, err := os.Create(*profile)
@@ -74,8 +85,13 @@ func main() {
 // profileRun, when set, names the one run to profile into profileFile.
 var profileRun, profileFile string
 
-// wsOnly skips every run but the WebSocket broadcast.
-var wsOnly bool
+// wsOnly skips every run but the WebSocket broadcast; idleCount > 0 every run but the
+// idle sockets' memory.
+var (
+	wsOnly      bool
+	idleCount   int
+	idleProfile string
+)
 
 // profiled runs fn under the CPU profiler when it is the run asked for.
 func profiled(name string, fn func() result) result {
@@ -341,6 +357,9 @@ func run(d time.Duration, conc, nSessions int) error {
 		return fmt.Errorf("prepare: %w", err)
 	}
 	c := newClient("http://"+node.Addr(), conc)
+	if idleCount > 0 {
+		return idleSockets(ctx, node, c, owner, idleCount, conc)
+	}
 	if wsOnly {
 		fan, err := webSocketRun(ctx, core, node.Addr(), owner, appID, secret, c, 0, d)
 		if err != nil {

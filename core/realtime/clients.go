@@ -181,8 +181,10 @@ func (s *Service) handle(c *Client, err error) {
 	}
 	code, reason := explain(err)
 	if code == core.CodeUnavailable {
+		s.stats.revalidationFailed.Add(1)
 		return
 	}
+	s.stats.revalidationClosed.Add(1)
 	msg := Outgoing{Type: TypeForceLogout, Data: map[string]any{"reason": reason}}
 	closeCode := CloseForceLogout
 	if code == core.CodeBanned {

@@ -17,6 +17,5 @@
 // whose queue exists before its socket) before it answers the upgrade, so that a program
 // holding its 101 receives every delivery made after it; it runs one reader goroutine per
 // socket that passes each message here in order (so a socket's own state changes one
-// message at a time, as in an actor), and one writer goroutine with a bounded queue behind
-// Peer.
+// message at a time, as in an actor), and a writer with a bounded queue behind Peer.
 package realtime

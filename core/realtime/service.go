@@ -87,6 +87,9 @@ type Deps struct {
 	// LeaseTTL is how long the sockets of a node that died still count as online
 	// (DefaultLeaseTTL when 0, at least MinLeaseTTL).
 	LeaseTTL time.Duration
+	// DeliveryDelay, when set, receives for each delivery the time from its publication
+	// to its frame in the queues of this node's sockets (clocks of nodes may differ).
+	DeliveryDelay func(time.Duration)
 }
 
 // Deliveries cross the cluster bus on one topic per app, so that a node receives only the
@@ -125,6 +128,8 @@ type delivery struct {
 	// Session narrows a delivery to a user's sockets opened with one session (sessionRef
 	// of its token): the token itself never crosses the bus.
 	Session string `json:"s,omitempty"`
+	// At is when the delivery was published, in Unix microseconds.
+	At int64 `json:"at,omitempty"`
 }
 
 // Service runs the channels of one node.
@@ -147,6 +152,7 @@ type Service struct {
 	stopped  bool
 
 	published, received atomic.Uint64
+	stats               stats
 }
 
 // Traffic answers how many deliveries this node published to the cluster bus and received
@@ -227,6 +233,7 @@ const closeGoingAway = 1001
 // publish sends a delivery to every node.
 func (s *Service) publish(ctx context.Context, d delivery) error {
 	d.V = busVersion
+	d.At = time.Now().UnixMicro()
 	raw, err := json.Marshal(d)
 	if err != nil {
 		return fmt.Errorf("realtime: encode delivery: %w", err)
@@ -247,6 +254,7 @@ func (s *Service) receive(raw []byte) {
 		s.d.Log.Warn("realtime: undecodable bus message", "err", err)
 		return
 	}
+	defer s.queued(d)
 	if d.To == toDashboards {
 		for _, x := range s.localDashboards(d.App) {
 			x.deliver(d.Msg, d.Type)

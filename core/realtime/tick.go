@@ -88,6 +88,7 @@ func (s *Service) renewApp(appID string, clients []*Client) {
 		leases = append(leases, l)
 	}
 	if err := s.d.Engine.PutLeases(ctx, leases); err != nil {
+		s.stats.leaseErrors.Add(1)
 		s.d.Log.Warn("realtime: cannot renew the presence of an app's sockets", "app", appID, "sockets", len(leases), "err", err)
 		return
 	}

@@ -1,0 +1,57 @@
+package actors
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+)
+
+// value reads a counter.
+func value(t *testing.T, c prometheus.Counter) float64 {
+	t.Helper()
+	var m dto.Metric
+	if err := c.Write(&m); err != nil {
+		t.Fatal(err)
+	}
+	return m.GetCounter().GetValue()
+}
+
+// TestMetricsCountAppActors: the metrics see an AppActor spawned, its messages, and its
+// passivation when idle.
+func TestMetricsCountAppActors(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	m := NewMetrics(reg)
+	f := &fakeApps{version: map[string]int{"a": 1}}
+	dir := NewApps(f.load, AppsConfig{Idle: 50 * time.Millisecond, Metrics: m})
+	defer dir.Close()
+	if _, err := dir.Snapshot(context.Background(), "a"); err != nil {
+		t.Fatal(err)
+	}
+	if got := value(t, m.spawned.WithLabelValues(appKind)); got != 1 {
+		t.Fatalf("spawned = %v, want 1", got)
+	}
+	for deadline := time.Now().Add(5 * time.Second); dir.Len() > 0; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the idle actor was not passivated within 5 s")
+		}
+	}
+	for deadline := time.Now().Add(5 * time.Second); value(t, m.stopped.WithLabelValues(appKind)) != 1; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("stopped not counted within 5 s")
+		}
+	}
+	if got := value(t, m.passivated.WithLabelValues(appKind)); got != 1 {
+		t.Fatalf("passivated = %v, want 1", got)
+	}
+	// Started, the request, the load's result, the timeout, Stopping, Stopped at least.
+	if got := value(t, m.messages.WithLabelValues(appKind)); got < 5 {
+		t.Fatalf("messages = %v, want at least 5", got)
+	}
+	var h dto.Metric
+	if err := m.handling.WithLabelValues(appKind).(prometheus.Histogram).Write(&h); err != nil || h.GetHistogram().GetSampleCount() < 5 {
+		t.Fatalf("handling time: %v samples, %v", h.GetHistogram().GetSampleCount(), err)
+	}
+}
