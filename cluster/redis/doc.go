@@ -42,9 +42,15 @@
 // (the request is gone, Redis is not to blame). The client reconnects by itself once
 // Redis is back.
 //
-// Limits: one Redis primary is the shared state and a single point of failure: while it is
-// down, limited endpoints fail with 503 rather than run unlimited. Redis Cluster and
-// Sentinel are not supported (one client, one address). Redis persistence decides what a
+// Servers: Config.URL names one server, or a Sentinel group (ParseURL: a master_name
+// option), for which the client is go-redis's failover client: it asks the sentinels for
+// the master, and after a failover dials the promoted replica; until then calls fail with
+// ErrUnavailable like any outage. With an asynchronous replica the last writes before the
+// master died may be lost (README, "Redis high availability").
+//
+// Limits: one Redis primary at a time is the shared state: while there is none, limited
+// endpoints fail with 503 rather than run unlimited. Redis Cluster (hash slots) is not
+// supported: the scripts and the bus assume one server. Redis persistence decides what a
 // Redis restart loses; losing it all resets limits, forgets logouts and ends client
 // sessions. A retried limiter
 // hit (after a reply was lost) may count twice, which only errs on the strict side. Each

@@ -144,6 +144,9 @@ func New(ctx context.Context, cfg Config) (*Engine, error) {
 	if fo := target.Sentinel; fo != nil {
 		t = cfg.timeouts(fo.DialTimeout, fo.ReadTimeout, fo.WriteTimeout, fo.PoolTimeout)
 		fo.DialTimeout, fo.ReadTimeout, fo.WriteTimeout, fo.PoolTimeout = t.dial, t.read, t.write, t.pool
+		// The same bounds as for one server (below, with the reasons): while the
+		// sentinels have not yet promoted a replica, a call fails within about a second
+		// instead of waiting for the failover.
 		fo.ContextTimeoutEnabled = true
 		fo.MaxRetries = 1
 		fo.DialerRetries = 2

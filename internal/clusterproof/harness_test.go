@@ -469,6 +469,13 @@ func (s *sock) await(typ string, within time.Duration) (map[string]any, bool) {
 	}
 }
 
+// closeCode answers the close code the server sent (0: none, or not closed yet).
+func (s *sock) closeCode() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.code
+}
+
 // reason answers the reason of the last force_logout the socket got, if any.
 func (s *sock) reason() string {
 	s.mu.Lock()
