@@ -108,6 +108,7 @@ func (h *appHandlers) update(c *gin.Context) {
 		LockPcName     *bool   `json:"lockPcName"`
 		SessionTimeout *int    `json:"sessionTimeout"`
 		FileEncryption *bool   `json:"fileEncryption"`
+		licensingSettings
 	}
 	if !bind(c, &in) {
 		return
@@ -115,7 +116,8 @@ func (h *appHandlers) update(c *gin.Context) {
 	a, err := h.svc.UpdateApp(c.Request.Context(), ownerOf(c), c.Param("appId"), apps.UpdateAppInput{Name: in.Name,
 		Description: in.Description, Version: in.Version, Enabled: in.Enabled, Paused: in.Paused, AntiDebug: in.AntiDebug,
 		AntiVM: in.AntiVM, LockHwid: in.LockHwid, LockIP: in.LockIP, LockPc: in.LockPcName,
-		SessionTimeout: in.SessionTimeout, FileEncryption: in.FileEncryption})
+		SessionTimeout: in.SessionTimeout, FileEncryption: in.FileEncryption,
+		SignResponses: in.SignResponses, GraceSeconds: in.GraceSeconds, LicenseFileDays: in.LicenseFileDays})
 	if err != nil {
 		fail(c, err)
 		return
@@ -417,6 +419,7 @@ func (h *appHandlers) routes(g *gin.RouterGroup, admin gin.HandlerFunc) *gin.Rou
 	patchOrPut(one, "", h.update)
 	one.DELETE("", h.delete)
 	one.POST("/secret/regenerate", h.regenerateSecret)
+	one.POST("/signing-key/regenerate", h.regenerateSigningKey)
 	one.GET("/stats", h.stats)
 
 	one.GET("/users", h.listUsers)

@@ -2,11 +2,13 @@ package client
 
 import (
 	"context"
+	"crypto/ed25519"
 	"errors"
 	"fmt"
 	"time"
 
 	"github.com/keyward/keyward/core"
+	"github.com/keyward/keyward/core/licensing"
 	"github.com/keyward/keyward/core/plans"
 	"github.com/keyward/keyward/core/rules"
 	"github.com/keyward/keyward/storage"
@@ -22,7 +24,12 @@ type Snapshot struct {
 	SessionTTL time.Duration
 	// EncryptFiles says whether file downloads are encrypted (CLIENT-SDKS.md §5).
 	EncryptFiles bool
+	// Signer is the app's Ed25519 key, parsed once per load; nil when the app has none.
+	Signer ed25519.PrivateKey
 }
+
+// SignsResponses reports whether the app's client answers are to be signed.
+func (s Snapshot) SignsResponses() bool { return s.App.SignResponses && s.Signer != nil }
 
 // Snapshots answer an application's snapshot (actors.Apps).
 type Snapshots interface {
@@ -78,7 +85,13 @@ func NewLoader(store LoaderStore, catalogue *plans.Catalogue, def SnapshotDefaul
 		if app.SessionTimeout > 0 {
 			ttl = time.Duration(app.SessionTimeout) * time.Second
 		}
+		var signer ed25519.PrivateKey
+		if app.SigningKey != "" {
+			if signer, err = licensing.ParseKey(app.SigningKey); err != nil {
+				return Snapshot{}, fmt.Errorf("app %s: %w", appID, err)
+			}
+		}
 		return Snapshot{App: app, Plan: catalogue.MustGet(acc.Plan), Rules: set, SessionTTL: ttl,
-			EncryptFiles: def.EncryptFiles && !app.PlainFiles}, nil
+			EncryptFiles: def.EncryptFiles && !app.PlainFiles, Signer: signer}, nil
 	}
 }

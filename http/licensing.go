@@ -1,0 +1,55 @@
+package httpapi
+
+import (
+	"log/slog"
+	"net/http"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/keyward/keyward/core/licensing"
+	"github.com/keyward/keyward/storage"
+)
+
+// licensingSettings are the licensing members of an app update (docs/LICENSING.md).
+type licensingSettings struct {
+	SignResponses   *bool `json:"signResponses"`
+	GraceSeconds    *int  `json:"graceSeconds"`
+	LicenseFileDays *int  `json:"licenseFileDays"`
+}
+
+// publicKeyView is the app's Ed25519 public key in the two forms verifiers read.
+type publicKeyView struct {
+	Base64 string `json:"base64"`
+	PEM    string `json:"pem"`
+}
+
+func publicKeyOf(a storage.App) *publicKeyView {
+	pub, err := licensing.PublicOf(a.SigningKey)
+	if err != nil {
+		slog.Error("unreadable signing key", "app", a.ID, "err", err)
+		return nil
+	}
+	if pub.Base64 == "" {
+		return nil
+	}
+	return &publicKeyView{Base64: pub.Base64, PEM: pub.PEM}
+}
+
+// licenseFileDays shows the check-in deadline in effect (0 stored means the default).
+func licenseFileDays(a storage.App) int {
+	if a.LicenseFileDays > 0 {
+		return a.LicenseFileDays
+	}
+	return licensing.DefaultLicenseFileDays
+}
+
+// regenerateSigningKey replaces the app's key pair and answers the app with the new
+// public key; responses and license files signed with the old key no longer verify.
+func (h *appHandlers) regenerateSigningKey(c *gin.Context) {
+	a, err := h.svc.RegenerateSigningKey(c.Request.Context(), ownerOf(c), c.Param("appId"))
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	ok(c, http.StatusOK, appOf(a, ""))
+}
