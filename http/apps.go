@@ -9,6 +9,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/keyward/keyward/core/apps"
+	"github.com/keyward/keyward/core/licensing"
 	"github.com/keyward/keyward/storage"
 )
 
@@ -16,6 +17,7 @@ import (
 type appHandlers struct {
 	svc      *apps.Service
 	sessions clientSessions
+	files    *licensing.Files
 }
 
 // clientSessions are the client sessions as the dashboard sees them (client.Service).
@@ -440,6 +442,7 @@ func (h *appHandlers) routes(g *gin.RouterGroup, admin gin.HandlerFunc) *gin.Rou
 	patchOrPut(one, "/licenses/:licenseId", h.updateLicense)
 	one.DELETE("/licenses/:licenseId", h.deleteLicense)
 	one.GET("/licenses/:licenseId/user", admin, h.licenseUser)
+	one.POST("/licenses/:licenseId/file", h.licenseFile)
 
 	one.GET("/devices", h.listDevices)
 	one.DELETE("/devices/:deviceId", h.deleteDevice)

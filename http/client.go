@@ -63,6 +63,7 @@ func (h *clientHandlers) routes(api *gin.RouterGroup) {
 	g.POST("/change-password", h.changePassword)
 	g.POST("/check-update", h.checkUpdate)
 	g.POST("/file", h.file)
+	g.POST("/license-file", h.licenseFile)
 }
 
 // limitIP is the overall per-address limit of every client call.

@@ -7,6 +7,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/keyward/keyward/core/licensing"
+	"github.com/keyward/keyward/pkg/licensefile"
 	"github.com/keyward/keyward/storage"
 )
 
@@ -52,4 +53,47 @@ func (h *appHandlers) regenerateSigningKey(c *gin.Context) {
 		return
 	}
 	ok(c, http.StatusOK, appOf(a, ""))
+}
+
+// licenseFileView is an issued license file: the text to save (name suggested), and
+// what it states.
+type licenseFileView struct {
+	File     string              `json:"file"`
+	Filename string              `json:"filename"`
+	Payload  licensefile.Payload `json:"payload"`
+}
+
+func licenseFileOf(is licensing.Issued) licenseFileView {
+	return licenseFileView{File: string(is.Text), Filename: is.Payload.Key + ".lic", Payload: is.Payload}
+}
+
+// licenseFile issues an offline license file of one of the app's licenses (owner).
+func (h *appHandlers) licenseFile(c *gin.Context) {
+	ctx := c.Request.Context()
+	a, err := h.svc.SigningApp(ctx, ownerOf(c), c.Param("appId"))
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	is, err := h.files.Issue(ctx, a, c.Param("licenseId"), licensing.Request{By: "owner", IP: c.ClientIP()})
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	ok(c, http.StatusOK, licenseFileOf(is))
+}
+
+// licenseFile issues the signed-in client's own license file (no nonce: it grants nothing
+// the session does not already have).
+func (h *clientHandlers) licenseFile(c *gin.Context) {
+	call, _, ok := h.begin(c, false)
+	if !ok {
+		return
+	}
+	is, err := h.svc.LicenseFile(c.Request.Context(), call)
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	ok200(c, licenseFileOf(is))
 }

@@ -39,6 +39,8 @@ type Snapshots interface {
 // LoaderStore is what loading a snapshot reads.
 type LoaderStore interface {
 	GetAppByID(ctx context.Context, id string) (storage.App, error)
+	// UpdateApp gives an app made before signing keys existed its key on first load.
+	UpdateApp(ctx context.Context, accountID, id string, fn func(*storage.App) error) (storage.App, error)
 	GetAccount(ctx context.Context, id string) (storage.Account, error)
 	ListRules(ctx context.Context, appID string, q storage.RuleQuery) ([]storage.Rule, error)
 }
@@ -84,6 +86,18 @@ func NewLoader(store LoaderStore, catalogue *plans.Catalogue, def SnapshotDefaul
 		ttl := def.SessionTTL
 		if app.SessionTimeout > 0 {
 			ttl = time.Duration(app.SessionTimeout) * time.Second
+		}
+		if app.SigningKey == "" {
+			// Only a key still missing is set, so nodes loading at once agree on one.
+			app, err = store.UpdateApp(ctx, app.AccountID, app.ID, func(a *storage.App) error {
+				if a.SigningKey == "" {
+					a.SigningKey = licensing.NewKey()
+				}
+				return nil
+			})
+			if err != nil {
+				return Snapshot{}, fmt.Errorf("make the signing key of app %s: %w", appID, err)
+			}
 		}
 		var signer ed25519.PrivateKey
 		if app.SigningKey != "" {
