@@ -169,7 +169,7 @@ func (h *appHandlers) listUsers(c *gin.Context) {
 	}
 	list, total, p, err := h.svc.ListUsers(c.Request.Context(), ownerOf(c), c.Param("appId"), apps.UserQueryInput{
 		Search: c.Query("search"), SortBy: c.Query("sortBy"), SortOrder: c.Query("sortOrder"), Banned: c.Query("banned"),
-		Expired: c.Query("expired"), Page: p})
+		Expired: c.Query("expired"), InGrace: c.Query("inGrace"), Page: p})
 	listReply(c, "users", mapSlice(list, userOf), total, p, err)
 }
 

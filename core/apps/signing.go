@@ -3,6 +3,7 @@ package apps
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/keyward/keyward/core"
 	"github.com/keyward/keyward/core/licensing"
@@ -71,4 +72,20 @@ func (s *Service) RegenerateSigningKey(ctx context.Context, o Owner, appID strin
 	}
 	s.publish(appID, "app.signing_key_reset", "", "application signing key regenerated", nil)
 	return a, nil
+}
+
+// inGrace narrows a user query to the users in their grace period when asked ("true"):
+// expired, but less than the app's graceSeconds ago (none when the app has no grace).
+func inGrace(q *storage.UserQuery, app storage.App, in string) error {
+	switch in {
+	case "", "false":
+		return nil
+	case "true":
+	default:
+		return core.Invalid("inGrace", "inGrace must be true or false")
+	}
+	q.Expired = true
+	// With no grace the window is empty: after Now, nothing expired is kept.
+	q.ExpiredAfter = q.Now.Add(-time.Duration(app.GraceSeconds) * time.Second)
+	return nil
 }
