@@ -9,6 +9,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/keyward/keyward/core/apps"
+	"github.com/keyward/keyward/core/licensing"
 	"github.com/keyward/keyward/storage"
 )
 
@@ -16,6 +17,7 @@ import (
 type appHandlers struct {
 	svc      *apps.Service
 	sessions clientSessions
+	files    *licensing.Files
 }
 
 // clientSessions are the client sessions as the dashboard sees them (client.Service).
@@ -108,6 +110,7 @@ func (h *appHandlers) update(c *gin.Context) {
 		LockPcName     *bool   `json:"lockPcName"`
 		SessionTimeout *int    `json:"sessionTimeout"`
 		FileEncryption *bool   `json:"fileEncryption"`
+		licensingSettings
 	}
 	if !bind(c, &in) {
 		return
@@ -115,7 +118,8 @@ func (h *appHandlers) update(c *gin.Context) {
 	a, err := h.svc.UpdateApp(c.Request.Context(), ownerOf(c), c.Param("appId"), apps.UpdateAppInput{Name: in.Name,
 		Description: in.Description, Version: in.Version, Enabled: in.Enabled, Paused: in.Paused, AntiDebug: in.AntiDebug,
 		AntiVM: in.AntiVM, LockHwid: in.LockHwid, LockIP: in.LockIP, LockPc: in.LockPcName,
-		SessionTimeout: in.SessionTimeout, FileEncryption: in.FileEncryption})
+		SessionTimeout: in.SessionTimeout, FileEncryption: in.FileEncryption,
+		SignResponses: in.SignResponses, GraceSeconds: in.GraceSeconds, LicenseFileDays: in.LicenseFileDays})
 	if err != nil {
 		fail(c, err)
 		return
@@ -165,7 +169,7 @@ func (h *appHandlers) listUsers(c *gin.Context) {
 	}
 	list, total, p, err := h.svc.ListUsers(c.Request.Context(), ownerOf(c), c.Param("appId"), apps.UserQueryInput{
 		Search: c.Query("search"), SortBy: c.Query("sortBy"), SortOrder: c.Query("sortOrder"), Banned: c.Query("banned"),
-		Expired: c.Query("expired"), Page: p})
+		Expired: c.Query("expired"), InGrace: c.Query("inGrace"), Page: p})
 	listReply(c, "users", mapSlice(list, userOf), total, p, err)
 }
 
@@ -417,6 +421,7 @@ func (h *appHandlers) routes(g *gin.RouterGroup, admin gin.HandlerFunc) *gin.Rou
 	patchOrPut(one, "", h.update)
 	one.DELETE("", h.delete)
 	one.POST("/secret/regenerate", h.regenerateSecret)
+	one.POST("/signing-key/regenerate", h.regenerateSigningKey)
 	one.GET("/stats", h.stats)
 
 	one.GET("/users", h.listUsers)
@@ -437,6 +442,7 @@ func (h *appHandlers) routes(g *gin.RouterGroup, admin gin.HandlerFunc) *gin.Rou
 	patchOrPut(one, "/licenses/:licenseId", h.updateLicense)
 	one.DELETE("/licenses/:licenseId", h.deleteLicense)
 	one.GET("/licenses/:licenseId/user", admin, h.licenseUser)
+	one.POST("/licenses/:licenseId/file", h.licenseFile)
 
 	one.GET("/devices", h.listDevices)
 	one.DELETE("/devices/:deviceId", h.deleteDevice)

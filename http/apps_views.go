@@ -31,11 +31,17 @@ type appView struct {
 	LockIP      bool   `json:"lockIp"`
 	LockPcName  bool   `json:"lockPcName"`
 	// SessionTimeout is the client session idle timeout in seconds; 0 is the server's.
-	SessionTimeout int            `json:"sessionTimeout"`
-	FileEncryption bool           `json:"fileEncryption"`
-	CreatedAt      *string        `json:"createdAt,omitempty"`
-	UpdatedAt      *string        `json:"updatedAt,omitempty"`
-	Counts         *appCountsView `json:"counts,omitempty"`
+	SessionTimeout int  `json:"sessionTimeout"`
+	FileEncryption bool `json:"fileEncryption"`
+	// The licensing members (docs/LICENSING.md); PublicKey is left out until the app
+	// has a key (the get response makes one).
+	SignResponses   bool           `json:"signResponses"`
+	GraceSeconds    int            `json:"graceSeconds"`
+	LicenseFileDays int            `json:"licenseFileDays"`
+	PublicKey       *publicKeyView `json:"publicKey,omitempty"`
+	CreatedAt       *string        `json:"createdAt,omitempty"`
+	UpdatedAt       *string        `json:"updatedAt,omitempty"`
+	Counts          *appCountsView `json:"counts,omitempty"`
 }
 
 // appOf shows an app with its secret masked, unless the full secret is given (create).
@@ -47,7 +53,8 @@ func appOf(a storage.App, fullSecret string) appView {
 	return appView{ID: a.ID, Name: a.Name, Secret: secret, Enabled: a.Enabled, Paused: a.Paused, Version: a.Version,
 		Description: a.Description, AntiDebug: a.AntiDebug, AntiVM: a.AntiVM, LockHwid: a.LockHwid, LockIP: a.LockIP,
 		LockPcName: a.LockPcName, SessionTimeout: a.SessionTimeout, FileEncryption: !a.PlainFiles,
-		CreatedAt: stamp(a.CreatedAt), UpdatedAt: stamp(a.UpdatedAt)}
+		SignResponses: a.SignResponses, GraceSeconds: a.GraceSeconds, LicenseFileDays: licenseFileDays(a),
+		PublicKey: publicKeyOf(a), CreatedAt: stamp(a.CreatedAt), UpdatedAt: stamp(a.UpdatedAt)}
 }
 
 type userView struct {

@@ -38,7 +38,7 @@ type clientHandlers struct {
 }
 
 func (h *clientHandlers) routes(api *gin.RouterGroup) {
-	g := api.Group("/client", h.limitIP)
+	g := api.Group("/client", h.signClient, h.limitIP)
 	g.POST("/init", h.init)
 	g.POST("/nonce", h.nonce)
 	g.POST("/login", h.login)
@@ -63,6 +63,7 @@ func (h *clientHandlers) routes(api *gin.RouterGroup) {
 	g.POST("/change-password", h.changePassword)
 	g.POST("/check-update", h.checkUpdate)
 	g.POST("/file", h.file)
+	g.POST("/license-file", h.licenseFile)
 }
 
 // limitIP is the overall per-address limit of every client call.
@@ -113,6 +114,7 @@ func bindClient(c *gin.Context) (clientBody, bool) {
 			b[k] = x
 		}
 	}
+	c.Set(ctxClientBody, b) // read once; the signing middleware reads the session token
 	return b, true
 }
 
@@ -135,6 +137,7 @@ func (h *clientHandlers) begin(c *gin.Context, needNonce bool) (client.Call, cli
 		fail(c, err)
 		return client.Call{}, nil, false
 	}
+	c.Set(ctxSigningSnap, call.Snap)
 	return call, b, true
 }
 
@@ -175,6 +178,9 @@ func (h *clientHandlers) init(c *gin.Context) {
 		return
 	}
 	r, err := h.svc.Init(c.Request.Context(), h.caller(c), client.InitInput{Secret: b.str("secret"), Version: b.str("version"), HWID: b.str("hwid")})
+	if r.App.ID != "" {
+		c.Set(ctxSigningApp, r.App.ID)
+	}
 	if err != nil {
 		fail(c, err)
 		return

@@ -14,7 +14,7 @@ import (
 
 // resetRoutes serve the HWID/IP reset a client requests and its user confirms by mail.
 func (h *clientHandlers) resetRoutes(api *gin.RouterGroup) {
-	g := api.Group("/client", h.limitIP)
+	g := api.Group("/client", h.signClient, h.limitIP)
 	g.POST("/request-reset", h.requestReset)
 	g.GET("/confirm-reset/:token", h.confirmReset)
 }

@@ -23,7 +23,7 @@ const appChangedTopic = "app-changed"
 
 // snapshotChanges reports whether an event changes what an app's snapshot holds.
 func snapshotChanges(name string) bool {
-	return name == "app.update" || name == "app.secret_reset" || strings.HasPrefix(name, "rule.") && name != "rule.triggered"
+	return name == "app.update" || name == "app.secret_reset" || name == "app.signing_key_reset" || strings.HasPrefix(name, "rule.") && name != "rule.triggered"
 }
 
 // startAppActors starts the node's AppActors and wires their invalidation: events of this

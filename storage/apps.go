@@ -28,8 +28,20 @@ type App struct {
 	// PlainFiles turns off the encryption of client file downloads for this app (the
 	// server-wide switch can only turn it off too).
 	PlainFiles bool
-	CreatedAt  time.Time
-	UpdatedAt  time.Time
+	// SigningKey is the app's Ed25519 private key (the base64 of its 32-byte seed) that
+	// signs client responses and license files; "" until one is made (core/licensing).
+	// The engines seal it at rest like the other secrets they read back.
+	SigningKey string
+	// SignResponses adds X-Signature-Ed25519 and X-Signature-Timestamp to every client
+	// API response of the app.
+	SignResponses bool
+	// GraceSeconds is how long after expiry a user or license may still sign in (0: none).
+	GraceSeconds int
+	// LicenseFileDays is how many days an offline license file may be used before the
+	// program must check in online again (0: the default of 30).
+	LicenseFileDays int
+	CreatedAt       time.Time
+	UpdatedAt       time.Time
 }
 
 // AppCounts are the per-app record counts of the application list (SPEC 4.2).

@@ -21,6 +21,9 @@ type License struct {
 	Note        string
 	UsedBy      string // username of the last user who activated it
 	DeviceLimit int
+	// MaxSeats bounds the live client sessions using the key at once, across the
+	// cluster (0 = unlimited).
+	MaxSeats    int
 	DisplayName string
 	Enabled     bool
 	Banned      bool

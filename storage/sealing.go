@@ -18,6 +18,7 @@ type Sealer interface {
 func accountSecretContext(id string) string  { return "account/" + id + "/twoFactorSecret" }
 func accountPendingContext(id string) string { return "account/" + id + "/twoFactorPending" }
 func integrationContext(id string) string    { return "integration/" + id + "/secret" }
+func appSigningKeyContext(id string) string  { return "app/" + id + "/signingKey" }
 
 // sealEach applies f (Seal or Open) to each field with its context, stopping at the
 // first error.
@@ -71,4 +72,20 @@ func OpenIntegration(s Sealer, i *Integration) error {
 		return nil
 	}
 	return sealEach(s.Open, map[*string]string{&i.Secret: integrationContext(i.ID)})
+}
+
+// SealApp replaces a's signing key with its sealed form, for writing.
+func SealApp(s Sealer, a *App) error {
+	if s == nil {
+		return nil
+	}
+	return sealEach(s.Seal, map[*string]string{&a.SigningKey: appSigningKeyContext(a.ID)})
+}
+
+// OpenApp replaces a's stored signing key with its clear form, after reading.
+func OpenApp(s Sealer, a *App) error {
+	if s == nil {
+		return nil
+	}
+	return sealEach(s.Open, map[*string]string{&a.SigningKey: appSigningKeyContext(a.ID)})
 }

@@ -74,8 +74,11 @@ type UserQuery struct {
 	Banned *bool
 	// Expired keeps only users whose ExpiresAt is set and not after Now.
 	Expired bool
-	Now     time.Time
-	Page    Page
+	// ExpiredAfter, when set, also keeps only users whose ExpiresAt is after it: with
+	// Expired and Now minus the app's grace, the users in their grace period.
+	ExpiredAfter time.Time
+	Now          time.Time
+	Page         Page
 }
 
 // UserStore persists application users. Usernames are unique per app, case-insensitively.

@@ -29,6 +29,8 @@ Usage:
   keyward serve [flags]          run a node (keyward serve --help lists every setting)
   keyward admin create [flags]   create a verified account: --username --email --password [--role admin]
   keyward admin set [flags]      change an account: --username [--plan free|pro|business] [--role user|admin]
+  keyward license verify --public-key K [--hwid H] [--app-id A] FILE
+                                 verify an offline license file, offline (K: base64, PEM, or @file)
   keyward version                print the version
 
 The admin commands read the same settings as serve (flags or KEYWARD_* variables) to find the store.
@@ -48,6 +50,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return serve(args[1:], stderr)
 	case "admin":
 		return admin(args[1:], stdout, stderr)
+	case "license":
+		return license(args[1:], stdout, stderr)
 	case "version", "--version", "-v":
 		fmt.Fprintln(stdout, "keyward", version)
 		return 0

@@ -12,6 +12,7 @@ import (
 
 	"github.com/keyward/keyward/core"
 	"github.com/keyward/keyward/core/events"
+	"github.com/keyward/keyward/core/licensing"
 	"github.com/keyward/keyward/core/passwords"
 	"github.com/keyward/keyward/core/plans"
 	"github.com/keyward/keyward/core/secrets"
@@ -159,7 +160,7 @@ func (s *Service) CreateApp(ctx context.Context, o Owner, in CreateAppInput) (st
 	secret, hash, last6 := newSecret()
 	now := s.clock()
 	a := storage.App{ID: uuid.NewString(), AccountID: o.AccountID, Name: in.Name, Description: in.Description, Version: in.Version,
-		Enabled: true, SecretHash: hash, SecretLast6: last6, CreatedAt: now, UpdatedAt: now}
+		Enabled: true, SecretHash: hash, SecretLast6: last6, SigningKey: licensing.NewKey(), CreatedAt: now, UpdatedAt: now}
 	if err := s.store.CreateApp(ctx, a); err != nil {
 		if errors.Is(err, storage.ErrConflict) {
 			return storage.App{}, "", core.E(core.CodeConflict, "you already have an application named %q", in.Name)
@@ -192,9 +193,14 @@ func (s *Service) ListApps(ctx context.Context, o Owner) ([]AppWithCounts, error
 	return out, nil
 }
 
-// GetApp answers one of the caller's apps.
+// GetApp answers one of the caller's apps, with a signing key (an app made before keys
+// existed gets one now).
 func (s *Service) GetApp(ctx context.Context, o Owner, appID string) (storage.App, error) {
-	return s.app(ctx, o, appID)
+	a, err := s.app(ctx, o, appID)
+	if err != nil {
+		return a, err
+	}
+	return s.ensureSigningKey(ctx, a)
 }
 
 // UpdateAppInput holds the members to change; nil members stay as they are.
@@ -205,6 +211,10 @@ type UpdateAppInput struct {
 	// FileEncryption false sends this app's client downloads unencrypted.
 	SessionTimeout *int
 	FileEncryption *bool
+	// The licensing members (see storage.App).
+	SignResponses   *bool
+	GraceSeconds    *int
+	LicenseFileDays *int
 }
 
 // Bounds of the per-app client session timeout, in seconds.
@@ -233,10 +243,14 @@ func (s *Service) UpdateApp(ctx context.Context, o Owner, appID string, in Updat
 	if t := in.SessionTimeout; t != nil && *t != 0 && (*t < MinSessionTimeout || *t > MaxSessionTimeout) {
 		return storage.App{}, core.Invalid("sessionTimeout", "sessionTimeout must be 0 (the server default) or %d to %d seconds", MinSessionTimeout, MaxSessionTimeout)
 	}
+	if err := validateLicensing(in); err != nil {
+		return storage.App{}, err
+	}
 	if _, err := s.app(ctx, o, appID); err != nil {
 		return storage.App{}, err
 	}
 	a, err := s.store.UpdateApp(ctx, o.AccountID, appID, func(a *storage.App) error {
+		applyLicensing(a, in)
 		core.Set(&a.Name, in.Name)
 		core.Set(&a.Description, in.Description)
 		core.Set(&a.Version, in.Version)

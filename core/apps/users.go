@@ -88,7 +88,9 @@ func (s *Service) checkUserLimit(ctx context.Context, o Owner, appID string) err
 // UserQueryInput is the list query of SPEC 4.3 as strings from the URL.
 type UserQueryInput struct {
 	Search, SortBy, SortOrder, Banned, Expired string
-	Page                                       storage.Page
+	// InGrace "true" keeps the users expired less than the app's graceSeconds ago.
+	InGrace string
+	Page    storage.Page
 }
 
 // ListUsers answers one page of the app's users and the total.
@@ -122,7 +124,11 @@ func (s *Service) ListUsers(ctx context.Context, o Owner, appID string, in UserQ
 	default:
 		return nil, 0, q.Page, core.Invalid("expired", "expired must be true or false")
 	}
-	if _, err := s.app(ctx, o, appID); err != nil {
+	app, err := s.app(ctx, o, appID)
+	if err != nil {
+		return nil, 0, q.Page, err
+	}
+	if err := inGrace(&q, app, in.InGrace); err != nil {
 		return nil, 0, q.Page, err
 	}
 	list, total, err := s.store.ListUsers(ctx, appID, q)

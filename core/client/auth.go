@@ -371,7 +371,8 @@ func (s *Service) login(ctx context.Context, call Call, in LoginInput) (AuthResu
 		return AuthResult{}, core.E(core.CodeUnauthorized, "invalid username or password")
 	}
 	now := s.now()
-	if err := checkUser(u, now); err != nil && !(in.LicenseKey != "" && isExpired(err)) {
+	judged := expiryJudgedAt(call.Snap, now) // the app's grace after expiry
+	if err := checkUser(u, judged); err != nil && !(in.LicenseKey != "" && isExpired(err)) {
 		// An expired user may log in with a new license key: that is how they renew.
 		return AuthResult{}, err
 	}
@@ -392,7 +393,7 @@ func (s *Service) login(ctx context.Context, call Call, in LoginInput) (AuthResu
 		if activate {
 			grant.apply(u, now)
 		}
-		if err := checkUser(*u, now); err != nil {
+		if err := checkUser(*u, judged); err != nil {
 			return err
 		}
 		return b.apply(u, call, now)
@@ -418,7 +419,7 @@ func (s *Service) login(ctx context.Context, call Call, in LoginInput) (AuthResu
 	if activate {
 		key = grant.lic.Key
 	}
-	return AuthResult{User: u, Key: key, LicenseActivated: activate, Warnings: warnings(u, now)}, nil
+	return AuthResult{User: u, Key: key, LicenseActivated: activate, Warnings: s.signInWarnings(call, u, now)}, nil
 }
 
 func isExpired(err error) bool {
@@ -630,7 +631,8 @@ func (s *Service) licenseReturning(ctx context.Context, call Call, l storage.Lic
 	case !l.Enabled:
 		return AuthResult{}, core.E(core.CodeLicenseInvalid, "this license key is disabled")
 	}
-	if err := checkUser(u, now); err != nil {
+	judged := expiryJudgedAt(call.Snap, now) // the app's grace after expiry
+	if err := checkUser(u, judged); err != nil {
 		return AuthResult{}, err
 	}
 	b, err := s.checkLocks(ctx, call, u, in.HWID, in.PCName)
@@ -640,7 +642,7 @@ func (s *Service) licenseReturning(ctx context.Context, call Call, l storage.Lic
 	if b.bindsNothing(u) {
 		u = s.recordLogin(u, b, call, now)
 	} else if u, err = s.d.Store.UpdateUser(ctx, u.AppID, u.ID, func(u *storage.AppUser) error {
-		if err := checkUser(*u, now); err != nil {
+		if err := checkUser(*u, judged); err != nil {
 			return err
 		}
 		return b.apply(u, call, now)
@@ -653,7 +655,7 @@ func (s *Service) licenseReturning(ctx context.Context, call Call, l storage.Lic
 	}
 	s.publish(events.Event{Name: "user.login", AppID: u.AppID, Username: u.Username, IP: call.Caller.IP, Country: call.Country,
 		Message: "user logged in with a license key", Data: map[string]any{"userId": u.ID, "licenseActivated": false}})
-	return AuthResult{User: u, Key: l.Key, Returning: true, Warnings: warnings(u, now)}, nil
+	return AuthResult{User: u, Key: l.Key, Returning: true, Warnings: s.signInWarnings(call, u, now)}, nil
 }
 
 // Activate applies a license key to the signed-in user.

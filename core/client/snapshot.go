@@ -2,11 +2,13 @@ package client
 
 import (
 	"context"
+	"crypto/ed25519"
 	"errors"
 	"fmt"
 	"time"
 
 	"github.com/keyward/keyward/core"
+	"github.com/keyward/keyward/core/licensing"
 	"github.com/keyward/keyward/core/plans"
 	"github.com/keyward/keyward/core/rules"
 	"github.com/keyward/keyward/storage"
@@ -22,7 +24,12 @@ type Snapshot struct {
 	SessionTTL time.Duration
 	// EncryptFiles says whether file downloads are encrypted (CLIENT-SDKS.md §5).
 	EncryptFiles bool
+	// Signer is the app's Ed25519 key, parsed once per load; nil when the app has none.
+	Signer ed25519.PrivateKey
 }
+
+// SignsResponses reports whether the app's client answers are to be signed.
+func (s Snapshot) SignsResponses() bool { return s.App.SignResponses && s.Signer != nil }
 
 // Snapshots answer an application's snapshot (actors.Apps).
 type Snapshots interface {
@@ -32,6 +39,8 @@ type Snapshots interface {
 // LoaderStore is what loading a snapshot reads.
 type LoaderStore interface {
 	GetAppByID(ctx context.Context, id string) (storage.App, error)
+	// UpdateApp gives an app made before signing keys existed its key on first load.
+	UpdateApp(ctx context.Context, accountID, id string, fn func(*storage.App) error) (storage.App, error)
 	GetAccount(ctx context.Context, id string) (storage.Account, error)
 	ListRules(ctx context.Context, appID string, q storage.RuleQuery) ([]storage.Rule, error)
 }
@@ -78,7 +87,25 @@ func NewLoader(store LoaderStore, catalogue *plans.Catalogue, def SnapshotDefaul
 		if app.SessionTimeout > 0 {
 			ttl = time.Duration(app.SessionTimeout) * time.Second
 		}
+		if app.SigningKey == "" {
+			// Only a key still missing is set, so nodes loading at once agree on one.
+			app, err = store.UpdateApp(ctx, app.AccountID, app.ID, func(a *storage.App) error {
+				if a.SigningKey == "" {
+					a.SigningKey = licensing.NewKey()
+				}
+				return nil
+			})
+			if err != nil {
+				return Snapshot{}, fmt.Errorf("make the signing key of app %s: %w", appID, err)
+			}
+		}
+		var signer ed25519.PrivateKey
+		if app.SigningKey != "" {
+			if signer, err = licensing.ParseKey(app.SigningKey); err != nil {
+				return Snapshot{}, fmt.Errorf("app %s: %w", appID, err)
+			}
+		}
 		return Snapshot{App: app, Plan: catalogue.MustGet(acc.Plan), Rules: set, SessionTTL: ttl,
-			EncryptFiles: def.EncryptFiles && !app.PlainFiles}, nil
+			EncryptFiles: def.EncryptFiles && !app.PlainFiles, Signer: signer}, nil
 	}
 }

@@ -14,6 +14,8 @@ var EventNames = []string{
 	"rule.create", "rule.update", "rule.delete", "rule.triggered",
 	"integration.create", "integration.update", "integration.delete",
 	"app.update", "app.secret_reset",
+	// Beyond SPEC 6.1 (docs/LICENSING.md).
+	"license.file", "user.grace", "app.signing_key_reset",
 }
 
 // Subscribable reports whether name is one of EventNames.

@@ -38,57 +38,71 @@ type appDoc struct {
 	SecretLast6 string `bson:"secretLast6"`
 	// SessionTimeout (seconds) and PlainFiles are absent from documents written before
 	// they existed, which decode as 0 and false, their defaults.
-	SessionTimeout int       `bson:"sessionTimeout"`
-	PlainFiles     bool      `bson:"plainFiles"`
-	CreatedAt      time.Time `bson:"createdAt,omitempty"`
-	UpdatedAt      time.Time `bson:"updatedAt,omitempty"`
+	SessionTimeout int  `bson:"sessionTimeout"`
+	PlainFiles     bool `bson:"plainFiles"`
+	// The licensing members, absent before they existed (their zero values are the
+	// defaults). SigningKey is sealed.
+	SigningKey      string    `bson:"signingKey"`
+	SignResponses   bool      `bson:"signResponses"`
+	GraceSeconds    int       `bson:"graceSeconds"`
+	LicenseFileDays int       `bson:"licenseFileDays"`
+	CreatedAt       time.Time `bson:"createdAt,omitempty"`
+	UpdatedAt       time.Time `bson:"updatedAt,omitempty"`
 }
 
 func toAppDoc(a storage.App, version int64) appDoc {
 	return appDoc{
-		ID:             a.ID,
-		Version:        version,
-		AccountID:      a.AccountID,
-		Name:           a.Name,
-		NameLower:      strings.ToLower(a.Name),
-		Description:    a.Description,
-		AppVersion:     a.Version,
-		Enabled:        a.Enabled,
-		Paused:         a.Paused,
-		AntiDebug:      a.AntiDebug,
-		AntiVM:         a.AntiVM,
-		LockHwid:       a.LockHwid,
-		LockIP:         a.LockIP,
-		LockPcName:     a.LockPcName,
-		SecretHash:     a.SecretHash,
-		SecretLast6:    a.SecretLast6,
-		SessionTimeout: a.SessionTimeout,
-		PlainFiles:     a.PlainFiles,
-		CreatedAt:      storage.Truncate(a.CreatedAt),
-		UpdatedAt:      storage.Truncate(a.UpdatedAt),
+		ID:              a.ID,
+		Version:         version,
+		AccountID:       a.AccountID,
+		Name:            a.Name,
+		NameLower:       strings.ToLower(a.Name),
+		Description:     a.Description,
+		AppVersion:      a.Version,
+		Enabled:         a.Enabled,
+		Paused:          a.Paused,
+		AntiDebug:       a.AntiDebug,
+		AntiVM:          a.AntiVM,
+		LockHwid:        a.LockHwid,
+		LockIP:          a.LockIP,
+		LockPcName:      a.LockPcName,
+		SecretHash:      a.SecretHash,
+		SecretLast6:     a.SecretLast6,
+		SessionTimeout:  a.SessionTimeout,
+		PlainFiles:      a.PlainFiles,
+		SigningKey:      a.SigningKey,
+		SignResponses:   a.SignResponses,
+		GraceSeconds:    a.GraceSeconds,
+		LicenseFileDays: a.LicenseFileDays,
+		CreatedAt:       storage.Truncate(a.CreatedAt),
+		UpdatedAt:       storage.Truncate(a.UpdatedAt),
 	}
 }
 
 func (d appDoc) app() storage.App {
 	return storage.App{
-		ID:             d.ID,
-		AccountID:      d.AccountID,
-		Name:           d.Name,
-		Description:    d.Description,
-		Version:        d.AppVersion,
-		Enabled:        d.Enabled,
-		Paused:         d.Paused,
-		AntiDebug:      d.AntiDebug,
-		AntiVM:         d.AntiVM,
-		LockHwid:       d.LockHwid,
-		LockIP:         d.LockIP,
-		LockPcName:     d.LockPcName,
-		SecretHash:     d.SecretHash,
-		SecretLast6:    d.SecretLast6,
-		SessionTimeout: d.SessionTimeout,
-		PlainFiles:     d.PlainFiles,
-		CreatedAt:      fromDate(d.CreatedAt),
-		UpdatedAt:      fromDate(d.UpdatedAt),
+		ID:              d.ID,
+		AccountID:       d.AccountID,
+		Name:            d.Name,
+		Description:     d.Description,
+		Version:         d.AppVersion,
+		Enabled:         d.Enabled,
+		Paused:          d.Paused,
+		AntiDebug:       d.AntiDebug,
+		AntiVM:          d.AntiVM,
+		LockHwid:        d.LockHwid,
+		LockIP:          d.LockIP,
+		LockPcName:      d.LockPcName,
+		SecretHash:      d.SecretHash,
+		SecretLast6:     d.SecretLast6,
+		SessionTimeout:  d.SessionTimeout,
+		PlainFiles:      d.PlainFiles,
+		SigningKey:      d.SigningKey,
+		SignResponses:   d.SignResponses,
+		GraceSeconds:    d.GraceSeconds,
+		LicenseFileDays: d.LicenseFileDays,
+		CreatedAt:       fromDate(d.CreatedAt),
+		UpdatedAt:       fromDate(d.UpdatedAt),
 	}
 }
 
@@ -102,6 +116,9 @@ func ownedApp(accountID, id string) bson.D {
 
 // CreateApp inserts a; the unique _id and (accountId, nameLower) indexes answer ErrConflict.
 func (s *Store) CreateApp(ctx context.Context, a storage.App) error {
+	if err := storage.SealApp(s.sealer, &a); err != nil {
+		return wrap("create app", err)
+	}
 	if _, err := s.apps.InsertOne(ctx, toAppDoc(a, newVersion())); err != nil {
 		return wrap("create app", err)
 	}
@@ -111,7 +128,7 @@ func (s *Store) CreateApp(ctx context.Context, a storage.App) error {
 // GetApp reads the account's app.
 func (s *Store) GetApp(ctx context.Context, accountID, id string) (storage.App, error) {
 	d, err := findDoc[appDoc](ctx, s.apps, "get app", ownedApp(accountID, id))
-	return d.app(), err
+	return s.openApp("get app", d, err)
 }
 
 // GetAppBySecretHash finds the app whose current secret hashes to hash.
@@ -121,13 +138,25 @@ func (s *Store) GetAppBySecretHash(ctx context.Context, hash string) (storage.Ap
 		return storage.App{}, wrap("get app by secret", mongo.ErrNoDocuments)
 	}
 	d, err := findDoc[appDoc](ctx, s.apps, "get app by secret", bson.D{{Key: "secretHash", Value: hash}})
-	return d.app(), err
+	return s.openApp("get app by secret", d, err)
 }
 
 // GetAppByID reads an app whatever its account.
 func (s *Store) GetAppByID(ctx context.Context, id string) (storage.App, error) {
 	d, err := findDoc[appDoc](ctx, s.apps, "get app by id", bson.D{{Key: "_id", Value: id}})
-	return d.app(), err
+	return s.openApp("get app by id", d, err)
+}
+
+// openApp converts a stored document (when err is nil), opening its sealed signing key.
+func (s *Store) openApp(op string, d appDoc, err error) (storage.App, error) {
+	if err != nil {
+		return storage.App{}, err
+	}
+	a := d.app()
+	if err := storage.OpenApp(s.sealer, &a); err != nil {
+		return storage.App{}, wrap(op, err)
+	}
+	return a, nil
 }
 
 // ListApps answers every app of the account, oldest first.
@@ -143,7 +172,9 @@ func (s *Store) ListApps(ctx context.Context, accountID string) ([]storage.App, 
 	}
 	out := make([]storage.App, len(docs))
 	for i, d := range docs {
-		out[i] = d.app()
+		if out[i], err = s.openApp("list apps", d, nil); err != nil {
+			return nil, err
+		}
 	}
 	return out, nil
 }
@@ -158,18 +189,22 @@ func (s *Store) CountApps(ctx context.Context, accountID string) (int, error) {
 func (s *Store) UpdateApp(ctx context.Context, accountID, id string, fn func(*storage.App) error) (storage.App, error) {
 	d, err := updateDoc(ctx, s, s.apps, "update app", ownedApp(accountID, id),
 		func(cur appDoc) (appDoc, error) {
-			next := cur.app()
+			next, err := s.openApp("update app", cur, nil)
+			if err != nil {
+				return appDoc{}, err
+			}
 			if err := fn(&next); err != nil {
 				return appDoc{}, err
+			}
+			next.ID = cur.ID
+			if err := storage.SealApp(s.sealer, &next); err != nil {
+				return appDoc{}, wrap("update app", err)
 			}
 			doc := toAppDoc(next, cur.Version+1)
 			doc.ID, doc.AccountID, doc.CreatedAt = cur.ID, cur.AccountID, cur.CreatedAt
 			return doc, nil
 		})
-	if err != nil {
-		return storage.App{}, err
-	}
-	return d.app(), nil
+	return s.openApp("update app", d, err)
 }
 
 // appRecordColls answers the collections holding records that belong to an app, by

@@ -34,6 +34,7 @@ type licenseDoc struct {
 	UsedBy      string    `bson:"usedBy"`
 	UsedByLower string    `bson:"usedByLower"`
 	DeviceLimit int       `bson:"deviceLimit"`
+	MaxSeats    int       `bson:"maxSeats"` // absent before seats existed: 0, unlimited
 	DisplayName string    `bson:"displayName"`
 	Enabled     bool      `bson:"enabled"`
 	Banned      bool      `bson:"banned"`
@@ -60,6 +61,7 @@ func toLicenseDoc(l storage.License, version int64) licenseDoc {
 		UsedBy:      l.UsedBy,
 		UsedByLower: strings.ToLower(l.UsedBy),
 		DeviceLimit: l.DeviceLimit,
+		MaxSeats:    l.MaxSeats,
 		DisplayName: l.DisplayName,
 		Enabled:     l.Enabled,
 		Banned:      l.Banned,
@@ -83,6 +85,7 @@ func (d licenseDoc) license() storage.License {
 		Note:        d.Note,
 		UsedBy:      d.UsedBy,
 		DeviceLimit: d.DeviceLimit,
+		MaxSeats:    d.MaxSeats,
 		DisplayName: d.DisplayName,
 		Enabled:     d.Enabled,
 		Banned:      d.Banned,

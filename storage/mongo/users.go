@@ -169,8 +169,16 @@ func (s *Store) ListUsers(ctx context.Context, appID string, q storage.UserQuery
 	if q.Banned != nil {
 		filter = append(filter, bson.E{Key: "banned", Value: *q.Banned})
 	}
+	// One expiresAt condition: a filter naming a field twice is not reliable.
+	var expiry bson.D
 	if q.Expired {
-		filter = append(filter, expiredBy("expiresAt", q.Now))
+		expiry = append(expiry, bson.E{Key: "$lte", Value: q.Now})
+	}
+	if !q.ExpiredAfter.IsZero() {
+		expiry = append(expiry, bson.E{Key: "$gt", Value: q.ExpiredAfter})
+	}
+	if expiry != nil {
+		filter = append(filter, bson.E{Key: "expiresAt", Value: expiry})
 	}
 	filter = searchAny(filter, q.Search, "usernameLower", "emailLower")
 	return listDocs(ctx, s.users, "list users", filter, sortBy(field, q.Desc), q.Page, userDoc.user)

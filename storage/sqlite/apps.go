@@ -15,34 +15,63 @@ var (
 
 // appCols is the column order of scanApp.
 const appCols = `id, account_id, name, description, version, enabled, paused, anti_debug, anti_vm,
-	lock_hwid, lock_ip, lock_pc_name, secret_hash, secret_last6, session_timeout, plain_files, created_at, updated_at`
+	lock_hwid, lock_ip, lock_pc_name, secret_hash, secret_last6, session_timeout, plain_files, signing_key, sign_responses, grace_seconds,
+	license_file_days, created_at, updated_at`
 
 // appSet assigns every mutable column, in the order of appSetArgs.
 const appSet = `name = ?, name_lower = ?, description = ?, version = ?, enabled = ?, paused = ?,
 	anti_debug = ?, anti_vm = ?, lock_hwid = ?, lock_ip = ?, lock_pc_name = ?,
-	secret_hash = ?, secret_last6 = ?, session_timeout = ?, plain_files = ?, updated_at = ?`
+	secret_hash = ?, secret_last6 = ?, session_timeout = ?, plain_files = ?, signing_key = ?, sign_responses = ?,
+	grace_seconds = ?, license_file_days = ?, updated_at = ?`
 
 func appSetArgs(a storage.App) []any {
 	return []any{a.Name, strings.ToLower(a.Name), a.Description, a.Version, a.Enabled, a.Paused,
 		a.AntiDebug, a.AntiVM, a.LockHwid, a.LockIP, a.LockPcName,
-		a.SecretHash, a.SecretLast6, a.SessionTimeout, a.PlainFiles, toMillis(a.UpdatedAt)}
+		a.SecretHash, a.SecretLast6, a.SessionTimeout, a.PlainFiles, a.SigningKey, a.SignResponses,
+		a.GraceSeconds, a.LicenseFileDays, toMillis(a.UpdatedAt)}
 }
 
 func scanApp(row scanner) (storage.App, error) {
 	var a storage.App
 	err := row.Scan(&a.ID, &a.AccountID, &a.Name, &a.Description, &a.Version, &a.Enabled, &a.Paused,
 		&a.AntiDebug, &a.AntiVM, &a.LockHwid, &a.LockIP, &a.LockPcName, &a.SecretHash, &a.SecretLast6,
-		&a.SessionTimeout, &a.PlainFiles, timeCol{&a.CreatedAt}, timeCol{&a.UpdatedAt})
+		&a.SessionTimeout, &a.PlainFiles, &a.SigningKey, &a.SignResponses, &a.GraceSeconds, &a.LicenseFileDays,
+		timeCol{&a.CreatedAt}, timeCol{&a.UpdatedAt})
 	return a, err
+}
+
+// readApp scans one app and opens its sealed signing key.
+func (s *Store) readApp(op string, row scanner) (storage.App, error) {
+	a, err := scanApp(row)
+	if err != nil {
+		return storage.App{}, wrap(op, err)
+	}
+	if err := storage.OpenApp(s.sealer, &a); err != nil {
+		return storage.App{}, wrap(op, err)
+	}
+	return a, nil
+}
+
+// sealedAppArgs answers appSetArgs of a with its signing key sealed.
+func (s *Store) sealedAppArgs(a storage.App) ([]any, error) {
+	if err := storage.SealApp(s.sealer, &a); err != nil {
+		return nil, err
+	}
+	return appSetArgs(a), nil
 }
 
 // CreateApp inserts a; the unique index on (account_id, name_lower) answers ErrConflict.
 func (s *Store) CreateApp(ctx context.Context, a storage.App) error {
-	args := append([]any{a.ID, a.AccountID, toMillis(a.CreatedAt)}, appSetArgs(a)...)
-	_, err := s.w.ExecContext(ctx, `INSERT INTO apps (id, account_id, created_at,
+	set, err := s.sealedAppArgs(a)
+	if err != nil {
+		return wrap("create app", err)
+	}
+	args := append([]any{a.ID, a.AccountID, toMillis(a.CreatedAt)}, set...)
+	_, err = s.w.ExecContext(ctx, `INSERT INTO apps (id, account_id, created_at,
 	name, name_lower, description, version, enabled, paused, anti_debug, anti_vm,
-	lock_hwid, lock_ip, lock_pc_name, secret_hash, secret_last6, session_timeout, plain_files, updated_at)
-VALUES (`+placeholders(19)+`)`, args...)
+	lock_hwid, lock_ip, lock_pc_name, secret_hash, secret_last6, session_timeout, plain_files,
+	signing_key, sign_responses, grace_seconds, license_file_days, updated_at)
+VALUES (`+placeholders(23)+`)`, args...)
 	if err != nil {
 		return wrap("create app", err)
 	}
@@ -52,11 +81,7 @@ VALUES (`+placeholders(19)+`)`, args...)
 // GetApp reads the account's app; the account is part of the key, so another account's
 // app is not found.
 func (s *Store) GetApp(ctx context.Context, accountID, id string) (storage.App, error) {
-	a, err := scanApp(s.r.QueryRowContext(ctx, `SELECT `+appCols+` FROM apps WHERE id = ? AND account_id = ?`, id, accountID))
-	if err != nil {
-		return storage.App{}, wrap("get app", err)
-	}
-	return a, nil
+	return s.readApp("get app", s.r.QueryRowContext(ctx, `SELECT `+appCols+` FROM apps WHERE id = ? AND account_id = ?`, id, accountID))
 }
 
 // GetAppBySecretHash finds the app whose current secret hashes to hash.
@@ -65,20 +90,12 @@ func (s *Store) GetAppBySecretHash(ctx context.Context, hash string) (storage.Ap
 	if hash == "" {
 		return storage.App{}, wrap("get app by secret", sql.ErrNoRows)
 	}
-	a, err := scanApp(s.r.QueryRowContext(ctx, `SELECT `+appCols+` FROM apps WHERE secret_hash = ?`, hash))
-	if err != nil {
-		return storage.App{}, wrap("get app by secret", err)
-	}
-	return a, nil
+	return s.readApp("get app by secret", s.r.QueryRowContext(ctx, `SELECT `+appCols+` FROM apps WHERE secret_hash = ?`, hash))
 }
 
 // GetAppByID reads an app whatever its account.
 func (s *Store) GetAppByID(ctx context.Context, id string) (storage.App, error) {
-	a, err := scanApp(s.r.QueryRowContext(ctx, `SELECT `+appCols+` FROM apps WHERE id = ?`, id))
-	if err != nil {
-		return storage.App{}, wrap("get app by id", err)
-	}
-	return a, nil
+	return s.readApp("get app by id", s.r.QueryRowContext(ctx, `SELECT `+appCols+` FROM apps WHERE id = ?`, id))
 }
 
 // ListApps answers every app of the account, oldest first.
@@ -90,6 +107,11 @@ func (s *Store) ListApps(ctx context.Context, accountID string) ([]storage.App, 
 	out, err := scanAll(rows, scanApp)
 	if err != nil {
 		return nil, wrap("list apps", err)
+	}
+	for i := range out {
+		if err := storage.OpenApp(s.sealer, &out[i]); err != nil {
+			return nil, wrap("list apps", err)
+		}
 	}
 	return out, nil
 }
@@ -104,7 +126,11 @@ func (s *Store) CountApps(ctx context.Context, accountID string) (int, error) {
 func (s *Store) UpdateApp(ctx context.Context, accountID, id string, fn func(*storage.App) error) (storage.App, error) {
 	return updateRecord(ctx, s, "update app",
 		func(tx *sql.Tx) (storage.App, error) {
-			return scanApp(tx.QueryRowContext(ctx, `SELECT `+appCols+` FROM apps WHERE id = ? AND account_id = ?`, id, accountID))
+			a, err := scanApp(tx.QueryRowContext(ctx, `SELECT `+appCols+` FROM apps WHERE id = ? AND account_id = ?`, id, accountID))
+			if err != nil {
+				return a, err
+			}
+			return a, storage.OpenApp(s.sealer, &a)
 		},
 		fn,
 		func(cur storage.App, next *storage.App) {
@@ -112,7 +138,11 @@ func (s *Store) UpdateApp(ctx context.Context, accountID, id string, fn func(*st
 			next.UpdatedAt = storage.Truncate(next.UpdatedAt)
 		},
 		func(tx *sql.Tx, next storage.App) error {
-			_, err := tx.ExecContext(ctx, `UPDATE apps SET `+appSet+` WHERE id = ?`, append(appSetArgs(next), next.ID)...)
+			set, err := s.sealedAppArgs(next)
+			if err != nil {
+				return err
+			}
+			_, err = tx.ExecContext(ctx, `UPDATE apps SET `+appSet+` WHERE id = ?`, append(set, next.ID)...)
 			return err
 		})
 }

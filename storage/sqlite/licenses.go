@@ -15,24 +15,24 @@ var _ storage.LicenseStore = (*Store)(nil)
 
 // licenseCols is the column order of scanLicense.
 const licenseCols = `id, app_id, key, level, max_uses, used_count, duration, expires_at, note, used_by,
-	device_limit, display_name, enabled, banned, discord_id, activated_at, created_at, updated_at`
+	device_limit, display_name, enabled, banned, discord_id, activated_at, max_seats, created_at, updated_at`
 
 // licenseSet assigns every mutable column, in the order of licenseSetArgs.
 const licenseSet = `key = ?, key_lower = ?, level = ?, max_uses = ?, used_count = ?, duration = ?,
 	expires_at = ?, note = ?, note_lower = ?, used_by = ?, used_by_lower = ?, device_limit = ?,
-	display_name = ?, enabled = ?, banned = ?, discord_id = ?, activated_at = ?, updated_at = ?`
+	display_name = ?, enabled = ?, banned = ?, discord_id = ?, activated_at = ?, max_seats = ?, updated_at = ?`
 
 func licenseSetArgs(l storage.License) []any {
 	return []any{l.Key, strings.ToLower(l.Key), l.Level, l.MaxUses, l.UsedCount, l.Duration,
 		toMillis(l.ExpiresAt), l.Note, strings.ToLower(l.Note), l.UsedBy, strings.ToLower(l.UsedBy), l.DeviceLimit,
-		l.DisplayName, l.Enabled, l.Banned, l.DiscordID, toMillis(l.ActivatedAt), toMillis(l.UpdatedAt)}
+		l.DisplayName, l.Enabled, l.Banned, l.DiscordID, toMillis(l.ActivatedAt), l.MaxSeats, toMillis(l.UpdatedAt)}
 }
 
 func scanLicense(row scanner) (storage.License, error) {
 	var l storage.License
 	err := row.Scan(&l.ID, &l.AppID, &l.Key, &l.Level, &l.MaxUses, &l.UsedCount, &l.Duration, timeCol{&l.ExpiresAt},
 		&l.Note, &l.UsedBy, &l.DeviceLimit, &l.DisplayName, &l.Enabled, &l.Banned, &l.DiscordID,
-		timeCol{&l.ActivatedAt}, timeCol{&l.CreatedAt}, timeCol{&l.UpdatedAt})
+		timeCol{&l.ActivatedAt}, &l.MaxSeats, timeCol{&l.CreatedAt}, timeCol{&l.UpdatedAt})
 	return l, err
 }
 
@@ -51,8 +51,8 @@ func (s *Store) CreateLicenses(ctx context.Context, ls []storage.License) error 
 	}
 	return s.insertAll(ctx, "create licenses", `INSERT INTO licenses (id, app_id, created_at,
 	key, key_lower, level, max_uses, used_count, duration, expires_at, note, note_lower,
-	used_by, used_by_lower, device_limit, display_name, enabled, banned, discord_id, activated_at, updated_at)
-VALUES (`+placeholders(21)+`)`, rows)
+	used_by, used_by_lower, device_limit, display_name, enabled, banned, discord_id, activated_at, max_seats, updated_at)
+VALUES (`+placeholders(22)+`)`, rows)
 }
 
 func (s *Store) getLicenseWhere(ctx context.Context, op, cond string, args ...any) (storage.License, error) {

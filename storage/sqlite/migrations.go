@@ -453,6 +453,19 @@ CREATE TABLE token_revocations (
 CREATE INDEX token_revocations_expires ON token_revocations (expires_at);
 `,
 	},
+	{
+		version: 11,
+		name:    "licensing: signing keys, grace, license files, seats",
+		sql: `
+-- signing_key is the sealed Ed25519 seed ('' until made); grace_seconds 0 = no grace;
+-- license_file_days 0 = the default check-in deadline; max_seats 0 = unlimited.
+ALTER TABLE apps ADD COLUMN signing_key TEXT NOT NULL DEFAULT '';
+ALTER TABLE apps ADD COLUMN sign_responses INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE apps ADD COLUMN grace_seconds INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE apps ADD COLUMN license_file_days INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE licenses ADD COLUMN max_seats INTEGER NOT NULL DEFAULT 0;
+`,
+	},
 }
 
 // migrate brings the database at db (the writer pool) to the last migration. Applied steps

@@ -111,6 +111,9 @@ func (s *Store) ListUsers(ctx context.Context, appID string, q storage.UserQuery
 	if q.Expired {
 		w.add("expires_at <> 0 AND expires_at <= ?", q.Now.UnixMilli())
 	}
+	if !q.ExpiredAfter.IsZero() {
+		w.add("expires_at > ?", q.ExpiredAfter.UnixMilli())
+	}
 	return listPage(ctx, s, "list users", "app_users", userCols, w, orderBy(col, q.Desc), q.Page, scanUser)
 }
 

@@ -20,6 +20,7 @@ var appTests = []subtest{
 	{"AppListAndCount", testAppListAndCount},
 	{"AppUpdate", testAppUpdate},
 	{"AppUpdateSessionSettings", testAppUpdateSessionSettings},
+	{"AppUpdateLicensing", testAppUpdateLicensing},
 	{"AppUpdateFnErrorAborts", testAppUpdateFnErrorAborts},
 	{"AppUpdateConcurrent", testAppUpdateConcurrent},
 	{"AppDeleteCascade", testAppDeleteCascade},
@@ -587,5 +588,45 @@ func testAppStats(t *testing.T, s storage.Store) {
 	got, err = s.AppStats(ctx, "no-such-app", q)
 	if err != nil || got != (storage.AppStats{}) {
 		t.Errorf("AppStats(unknown app) = (%+v, %v), want all zero", got, err)
+	}
+}
+
+// testAppUpdateLicensing: the licensing members (signing key, signing switch, grace,
+// license file deadline) are written and read back by every read path, and can be set
+// on an app created without them.
+func testAppUpdateLicensing(t *testing.T, s storage.Store) {
+	ctx := t.Context()
+	a := mustCreateApp(t, s, minimalApp("acc-1", "licensing"))
+	want, err := s.GetApp(ctx, a.AccountID, a.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want.SigningKey != "" || want.SignResponses || want.GraceSeconds != 0 || want.LicenseFileDays != 0 {
+		t.Fatalf("a new app has licensing members set: %+v", want)
+	}
+	for _, c := range []struct {
+		key         string
+		sign        bool
+		grace, days int
+	}{{"a2V5LW9uZQ", true, 86400, 30}, {"a2V5LXR3bw", false, 0, 1}, {"", false, 60, 0}} {
+		want.SigningKey, want.SignResponses, want.GraceSeconds, want.LicenseFileDays = c.key, c.sign, c.grace, c.days
+		got, err := s.UpdateApp(ctx, a.AccountID, a.ID, func(x *storage.App) error {
+			x.SigningKey, x.SignResponses, x.GraceSeconds, x.LicenseFileDays = c.key, c.sign, c.grace, c.days
+			return nil
+		})
+		if err != nil {
+			t.Fatalf("UpdateApp(%+v): %v", c, err)
+		}
+		if d := diff(want, got); d != "" {
+			t.Errorf("UpdateApp(%+v) result differs: %s", c, d)
+		}
+		wantApp(t, s, want)
+		if got, err := s.GetAppByID(ctx, a.ID); err != nil || diff(want, got) != "" {
+			t.Errorf("GetAppByID after UpdateApp(%+v) = (%+v, %v)", c, got, err)
+		}
+		list, err := s.ListApps(ctx, a.AccountID)
+		if err != nil || len(list) != 1 || diff(want, list[0]) != "" {
+			t.Errorf("ListApps after UpdateApp(%+v) = (%+v, %v)", c, list, err)
+		}
 	}
 }

@@ -41,6 +41,7 @@ const (
 	rawTOTP        = "JBSWY3DPEHPK3PXPRAWTOTPSECRET"
 	rawPending     = "KRSXG5CTMVRXEZLURAWPENDINGSEC"
 	rawIntegration = "whsec_RAWINTEGRATIONSECRET0123456789"
+	rawSigningKey  = "UkFXU0lHTklOR0tFWVNFRUQwMTIzNDU2Nzg5MDEyMzQ"
 )
 
 func seedSecrets(t *testing.T, s storage.Store) {
@@ -50,7 +51,7 @@ func seedSecrets(t *testing.T, s storage.Store) {
 		TwoFactorEnabled: true, TwoFactorSecret: rawTOTP, TwoFactorPending: rawPending}); err != nil {
 		t.Fatalf("CreateAccount: %v", err)
 	}
-	if err := s.CreateApp(ctx, storage.App{ID: "app-sealed", AccountID: "acc-sealed", Name: "Sealed"}); err != nil {
+	if err := s.CreateApp(ctx, storage.App{ID: "app-sealed", AccountID: "acc-sealed", Name: "Sealed", SigningKey: rawSigningKey}); err != nil {
 		t.Fatalf("CreateApp: %v", err)
 	}
 	if err := s.CreateIntegration(ctx, storage.Integration{ID: "int-sealed", AppID: "app-sealed", Name: "hook", Kind: "CUSTOM",
@@ -76,6 +77,10 @@ func checkClearReads(t *testing.T, s storage.Store) {
 	is, err := s.ListIntegrations(t.Context(), "app-sealed")
 	if err != nil || len(is) != 1 || is[0].Secret != rawIntegration {
 		t.Fatalf("ListIntegrations = %+v, %v", is, err)
+	}
+	app, err := s.GetAppByID(t.Context(), "app-sealed")
+	if err != nil || app.SigningKey != rawSigningKey {
+		t.Fatalf("GetAppByID signing key = %q, %v", app.SigningKey, err)
 	}
 }
 
@@ -114,6 +119,10 @@ func RunSealing(t *testing.T, h SealingHarness) {
 		if err != nil || a.TwoFactorSecret != rawTOTP {
 			t.Fatalf("UpdateAccount = %q, %v", a.TwoFactorSecret, err)
 		}
+		app, err := s.UpdateApp(t.Context(), "acc-sealed", "app-sealed", func(a *storage.App) error { a.GraceSeconds = 5; return nil })
+		if err != nil || app.SigningKey != rawSigningKey {
+			t.Fatalf("UpdateApp = %q, %v", app.SigningKey, err)
+		}
 		in, err := s.UpdateIntegration(t.Context(), "app-sealed", "int-sealed", func(i *storage.Integration) error { i.Name = "renamed"; return nil })
 		if err != nil || in.Secret != rawIntegration {
 			t.Fatalf("UpdateIntegration = %q, %v", in.Secret, err)
@@ -124,7 +133,7 @@ func RunSealing(t *testing.T, h SealingHarness) {
 		if !bytes.Contains(raw, []byte("sealed@example.com")) {
 			t.Fatal("the raw bytes do not hold the account: the harness reads the wrong place")
 		}
-		if found := rawContains(raw, rawTOTP, rawPending, rawIntegration); len(found) > 0 {
+		if found := rawContains(raw, rawTOTP, rawPending, rawIntegration, rawSigningKey); len(found) > 0 {
 			t.Fatalf("secrets in clear in the stored bytes: %v", found)
 		}
 	})

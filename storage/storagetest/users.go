@@ -414,6 +414,10 @@ func testUserListFilters(t *testing.T, s storage.Store) {
 		{"expired later", storage.UserQuery{Expired: true, Now: now.Add(time.Hour)}, []storage.AppUser{live, expiredNow, expiredOld, bannedLive}},
 		{"expired and banned", storage.UserQuery{Expired: true, Now: now, Banned: ptr(true)}, []storage.AppUser{expiredOld}},
 		{"expired and not banned", storage.UserQuery{Expired: true, Now: now, Banned: ptr(false)}, []storage.AppUser{expiredNow}},
+		// In grace: expired, but after ExpiredAfter (now minus the grace).
+		{"in a 30-minute grace", storage.UserQuery{Expired: true, Now: now, ExpiredAfter: now.Add(-30 * time.Minute)}, []storage.AppUser{expiredNow}},
+		{"in a 2-hour grace", storage.UserQuery{Expired: true, Now: now, ExpiredAfter: now.Add(-2 * time.Hour)}, []storage.AppUser{expiredNow, expiredOld}},
+		{"grace bound is exclusive", storage.UserQuery{Expired: true, Now: now, ExpiredAfter: now.Add(-time.Hour)}, []storage.AppUser{expiredNow}},
 		{"banned with search", storage.UserQuery{Banned: ptr(true), Search: "NEVER"}, []storage.AppUser{bannedNever}},
 		{"search only", storage.UserQuery{Search: "never"}, []storage.AppUser{never, bannedNever}},
 		{"banned, newest first", storage.UserQuery{Banned: ptr(true), Desc: true}, []storage.AppUser{bannedNever, bannedLive, expiredOld}},
