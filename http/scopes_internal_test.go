@@ -3,10 +3,10 @@ package httpapi
 import (
 	"fmt"
 	"io"
-	"os"
-	"strings"
 	"log/slog"
 	"net/http/httptest"
+	"os"
+	"strings"
 	"testing"
 
 	"github.com/gin-gonic/gin"
