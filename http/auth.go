@@ -37,7 +37,7 @@ func requireOwner(auth Authenticator) gin.HandlerFunc {
 			}
 			p, err = auth.Authenticate(c.Request.Context(), token)
 		case c.GetHeader("X-API-Key") != "":
-			p, err = auth.AuthenticateAPIKey(c.Request.Context(), c.GetHeader("X-API-Key"))
+			p, err = authenticateKey(c, auth, c.GetHeader("X-API-Key"))
 		default:
 			fail(c, core.E(core.CodeUnauthorized, "authentication required: send a bearer token or X-API-Key"))
 			return
@@ -47,6 +47,10 @@ func requireOwner(auth Authenticator) gin.HandlerFunc {
 			return
 		}
 		c.Set(ctxPrincipal, p)
+		if err := checkScope(c); err != nil {
+			fail(c, err)
+			return
+		}
 		c.Next()
 	}
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/keyward/keyward/cluster"
 	"github.com/keyward/keyward/core"
+	"github.com/keyward/keyward/core/apikeys"
 	"github.com/keyward/keyward/storage"
 )
 
@@ -80,7 +81,7 @@ func statusOf(code core.Code) int {
 	case core.CodeForbidden, core.CodePlanFeature, core.CodePlanLimit, core.CodeRequireVerify, core.CodeBanned, core.CodeExpired,
 		core.CodeHWIDLocked, core.CodeIPLocked, core.CodePCNameLocked, core.CodeDeviceLimit, core.CodeVersionMismatch,
 		core.CodeAppDisabled, core.CodeAppPaused, core.CodeRuleBlocked, core.CodeLicenseInvalid, core.CodeLicenseUsed,
-		core.CodeUserDisabled:
+		core.CodeUserDisabled, apikeys.CodeScopeDenied:
 		return http.StatusForbidden
 	case core.CodeNotFound:
 		return http.StatusNotFound

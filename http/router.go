@@ -16,6 +16,7 @@ import (
 	"github.com/keyward/keyward/core"
 	"github.com/keyward/keyward/core/accounts"
 	"github.com/keyward/keyward/core/analytics"
+	"github.com/keyward/keyward/core/apikeys"
 	"github.com/keyward/keyward/core/apps"
 	"github.com/keyward/keyward/core/client"
 	"github.com/keyward/keyward/core/files"
@@ -36,6 +37,7 @@ type Checker struct {
 // Deps are what the HTTP edge calls.
 type Deps struct {
 	Accounts     *accounts.Service
+	APIKeys      *apikeys.Service
 	Apps         *apps.Service
 	Variables    *variables.Service
 	Rules        *rules.Service
@@ -83,7 +85,7 @@ func init() { gin.SetMode(gin.ReleaseMode) }
 
 // New builds the handler with every route of ROUTES.md that exists so far.
 func New(d Deps, cfg Config) (http.Handler, error) {
-	if d.Accounts == nil || d.Apps == nil || d.Variables == nil || d.Rules == nil || d.Logs == nil || d.Analytics == nil || d.Files == nil || d.Integrations == nil || d.Client == nil || d.Realtime == nil || d.WSHooks == nil || d.Limiter == nil || d.Metrics == nil || d.Log == nil {
+	if d.Accounts == nil || d.APIKeys == nil || d.Apps == nil || d.Variables == nil || d.Rules == nil || d.Logs == nil || d.Analytics == nil || d.Files == nil || d.Integrations == nil || d.Client == nil || d.Realtime == nil || d.WSHooks == nil || d.Limiter == nil || d.Metrics == nil || d.Log == nil {
 		return nil, errors.New("httpapi: missing dependency")
 	}
 	if cfg.MaxBodyBytes <= 0 {
@@ -124,6 +126,8 @@ func New(d Deps, cfg Config) (http.Handler, error) {
 		r.GET("/metrics", gin.WrapH(promhttp.HandlerFor(d.Metrics, promhttp.HandlerOpts{})))
 	}
 
+	// Owner routes take a session, the account key or a scoped key (checkScope).
+	owners := ownerAuth{Authenticator: d.Accounts, keys: d.APIKeys}
 	h := &accountHandlers{svc: d.Accounts, limiter: d.Limiter}
 	api := r.Group("/api")
 	api.GET("/plans", h.listPlans)
@@ -136,7 +140,7 @@ func New(d Deps, cfg Config) (http.Handler, error) {
 	auth.POST("/reset-password", h.resetPassword)
 	auth.POST("/reset-password-2fa", h.resetPassword2FA)
 
-	owner := auth.Group("", requireOwner(d.Accounts))
+	owner := auth.Group("", requireOwner(owners))
 	owner.GET("/me", h.me)
 	owner.POST("/change-password", h.changePassword)
 	owner.POST("/logout", h.logout)
@@ -145,13 +149,14 @@ func New(d Deps, cfg Config) (http.Handler, error) {
 	owner.POST("/2fa/enable", h.enable2FA)
 	owner.POST("/2fa/disable", h.disable2FA)
 	owner.POST("/plan", h.selectPlan)
+	(&apiKeyHandlers{svc: d.APIKeys}).routes(owner)
 
-	admin := api.Group("/admin", requireOwner(d.Accounts), requireAdmin())
+	admin := api.Group("/admin", requireOwner(owners), requireAdmin())
 	admin.GET("/accounts", h.adminList)
 	patchOrPut(admin, "/accounts/:accountId", h.adminChange)
 
 	ah := &appHandlers{svc: d.Apps, sessions: d.Client, files: d.Client.LicenseFiles()}
-	one := ah.routes(api.Group("/apps", requireOwner(d.Accounts)), requireAdmin())
+	one := ah.routes(api.Group("/apps", requireOwner(owners)), requireAdmin())
 	dh := &appDataHandlers{vars: d.Variables, rules: d.Rules, logs: d.Logs}
 	dh.routes(one)
 	(&analyticsHandlers{svc: d.Analytics, sessions: d.Client}).routes(one)
@@ -159,8 +164,11 @@ func New(d Deps, cfg Config) (http.Handler, error) {
 	ch := &clientHandlers{svc: d.Client, tokens: d.Apps, limiter: d.Limiter, countryHeader: cfg.CountryHeader}
 	ch.routes(api)
 	ch.resetRoutes(api)
-	(&integrationHandlers{svc: d.Integrations}).routes(api.Group("", requireOwner(d.Accounts)), one)
+	(&integrationHandlers{svc: d.Integrations}).routes(api.Group("", requireOwner(owners)), one)
 	newWSHandlers(d.Realtime, d.WSHooks, d.Apps, d.Accounts, d.Limiter, d.Metrics, d.Log).routes(api, one, ch)
+	if missing := unscopedRoutes(r.Routes()); len(missing) > 0 {
+		return nil, errUnscoped(missing)
+	}
 	return r, nil
 }
 

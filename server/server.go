@@ -27,6 +27,7 @@ import (
 	clusterredis "github.com/keyward/keyward/cluster/redis"
 	"github.com/keyward/keyward/core/accounts"
 	"github.com/keyward/keyward/core/analytics"
+	"github.com/keyward/keyward/core/apikeys"
 	"github.com/keyward/keyward/core/apps"
 	"github.com/keyward/keyward/core/client"
 	"github.com/keyward/keyward/core/events"
@@ -497,7 +498,7 @@ func New(ctx context.Context, c Config, log *slog.Logger) (*Server, error) {
 				return float64(n)
 			}))
 	handler, err := httpapi.New(httpapi.Deps{
-		Accounts: core.Accounts, Apps: core.Apps, Variables: core.Variables, Rules: core.Rules, Logs: core.Logs, Analytics: core.Analytics, Files: core.Files,
+		Accounts: core.Accounts, APIKeys: apikeys.New(core.Store, c.Clock), Apps: core.Apps, Variables: core.Variables, Rules: core.Rules, Logs: core.Logs, Analytics: core.Analytics, Files: core.Files,
 		Integrations: core.Integrations, Client: core.Client, Realtime: core.Realtime, WSHooks: core.WSHooks, Limiter: core.Engine, Metrics: reg, Log: log,
 		Ready: []httpapi.Checker{{Name: "storage", Ping: core.Store.Ping}, {Name: "cluster", Ping: core.Engine.Ping}},
 	}, httpapi.Config{CountryHeader: c.CountryHeader, TrustedProxies: c.TrustedProxies, MaxBodyBytes: c.MaxBodyBytes, MetricsOnMain: c.MetricsAddr == "",

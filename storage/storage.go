@@ -52,6 +52,7 @@ func (p Page) Normalize() Page {
 // Store is everything Keyward persists. Engines implement all of it.
 type Store interface {
 	AccountStore
+	APIKeyStore
 	RevocationStore
 	AppStore
 	AppStatsStore

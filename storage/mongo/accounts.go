@@ -207,6 +207,9 @@ func (s *Store) DeleteAccount(ctx context.Context, id string) error {
 	if _, err := s.accountTokens.DeleteMany(ctx, bson.D{{Key: "accountId", Value: id}}); err != nil {
 		return wrap("delete account: tokens", err)
 	}
+	if _, err := s.apiKeys.DeleteMany(ctx, bson.D{{Key: "accountId", Value: id}}); err != nil {
+		return wrap("delete account: API keys", err)
+	}
 	// Claims left by updaters that died would otherwise outlive the account.
 	if err := s.deleteClaims(ctx, id); err != nil {
 		return wrap("delete account: claims", err)

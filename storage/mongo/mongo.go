@@ -77,6 +77,7 @@ const (
 	collSessions      = "clientSessions"
 	collWSHooks       = "wsHooks"
 	collRevocations   = "tokenRevocations"
+	collAPIKeys       = "apiKeys"
 )
 
 // Store is the MongoDB-wire engine. It is safe for concurrent use.
@@ -101,6 +102,7 @@ type Store struct {
 	clientSessions *mongo.Collection // durable copies of client sessions
 	wsHooks        *mongo.Collection // WebSocket hooks
 	revocations    *mongo.Collection // logged-out dashboard JWTs
+	apiKeys        *mongo.Collection // scoped API keys
 	sealer         storage.Sealer
 }
 
@@ -175,6 +177,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		clientSessions: db.Collection(collSessions),
 		wsHooks:        db.Collection(collWSHooks),
 		revocations:    db.Collection(collRevocations),
+		apiKeys:        db.Collection(collAPIKeys),
 		sealer:         cfg.Sealer,
 	}
 	if err := s.createIndexes(ctx); err != nil {
@@ -220,6 +223,11 @@ func (s *Store) createIndexes(ctx context.Context) error {
 			{Keys: bson.D{{Key: "emailLower", Value: 1}}, Options: unique("emailLower_unique")},
 			{Keys: bson.D{{Key: "apiKeyHash", Value: 1}}, Options: plain("apiKeyHash")},
 			{Keys: bson.D{{Key: "createdAt", Value: 1}, {Key: "_id", Value: 1}}, Options: plain("createdAt_id")},
+		}},
+		// Scoped API keys are found by hash on every request, listed per account.
+		{s.apiKeys, []mongo.IndexModel{
+			{Keys: bson.D{{Key: "hash", Value: 1}}, Options: unique("hash_unique")},
+			{Keys: bson.D{{Key: "accountId", Value: 1}, {Key: "createdAt", Value: 1}, {Key: "_id", Value: 1}}, Options: plain("accountId_createdAt_id")},
 		}},
 		// Revocations are looked up by token id, purged by expiry.
 		{s.revocations, []mongo.IndexModel{

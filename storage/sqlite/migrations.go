@@ -466,6 +466,32 @@ ALTER TABLE apps ADD COLUMN license_file_days INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE licenses ADD COLUMN max_seats INTEGER NOT NULL DEFAULT 0;
 `,
 	},
+	{
+		version: 12,
+		name:    "scoped API keys",
+		sql: `
+-- Scoped keys of an account (issue 14). scopes and apps are JSON arrays of strings. The
+-- hash is unique: a key is found by it on every request.
+CREATE TABLE api_keys (
+	id           TEXT    NOT NULL PRIMARY KEY,
+	account_id   TEXT    NOT NULL REFERENCES accounts (id) ON DELETE CASCADE,
+	name         TEXT    NOT NULL,
+	hash         TEXT    NOT NULL,
+	prefix       TEXT    NOT NULL,
+	last4        TEXT    NOT NULL,
+	scopes       TEXT    NOT NULL,
+	apps         TEXT    NOT NULL,
+	expires_at   INTEGER NOT NULL,
+	last_used_at INTEGER NOT NULL,
+	last_used_ip TEXT    NOT NULL,
+	created_at   INTEGER NOT NULL,
+	updated_at   INTEGER NOT NULL
+) STRICT;
+
+CREATE UNIQUE INDEX api_keys_hash ON api_keys (hash);
+CREATE INDEX api_keys_account ON api_keys (account_id, created_at, id);
+`,
+	},
 }
 
 // migrate brings the database at db (the writer pool) to the last migration. Applied steps

@@ -25,6 +25,7 @@ func Run(t *testing.T, newStore func(t *testing.T) storage.Store) {
 	var tests []subtest
 	tests = append(tests, accountTests...)
 	tests = append(tests, tokenTests...)
+	tests = append(tests, apiKeyTests...)
 	tests = append(tests, revocationTests...)
 	tests = append(tests, appTests...)
 	tests = append(tests, userTests...)
