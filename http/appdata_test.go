@@ -212,6 +212,7 @@ func TestLogs(t *testing.T) {
 			}
 			time.Sleep(50 * time.Millisecond)
 		}
+		waitLog(t, a, id, "license.create") // logs are written in batches: the 4th INFO entry
 		r := a.do("GET", "/api/apps/"+id+"/logs?username=Z", nil)
 		if r.Data()["total"] != float64(2) {
 			t.Fatalf("username filter: %s", r.Raw)
