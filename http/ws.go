@@ -315,9 +315,9 @@ func truncateReason(s string) string {
 type peer struct {
 	mu      sync.Mutex
 	conn    *websocket.Conn // set by start
-	queue   [][]byte
-	writing bool // a writer goroutine runs (or the socket is not started yet: none may)
-	closed  bool // Close was called: nothing more is queued
+	queue   []any           // []byte or *realtime.Shared
+	writing bool            // a writer goroutine runs (or the socket is not started yet: none may)
+	closed  bool            // Close was called: nothing more is queued
 	code    int
 	reason  string
 	ping    *time.Timer
@@ -344,7 +344,12 @@ func (p *peer) start(conn *websocket.Conn) {
 	go p.write()
 }
 
-func (p *peer) Send(msg []byte) bool {
+func (p *peer) Send(msg []byte) bool { return p.enqueue(msg) }
+
+// SendShared queues a broadcast's frame, encoded once for every socket that gets it.
+func (p *peer) SendShared(f *realtime.Shared) bool { return p.enqueue(f) }
+
+func (p *peer) enqueue(msg any) bool {
 	p.mu.Lock()
 	if p.closed {
 		p.mu.Unlock()
@@ -405,13 +410,37 @@ func (p *peer) write() {
 		p.mu.Unlock()
 		for _, msg := range batch {
 			_ = p.conn.SetWriteDeadline(time.Now().Add(wsWriteWait))
-			if p.conn.WriteMessage(websocket.TextMessage, msg) != nil {
+			if p.writeFrame(msg) != nil {
 				p.Close(websocket.CloseAbnormalClosure, "")
 				p.finish(false)
 				return
 			}
 		}
 	}
+}
+
+// writeFrame writes one queued frame; a shared one through its prepared form.
+func (p *peer) writeFrame(msg any) error {
+	switch m := msg.(type) {
+	case []byte:
+		return p.conn.WriteMessage(websocket.TextMessage, m)
+	case *realtime.Shared:
+		if pm, ok := m.Prepared(prepare).(*websocket.PreparedMessage); ok {
+			return p.conn.WritePreparedMessage(pm)
+		}
+		return p.conn.WriteMessage(websocket.TextMessage, m.Msg)
+	}
+	return nil
+}
+
+// prepare encodes a broadcast's frame once (nil when it cannot: each socket then writes
+// it as usual).
+func prepare(msg []byte) any {
+	pm, err := websocket.NewPreparedMessage(websocket.TextMessage, msg)
+	if err != nil {
+		return nil
+	}
+	return pm
 }
 
 // finish sends the close frame (when the socket can still take it) and closes the socket.

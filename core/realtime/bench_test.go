@@ -10,8 +10,9 @@ import (
 // counter is a Peer that only counts.
 type counter struct{ n chan struct{} }
 
-func (c counter) Send([]byte) bool { c.n <- struct{}{}; return true }
-func (counter) Close(int, string)  {}
+func (c counter) Send([]byte) bool        { c.n <- struct{}{}; return true }
+func (c counter) SendShared(*Shared) bool { return c.Send(nil) }
+func (counter) Close(int, string)         {}
 
 // BenchmarkClientChat times a client chat message from the socket's reader to the
 // dashboard's writer queue, through the memory engine's bus (the embedded default).

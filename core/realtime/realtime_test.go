@@ -39,6 +39,8 @@ func (r *recorder) Send(msg []byte) bool {
 	return true
 }
 
+func (r *recorder) SendShared(f *Shared) bool { return r.Send(f.Msg) }
+
 func (r *recorder) Close(code int, reason string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()

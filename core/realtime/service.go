@@ -23,9 +23,27 @@ type Peer interface {
 	// Send queues a text frame. It answers false when the socket is gone or too slow to
 	// keep up (the edge then closes it): a send never blocks.
 	Send(msg []byte) bool
+	// SendShared queues a text frame that goes to many sockets (a broadcast): the edge
+	// may encode it once for all of them (Shared.Prepared). Same answer as Send.
+	SendShared(f *Shared) bool
 	// Close sends a close frame with code and reason after the queued frames, then ends
 	// the socket. Calling it again does nothing.
 	Close(code int, reason string)
+}
+
+// Shared is one message delivered to many sockets of this node.
+type Shared struct {
+	Msg []byte
+
+	once     sync.Once
+	prepared any
+}
+
+// Prepared answers the edge's encoded form of the message, made by prepare the first time
+// it is asked for: one encoding for every socket that gets it.
+func (f *Shared) Prepared(prepare func(msg []byte) any) any {
+	f.once.Do(func() { f.prepared = prepare(f.Msg) })
+	return f.prepared
 }
 
 // Engine is what the channels need from the cluster engine.
@@ -261,12 +279,20 @@ func (s *Service) receive(raw []byte) {
 		}
 		return
 	}
+	var shared *Shared
+	if d.To == toClients {
+		shared = &Shared{Msg: d.Msg}
+	}
 	for _, c := range s.localClients(d.App) {
 		if d.To == toUser && c.User.UserID != d.User || d.To == toConn && c.ID != d.Conn ||
 			d.Session != "" && c.session != d.Session {
 			continue
 		}
-		if len(d.Msg) > 0 {
+		switch {
+		case len(d.Msg) == 0:
+		case shared != nil:
+			c.peer.SendShared(shared)
+		default:
 			c.peer.Send(d.Msg)
 		}
 		if d.Close != 0 {
