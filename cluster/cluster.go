@@ -35,15 +35,6 @@ type OneTimeTokens interface {
 	TakeToken(ctx context.Context, key string) (value string, ok bool, err error)
 }
 
-// Revocations is a list of revoked identifiers (JWT ids) kept until they would have
-// expired anyway.
-type Revocations interface {
-	// Revoke marks id revoked until the given time; after it the entry may be forgotten.
-	Revoke(ctx context.Context, id string, until time.Time) error
-	// IsRevoked reports whether id is revoked now.
-	IsRevoked(ctx context.Context, id string) (bool, error)
-}
-
 // Counters are shared integer counters grouped under a name, for figures bumped on every
 // request and written to storage in batches (the monthly API calls of an account).
 type Counters interface {
@@ -129,7 +120,6 @@ type Bus interface {
 type Engine interface {
 	RateLimiter
 	OneTimeTokens
-	Revocations
 	Counters
 	Values
 	ExpiringSets

@@ -1,6 +1,5 @@
 // Package cluster owns cross-node coordination behind small interfaces: rate limiters,
-// one-time tokens (nonces) and the revocation list of logged-out JWTs, with connection
-// counters, expiring sets (presence leases), values (client sessions), batches (many keys
+// one-time tokens (nonces), connection counters, expiring sets (presence leases), values (client sessions), batches (many keys
 // in one round trip) and the message bus. It holds no business rules: callers
 // choose keys, limits and lifetimes.
 //

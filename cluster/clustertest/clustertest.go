@@ -44,8 +44,6 @@ func Run(t *testing.T, newEngine func(t *testing.T) cluster.Engine) {
 		{"Tokens/Expiry", testTokenExpiry},
 		{"Tokens/Replace", testTokenReplace},
 		{"Tokens/ConcurrentTake", testTokenConcurrentTake},
-		{"Revocations/BeforeAndAfterExpiry", testRevocation},
-		{"Revocations/Replace", testRevocationReplace},
 		{"Namespaces/Separate", testNamespaces},
 		{"Counters/AddAndTake", testCountersAddTake},
 		{"Counters/ConcurrentAddsDuringTakes", testCountersConcurrent},
@@ -155,12 +153,6 @@ func testClose(t *testing.T, e cluster.Engine) {
 	}
 	if _, ok, err := e.TakeToken(ctx, "k"); ok || !errors.Is(err, cluster.ErrUnavailable) {
 		t.Errorf("TakeToken after Close = ok %v, err %v; want ErrUnavailable", ok, err)
-	}
-	if err := e.Revoke(ctx, "k", time.Now().Add(time.Minute)); !errors.Is(err, cluster.ErrUnavailable) {
-		t.Errorf("Revoke after Close = %v, want ErrUnavailable", err)
-	}
-	if _, err := e.IsRevoked(ctx, "k"); !errors.Is(err, cluster.ErrUnavailable) {
-		t.Errorf("IsRevoked after Close = %v, want ErrUnavailable", err)
 	}
 	if err := e.SetValue(ctx, "k", []byte("v"), time.Minute); !errors.Is(err, cluster.ErrUnavailable) {
 		t.Errorf("SetValue after Close = %v, want ErrUnavailable", err)
@@ -584,75 +576,8 @@ func testTokenConcurrentTake(t *testing.T, e cluster.Engine) {
 	}
 }
 
-func testRevocation(t *testing.T, e cluster.Engine) {
-	ctx := ctxT(t)
-	isRevoked := func(id string) bool {
-		t.Helper()
-		r, err := e.IsRevoked(ctx, id)
-		if err != nil {
-			t.Fatalf("IsRevoked(%q): %v", id, err)
-		}
-		return r
-	}
-	if isRevoked("jti-1") {
-		t.Fatal("unknown id reported revoked")
-	}
-	if err := e.Revoke(ctx, "jti-1", time.Now().Add(time.Hour)); err != nil {
-		t.Fatalf("Revoke: %v", err)
-	}
-	if !isRevoked("jti-1") {
-		t.Fatal("revoked id not reported revoked")
-	}
-	if isRevoked("jti-2") {
-		t.Fatal("other id reported revoked")
-	}
-
-	until := time.Now().Add(400 * time.Millisecond)
-	if err := e.Revoke(ctx, "jti-short", until); err != nil {
-		t.Fatalf("Revoke: %v", err)
-	}
-	got := isRevoked("jti-short")
-	if time.Until(until) > margin {
-		if !got {
-			t.Fatal("id not revoked before its deadline")
-		}
-	} else {
-		t.Logf("machine too slow to check revocation before a 400ms deadline; skipped")
-	}
-	sleepUntil(until.Add(margin))
-	if isRevoked("jti-short") {
-		t.Fatal("id still revoked after its deadline")
-	}
-	if !isRevoked("jti-1") {
-		t.Fatal("long revocation lost")
-	}
-
-	// A deadline already past revokes nothing.
-	if err := e.Revoke(ctx, "jti-past", time.Now().Add(-time.Minute)); err != nil {
-		t.Fatalf("Revoke(past): %v", err)
-	}
-	if isRevoked("jti-past") {
-		t.Fatal("id revoked until a past time reported revoked")
-	}
-}
-
-// testRevocationReplace: Revoke of an id already revoked sets its new deadline.
-func testRevocationReplace(t *testing.T, e cluster.Engine) {
-	ctx := ctxT(t)
-	if err := e.Revoke(ctx, "jti", time.Now().Add(200*time.Millisecond)); err != nil {
-		t.Fatalf("Revoke: %v", err)
-	}
-	if err := e.Revoke(ctx, "jti", time.Now().Add(time.Hour)); err != nil {
-		t.Fatalf("Revoke: %v", err)
-	}
-	time.Sleep(200*time.Millisecond + margin)
-	if r, err := e.IsRevoked(ctx, "jti"); err != nil || !r {
-		t.Fatalf("IsRevoked = %v, %v; want true (deadline extended)", r, err)
-	}
-}
-
-// testNamespaces: the same string used as a limiter key, a token key, a revoked id, a
-// counter group, a value key, a set and a topic names seven unrelated things.
+// testNamespaces: the same string used as a limiter key, a token key, a counter group, a
+// value key, a set and a topic names six unrelated things.
 func testNamespaces(t *testing.T, e cluster.Engine) {
 	ctx := ctxT(t)
 	const name = "same"
@@ -684,17 +609,11 @@ func testNamespaces(t *testing.T, e cluster.Engine) {
 	if got, err := e.TakeCounts(ctx, name); err != nil || len(got) != 1 || got["f"] != 1 {
 		t.Fatalf("TakeCounts = %v, %v; want f:1", got, err)
 	}
-	if err := e.Revoke(ctx, name, time.Now().Add(time.Minute)); err != nil {
-		t.Fatalf("Revoke: %v", err)
-	}
 	if d := allow(t, e, name, 1, longWindow); !d.Allowed {
-		t.Fatal("limiter key refused: it shares state with a token or a revocation")
+		t.Fatal("limiter key refused: it shares state with a token")
 	}
 	if v, ok, err := e.TakeToken(ctx, name); err != nil || !ok || v != "v" {
 		t.Fatalf("TakeToken = %q, %v, %v; want v, true, nil", v, ok, err)
-	}
-	if r, err := e.IsRevoked(ctx, name); err != nil || !r {
-		t.Fatalf("IsRevoked = %v, %v; want true", r, err)
 	}
 }
 

@@ -1,5 +1,5 @@
 // Package memory is the embedded cluster engine: rate limiters, one-time tokens,
-// revocations, counters, values and expiring sets kept in this process's memory under one
+// counters, values and expiring sets kept in this process's memory under one
 // mutex, and a bus that delivers within the process. It is the default for a single
 // Keyward node and needs nothing outside the process.
 //
@@ -19,16 +19,15 @@
 // Where it stops scaling:
 //   - One node only. Two Keyward nodes with memory engines each count and remember on
 //     their own, so a limit of 5 becomes 5 per node, a nonce can be used once per node and
-//     a logout is known only to the node that saw it. Use cluster/redis for more than one
+//     a per-user socket limit holds per node. Use cluster/redis for more than one
 //     node.
-//   - State is lost on restart: limiter counts reset, pending tokens vanish, revoked JWT
-//     ids become valid again until they expire, and client sessions (values) are gone.
-//     Keep JWT lifetimes short.
+//   - State is lost on restart: limiter counts reset, pending tokens vanish, and client
+//     sessions (values) are gone (core/client restores them from its durable copies;
+//     logged-out JWTs are kept in storage, not here).
 //   - The number of keys is bounded only by traffic: every distinct key lives until its
 //     window or ttl passes and the janitor runs. A sweep walks all entries under the lock,
 //     which stays cheap up to a few hundred thousand live keys.
 //
 // Times are measured with Config.Now (time.Now by default, whose monotonic reading makes
-// windows immune to wall-clock jumps); revocation deadlines are wall-clock times by
-// contract.
+// windows immune to wall-clock jumps).
 package memory

@@ -5,7 +5,7 @@ package memory
 func (e *Engine) Len() int {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	return len(e.limiters) + len(e.tokens) + len(e.revoked) + len(e.values) + len(e.sets)
+	return len(e.limiters) + len(e.tokens) + len(e.values) + len(e.sets)
 }
 
 // SetLen reports how many members a set holds, expired ones included, for tests that

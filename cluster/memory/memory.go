@@ -32,7 +32,6 @@ type Engine struct {
 	closed   bool
 	limiters map[string]*ring
 	tokens   map[string]token
-	revoked  map[string]time.Time
 	counters map[string]map[string]int64
 	values   map[string]value
 	sets     map[string]map[string]time.Time // set → member → expiry
@@ -55,7 +54,6 @@ func New(cfg Config) *Engine {
 		now:      cfg.Now,
 		limiters: make(map[string]*ring),
 		tokens:   make(map[string]token),
-		revoked:  make(map[string]time.Time),
 		counters: make(map[string]map[string]int64),
 		values:   make(map[string]value),
 		sets:     make(map[string]map[string]time.Time),
@@ -137,11 +135,6 @@ func (e *Engine) Sweep() {
 			delete(e.tokens, k)
 		}
 	}
-	for id, until := range e.revoked {
-		if !now.Before(until) {
-			delete(e.revoked, id)
-		}
-	}
 	for k, v := range e.values {
 		if !now.Before(v.expires) {
 			delete(e.values, k)
@@ -202,35 +195,6 @@ func (e *Engine) TakeToken(_ context.Context, key string) (string, bool, error) 
 		return "", false, nil
 	}
 	return tok.value, true, nil
-}
-
-// Revoke implements cluster.Revocations. A later Revoke of the same id replaces the
-// deadline, as the Redis engine's SET does.
-func (e *Engine) Revoke(_ context.Context, id string, until time.Time) error {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if e.closed {
-		return errClosed
-	}
-	if !e.now().Before(until) {
-		// Revoked until a time already past: nothing to remember, and a previous,
-		// longer revocation is replaced (deleted) for the same reason.
-		delete(e.revoked, id)
-		return nil
-	}
-	e.revoked[id] = until
-	return nil
-}
-
-// IsRevoked implements cluster.Revocations.
-func (e *Engine) IsRevoked(_ context.Context, id string) (bool, error) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if e.closed {
-		return false, errClosed
-	}
-	until, ok := e.revoked[id]
-	return ok && e.now().Before(until), nil
 }
 
 // AddCount implements cluster.Counters.

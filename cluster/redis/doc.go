@@ -1,7 +1,7 @@
 // Package redis is the cluster engine for any number of Keyward nodes: rate limiters,
-// one-time tokens, revocations, counters, values and expiring sets kept in one Redis server
-// (7.0 or later) through go-redis v9, so every node sees the same counts, nonces, logouts
-// and sessions, and a bus on Redis Pub/Sub that reaches every node.
+// one-time tokens, counters, values and expiring sets kept in one Redis server
+// (7.0 or later) through go-redis v9, so every node sees the same counts, nonces and
+// sessions, and a bus on Redis Pub/Sub that reaches every node.
 //
 // What it owns: one go-redis client (its connection pool), once something subscribes one
 // more connection for the bus with two goroutines (bus.go), all stopped by Close, and the
@@ -29,9 +29,6 @@
 // replaced when the answer does not come within 3s. Messages published while a node's
 // connection is down are lost to it, as the Bus contract allows, and so are messages beyond
 // 10,000 waiting for slow callbacks.
-//
-// Revocation deadlines are absolute times compared with Redis's clock; keep node clocks in
-// sync (NTP) as JWT expiry already requires.
 //
 // Failure: an error that comes from reaching Redis (dial, timeouts, closed connections,
 // pool exhaustion, a closed engine, Redis loading or read-only) wraps

@@ -307,32 +307,6 @@ func (e *Engine) TakeToken(ctx context.Context, key string) (string, bool, error
 	return v, true, nil
 }
 
-// Revoke implements cluster.Revocations with SET PXAT, replacing an earlier deadline; Redis
-// drops the key itself at until.
-func (e *Engine) Revoke(ctx context.Context, id string, until time.Time) error {
-	key := e.prefix + "rev:" + id
-	// Round up to the next millisecond so the revocation never ends early.
-	ms := until.Add(time.Millisecond - 1).UnixMilli()
-	if ms <= 0 {
-		// PXAT needs a positive time; anything this old is past, and past means not revoked.
-		return e.wrap(ctx, "revoke", e.client.Del(ctx, key).Err())
-	}
-	// A deadline already past is accepted by Redis and deletes the key at once, matching
-	// "revoked until then" without comparing against this node's clock.
-	err := e.client.SetArgs(ctx, key, "1", goredis.SetArgs{ExpireAt: time.UnixMilli(ms)}).Err()
-	return e.wrap(ctx, "revoke", err)
-}
-
-// IsRevoked implements cluster.Revocations with EXISTS; Redis expires the key at its
-// deadline, so existence is the answer.
-func (e *Engine) IsRevoked(ctx context.Context, id string) (bool, error) {
-	n, err := e.client.Exists(ctx, e.prefix+"rev:"+id).Result()
-	if err != nil {
-		return false, e.wrap(ctx, "is revoked", err)
-	}
-	return n == 1, nil
-}
-
 // AddCount implements cluster.Counters with HINCRBY on one hash per group.
 func (e *Engine) AddCount(ctx context.Context, group, field string, delta int64) (int64, error) {
 	n, err := e.client.HIncrBy(ctx, e.prefix+"cnt:"+group, field, delta).Result()

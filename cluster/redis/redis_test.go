@@ -207,10 +207,6 @@ func assertAllUnavailable(t *testing.T, e *kwredis.Engine) {
 			return e.PutToken(ctx, "t", "v", time.Minute)
 		},
 		"TakeToken": func(ctx context.Context) error { _, _, err := e.TakeToken(ctx, "t"); return err },
-		"Revoke": func(ctx context.Context) error {
-			return e.Revoke(ctx, "j", time.Now().Add(time.Minute))
-		},
-		"IsRevoked": func(ctx context.Context) error { _, err := e.IsRevoked(ctx, "j"); return err },
 		"Ping":      e.Ping,
 		"SetValue": func(ctx context.Context) error {
 			return e.SetValue(ctx, "v", []byte("v"), time.Minute)
@@ -236,7 +232,7 @@ func assertAllUnavailable(t *testing.T, e *kwredis.Engine) {
 			return err
 		},
 	}
-	for _, name := range []string{"Allow", "PutToken", "TakeToken", "Revoke", "IsRevoked", "Ping",
+	for _, name := range []string{"Allow", "PutToken", "TakeToken", "Ping",
 		"SetValue", "GetValue", "TouchValue", "DeleteValue", "AddMember", "TakeMember", "Members",
 		"CountMembers", "Publish", "Subscribe"} {
 		// The deadline bounds the test, generously: the engine must fail on its own.
