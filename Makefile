@@ -7,7 +7,7 @@ VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 TESTENV := KEYWARD_TEST_SENTINEL=1 bash deploy/testenv.sh
 GOTEST  := go test -race -count=1 -timeout 20m
 
-.PHONY: run build test test-v bench bench-client lint clean
+.PHONY: run build test test-v test-crowd bench bench-client lint clean
 
 run:
 	go run ./cmd/keyward serve
@@ -18,6 +18,11 @@ build:
 test:
 	go vet ./...
 	$(TESTENV) $(GOTEST) ./...
+
+# The 500-socket admission test of internal/clusterproof (three keyward processes, 501
+# users, its own FerretDB): several minutes on two cores, so not part of `make test`.
+test-crowd:
+	KEYWARD_TEST_CROWD=1 $(TESTENV) $(GOTEST) -v -run TestAppSocketLimitAcrossThreeNodes ./internal/clusterproof/
 
 test-v:
 	go vet ./...

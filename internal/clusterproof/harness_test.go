@@ -1,6 +1,7 @@
 package clusterproof_test
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/json"
 	"errors"
@@ -101,8 +102,60 @@ func freeAddr(t *testing.T) string {
 // newCluster starts n nodes over the test FerretDB and redisURL; extra settings go to all.
 func newCluster(t *testing.T, n int, redisURL string, extra ...string) *cluster {
 	t.Helper()
+	return newClusterOn(t, testenv.MongoURI(t), n, redisURL, extra...)
+}
+
+// ownFerretDB starts a FerretDB of the test's own (the binary deploy/testenv.sh built), so
+// a test that loads it much does not slow the one every other test package shares.
+func ownFerretDB(t *testing.T) string {
+	t.Helper()
+	bin := os.Getenv("KEYWARD_TEST_FERRETDB_BIN")
+	if bin == "" {
+		testenv.MongoURI(t) // skips, or fails under make test
+		t.Fatal("KEYWARD_TEST_FERRETDB_BIN is not set")
+	}
+	cmd := exec.Command(bin, "-listen", "127.0.0.1:0", "-dir", t.TempDir())
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		done := make(chan struct{})
+		go func() { _ = cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			_ = cmd.Process.Kill()
+			<-done
+		}
+	})
+	uri := make(chan string, 1)
+	go func() {
+		line, _ := bufio.NewReader(out).ReadString('\n')
+		uri <- strings.TrimSpace(line)
+		_, _ = io.Copy(io.Discard, out)
+	}()
+	select {
+	case u := <-uri:
+		if !strings.HasPrefix(u, "mongodb://") {
+			t.Fatalf("FerretDB printed %q, not its URI", u)
+		}
+		return u
+	case <-time.After(30 * time.Second):
+		t.Fatal("FerretDB did not start within 30 s")
+		return ""
+	}
+}
+
+// newClusterOn is newCluster over the MongoDB-wire server at mongoURI.
+func newClusterOn(t *testing.T, mongoURI string, n int, redisURL string, extra ...string) *cluster {
+	t.Helper()
 	c := &cluster{t: t, env: append([]string{
-		"KEYWARD_MONGO_URI=" + testenv.MongoURI(t),
+		"KEYWARD_MONGO_URI=" + mongoURI,
 		"KEYWARD_MONGO_DATABASE=" + testenv.UniqueName("kwproof_"),
 		"KEYWARD_REDIS_URL=" + redisURL,
 		"KEYWARD_REDIS_PREFIX=" + testenv.UniqueName("kwproof:") + ":",
