@@ -48,9 +48,9 @@
 // Limits: one Redis primary at a time is the shared state: while there is none, limited
 // endpoints fail with 503 rather than run unlimited. Redis Cluster (hash slots) is not
 // supported: the scripts and the bus assume one server. Redis persistence decides what a
-// Redis restart loses; losing it all resets limits, forgets logouts and ends client
-// sessions. A retried limiter
-// hit (after a reply was lost) may count twice, which only errs on the strict side. Each
+// Redis restart loses; losing it all resets limits and ends live client sessions (core/client
+// restores acknowledged ones from their durable copies; logouts are kept in storage). A
+// retried limiter hit (after a reply was lost) may count twice, which only errs on the strict side. Each
 // allowed hit costs one sorted-set member for the length of its window, so memory grows
 // with limit × active keys.
 package redis
