@@ -101,6 +101,18 @@ type Batches interface {
 	PutLeases(ctx context.Context, leases []Lease) error
 }
 
+// Leases are expiring sets with a bound on admission (floating license seats): a member
+// is a lease, live until its ttl runs out, and the set never holds more than limit live
+// leases. They share their sets with ExpiringSets, whose TakeMember, Members and
+// CountMembers release, list and count leases.
+type Leases interface {
+	// AcquireMember puts member into set for ttl when it is already live there (a renewal:
+	// it gets the new ttl, whatever the limit) or the set holds fewer than limit live
+	// members; otherwise it changes nothing and answers false. It is atomic across nodes:
+	// of concurrent acquirers of free places exactly as many as there are places succeed.
+	AcquireMember(ctx context.Context, set, member string, ttl time.Duration, limit int) (bool, error)
+}
+
 // Bus carries messages between the nodes of a cluster (a dashboard change on one node that
 // every node's actors must see; later socket deliveries). Delivery is at most once and only
 // to subscribers connected when the message is published: a node that was away reloads
@@ -124,6 +136,7 @@ type Engine interface {
 	Values
 	ExpiringSets
 	Batches
+	Leases
 	Bus
 	// Name says which engine this is ("memory", "redis"), for logs.
 	Name() string

@@ -43,8 +43,10 @@ const (
 	CodeRuleBlocked     Code = "RULE_BLOCKED"
 	CodeLicenseInvalid  Code = "LICENSE_INVALID"
 	CodeLicenseUsed     Code = "LICENSE_USED"
-	CodeUserDisabled    Code = "USER_DISABLED"
-	CodeNotLoggedIn     Code = "NOT_LOGGED_IN"
+	// CodeSeatsFull refuses a sign-in when every floating seat of the license is in use.
+	CodeSeatsFull    Code = "SEATS_FULL"
+	CodeUserDisabled Code = "USER_DISABLED"
+	CodeNotLoggedIn  Code = "NOT_LOGGED_IN"
 	// CodeRequireVerify and CodeRequires2FA are the two special login answers of SPEC 7.2;
 	// the http package writes them with their special bodies, not the error object.
 	CodeRequireVerify Code = "REQUIRE_VERIFY"

@@ -18,6 +18,7 @@ type appHandlers struct {
 	svc      *apps.Service
 	sessions clientSessions
 	files    *licensing.Files
+	seats    seatKeeper
 }
 
 // clientSessions are the client sessions as the dashboard sees them (client.Service).
@@ -281,12 +282,14 @@ func (h *appHandlers) createLicenses(c *gin.Context) {
 		ExpiresAt *string `json:"expiresAt"`
 		Prefix    string  `json:"prefix"`
 		Note      string  `json:"note"`
+		MaxSeats  *int    `json:"maxSeats"`
 	}
 	if !bind(c, &in) {
 		return
 	}
 	list, err := h.svc.CreateLicenses(c.Request.Context(), ownerOf(c), c.Param("appId"), apps.CreateLicensesInput{Count: in.Count,
-		Level: in.Level, MaxUses: in.MaxUses, Duration: in.Duration, ExpiresAt: in.ExpiresAt, Prefix: in.Prefix, Note: in.Note})
+		Level: in.Level, MaxUses: in.MaxUses, Duration: in.Duration, ExpiresAt: in.ExpiresAt, Prefix: in.Prefix, Note: in.Note,
+		MaxSeats: in.MaxSeats})
 	reply(c, http.StatusCreated, gin.H{"licenses": mapSlice(list, licenseOf), "count": len(list)}, err)
 }
 
@@ -301,6 +304,7 @@ func (h *appHandlers) updateLicense(c *gin.Context) {
 		MaxUses     *int    `json:"maxUses"`
 		Duration    *int64  `json:"duration"`
 		DeviceLimit *int    `json:"deviceLimit"`
+		MaxSeats    *int    `json:"maxSeats"`
 		DisplayName *string `json:"displayName"`
 		Note        *string `json:"note"`
 		DiscordID   *string `json:"discordId"`
@@ -312,7 +316,7 @@ func (h *appHandlers) updateLicense(c *gin.Context) {
 	}
 	l, err := h.svc.UpdateLicense(c.Request.Context(), ownerOf(c), c.Param("appId"), c.Param("licenseId"), apps.UpdateLicenseInput{
 		Level: in.Level, MaxUses: in.MaxUses, DeviceLimit: in.DeviceLimit, Duration: in.Duration, DisplayName: in.DisplayName,
-		Note: in.Note, DiscordID: in.DiscordID, Enabled: in.Enabled, Banned: in.Banned})
+		Note: in.Note, DiscordID: in.DiscordID, Enabled: in.Enabled, Banned: in.Banned, MaxSeats: in.MaxSeats})
 	reply(c, http.StatusOK, licenseOf(l), err)
 }
 
@@ -443,6 +447,8 @@ func (h *appHandlers) routes(g *gin.RouterGroup, admin gin.HandlerFunc) *gin.Rou
 	one.DELETE("/licenses/:licenseId", h.deleteLicense)
 	one.GET("/licenses/:licenseId/user", admin, h.licenseUser)
 	one.POST("/licenses/:licenseId/file", h.licenseFile)
+	one.GET("/licenses/:licenseId/seats", h.listSeats)
+	one.DELETE("/licenses/:licenseId/seats/:seatId", h.freeSeat)
 
 	one.GET("/devices", h.listDevices)
 	one.DELETE("/devices/:deviceId", h.deleteDevice)

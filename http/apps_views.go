@@ -110,6 +110,7 @@ type licenseView struct {
 	Note        string  `json:"note"`
 	UsedBy      string  `json:"usedBy"`
 	DeviceLimit int     `json:"deviceLimit"`
+	MaxSeats    int     `json:"maxSeats"`
 	DisplayName string  `json:"displayName"`
 	Enabled     bool    `json:"enabled"`
 	Banned      bool    `json:"banned"`
@@ -121,7 +122,7 @@ type licenseView struct {
 
 func licenseOf(l storage.License) licenseView {
 	return licenseView{ID: l.ID, Key: l.Key, Level: l.Level, MaxUses: l.MaxUses, UsedCount: l.UsedCount, Duration: l.Duration,
-		ExpiresAt: stamp(l.ExpiresAt), Note: l.Note, UsedBy: l.UsedBy, DeviceLimit: l.DeviceLimit, DisplayName: l.DisplayName,
+		ExpiresAt: stamp(l.ExpiresAt), Note: l.Note, UsedBy: l.UsedBy, DeviceLimit: l.DeviceLimit, MaxSeats: l.MaxSeats, DisplayName: l.DisplayName,
 		Enabled: l.Enabled, Banned: l.Banned, DiscordID: l.DiscordID, ActivatedAt: stamp(l.ActivatedAt),
 		CreatedAt: stamp(l.CreatedAt), UpdatedAt: stamp(l.UpdatedAt)}
 }

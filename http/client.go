@@ -194,11 +194,11 @@ func (h *clientHandlers) init(c *gin.Context) {
 func ok200(c *gin.Context, data any) { ok(c, http.StatusOK, data) }
 
 func (h *clientHandlers) nonce(c *gin.Context) {
-	b, ok := bindClient(c)
+	call, _, ok := h.begin(c, false)
 	if !ok {
 		return
 	}
-	n, err := h.svc.Nonce(c.Request.Context(), h.caller(c), b.str("sessionToken"))
+	n, err := h.svc.NonceOn(c.Request.Context(), call)
 	if err != nil {
 		fail(c, err)
 		return
@@ -330,11 +330,11 @@ func (h *clientHandlers) activate(c *gin.Context) {
 }
 
 func (h *clientHandlers) heartbeat(c *gin.Context) {
-	b, ok := bindClient(c)
+	call, _, ok := h.begin(c, true)
 	if !ok {
 		return
 	}
-	exp, err := h.svc.Heartbeat(c.Request.Context(), h.caller(c), b.str("sessionToken"), c.GetHeader("X-Nonce"))
+	exp, err := h.svc.HeartbeatOn(c.Request.Context(), call)
 	if err != nil {
 		fail(c, err)
 		return

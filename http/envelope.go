@@ -81,7 +81,7 @@ func statusOf(code core.Code) int {
 	case core.CodeForbidden, core.CodePlanFeature, core.CodePlanLimit, core.CodeRequireVerify, core.CodeBanned, core.CodeExpired,
 		core.CodeHWIDLocked, core.CodeIPLocked, core.CodePCNameLocked, core.CodeDeviceLimit, core.CodeVersionMismatch,
 		core.CodeAppDisabled, core.CodeAppPaused, core.CodeRuleBlocked, core.CodeLicenseInvalid, core.CodeLicenseUsed,
-		core.CodeUserDisabled, apikeys.CodeScopeDenied:
+		core.CodeUserDisabled, core.CodeSeatsFull, apikeys.CodeScopeDenied:
 		return http.StatusForbidden
 	case core.CodeNotFound:
 		return http.StatusNotFound

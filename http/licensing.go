@@ -1,11 +1,13 @@
 package httpapi
 
 import (
+	"context"
 	"log/slog"
 	"net/http"
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/keyward/keyward/core/client"
 	"github.com/keyward/keyward/core/licensing"
 	"github.com/keyward/keyward/pkg/licensefile"
 	"github.com/keyward/keyward/storage"
@@ -96,4 +98,46 @@ func (h *clientHandlers) licenseFile(c *gin.Context) {
 		return
 	}
 	ok200(c, licenseFileOf(is))
+}
+
+// seatKeeper lists and frees the floating seats of a license (client.Service).
+type seatKeeper interface {
+	Seats(ctx context.Context, appID, licenseID string) ([]client.Seat, error)
+	FreeSeat(ctx context.Context, appID, licenseID, seatID string) error
+}
+
+// seatView is a seat in use: who holds it, since when, from where. The session token is
+// never shown.
+type seatView struct {
+	ID       string  `json:"id"`
+	UserID   string  `json:"userId"`
+	Username string  `json:"username"`
+	IP       string  `json:"ip"`
+	HWID     string  `json:"hwid"`
+	Since    *string `json:"since,omitempty"`
+}
+
+func (h *appHandlers) listSeats(c *gin.Context) {
+	ctx := c.Request.Context()
+	l, err := h.svc.GetLicense(ctx, ownerOf(c), c.Param("appId"), c.Param("licenseId"))
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	seats, err := h.seats.Seats(ctx, l.AppID, l.ID)
+	reply(c, http.StatusOK, gin.H{"maxSeats": l.MaxSeats, "inUse": len(seats), "seats": mapSlice(seats, func(s client.Seat) seatView {
+		return seatView{ID: s.ID, UserID: s.UserID, Username: s.Username, IP: s.IP, HWID: s.HWID, Since: stamp(s.Since)}
+	})}, err)
+}
+
+// freeSeat frees a seat by ending the session holding it.
+func (h *appHandlers) freeSeat(c *gin.Context) {
+	ctx := c.Request.Context()
+	l, err := h.svc.GetLicense(ctx, ownerOf(c), c.Param("appId"), c.Param("licenseId"))
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	err = h.seats.FreeSeat(ctx, l.AppID, l.ID, c.Param("seatId"))
+	reply(c, http.StatusOK, gin.H{"message": "seat freed"}, err)
 }

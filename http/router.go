@@ -155,7 +155,7 @@ func New(d Deps, cfg Config) (http.Handler, error) {
 	admin.GET("/accounts", h.adminList)
 	patchOrPut(admin, "/accounts/:accountId", h.adminChange)
 
-	ah := &appHandlers{svc: d.Apps, sessions: d.Client, files: d.Client.LicenseFiles()}
+	ah := &appHandlers{svc: d.Apps, sessions: d.Client, files: d.Client.LicenseFiles(), seats: d.Client}
 	one := ah.routes(api.Group("/apps", requireOwner(owners)), requireAdmin())
 	dh := &appDataHandlers{vars: d.Variables, rules: d.Rules, logs: d.Logs}
 	dh.routes(one)

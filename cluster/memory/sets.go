@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"time"
@@ -124,4 +125,31 @@ func (e *Engine) pruneSet(set string, now time.Time) {
 	if len(m) == 0 {
 		delete(e.sets, set)
 	}
+}
+
+// AcquireMember implements cluster.Leases; the mutex makes the check and the add one step.
+func (e *Engine) AcquireMember(_ context.Context, set, member string, ttl time.Duration, limit int) (bool, error) {
+	if err := errors.Join(checkName("acquire member", "set", set), checkTTL("acquire member", ttl)); err != nil {
+		return false, err
+	}
+	if limit <= 0 {
+		return false, fmt.Errorf("cluster: acquire member: limit must be positive, got %d", limit)
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.closed {
+		return false, errClosed
+	}
+	now := e.now()
+	e.pruneSet(set, now)
+	m := e.sets[set]
+	if _, live := m[member]; !live && len(m) >= limit {
+		return false, nil
+	}
+	if m == nil {
+		m = make(map[string]time.Time)
+		e.sets[set] = m
+	}
+	m[member] = now.Add(ttl)
+	return true, nil
 }

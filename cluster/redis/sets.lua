@@ -7,6 +7,8 @@
 -- take:    ARGV[2] member; returns 1 if it was live, else 0 (removed either way)
 -- members: returns the live members
 -- count:   returns how many members are live
+-- acquire: ARGV[2] member, ARGV[3] ttl in microseconds, ARGV[4] limit; adds (or renews) the
+--          member when it is live already or fewer than limit are live: returns 1, else 0
 --
 -- Redis 7 replicates a script's effects, not the script, so writes after TIME are allowed.
 local key = KEYS[1]
@@ -17,7 +19,21 @@ local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
 
 redis.call('ZREMRANGEBYSCORE', key, '-inf', now)
 
-if op == 'add' then
+-- The key lives as long as its latest member, so an abandoned set disappears on its own.
+local function keepUntilLast()
+  local last = redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')
+  redis.call('PEXPIRE', key, math.ceil((tonumber(last[2]) - now) / 1000))
+end
+
+if op == 'acquire' then
+  local member = ARGV[2]
+  if not redis.call('ZSCORE', key, member) and redis.call('ZCARD', key) >= tonumber(ARGV[4]) then
+    return 0
+  end
+  redis.call('ZADD', key, now + tonumber(ARGV[3]), member)
+  keepUntilLast()
+  return 1
+elseif op == 'add' then
   local member = ARGV[2]
   local ttl = tonumber(ARGV[3])
   local limit = tonumber(ARGV[4])

@@ -152,3 +152,20 @@ func (e *Engine) CountMembers(ctx context.Context, set string) (int, error) {
 	}
 	return int(n), nil
 }
+
+// AcquireMember implements cluster.Leases with sets.lua: the check and the add are one
+// script, so concurrent acquirers on every node see each other.
+func (e *Engine) AcquireMember(ctx context.Context, set, member string, ttl time.Duration, limit int) (bool, error) {
+	if err := errors.Join(checkName("acquire member", "set", set), checkTTL("acquire member", ttl)); err != nil {
+		return false, err
+	}
+	if limit <= 0 {
+		return false, fmt.Errorf("cluster: acquire member: limit must be positive, got %d", limit)
+	}
+	us := (ttl + time.Microsecond - 1) / time.Microsecond
+	n, err := setsScript.Run(ctx, e.client, []string{e.prefix + "set:" + set}, "acquire", member, int64(us), limit).Int64()
+	if err != nil {
+		return false, e.wrap(ctx, "acquire member", err)
+	}
+	return n == 1, nil
+}

@@ -57,6 +57,7 @@ func main() {
 	flag.StringVar(&idleProfile, "idle-memprofile", "", "with -idle-sockets, write a heap profile with the sockets open to this file")
 	idleList := flag.String("idle-client", "", "(internal) the child process of -idle-sockets: open the sockets listed in this file")
 	idleAddr := flag.String("idle-addr", "", "(internal) the server address for -idle-client")
+	flag.BoolVar(&signResponses, "sign", false, "turn on signResponses for the app (Ed25519 signature on every client answer)")
 	flag.Parse()
 	if *idleList != "" {
 		if err := idleClient(*idleList, *idleAddr); err != nil {
@@ -92,6 +93,9 @@ var (
 	idleCount   int
 	idleProfile string
 )
+
+// signResponses turns on the app's response signing before the runs (-sign).
+var signResponses bool
 
 // profiled runs fn under the CPU profiler when it is the run asked for.
 func profiled(name string, fn func() result) result {
@@ -360,6 +364,12 @@ func run(d time.Duration, conc, nSessions int) error {
 	if idleCount > 0 {
 		return idleSockets(ctx, node, c, owner, idleCount, conc)
 	}
+	if signResponses {
+		if err := enableSigning(ctx, core, owner, appID, "http://"+node.Addr(), secret); err != nil {
+			return err
+		}
+		fmt.Println("signResponses on: every client answer carries an Ed25519 signature")
+	}
 	if wsOnly {
 		fan, err := webSocketRun(ctx, core, node.Addr(), owner, appID, secret, c, 0, d)
 		if err != nil {
@@ -595,4 +605,33 @@ func webSocketRun(ctx context.Context, core *server.Core, addr string, owner app
 		return fanoutResult{}, err
 	}
 	return wsFanout(ctx, core, "http://"+addr, appID, c, secret, wsKeys, base, d)
+}
+
+// enableSigning turns on the app's response signing and waits until the app's actor
+// answers signed (the change reaches it through the event pipeline).
+func enableSigning(ctx context.Context, core *server.Core, owner apps.Owner, appID, base, secret string) error {
+	on := true
+	if _, err := core.Apps.UpdateApp(ctx, owner, appID, apps.UpdateAppInput{SignResponses: &on}); err != nil {
+		return fmt.Errorf("enable signing: %w", err)
+	}
+	body := []byte(`{"secret":"` + secret + `","version":"1.0.0","hwid":"sign-check"}`)
+	for i := range 100 {
+		req, err := http.NewRequestWithContext(ctx, "POST", base+"/api/client/init", bytes.NewReader(body))
+		if err != nil {
+			return err
+		}
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("X-Forwarded-For", fmt.Sprintf("10.250.0.%d", i+1)) // init is limited per address
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return fmt.Errorf("enable signing: %w", err)
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.Header.Get("X-Signature-Ed25519") != "" {
+			return nil
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return errors.New("enable signing: answers are still unsigned after 2 s")
 }

@@ -52,6 +52,8 @@ type CreateLicensesInput struct {
 	ExpiresAt *string
 	Prefix    string
 	Note      string
+	// MaxSeats bounds the license's concurrent sessions (0 = unlimited).
+	MaxSeats *int
 }
 
 // CreateLicenses makes count keys in one bulk write.
@@ -66,7 +68,7 @@ func (s *Service) CreateLicenses(ctx context.Context, o Owner, appID string, in 
 	}
 	if err := core.FirstError(intIn("count", &count, 1, MaxLicenseBatch), intIn("level", in.Level, 0, maxLevel),
 		intIn("maxUses", in.MaxUses, 0, maxUses), int64In("duration", in.Duration, 0, maxDuration),
-		maxLen("note", &in.Note, maxNote)); err != nil {
+		maxLen("note", &in.Note, maxNote), intIn("maxSeats", in.MaxSeats, 0, MaxSeats)); err != nil {
 		return nil, err
 	}
 	if in.Prefix != "" && !prefixPattern.MatchString(in.Prefix) {
@@ -87,6 +89,7 @@ func (s *Service) CreateLicenses(ctx context.Context, o Owner, appID string, in 
 		core.Set(&l.MaxUses, in.MaxUses)
 		core.Set(&l.Duration, in.Duration)
 		core.Set(&l.ExpiresAt, expires)
+		core.Set(&l.MaxSeats, in.MaxSeats)
 		out[i] = l
 	}
 	if err := s.store.CreateLicenses(ctx, out); err != nil {
@@ -162,6 +165,7 @@ func (s *Service) GetLicense(ctx context.Context, o Owner, appID, id string) (st
 // UpdateLicenseInput holds the members to change (SPEC 4.4).
 type UpdateLicenseInput struct {
 	Level, MaxUses, DeviceLimit *int
+	MaxSeats                    *int
 	Duration                    *int64
 	DisplayName, Note           *string
 	DiscordID                   *string
@@ -174,7 +178,8 @@ var discordIDPattern = regexp.MustCompile(`^[0-9]{1,25}$`)
 func (s *Service) UpdateLicense(ctx context.Context, o Owner, appID, id string, in UpdateLicenseInput) (storage.License, error) {
 	if err := core.FirstError(intIn("level", in.Level, 0, maxLevel), intIn("maxUses", in.MaxUses, 0, maxUses),
 		intIn("deviceLimit", in.DeviceLimit, 0, maxDeviceLimit), int64In("duration", in.Duration, 0, maxDuration),
-		maxLen("displayName", in.DisplayName, maxDisplayName), maxLen("note", in.Note, maxNote)); err != nil {
+		maxLen("displayName", in.DisplayName, maxDisplayName), maxLen("note", in.Note, maxNote),
+		intIn("maxSeats", in.MaxSeats, 0, MaxSeats)); err != nil {
 		return storage.License{}, err
 	}
 	if in.DiscordID != nil && *in.DiscordID != "" && !discordIDPattern.MatchString(*in.DiscordID) {
@@ -187,6 +192,7 @@ func (s *Service) UpdateLicense(ctx context.Context, o Owner, appID, id string, 
 		core.Set(&l.Level, in.Level)
 		core.Set(&l.MaxUses, in.MaxUses)
 		core.Set(&l.DeviceLimit, in.DeviceLimit)
+		core.Set(&l.MaxSeats, in.MaxSeats)
 		core.Set(&l.Duration, in.Duration)
 		core.Set(&l.DisplayName, in.DisplayName)
 		core.Set(&l.Note, in.Note)

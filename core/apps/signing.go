@@ -14,6 +14,8 @@ import (
 const (
 	MaxGraceSeconds    = 365 * 24 * 3600
 	MaxLicenseFileDays = 3650
+	// MaxSeats bounds a license's floating seats.
+	MaxSeats = 100_000
 )
 
 func validateLicensing(in UpdateAppInput) error {

@@ -330,6 +330,9 @@ func (s *Service) refundLicense(ctx context.Context, g licenseGrant) {
 func (s *Service) signIn(ctx context.Context, call Call, u storage.AppUser, now time.Time) error {
 	sess := call.Session
 	sess.UserID, sess.Username, sess.LoginAt = u.ID, u.Username, now
+	if err := s.takeSeat(ctx, call, &sess, u); err != nil {
+		return err
+	}
 	return s.sessions.put(ctx, sess, call.Snap.SessionTTL)
 }
 

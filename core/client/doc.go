@@ -24,12 +24,16 @@
 //  2. the app is enabled (APP_DISABLED) and not paused (APP_PAUSED);
 //  3. the rules: ip (addresses and CIDRs), hwid, country (RULE_BLOCKED, rule.triggered);
 //  4. the credentials (UNAUTHORIZED), or for a license login the key (LICENSE_INVALID);
-//  5. the user: banned (BANNED), disabled (USER_DISABLED), expired (EXPIRED);
+//  5. the user: banned (BANNED), disabled (USER_DISABLED), expired (EXPIRED) beyond the
+//     app's grace (grace.go: inside it the answer warns and the log gets user.grace);
 //  6. the locks the app enables: HWID (HWID_LOCKED; a new hwid beyond the user's device
 //     limit is DEVICE_LIMIT), IP (IP_LOCKED), PC name (PC_NAME_LOCKED); a first login binds;
 //  7. the license, when one is given: banned (BANNED), expired (EXPIRED), disabled
 //     (LICENSE_INVALID), uses left (LICENSE_USED), consumed atomically in storage so that
 //     concurrent activations of a key with one use left succeed once.
+//
+// Last, a user whose license limits floating seats takes a seat (seats.go: a lease in
+// cluster.Leases, SEATS_FULL when none is free), renewed by heartbeats.
 //
 // Locks come before the license so that a refused login never spends a license use. A
 // license login's first use creates the key's user, bound, before it takes the use: the

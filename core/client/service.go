@@ -275,7 +275,7 @@ func (s *Service) Heartbeat(ctx context.Context, c Caller, token, nonce string) 
 	if err != nil {
 		return time.Time{}, err
 	}
-	return s.ExpiresAt(call), nil
+	return s.HeartbeatOn(ctx, call)
 }
 
 // End ends the session.

@@ -43,6 +43,10 @@ type Session struct {
 	// FileKey lets file downloads derive their keys from the application secret without
 	// the secret being kept (filecrypt.SecretKey in text form).
 	FileKey string `json:"fk,omitempty"`
+	// Seat is the seats set of the license whose floating seat the session holds, and
+	// SeatLimit that license's maxSeats when it was taken (seats.go); "" holds none.
+	Seat      string `json:"seat,omitempty"`
+	SeatLimit int    `json:"seatn,omitempty"`
 }
 
 // LoggedIn reports whether the session is authenticated.
@@ -52,6 +56,7 @@ func (s Session) LoggedIn() bool { return s.UserID != "" }
 type SessionEngine interface {
 	cluster.Values
 	cluster.ExpiringSets
+	cluster.Leases // floating seats (seats.go)
 }
 
 // sessions keeps client sessions in the cluster engine.
@@ -184,7 +189,7 @@ func (m sessions) end(ctx context.Context, s Session) (bool, error) {
 	if s.UserID != "" {
 		_, err2 = m.e.TakeMember(ctx, userSessionsKey(s.AppID, s.UserID), s.Token)
 	}
-	if err := errors.Join(err1, err2); err != nil {
+	if err := errors.Join(err1, err2, m.releaseSeat(ctx, s.Token)); err != nil {
 		return ok, fmt.Errorf("unlist session: %w", err)
 	}
 	return ok, nil

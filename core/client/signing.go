@@ -30,3 +30,18 @@ func (s *Service) AppSnapshot(ctx context.Context, appID string) (Snapshot, bool
 
 // Now is the service's clock (signature timestamps use it).
 func (s *Service) Now() time.Time { return s.d.Now() }
+
+// NonceOn issues a nonce on a call the edge opened itself with Begin (it opens the call
+// to know the app whose key signs the answer): Nonce without a second session read.
+func (s *Service) NonceOn(ctx context.Context, call Call) (string, error) {
+	return s.sessions.issueNonce(ctx, call.Session.Token)
+}
+
+// HeartbeatOn completes a heartbeat on a call opened with Begin (nonce required): it
+// renews the session's floating seat, if it holds one, and answers the new expiry.
+func (s *Service) HeartbeatOn(ctx context.Context, call Call) (time.Time, error) {
+	if err := s.renewSeat(ctx, call); err != nil {
+		return time.Time{}, err
+	}
+	return s.ExpiresAt(call), nil
+}
