@@ -51,7 +51,7 @@ var operationSchemas = map[string]opSchema{
 	"GET /healthz":     {summary: "Liveness", data: obj{"type": "object", "properties": obj{"status": obj{"const": "ok"}}}},
 	"GET /api/plans":   {summary: "The plans", data: obj{"type": "array", "items": ref("Plan")}},
 	"GET /api/auth/me": {summary: "The signed-in account", data: ref("Account")},
-	"POST /api/auth/login": {summary: "Sign in", body: "LoginInput", data: obj{"type": "object", "required": []string{"token"},
+	"POST /api/auth/login": {summary: "Sign in", body: "LoginInput", status: 200, data: obj{"type": "object", "required": []string{"token"},
 		"properties": obj{"token": obj{"type": "string"}, "account": ref("Account")}}},
 	"GET /api/auth/api-keys":           {summary: "List scoped API keys (masked)", data: obj{"type": "array", "items": ref("APIKey")}},
 	"POST /api/auth/api-keys":          {summary: "Create a scoped API key (the full key is shown once)", body: "APIKeyInput", status: 201, data: ref("APIKeyCreated")},
@@ -94,10 +94,10 @@ func componentSchemas() obj {
 		"Plan": obj{"type": "object", "required": []string{"name", "displayName", "priceMonth", "limits"}, "properties": obj{
 			"name": str, "displayName": str, "priceMonth": obj{"type": "number"}, "limits": obj{"type": "object"}},
 			"examples": []any{obj{"name": "free", "displayName": "Free", "priceMonth": 0, "limits": obj{"maxApps": 1}}}},
-		"Account": obj{"type": "object", "required": []string{"id", "username", "email", "role", "plan"}, "properties": obj{
-			"id": str, "username": str, "email": str, "role": obj{"enum": []string{"user", "admin"}}, "plan": str,
+		"Account": obj{"type": "object", "required": []string{"id", "username", "email", "role"}, "properties": obj{
+			"id": str, "username": str, "email": str, "role": obj{"enum": []string{"user", "admin"}}, "plan": ref("Plan"),
 			"apiKey": str, "emailVerified": obj{"type": "boolean"}, "twoFactorEnabled": obj{"type": "boolean"}},
-			"examples": []any{obj{"id": "acc-1", "username": "owner", "email": "owner@example.com", "role": "user", "plan": "free",
+			"examples": []any{obj{"id": "acc-1", "username": "owner", "email": "owner@example.com", "role": "user", "plan": obj{"name": "free", "displayName": "Free", "priceMonth": 0, "limits": obj{"maxApps": 1}},
 				"apiKey": "kw_Ab12...wxyz", "emailVerified": true, "twoFactorEnabled": false}}},
 		"LoginInput": obj{"type": "object", "required": []string{"username", "password"}, "properties": obj{
 			"username": str, "password": str, "twoFactorCode": str},
@@ -273,10 +273,11 @@ func buildOpenAPI() obj {
 			}
 			if okSchema != nil {
 				// Routes without a detailed schema answer 200 or 201 (creations).
-				resp := obj{fmt.Sprint(status): obj{"description": "Success", "content": obj{"application/json": obj{"schema": okSchema}}},
+				success := obj{"description": "Success", "content": obj{"application/json": obj{"schema": okSchema}}}
+				resp := obj{fmt.Sprint(status): success,
 					"default": obj{"description": "Error envelope", "content": obj{"application/json": obj{"schema": ref("Error")}}}}
 				if spec.data == nil && r.Method == http.MethodPost {
-					resp["201"] = resp["200"]
+					resp["200"], resp["201"] = success, success
 				}
 				op["responses"] = resp
 			}
