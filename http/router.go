@@ -18,6 +18,7 @@ import (
 	"github.com/keyward/keyward/core/analytics"
 	"github.com/keyward/keyward/core/apikeys"
 	"github.com/keyward/keyward/core/apps"
+	"github.com/keyward/keyward/core/audit"
 	"github.com/keyward/keyward/core/client"
 	"github.com/keyward/keyward/core/files"
 	"github.com/keyward/keyward/core/integrations"
@@ -38,6 +39,7 @@ type Checker struct {
 type Deps struct {
 	Accounts     *accounts.Service
 	APIKeys      *apikeys.Service
+	Audit        *audit.Service
 	Apps         *apps.Service
 	Variables    *variables.Service
 	Rules        *rules.Service
@@ -85,7 +87,7 @@ func init() { gin.SetMode(gin.ReleaseMode) }
 
 // New builds the handler with every route of ROUTES.md that exists so far.
 func New(d Deps, cfg Config) (http.Handler, error) {
-	if d.Accounts == nil || d.APIKeys == nil || d.Apps == nil || d.Variables == nil || d.Rules == nil || d.Logs == nil || d.Analytics == nil || d.Files == nil || d.Integrations == nil || d.Client == nil || d.Realtime == nil || d.WSHooks == nil || d.Limiter == nil || d.Metrics == nil || d.Log == nil {
+	if d.Accounts == nil || d.APIKeys == nil || d.Audit == nil || d.Apps == nil || d.Variables == nil || d.Rules == nil || d.Logs == nil || d.Analytics == nil || d.Files == nil || d.Integrations == nil || d.Client == nil || d.Realtime == nil || d.WSHooks == nil || d.Limiter == nil || d.Metrics == nil || d.Log == nil {
 		return nil, errors.New("httpapi: missing dependency")
 	}
 	if cfg.MaxBodyBytes <= 0 {
@@ -128,8 +130,16 @@ func New(d Deps, cfg Config) (http.Handler, error) {
 
 	// Owner routes take a session, the account key or a scoped key (checkScope).
 	owners := ownerAuth{Authenticator: d.Accounts, keys: d.APIKeys}
+	// Changes through the owner and admin routes go to the audit log (after requireOwner:
+	// refused requests are not recorded).
+	audited := auditChanges(d.Audit, r)
 	h := &accountHandlers{svc: d.Accounts, limiter: d.Limiter}
 	api := r.Group("/api")
+	docs, err := newAPIDocs()
+	if err != nil {
+		return nil, err
+	}
+	docs.routes(api)
 	api.GET("/plans", h.listPlans)
 	auth := api.Group("/auth")
 	auth.POST("/register", h.register)
@@ -140,7 +150,7 @@ func New(d Deps, cfg Config) (http.Handler, error) {
 	auth.POST("/reset-password", h.resetPassword)
 	auth.POST("/reset-password-2fa", h.resetPassword2FA)
 
-	owner := auth.Group("", requireOwner(owners))
+	owner := auth.Group("", requireOwner(owners), audited)
 	owner.GET("/me", h.me)
 	owner.POST("/change-password", h.changePassword)
 	owner.POST("/logout", h.logout)
@@ -151,12 +161,15 @@ func New(d Deps, cfg Config) (http.Handler, error) {
 	owner.POST("/plan", h.selectPlan)
 	(&apiKeyHandlers{svc: d.APIKeys}).routes(owner)
 
-	admin := api.Group("/admin", requireOwner(owners), requireAdmin())
+	admin := api.Group("/admin", requireOwner(owners), requireAdmin(), audited)
 	admin.GET("/accounts", h.adminList)
 	patchOrPut(admin, "/accounts/:accountId", h.adminChange)
+	auditLog := &auditHandlers{svc: d.Audit}
+	admin.GET("/audit", auditLog.any)
+	api.GET("/audit", requireOwner(owners), auditLog.own)
 
 	ah := &appHandlers{svc: d.Apps, sessions: d.Client, files: d.Client.LicenseFiles(), seats: d.Client}
-	one := ah.routes(api.Group("/apps", requireOwner(owners)), requireAdmin())
+	one := ah.routes(api.Group("/apps", requireOwner(owners), audited), requireAdmin())
 	dh := &appDataHandlers{vars: d.Variables, rules: d.Rules, logs: d.Logs}
 	dh.routes(one)
 	(&analyticsHandlers{svc: d.Analytics, sessions: d.Client}).routes(one)
@@ -164,7 +177,7 @@ func New(d Deps, cfg Config) (http.Handler, error) {
 	ch := &clientHandlers{svc: d.Client, tokens: d.Apps, limiter: d.Limiter, countryHeader: cfg.CountryHeader}
 	ch.routes(api)
 	ch.resetRoutes(api)
-	(&integrationHandlers{svc: d.Integrations}).routes(api.Group("", requireOwner(owners)), one)
+	(&integrationHandlers{svc: d.Integrations}).routes(api.Group("", requireOwner(owners), audited), one)
 	newWSHandlers(d.Realtime, d.WSHooks, d.Apps, d.Accounts, d.Limiter, d.Metrics, d.Log).routes(api, one, ch)
 	if missing := unscopedRoutes(r.Routes()); len(missing) > 0 {
 		return nil, errUnscoped(missing)

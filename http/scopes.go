@@ -37,7 +37,8 @@ var routeScopes = buildRouteScopes()
 func buildRouteScopes() map[string]string {
 	t := map[string]string{
 		"GET /healthz": scopePublic, "GET /readyz": scopePublic, "GET /metrics": scopePublic,
-		"GET /api/plans": scopePublic,
+		"GET /api/plans":        scopePublic,
+		"GET /api/openapi.json": scopePublic, "GET /api/docs": scopePublic, "GET /api/docs/app.js": scopePublic,
 
 		"POST /api/auth/register": scopePublic, "POST /api/auth/login": scopePublic,
 		"POST /api/auth/verify-email": scopePublic, "POST /api/auth/resend-verification": scopePublic,
@@ -57,6 +58,8 @@ func buildRouteScopes() map[string]string {
 		"DELETE /api/auth/api-keys/:keyId":  apikeys.Credentials,
 
 		"GET /api/admin/accounts": "admin:read",
+		"GET /api/admin/audit":    "admin:read",
+		"GET /api/audit":          "audit:read",
 
 		"GET /api/apps": "apps:read", "POST /api/apps": "apps:create",
 		"GET /api/integrations/events": "integrations:read",

@@ -17,6 +17,7 @@ import (
 	"github.com/keyward/keyward/core/analytics"
 	"github.com/keyward/keyward/core/apikeys"
 	"github.com/keyward/keyward/core/apps"
+	"github.com/keyward/keyward/core/audit"
 	"github.com/keyward/keyward/core/client"
 	"github.com/keyward/keyward/core/files"
 	"github.com/keyward/keyward/core/integrations"
@@ -33,7 +34,7 @@ func routerOnly(t testing.TB) *gin.Engine {
 	t.Helper()
 	eng := memory.New(memory.Config{})
 	t.Cleanup(func() { _ = eng.Close() })
-	h, err := New(Deps{Accounts: &accounts.Service{}, APIKeys: &apikeys.Service{}, Apps: &apps.Service{}, Variables: &variables.Service{},
+	h, err := New(Deps{Accounts: &accounts.Service{}, APIKeys: &apikeys.Service{}, Audit: &audit.Service{}, Apps: &apps.Service{}, Variables: &variables.Service{},
 		Rules: &rules.Service{}, Logs: &logs.Service{}, Analytics: &analytics.Service{}, Files: &files.Service{},
 		Integrations: &integrations.Service{}, Client: &client.Service{}, Realtime: &realtime.Service{}, WSHooks: &wshooks.Service{},
 		Limiter: eng, Metrics: prometheus.NewRegistry(), Log: slog.New(slog.NewTextHandler(io.Discard, nil))},

@@ -29,6 +29,7 @@ import (
 	"github.com/keyward/keyward/core/analytics"
 	"github.com/keyward/keyward/core/apikeys"
 	"github.com/keyward/keyward/core/apps"
+	"github.com/keyward/keyward/core/audit"
 	"github.com/keyward/keyward/core/client"
 	"github.com/keyward/keyward/core/events"
 	"github.com/keyward/keyward/core/files"
@@ -263,6 +264,8 @@ type Core struct {
 	Janitor   *logs.Janitor
 	// Country resolves client addresses to countries; nil when not configured.
 	Country rules.CountryResolver
+	// Audit writes the audit log off the request path; Close writes what is queued.
+	Audit *audit.Service
 	// Meter counts client API calls; Server starts its flusher.
 	Meter         *usage.Meter
 	stopAppActors func()
@@ -292,6 +295,9 @@ func (c *Core) Close() error {
 	if c.Janitor != nil {
 		c.Janitor.Close()
 	}
+	// The HTTP server is shut down before Close: every change it recorded is queued, and
+	// written here.
+	c.Audit.Close()
 	// The bus drains into the log writer, which then writes its last batch.
 	c.Bus.Close()
 	c.LogWriter.Close()
@@ -405,7 +411,9 @@ func OpenCore(ctx context.Context, c Config, log *slog.Logger) (_ *Core, err err
 	bus.Subscribe("client-sessions", 10_000, clientSvc.HandleEvent)
 	clientSvc.OnEnd(rt.SessionEnded)
 	sockets.Store(rt)
-	return &Core{Realtime: rt, WSHooks: wsHooks, Store: store, Engine: engine, Mail: mailq, Accounts: svc, Apps: appsSvc, Meter: meter,
+	auditLog := audit.New(store, audit.Config{Retention: c.AuditRetention, Now: c.Clock}, log)
+	closers = append(closers, func() error { auditLog.Close(); return nil })
+	return &Core{Audit: auditLog, Realtime: rt, WSHooks: wsHooks, Store: store, Engine: engine, Mail: mailq, Accounts: svc, Apps: appsSvc, Meter: meter,
 		Client: clientSvc, AppActors: appActors, stopAppActors: stopActors, Metrics: reg,
 		Integrations: integrations.NewService(store, appsSvc, bus, integrations.Options{
 			Validator: webhooks.Validator{AllowPrivate: c.WebhooksAllowPrivate}, Client: hooksClient, Now: c.Clock}),
@@ -498,7 +506,7 @@ func New(ctx context.Context, c Config, log *slog.Logger) (*Server, error) {
 				return float64(n)
 			}))
 	handler, err := httpapi.New(httpapi.Deps{
-		Accounts: core.Accounts, APIKeys: apikeys.New(core.Store, c.Clock), Apps: core.Apps, Variables: core.Variables, Rules: core.Rules, Logs: core.Logs, Analytics: core.Analytics, Files: core.Files,
+		Accounts: core.Accounts, APIKeys: apikeys.New(core.Store, c.Clock), Audit: core.Audit, Apps: core.Apps, Variables: core.Variables, Rules: core.Rules, Logs: core.Logs, Analytics: core.Analytics, Files: core.Files,
 		Integrations: core.Integrations, Client: core.Client, Realtime: core.Realtime, WSHooks: core.WSHooks, Limiter: core.Engine, Metrics: reg, Log: log,
 		Ready: []httpapi.Checker{{Name: "storage", Ping: core.Store.Ping}, {Name: "cluster", Ping: core.Engine.Ping}},
 	}, httpapi.Config{CountryHeader: c.CountryHeader, TrustedProxies: c.TrustedProxies, MaxBodyBytes: c.MaxBodyBytes, MetricsOnMain: c.MetricsAddr == "",

@@ -53,6 +53,7 @@ func (p Page) Normalize() Page {
 type Store interface {
 	AccountStore
 	APIKeyStore
+	AuditStore
 	RevocationStore
 	AppStore
 	AppStatsStore

@@ -78,6 +78,7 @@ const (
 	collWSHooks       = "wsHooks"
 	collRevocations   = "tokenRevocations"
 	collAPIKeys       = "apiKeys"
+	collAudit         = "auditLog"
 )
 
 // Store is the MongoDB-wire engine. It is safe for concurrent use.
@@ -103,6 +104,7 @@ type Store struct {
 	wsHooks        *mongo.Collection // WebSocket hooks
 	revocations    *mongo.Collection // logged-out dashboard JWTs
 	apiKeys        *mongo.Collection // scoped API keys
+	audit          *mongo.Collection // the audit log
 	sealer         storage.Sealer
 }
 
@@ -178,6 +180,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		wsHooks:        db.Collection(collWSHooks),
 		revocations:    db.Collection(collRevocations),
 		apiKeys:        db.Collection(collAPIKeys),
+		audit:          db.Collection(collAudit),
 		sealer:         cfg.Sealer,
 	}
 	if err := s.createIndexes(ctx); err != nil {
@@ -228,6 +231,11 @@ func (s *Store) createIndexes(ctx context.Context) error {
 		{s.apiKeys, []mongo.IndexModel{
 			{Keys: bson.D{{Key: "hash", Value: 1}}, Options: unique("hash_unique")},
 			{Keys: bson.D{{Key: "accountId", Value: 1}, {Key: "createdAt", Value: 1}, {Key: "_id", Value: 1}}, Options: plain("accountId_createdAt_id")},
+		}},
+		// The audit log is listed newest first per account or overall, purged by age.
+		{s.audit, []mongo.IndexModel{
+			{Keys: bson.D{{Key: "accountId", Value: 1}, {Key: "createdAt", Value: 1}, {Key: "_id", Value: 1}}, Options: plain("accountId_createdAt_id")},
+			{Keys: bson.D{{Key: "createdAt", Value: 1}, {Key: "_id", Value: 1}}, Options: plain("createdAt_id")},
 		}},
 		// Revocations are looked up by token id, purged by expiry.
 		{s.revocations, []mongo.IndexModel{

@@ -492,6 +492,35 @@ CREATE UNIQUE INDEX api_keys_hash ON api_keys (hash);
 CREATE INDEX api_keys_account ON api_keys (account_id, created_at, id);
 `,
 	},
+	{
+		version: 13,
+		name:    "audit log",
+		sql: `
+-- Changes made through the Dashboard and admin APIs (issue 14). No foreign key: the trail
+-- outlives what it describes.
+CREATE TABLE audit_log (
+	id          TEXT    NOT NULL PRIMARY KEY,
+	account_id  TEXT    NOT NULL,
+	app_id      TEXT    NOT NULL,
+	actor_type  TEXT    NOT NULL,
+	actor_id    TEXT    NOT NULL,
+	actor_name  TEXT    NOT NULL,
+	ip          TEXT    NOT NULL,
+	method      TEXT    NOT NULL,
+	route       TEXT    NOT NULL,
+	path        TEXT    NOT NULL,
+	record_type TEXT    NOT NULL,
+	record_id   TEXT    NOT NULL,
+	status      INTEGER NOT NULL,
+	before      TEXT    NOT NULL,
+	after       TEXT    NOT NULL,
+	created_at  INTEGER NOT NULL
+) STRICT;
+
+CREATE INDEX audit_log_account ON audit_log (account_id, created_at, id);
+CREATE INDEX audit_log_created ON audit_log (created_at, id);
+`,
+	},
 }
 
 // migrate brings the database at db (the writer pool) to the last migration. Applied steps

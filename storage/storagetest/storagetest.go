@@ -26,6 +26,7 @@ func Run(t *testing.T, newStore func(t *testing.T) storage.Store) {
 	tests = append(tests, accountTests...)
 	tests = append(tests, tokenTests...)
 	tests = append(tests, apiKeyTests...)
+	tests = append(tests, auditTests...)
 	tests = append(tests, revocationTests...)
 	tests = append(tests, appTests...)
 	tests = append(tests, userTests...)
