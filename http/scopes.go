@@ -116,6 +116,8 @@ func buildRouteScopes() map[string]string {
 	t["POST "+app+"/licenses/bulk-delete"] = "licenses:delete"
 	t["GET "+app+"/licenses/:licenseId/user"] = "licenses:read"
 	t["POST "+app+"/licenses/:licenseId/file"] = "licenses:create" // issues a signed offline license file
+	t["GET "+app+"/licenses/:licenseId/seats"] = "licenses:read"
+	t["DELETE "+app+"/licenses/:licenseId/seats/:seatId"] = "licenses:update" // frees a seat: ends that session
 
 	t["GET "+app+"/devices"], t["DELETE "+app+"/devices/:deviceId"] = "devices:read", "devices:delete"
 
