@@ -122,3 +122,19 @@ func FuzzDecode(f *testing.F) {
 		}
 	})
 }
+
+// TestDecodeRefusesNull: a body of null is refused like any other non-object; it used to
+// decode as "nothing given" and let POST .../licenses and .../tokens create one with every
+// default (found by TestBadInputEveryRoute).
+func TestDecodeRefusesNull(t *testing.T) {
+	r := fuzzEngine()
+	for _, path := range []string{"/bind/5", "/client"} {
+		req := httptest.NewRequest("POST", path, bytes.NewReader([]byte(" null ")))
+		req.Header.Set("Content-Type", "application/json")
+		w := httptest.NewRecorder()
+		r.ServeHTTP(w, req)
+		if w.Code != http.StatusBadRequest || !bytes.Contains(w.Body.Bytes(), []byte(`"VALIDATION_ERROR"`)) {
+			t.Fatalf("%s null: %d %s", path, w.Code, w.Body.String())
+		}
+	}
+}
