@@ -12,8 +12,10 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/gin-gonic/gin"
+	"github.com/gorilla/websocket"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/keyward/keyward/core/accounts"
@@ -418,5 +420,100 @@ func TestBadInputEveryRoute(t *testing.T) {
 		}
 		t.Logf("bad-input walk: %d routes, %d cases (%d refused, %d accepted)\n%s  routes that read no body: %s",
 			total.routes, total.cases, total.refused, total.accepted, b.String(), strings.Join(bodiless, ", "))
+	})
+}
+
+// badFrames are socket frames every channel refuses before looking at the type.
+var badFrames = []string{
+	`not json`, `[]`, `"ping"`, `42`, `null`, `{}`, `{"type":5}`, `{"type":""}`, `{"type":null}`,
+	`{"type":"` + strings.Repeat("x", 60) + `"}`, `{"type":"ping"`, `{"type":"ping"}{"type":"ping"}`,
+}
+
+// TestBadInputSocketMessages sends every inbound message type of both channels with bad
+// payloads over real sockets: each is answered with an error message and the socket stays
+// open (a ping afterwards gets its pong). The service clock moves past the rate window
+// between batches so that the rate limit is not what answers.
+func TestBadInputSocketMessages(t *testing.T) {
+	ts.Each(t, func(t *testing.T, e ts.Engines) {
+		s := ts.Start(t, e)
+		w := newWSApp(t, s, "frank")
+		cl := w.clientSocket(t, s)
+		dash := w.openDashboard(t, s)
+		long := func(n int) string { return strings.Repeat("a", n) }
+		many := map[string]any{}
+		for i := range 21 {
+			many[fmt.Sprint("k", i)] = i
+		}
+		var filters []any
+		for i := range 101 {
+			filters = append(filters, fmt.Sprint("e", i))
+		}
+		asJSON := func(m map[string]any) string {
+			b, _ := json.Marshal(m)
+			return string(b)
+		}
+		client := map[string][]map[string]any{
+			"set_status": {{}, {"status": 5}, {"status": ""}, {"status": long(33)}, {"data": map[string]any{"status": []any{}}}},
+			"chat":       {{}, {"message": 5}, {"message": long(2001)}, {"message": []any{"x"}}, {"data": "x"}},
+			"typing":     {{}, {"typing": "yes"}, {"typing": 1}, {"data": map[string]any{"typing": nil}}},
+			"set_metadata": {{}, {"metadata": []any{1}}, {"metadata": "x"}, {"metadata": many}, {"metadata": map[string]any{"k": map[string]any{}}},
+				{"metadata": map[string]any{"k": []any{1}}}, {"metadata": map[string]any{"": 1}}, {"metadata": map[string]any{long(65): 1}},
+				{"metadata": map[string]any{"k": long(1025)}}},
+		}
+		dashboard := map[string][]map[string]any{
+			"chat":        {{}, {"userId": w.userID}, {"userId": w.userID, "message": 5}, {"message": "hi"}},
+			"push_json":   {{"payload": map[string]any{"a": 1}, "userId": 5}, {"userId": w.userID, "payload": "x"}, {"userId": []any{w.userID}, "payload": map[string]any{"a": 1}}},
+			"typing":      {{"userId": w.userID}, {"typing": true}, {"userId": w.userID, "typing": "yes"}},
+			"kick":        {{}, {"userId": 5}},
+			"ban":         {{}, {"userId": "nobody-here"}, {"userId": []any{}}},
+			"command":     {{"userId": w.userID}, {"userId": w.userID, "command": 5}, {"userId": w.userID, "command": ""}},
+			"set_filters": {{}, {"events": "all"}, {"events": []any{1}}, {"events": filters}},
+			"no_such":     {{}},
+		}
+		sent := 0
+		pace := func() {
+			// Both channels allow at least 20 messages per 10 s: move on past the window.
+			if sent++; sent%15 == 0 {
+				s.Clock().Advance(11 * time.Second)
+			}
+		}
+		check := func(c *wsConn, channel, typ, frame string) {
+			t.Helper()
+			pace()
+			t.Logf("%s %s: %.100s", channel, typ, frame)
+			if err := c.conn.WriteMessage(websocket.TextMessage, []byte(frame)); err != nil {
+				t.Fatalf("%s %s: write %.80s: %v", channel, typ, frame, err)
+			}
+			d := c.expectType("error", "session_connect", "session_disconnect", "status", "online_count")
+			if msg, _ := d["message"].(string); msg == "" {
+				t.Errorf("%s %s %.80s: error without a message: %v", channel, typ, frame, d)
+			}
+		}
+		types := 0
+		for _, ch := range []struct {
+			name  string
+			c     *wsConn
+			cases map[string][]map[string]any
+		}{{"client", cl, client}, {"dashboard", dash, dashboard}} {
+			for _, f := range badFrames {
+				check(ch.c, ch.name, "frame", f)
+			}
+			names := make([]string, 0, len(ch.cases))
+			for typ := range ch.cases {
+				names = append(names, typ)
+			}
+			sort.Strings(names)
+			for _, typ := range names {
+				types++
+				for _, m := range ch.cases[typ] {
+					m["type"] = typ
+					check(ch.c, ch.name, typ, asJSON(m))
+				}
+			}
+			pace()
+			ch.c.send(map[string]any{"type": "ping"})
+			ch.c.expectType("pong", "session_connect", "session_disconnect", "status", "online_count")
+		}
+		t.Logf("bad socket messages: %d types with bad payloads plus %d malformed frames on each channel, %d frames in all", types, len(badFrames), sent)
 	})
 }
