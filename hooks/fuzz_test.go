@@ -65,3 +65,39 @@ func FuzzCompileAndPlan(f *testing.F) {
 		}
 	})
 }
+
+// FuzzConditionAndTemplate builds a hook from arbitrary strings in the places an owner
+// types them (a condition's field, operator and value, a template) so that the fuzzer
+// reaches the expression compiler and the renderer without first having to write JSON.
+func FuzzConditionAndTemplate(f *testing.F) {
+	f.Add("data.room", "eq", "lobby", "hi {{username}} {{data.room}}", `{"type":"e","data":{"room":"lobby"}}`)
+	f.Add("data.items.0", "exists", "", "{{data.items}}", `{"type":"e","data":{"items":[{"a":1}]}}`)
+	f.Add("message", "contains", "x", "{{message", `{"type":"e","message":"xyz"}`)
+	f.Add("a.b.c.d.e.f", "neq", "", "{{{{}}}}", `{"type":"e","a":{"b":null}}`)
+	f.Add("data\") || true || (\"", "eq", "\") || true", "{{type}}{{userId}}{{ip}}", `{"type":"e"}`)
+	f.Add("data.-1", "contains", "\u0000", "{{data.-1}}", `{"type":"e","data":[1,2]}`)
+	f.Fuzz(func(t *testing.T, field, op, value, tmpl, msg string) {
+		var v any = value
+		if op == OpExists {
+			v = nil
+		}
+		h := Hook{ID: "h", Name: "n", Event: "e", Enabled: true,
+			Conditions: []Condition{{Field: field, Operator: op, Value: v}},
+			Actions:    []Action{{Type: ActionRespond, Message: tmpl}, {Type: ActionKick, Reason: tmpl}}}
+		p, err := Compile([]Hook{h})
+		if err != nil {
+			var ce *core.Error
+			if !errors.As(err, &ce) || ce.Code != core.CodeValidation {
+				t.Fatalf("refusal is not a VALIDATION_ERROR: %#v", err)
+			}
+			return
+		}
+		var fields map[string]any
+		_ = json.Unmarshal([]byte(msg), &fields)
+		for _, st := range p.Plan(Message{Type: "e", Fields: fields, UserID: "u", Username: "bob"}) {
+			if chars(st.Action.Message) > MaxRenderedLength || chars(st.Action.Reason) > MaxRenderedLength {
+				t.Fatal("rendered past its bound")
+			}
+		}
+	})
+}
