@@ -31,7 +31,16 @@ func bindJSON(c *gin.Context, dst any) error {
 		return core.Invalid("Content-Type", "Content-Type %q is not supported: send application/json", ct)
 	}
 	dec := json.NewDecoder(r.Body)
-	if err := dec.Decode(dst); err != nil {
+	var body json.RawMessage
+	if err := dec.Decode(&body); err != nil {
+		return decodeError(err)
+	}
+	// A literal null would decode into dst as "nothing given" and let a create run with
+	// every default: the body is an object or nothing.
+	if string(body) == "null" {
+		return core.Invalid("body", "body must be a JSON object")
+	}
+	if err := json.Unmarshal(body, dst); err != nil {
 		return decodeError(err)
 	}
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {

@@ -98,6 +98,13 @@ func (s *Service) DashboardMessage(ctx context.Context, d *Dashboard, raw []byte
 		d.peer.Send(ErrorMessage("a message is a JSON object with a string type"))
 		return
 	}
+	// A userId that is not a string must not read as "none": push_json would go to everyone.
+	if v, present := in.member("userId"); present && v != nil {
+		if _, isStr := v.(string); !isStr {
+			d.peer.Send(ErrorMessage("userId must be a string"))
+			return
+		}
+	}
 	userID := in.str("userId")
 	var err error
 	switch in.Type {

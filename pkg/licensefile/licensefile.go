@@ -125,11 +125,17 @@ func Verify(file []byte, pub ed25519.PublicKey, o Options) (Payload, error) {
 func Decode(file []byte, pub ed25519.PublicKey) (Payload, error) {
 	text := string(file)
 	start := strings.Index(text, BeginLine)
-	end := strings.Index(text, EndLine)
-	if start < 0 || end < start {
+	if start < 0 {
 		return Payload{}, fmt.Errorf("%w: no %s ... %s block", ErrMalformed, BeginLine, EndLine)
 	}
-	inner := strings.Join(strings.Fields(text[start+len(BeginLine):end]), "")
+	// The end line is looked for after the begin line: the two may share their dashes
+	// ("-----BEGIN KEYWARD LICENSE-----END KEYWARD LICENSE-----").
+	body := text[start+len(BeginLine):]
+	end := strings.Index(body, EndLine)
+	if end < 0 {
+		return Payload{}, fmt.Errorf("%w: no %s ... %s block", ErrMalformed, BeginLine, EndLine)
+	}
+	inner := strings.Join(strings.Fields(body[:end]), "")
 	p64, s64, found := strings.Cut(inner, ".")
 	raw, err1 := base64.RawURLEncoding.DecodeString(p64)
 	sig, err2 := base64.RawURLEncoding.DecodeString(s64)
