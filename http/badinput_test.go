@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
-	"os"
 	"sort"
 	"strings"
 	"testing"
@@ -29,7 +28,7 @@ import (
 func routesOf(t *testing.T, s *ts.Server) gin.RoutesInfo {
 	t.Helper()
 	c := s.Node.Core()
-	h, err := httpapi.New(httpapi.Deps{Accounts: c.Accounts, APIKeys: apikeys.New(c.Store, s.Clock().Now), Apps: c.Apps,
+	h, err := httpapi.New(httpapi.Deps{Accounts: c.Accounts, APIKeys: apikeys.New(c.Store, s.Clock().Now), Audit: c.Audit, Apps: c.Apps,
 		Variables: c.Variables, Rules: c.Rules, Logs: c.Logs, Analytics: c.Analytics, Files: c.Files,
 		Integrations: c.Integrations, Client: c.Client, Realtime: c.Realtime, WSHooks: c.WSHooks, Limiter: c.Engine,
 		Metrics: prometheus.NewRegistry(), Log: slog.New(slog.NewTextHandler(io.Discard, nil))}, httpapi.Config{})
@@ -354,12 +353,8 @@ func (f fixture) send(t *testing.T, s *ts.Server, auth authKind, c badCase) (int
 // apply (bad path parameters, bad bodies, bad query parameters) with a valid credential of
 // its group: never a 5xx, a request id on every reply, the error envelope on every
 // refusal, and no listed count changed by a route whose every case was refused.
-// Set KEYWARD_TEST_BADINPUT_MONGO=1 to run it on mongo+redis too.
 func TestBadInputEveryRoute(t *testing.T) {
 	ts.Each(t, func(t *testing.T, e ts.Engines) {
-		if e.Mongo && os.Getenv("KEYWARD_TEST_BADINPUT_MONGO") == "" {
-			t.Skip("the walk on mongo+redis runs with KEYWARD_TEST_BADINPUT_MONGO=1")
-		}
 		s := ts.Start(t, e)
 		f := newFixture(t, s)
 		routes := routesOf(t, s)
