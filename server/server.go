@@ -397,7 +397,7 @@ func OpenCore(ctx context.Context, c Config, log *slog.Logger) (_ *Core, err err
 		Help:    "Time from a delivery's publication (a REST call, an event, a hook) to its frame in the socket queues of this node.",
 		Buckets: []float64{.0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1}})
 	reg.MustRegister(queueDelay)
-	rt := realtime.New(realtime.Deps{Engine: engine, Sessions: clientSvc, Hooks: wsHooks, Ban: appsSvc.BanAsOwner, Events: bus, Now: c.Clock, Log: log, LeaseTTL: c.WSLeaseTTL,
+	rt := realtime.New(realtime.Deps{Engine: engine, Sessions: clientSvc, Hooks: wsHooks, Ban: appsSvc.BanAsOwner, Events: bus, Registry: appActors.dir, Now: c.Clock, Log: log, LeaseTTL: c.WSLeaseTTL,
 		DeliveryDelay: func(d time.Duration) { queueDelay.Observe(d.Seconds()) }})
 	// The sockets subscribe before the client sessions: a ban reaches the sockets'
 	// queue (banned) before the session kill it causes (force_logout), because the bus
