@@ -13,7 +13,9 @@
 // (served meanwhile), a backstop for changes whose notification was lost.
 //
 // The AppActor also holds the registry of its application's sockets on this node
-// (sockets.go): a socket joins and leaves with a message to it (Join, Leave), a delivery
+// (sockets.go): a client socket's admission runs through it (Admit: the admission's I/O on
+// a goroutine, the socket registered in the same step as the answer), a socket joins and
+// leaves with a message to it (Join, Leave), a delivery
 // is handed to it and fanned out inside Receive (Each: frames are only queued), and its
 // timers drive the periodic work on the app's sockets (SetTicks: lease renewal and
 // revalidation, one batch per app, run on a goroutine whose end comes back as a message).

@@ -11,8 +11,8 @@ import (
 	"github.com/asynkron/protoactor-go/scheduler"
 )
 
-// An AppActor holds the registry of its application's sockets on this node: a socket
-// joins and leaves with a message to the app's actor, deliveries are handed to the actor
+// An AppActor holds the registry of its application's sockets on this node: a client
+// socket is admitted through it (Admit), a socket joins and leaves with a message to it, deliveries are handed to the actor
 // (Each), and the actor drives the periodic work on them (Tick) with its own timers. An
 // actor that holds sockets is not passivated. The registry is made with the actor's
 // props, not by the actor, so that an actor restarted by its supervisor after a panic
@@ -51,12 +51,24 @@ type (
 		id     string
 		socket any
 	}
-	leave    struct{ id string }
-	left     struct{ held bool }
-	each     struct{ fn func(sockets []any) }
-	members  struct{}
-	tickNow  struct{ i int }
-	tickDone struct{ i int }
+	admitReq struct {
+		ctx    context.Context
+		id     string
+		socket any
+		admit  func(ctx context.Context) error
+	}
+	admitted struct {
+		req    admitReq
+		err    error
+		waiter *actor.PID
+	}
+	admitReply struct{ err error }
+	leave      struct{ id string }
+	left       struct{ held bool }
+	each       struct{ fn func(sockets []any) }
+	members    struct{}
+	tickNow    struct{ i int }
+	tickDone   struct{ i int }
 )
 
 // SetTicks sets the periodic work on every app's sockets; it is called once, before the
@@ -100,6 +112,21 @@ func (a *Apps[S]) ask(ctx context.Context, appID string, msg any) (any, error) {
 func (a *Apps[S]) Join(ctx context.Context, appID, id string, socket any) error {
 	_, err := a.ask(ctx, appID, join{id: id, socket: socket})
 	return err
+}
+
+// Admit drives a socket's admission through the app's actor: the actor runs admit (the
+// admission's storage and cluster calls) on a goroutine, and when its answer comes back
+// as a message the actor registers the socket in the same step if it passed, so that no
+// delivery handed to the actor after that misses it. It answers admit's error; after an
+// error (the caller's ctx ended too) the caller calls Leave, which undoes a registration
+// that raced with the end of ctx.
+func (a *Apps[S]) Admit(ctx context.Context, appID, id string, socket any, admit func(ctx context.Context) error) error {
+	res, err := a.ask(ctx, appID, admitReq{ctx: ctx, id: id, socket: socket, admit: admit})
+	if err != nil {
+		return err
+	}
+	r, _ := res.(admitReply)
+	return r.err
 }
 
 // Leave unregisters a socket; it answers whether the actor held it.
@@ -170,6 +197,21 @@ func (s *appActor[S]) receiveSockets(ctx actor.Context) bool {
 			s.startTimers(ctx)
 		}
 		ctx.Respond(struct{}{})
+	case admitReq:
+		s.runAdmission(ctx, m)
+	case admitted:
+		err := m.err
+		if err == nil {
+			err = m.req.ctx.Err() // the caller gave up: it is not registered
+		}
+		if err == nil {
+			r.sockets[m.req.id] = m.req.socket
+			r.list = nil
+			if len(r.sockets) == 1 {
+				s.startTimers(ctx)
+			}
+		}
+		ctx.Send(m.waiter, admitReply{err: err})
 	case leave:
 		_, held := r.sockets[m.id]
 		delete(r.sockets, m.id)
@@ -221,6 +263,24 @@ func (s *appActor[S]) stopTimers() {
 		stop()
 	}
 	s.reg.timers = nil
+}
+
+// runAdmission runs an admission on a goroutine; its answer comes back as admitted (to
+// this actor, or to the incarnation that replaced it after a restart).
+func (s *appActor[S]) runAdmission(ctx actor.Context, m admitReq) {
+	self, root, dir, waiter := ctx.Self(), ctx.ActorSystem().Root, s.dir, ctx.Sender()
+	dir.loads.Add(1)
+	go func() {
+		defer dir.loads.Done()
+		err := errors.New("actors: the admission failed")
+		defer func() {
+			if p := recover(); p != nil {
+				dir.cfg.Log.Error("actors: panic in an admission", "app", s.appID, "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
+			}
+			root.Send(self, admitted{req: m, err: err, waiter: waiter})
+		}()
+		err = m.admit(m.ctx)
+	}()
 }
 
 // runTick runs tick i over sockets on a goroutine; its end comes back as a message.

@@ -2,6 +2,7 @@ package actors
 
 import (
 	"context"
+	"errors"
 	"io"
 	"log/slog"
 	"sort"
@@ -102,5 +103,38 @@ func TestAppActorRestartKeepsItsSockets(t *testing.T) {
 	time.Sleep(50 * time.Millisecond)
 	if ticks.Load() != stopped {
 		t.Fatal("ticks go on without sockets")
+	}
+}
+
+// TestAdmissionRunsOutsideTheActor: an admission's I/O runs on a goroutine (the actor
+// answers meanwhile), and the socket is registered when it passes, not when it fails.
+func TestAdmissionRunsOutsideTheActor(t *testing.T) {
+	f := &fakeApps{version: map[string]int{"a": 1}}
+	dir := NewApps(f.load, AppsConfig{})
+	defer dir.Close()
+	ctx := context.Background()
+	gate := make(chan struct{})
+	done := make(chan error, 1)
+	go func() {
+		done <- dir.Admit(ctx, "a", "slow", "slow", func(context.Context) error { <-gate; return nil })
+	}()
+	waitFor(t, "the actor", func() bool { return dir.Len() == 1 })
+	// The actor answers while the admission waits.
+	if v, err := dir.Snapshot(ctx, "a"); err != nil || v != 1 {
+		t.Fatalf("snapshot during an admission: %v %v", v, err)
+	}
+	if got := socketIDs(t, dir, "a"); len(got) != 0 {
+		t.Fatalf("registered before its admission passed: %v", got)
+	}
+	close(gate)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	refused := errors.New("refused")
+	if err := dir.Admit(ctx, "a", "no", "no", func(context.Context) error { return refused }); !errors.Is(err, refused) {
+		t.Fatalf("refused admission answered %v", err)
+	}
+	if got := socketIDs(t, dir, "a"); len(got) != 1 || got[0] != "slow" {
+		t.Fatalf("sockets after the admissions: %v", got)
 	}
 }

@@ -87,16 +87,13 @@ func (s *Service) ConnectClient(ctx context.Context, caller client.Caller, token
 	if err := s.hold(ctx, u.AppID); err != nil {
 		return nil, err
 	}
-	if err := s.admit(ctx, c); err != nil {
+	// The app's actor runs the admission and holds the socket from the moment it passes
+	// (deliveries, the periodic work).
+	if err := s.reg.Admit(ctx, u.AppID, c.ID, c, func(ctx context.Context) error { return s.admit(ctx, c) }); err != nil {
+		s.reg.Leave(u.AppID, c.ID)
 		s.release(ctx, c)
 		s.letGo(u.AppID)
 		return nil, err
-	}
-	// The app's actor holds the socket from now on (deliveries, the periodic work).
-	if err := s.reg.Join(ctx, u.AppID, c.ID, c); err != nil {
-		s.release(ctx, c)
-		s.letGo(u.AppID)
-		return nil, fmt.Errorf("realtime: register the socket: %w", err)
 	}
 	s.heldClients.Add(1)
 	_ = s.toDashboardsMsg(ctx, u.AppID, Outgoing{Type: TypeSessionConnect,

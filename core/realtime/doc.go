@@ -3,7 +3,8 @@
 // where deliveries go.
 //
 // A socket lives on one node. The node's sockets of an app are registered with the app's
-// actor (Registry, actors.Apps), which hands them the app's bus deliveries and drives
+// actor (Registry, actors.Apps), which runs a client socket's admission (the checks here,
+// their I/O on a goroutine, the registration in the same step as the answer), hands them the app's bus deliveries and drives
 // their periodic work (Peer is the edge's socket writer); presence (the 500-per-app and 1-per-user
 // limits, online counts and session lists) lives in the cluster engine as leases that the
 // node renews while the socket is open, so a node that dies releases its sockets within

@@ -96,6 +96,7 @@ type HookAction struct {
 // the actor), and it drives the periodic work on its sockets (SetTicks).
 type Registry interface {
 	Join(ctx context.Context, appID, id string, socket any) error
+	Admit(ctx context.Context, appID, id string, socket any, admit func(ctx context.Context) error) error
 	Leave(appID, id string) bool
 	Each(appID string, fn func(sockets []any))
 	Sockets(ctx context.Context, appID string) ([]any, error)
