@@ -50,6 +50,8 @@ type Apps[S any] struct {
 	mu     sync.Mutex
 	pids   map[string]*actor.PID
 	closed bool
+	// ticks is the periodic work on the apps' sockets (sockets.go).
+	ticks []Tick
 
 	// propsOpts are the options of every AppActor (the metrics middleware).
 	propsOpts      []actor.PropsOption
@@ -182,8 +184,11 @@ func (a *Apps[S]) pid(appID string) (*actor.PID, error) {
 	if p := a.pids[appID]; p != nil {
 		return p, nil
 	}
+	// The registry belongs to the actor's incarnations: one restarted by its supervisor
+	// gets the registry of the one it replaces.
+	reg := &registry{sockets: map[string]any{}}
 	p := a.system.Root.Spawn(actor.PropsFromProducer(func() actor.Actor {
-		return &appActor[S]{dir: a, appID: appID}
+		return &appActor[S]{dir: a, appID: appID, reg: reg}
 	}, a.propsOpts...))
 	a.pids[appID] = p
 	return p, nil
@@ -202,6 +207,9 @@ func (a *Apps[S]) forget(appID string, pid *actor.PID) {
 type appActor[S any] struct {
 	dir   *Apps[S]
 	appID string
+	// reg is the app's sockets on this node; ticks the periodic work on them.
+	reg   *registry
+	ticks []Tick
 
 	snap     S
 	have     bool
@@ -221,9 +229,18 @@ type appActor[S any] struct {
 const failedLinger = 200 * time.Millisecond
 
 func (s *appActor[S]) Receive(ctx actor.Context) {
+	if s.receiveSockets(ctx) {
+		return
+	}
 	switch m := ctx.Message().(type) {
 	case *actor.Started:
 		ctx.SetReceiveTimeout(s.dir.cfg.Idle)
+		if len(s.reg.sockets) > 0 {
+			// A restart: the registry's sockets are still here; their timers start again.
+			s.startTimers(ctx)
+		}
+	case *actor.Restarting:
+		s.stopTimers()
 	case getSnapshot:
 		if s.failed != nil {
 			ctx.Respond(snapshotReply[S]{err: s.failed})
@@ -253,7 +270,7 @@ func (s *appActor[S]) Receive(ctx actor.Context) {
 			return
 		}
 		s.loading = false
-		if m.err != nil && !s.have {
+		if m.err != nil && !s.have && len(s.reg.sockets) == 0 {
 			// Errors are not cached: the actor leaves the directory before answering, so
 			// the next request spawns a fresh actor that loads again, and it stops soon,
 			// so probing unknown ids leaves no actors behind. A request that raced to it
@@ -271,13 +288,15 @@ func (s *appActor[S]) Receive(ctx actor.Context) {
 		}
 		s.snap, s.have, s.loadedAt = m.snap, true, s.dir.cfg.Now()
 	case *actor.ReceiveTimeout:
-		if !s.loading {
+		// An actor that holds sockets is never passivated.
+		if !s.loading && len(s.reg.sockets) == 0 {
 			if s.failed == nil {
 				s.dir.cfg.Metrics.passivation(appKind)
 			}
 			ctx.Stop(ctx.Self())
 		}
 	case *actor.Stopping:
+		s.stopTimers()
 		s.dir.forget(s.appID, ctx.Self())
 		for _, w := range s.waiters {
 			ctx.Send(w, snapshotReply[S]{err: ErrClosed})

@@ -3,22 +3,30 @@
 //
 // Apps is the per-node directory of AppActors: one actor per application, spawned on the
 // first request for it and passivated (stopped) after an idle time. The actor owns the
-// application's snapshot (enabled, paused, version, flags, compiled rules, settings — the
-// type is the caller's) and answers client requests from it, so the hot path reads no
+// application's snapshot (enabled, paused, version, flags, compiled rules, settings, and
+// the compiled WebSocket hook pipeline — the type is the caller's, server.AppState) and
+// answers client requests and hook plans from it, so the hot path reads no
 // storage. A dashboard change reaches the actor as Invalidate (from the event pipeline on
 // this node and the cluster bus from other nodes): the actor drops its snapshot and loads
 // a fresh one, and requests that arrive meanwhile wait for it, so a pause takes effect on
 // the next request. A snapshot older than the refresh age is reloaded in the background
 // (served meanwhile), a backstop for changes whose notification was lost.
 //
-// Sockets are not actors of this package. Each socket is owned by its reader goroutine in
-// the http edge, which hands core/realtime one message at a time (so a socket's own state
-// changes in order, as in an actor's Receive), and by a writer goroutine behind a bounded
-// queue; what sockets share (presence, the per-app and per-user limits) lives in the
-// cluster engine, where every node must see it, so no per-app actor would own it. The
-// hooks are compiled per app and node by core/wshooks.
+// The AppActor also holds the registry of its application's sockets on this node
+// (sockets.go): a client socket's admission runs through it (Admit: the admission's I/O on
+// a goroutine, the socket registered in the same step as the answer), a socket joins and
+// leaves with a message to it (Join, Leave), a delivery
+// is handed to it and fanned out inside Receive (Each: frames are only queued), and its
+// timers drive the periodic work on the app's sockets (SetTicks: lease renewal and
+// revalidation, one batch per app, run on a goroutine whose end comes back as a message).
+// An actor that holds sockets is never passivated. The registry is made with the actor's
+// props, so an actor restarted by its supervisor after a panic gets its sockets back and
+// restarts their timers. The sockets themselves are not actors yet: each is owned by its
+// reader goroutine in the http edge, which hands core/realtime one message at a time, and
+// a writer behind a bounded queue; what sockets share across nodes (presence, the limits)
+// lives in the cluster engine.
 //
-// Metrics counts the actors' life cycle, messages, handling time, failures and dead
-// letters per kind, through a receiver middleware (protoactor-go's own OpenTelemetry
+// Metrics counts the actors' life cycle, messages, handling time, failures, restarts and
+// dead letters per kind, through a receiver middleware (protoactor-go's own OpenTelemetry
 // metrics read a process-global provider; see Metrics).
 package actors

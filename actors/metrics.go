@@ -9,7 +9,7 @@ import (
 
 // Metrics are the actor metrics of a node, per kind of actor (label "kind"): spawned,
 // stopped and passivated actors, messages handled and their handling time, failures (a
-// panic in Receive), and dead letters (messages to an actor that had stopped). Actors
+// panic in Receive), restarts (the supervisor's answer to a failure), and dead letters (messages to an actor that had stopped). Actors
 // alive are a gauge of each directory (keyward_app_actors).
 //
 // protoactor-go has metrics of its own through OpenTelemetry, but the version in use reads
@@ -17,8 +17,8 @@ import (
 // bridging it would tie every node of a process (tests run several) to one registry
 // through global state. These are counted here instead, by a receiver middleware.
 type Metrics struct {
-	spawned, stopped, passivated, messages, failures, deadLetters *prometheus.CounterVec
-	handling                                                      *prometheus.HistogramVec
+	spawned, stopped, passivated, messages, failures, restarts, deadLetters *prometheus.CounterVec
+	handling                                                                *prometheus.HistogramVec
 }
 
 // NewMetrics registers the actor metrics with reg.
@@ -32,19 +32,20 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		passivated:  counter("keyward_actors_passivated_total", "Actors stopped because they were idle, by kind."),
 		messages:    counter("keyward_actor_messages_total", "Messages actors handled, by kind (system messages included)."),
 		failures:    counter("keyward_actor_failures_total", "Panics while an actor handled a message, by kind."),
+		restarts:    counter("keyward_actor_restarts_total", "Actors restarted by their supervisor after a failure, by kind."),
 		deadLetters: counter("keyward_actor_dead_letters_total", "Messages sent to an actor that had stopped, by kind of sender's target."),
 		handling: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "keyward_actor_message_seconds",
 			Help:    "Time an actor took to handle one message, by kind.",
 			Buckets: []float64{.00001, .000025, .00005, .0001, .00025, .0005, .001, .0025, .005, .01, .05, .1}}, []string{"kind"}),
 	}
-	reg.MustRegister(m.spawned, m.stopped, m.passivated, m.messages, m.failures, m.deadLetters, m.handling)
+	reg.MustRegister(m.spawned, m.stopped, m.passivated, m.messages, m.failures, m.restarts, m.deadLetters, m.handling)
 	return m
 }
 
 // middleware counts the messages of actors of one kind and times their handling.
 func (m *Metrics) middleware(kind string) actor.ReceiverMiddleware {
 	messages, handling, failures := m.messages.WithLabelValues(kind), m.handling.WithLabelValues(kind), m.failures.WithLabelValues(kind)
-	spawned, stopped := m.spawned.WithLabelValues(kind), m.stopped.WithLabelValues(kind)
+	spawned, stopped, restarts := m.spawned.WithLabelValues(kind), m.stopped.WithLabelValues(kind), m.restarts.WithLabelValues(kind)
 	return func(next actor.ReceiverFunc) actor.ReceiverFunc {
 		return func(c actor.ReceiverContext, env *actor.MessageEnvelope) {
 			switch env.Message.(type) {
@@ -52,6 +53,8 @@ func (m *Metrics) middleware(kind string) actor.ReceiverMiddleware {
 				spawned.Inc()
 			case *actor.Stopped:
 				stopped.Inc()
+			case *actor.Restarting:
+				restarts.Inc()
 			}
 			start := time.Now()
 			defer func() {

@@ -150,8 +150,9 @@ func (h *wsHandlers) client(c *gin.Context, ch *clientHandlers) {
 		p.wait()
 		return
 	}
-	// The node renews the socket's lease and checks its session with the other sockets
-	// of its app (core/realtime's tick): the socket has no timer of its own. The handler
+	// The app's actor renews the socket's lease and checks its session with the other
+	// sockets of its app (its timers, core/realtime's tick work): the socket has no timer
+	// of its own. The handler
 	// returns; the socket's reader goroutine owns it from here.
 	ctx, cancel := context.WithCancel(context.Background())
 	go func() {

@@ -48,8 +48,8 @@ func TestWebSocketAcrossNodes(t *testing.T) {
 		t.Fatalf("chat at the client on A: %v", d)
 	}
 
-	// A hook created on node B runs on node A at once, although A had already read the
-	// app's hooks (none): the change drops A's compiled hooks over the bus.
+	// A hook created on node B runs on node A at once, although A's app actor had already
+	// loaded the app's hooks (none): the change invalidates A's app actor over the bus.
 	cl.send(map[string]any{"type": "greet"})
 	dash.expectType("custom_event", "chat")
 	expectOK(t, onB.do("POST", base+"/hooks", map[string]any{"name": "hello", "event": "greet",

@@ -14,6 +14,8 @@ import (
 	"github.com/keyward/keyward/core/client"
 	"github.com/keyward/keyward/core/events"
 	"github.com/keyward/keyward/core/plans"
+	"github.com/keyward/keyward/core/wshooks"
+	"github.com/keyward/keyward/hooks"
 	"github.com/keyward/keyward/storage"
 )
 
@@ -26,13 +28,54 @@ func snapshotChanges(name string) bool {
 	return name == "app.update" || name == "app.secret_reset" || name == "app.signing_key_reset" || strings.HasPrefix(name, "rule.") && name != "rule.triggered"
 }
 
+// AppState is what a node's AppActor holds of its application: the client API's
+// snapshot and the compiled WebSocket hooks, loaded together and reloaded on the same
+// invalidation.
+type AppState struct {
+	Client client.Snapshot
+	Hooks  *hooks.Pipeline
+}
+
+// appActors are the node's AppActors with what their state is read through.
+type appActors struct {
+	dir *actors.Apps[AppState]
+	// announce drops an app's state on this node and every other (they reload it), then
+	// revalidates the app's sockets.
+	announce func(appID string)
+	stop     func()
+}
+
+// Snapshot answers the client API's part of the app's state (client.Snapshots).
+func (a *appActors) Snapshot(ctx context.Context, appID string) (client.Snapshot, error) {
+	st, err := a.dir.Snapshot(ctx, appID)
+	return st.Client, err
+}
+
+// Pipeline answers the app's compiled hooks (wshooks.PipelineOf).
+func (a *appActors) Pipeline(ctx context.Context, appID string) (*hooks.Pipeline, error) {
+	st, err := a.dir.Snapshot(ctx, appID)
+	return st.Hooks, err
+}
+
 // startAppActors starts the node's AppActors and wires their invalidation: events of this
-// node (the event pipeline) and of other nodes (the cluster bus) reload the snapshot of
-// the app they concern, and a deleted app's actor drops its snapshot at once.
+// node (the event pipeline), hook changes, and changes of other nodes (the cluster bus)
+// reload the state of the app they concern, and a deleted app's actor drops it at once.
 func startAppActors(ctx context.Context, store storage.Store, engine cluster.Engine, bus *events.Bus, appsSvc *apps.Service,
 	accountsSvc *accounts.Service, catalogue *plans.Catalogue, metrics *actors.Metrics, def client.SnapshotDefaults, now func() time.Time, log *slog.Logger,
-	changed func(appID string)) (*actors.Apps[client.Snapshot], func(), error) {
-	dir := actors.NewApps(client.NewLoader(store, catalogue, def), actors.AppsConfig{Now: now, Log: log, Metrics: metrics})
+	changed func(appID string)) (*appActors, error) {
+	loadClient := client.NewLoader(store, catalogue, def)
+	load := func(ctx context.Context, appID string) (AppState, error) {
+		snap, err := loadClient(ctx, appID)
+		if err != nil {
+			return AppState{}, err
+		}
+		p, err := wshooks.Load(ctx, store, appID, log)
+		if err != nil {
+			return AppState{}, err
+		}
+		return AppState{Client: snap, Hooks: p}, nil
+	}
+	dir := actors.NewApps(load, actors.AppsConfig{Now: now, Log: log, Metrics: metrics})
 	// invalidate drops the node's snapshot, then tells changed: what changed reads the
 	// snapshot after the invalidation, so it sees the new one (the actor's mailbox keeps
 	// the order).
@@ -52,7 +95,7 @@ func startAppActors(ctx context.Context, store storage.Store, engine cluster.Eng
 	unsubscribe, err := engine.Subscribe(ctx, appChangedTopic, func(p []byte) { invalidate(string(p)) })
 	if err != nil {
 		dir.Close()
-		return nil, nil, fmt.Errorf("subscribe to app changes: %w", err)
+		return nil, fmt.Errorf("subscribe to app changes: %w", err)
 	}
 	bus.Subscribe("app-actors", 10_000, func(e events.Event) {
 		if e.AppID != "" && snapshotChanges(e.Name) {
@@ -78,5 +121,5 @@ func startAppActors(ctx context.Context, store storage.Store, engine cluster.Eng
 		unsubscribe()
 		dir.Close()
 	}
-	return dir, stop, nil
+	return &appActors{dir: dir, announce: announce, stop: stop}, nil
 }

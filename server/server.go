@@ -250,12 +250,14 @@ type Core struct {
 	// (started by Server).
 	Integrations *integrations.Service
 	Webhooks     *integrations.Worker
-	// Client runs the client API; AppActors hold its application snapshots.
+	// Client runs the client API; AppActors hold its application snapshots and the
+	// apps' compiled WebSocket hooks.
 	Client    *client.Service
-	AppActors *actors.Apps[client.Snapshot]
+	AppActors *actors.Apps[AppState]
 	// Realtime runs the WebSocket channels; Server subscribes it to the cluster bus.
 	Realtime *realtime.Service
-	// WSHooks keeps the apps' WebSocket hooks and plans their actions.
+	// WSHooks keeps the apps' WebSocket hooks and plans their actions with the pipeline
+	// of the app's actor.
 	WSHooks *wshooks.Service
 	// Bus carries domain events to the log writer (and, later, webhooks and sockets).
 	Bus *events.Bus
@@ -288,7 +290,6 @@ func (c *Core) Close() error {
 		c.stopPurge()
 	}
 	c.Realtime.Close()
-	c.WSHooks.Close()
 	c.stopAppActors()
 	c.Client.Close()
 	c.Webhooks.Stop()
@@ -383,7 +384,7 @@ func OpenCore(ctx context.Context, c Config, log *slog.Logger) (_ *Core, err err
 	// the realtime service is made after the actors it reads through, hence the pointer.
 	var sockets atomic.Pointer[realtime.Service]
 	reg := prometheus.NewRegistry()
-	appActors, stopActors, err := startAppActors(ctx, store, engine, bus, appsSvc, svc, catalogue, actors.NewMetrics(reg), client.SnapshotDefaults{
+	appActors, err := startAppActors(ctx, store, engine, bus, appsSvc, svc, catalogue, actors.NewMetrics(reg), client.SnapshotDefaults{
 		SessionTTL: c.ClientSessionTTL, EncryptFiles: c.ClientFileEncryption, CountryAvailable: country != nil || c.CountryHeader != ""}, c.Clock, log,
 		func(appID string) {
 			if rt := sockets.Load(); rt != nil {
@@ -393,16 +394,16 @@ func OpenCore(ctx context.Context, c Config, log *slog.Logger) (_ *Core, err err
 	if err != nil {
 		return nil, err
 	}
-	closers = append(closers, func() error { stopActors(); return nil })
+	closers = append(closers, func() error { appActors.stop(); return nil })
 	clientSvc := client.New(client.Deps{Store: store, Apps: appActors, Sessions: engine, Hasher: hasher, Bus: bus,
 		Country: country, Quota: meter, Archive: store, Blobs: blobStore,
 		Reset: client.ResetDeps{Tokens: engine, Mailer: mailq, PublicURL: c.PublicURL}, Now: c.Clock, Log: log})
-	wsHooks := wshooks.New(store, appsSvc, engine, c.Clock, log)
+	wsHooks := wshooks.New(store, appsSvc, appActors.Pipeline, appActors.announce, c.Clock, log)
 	queueDelay := prometheus.NewHistogram(prometheus.HistogramOpts{Name: "keyward_ws_delivery_queue_seconds",
 		Help:    "Time from a delivery's publication (a REST call, an event, a hook) to its frame in the socket queues of this node.",
 		Buckets: []float64{.0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1}})
 	reg.MustRegister(queueDelay)
-	rt := realtime.New(realtime.Deps{Engine: engine, Sessions: clientSvc, Hooks: wsHooks, Ban: appsSvc.BanAsOwner, Events: bus, Now: c.Clock, Log: log, LeaseTTL: c.WSLeaseTTL,
+	rt := realtime.New(realtime.Deps{Engine: engine, Sessions: clientSvc, Hooks: wsHooks, Ban: appsSvc.BanAsOwner, Events: bus, Registry: appActors.dir, Now: c.Clock, Log: log, LeaseTTL: c.WSLeaseTTL,
 		DeliveryDelay: func(d time.Duration) { queueDelay.Observe(d.Seconds()) }})
 	// The sockets subscribe before the client sessions: a ban reaches the sockets'
 	// queue (banned) before the session kill it causes (force_logout), because the bus
@@ -414,7 +415,7 @@ func OpenCore(ctx context.Context, c Config, log *slog.Logger) (_ *Core, err err
 	auditLog := audit.New(store, audit.Config{Retention: c.AuditRetention, Now: c.Clock}, log)
 	closers = append(closers, func() error { auditLog.Close(); return nil })
 	return &Core{Audit: auditLog, Realtime: rt, WSHooks: wsHooks, Store: store, Engine: engine, Mail: mailq, Accounts: svc, Apps: appsSvc, Meter: meter,
-		Client: clientSvc, AppActors: appActors, stopAppActors: stopActors, Metrics: reg,
+		Client: clientSvc, AppActors: appActors.dir, stopAppActors: appActors.stop, Metrics: reg,
 		Integrations: integrations.NewService(store, appsSvc, bus, integrations.Options{
 			Validator: webhooks.Validator{AllowPrivate: c.WebhooksAllowPrivate}, Client: hooksClient, Now: c.Clock}),
 		Webhooks:  worker,
@@ -541,11 +542,7 @@ func New(ctx context.Context, c Config, log *slog.Logger) (*Server, error) {
 	core.Meter.Start()
 	core.Webhooks.Start()
 	core.Client.Start()
-	err = core.WSHooks.Start(ctx)
-	if err == nil {
-		err = core.Realtime.Start(ctx)
-	}
-	if err != nil {
+	if err := core.Realtime.Start(ctx); err != nil {
 		_ = s.apiLn.Close()
 		if s.metricsLn != nil {
 			_ = s.metricsLn.Close()

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/keyward/keyward/core"
@@ -25,6 +26,8 @@ type Client struct {
 	session string
 	// rate is used by the socket's reader only.
 	rate window
+	// gone is set when the socket left its app's actor.
+	gone atomic.Bool
 
 	mu       sync.Mutex
 	status   string
@@ -84,17 +87,15 @@ func (s *Service) ConnectClient(ctx context.Context, caller client.Caller, token
 	if err := s.hold(ctx, u.AppID); err != nil {
 		return nil, err
 	}
-	if err := s.admit(ctx, c); err != nil {
+	// The app's actor runs the admission and holds the socket from the moment it passes
+	// (deliveries, the periodic work).
+	if err := s.reg.Admit(ctx, u.AppID, c.ID, c, func(ctx context.Context) error { return s.admit(ctx, c) }); err != nil {
+		s.reg.Leave(u.AppID, c.ID)
 		s.release(ctx, c)
 		s.letGo(u.AppID)
 		return nil, err
 	}
-	s.mu.Lock()
-	if s.clients[u.AppID] == nil {
-		s.clients[u.AppID] = map[string]*Client{}
-	}
-	s.clients[u.AppID][c.ID] = c
-	s.mu.Unlock()
+	s.heldClients.Add(1)
 	_ = s.toDashboardsMsg(ctx, u.AppID, Outgoing{Type: TypeSessionConnect,
 		Data: map[string]any{"userId": u.UserID, "username": u.Username, "ip": u.IP, "id": c.ID}})
 	s.logEvent(events.Event{Name: "ws.connect", AppID: u.AppID, Username: u.Username, IP: u.IP, Level: events.LevelDebug,
@@ -149,16 +150,12 @@ func (s *Service) replace(ctx context.Context, u client.SocketUser, id string) {
 
 // DisconnectClient forgets a socket that ended, for whatever reason.
 func (s *Service) DisconnectClient(c *Client) {
-	s.mu.Lock()
-	_, held := s.clients[c.User.AppID][c.ID]
-	delete(s.clients[c.User.AppID], c.ID)
-	if len(s.clients[c.User.AppID]) == 0 {
-		delete(s.clients, c.User.AppID)
-	}
-	s.mu.Unlock()
+	held := s.reg.Leave(c.User.AppID, c.ID)
+	c.gone.Store(true)
 	if !held {
 		return // released already (by Close)
 	}
+	s.heldClients.Add(-1)
 	s.letGo(c.User.AppID)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()

@@ -46,12 +46,11 @@ func (s *Service) ConnectDashboard(ctx context.Context, appID string, peer Peer)
 	}
 	// Registered first, so that nothing published from now on is missed; what arrives
 	// before the two first messages are sent waits in pending.
-	s.mu.Lock()
-	if s.dashboards[appID] == nil {
-		s.dashboards[appID] = map[string]*Dashboard{}
+	if err := s.reg.Join(ctx, appID, d.ID, d); err != nil {
+		s.letGo(appID)
+		return nil, fmt.Errorf("realtime: register the socket: %w", err)
 	}
-	s.dashboards[appID][d.ID] = d
-	s.mu.Unlock()
+	s.heldDashboards.Add(1)
 	list, err := s.Sessions(ctx, appID)
 	if err != nil {
 		s.DisconnectDashboard(d)
@@ -70,14 +69,8 @@ func (s *Service) ConnectDashboard(ctx context.Context, appID string, peer Peer)
 
 // DisconnectDashboard forgets a dashboard socket that ended.
 func (s *Service) DisconnectDashboard(d *Dashboard) {
-	s.mu.Lock()
-	_, held := s.dashboards[d.AppID][d.ID]
-	delete(s.dashboards[d.AppID], d.ID)
-	if len(s.dashboards[d.AppID]) == 0 {
-		delete(s.dashboards, d.AppID)
-	}
-	s.mu.Unlock()
-	if held {
+	if s.reg.Leave(d.AppID, d.ID) {
+		s.heldDashboards.Add(-1)
 		s.letGo(d.AppID)
 	}
 }

@@ -2,13 +2,16 @@
 // their frames: who may connect, presence across the cluster, what each message means, and
 // where deliveries go.
 //
-// A socket lives on one node. Each node keeps a registry of its own client and dashboard
-// sockets (Peer is the edge's socket writer); presence (the 500-per-app and 1-per-user
+// A socket lives on one node. The node's sockets of an app are registered with the app's
+// actor (Registry, actors.Apps), which runs a client socket's admission (the checks here,
+// their I/O on a goroutine, the registration in the same step as the answer), hands them the app's bus deliveries and drives
+// their periodic work (Peer is the edge's socket writer); presence (the 500-per-app and 1-per-user
 // limits, online counts and session lists) lives in the cluster engine as leases that the
 // node renews while the socket is open, so a node that dies releases its sockets within
 // Deps.LeaseTTL (30 s by default). The node's periodic work runs per app, not per socket
-// (tick.go): one lease renewal call for all its sockets of an app, and one batched
-// revalidation every RevalidateEvery; a socket has no goroutine or timer of its own for it.
+// (tick.go, on the app actor's timers): one lease renewal call for all its sockets of an
+// app, and one batched revalidation every RevalidateEvery; a socket has no goroutine or
+// timer of its own for it.
 // A delivery for a user, an app's clients or an app's dashboards is published on the
 // cluster bus; every node hands it to the matching sockets it holds. A REST call, a ban or
 // a variable change on any node therefore reaches a socket on any other.

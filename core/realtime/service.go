@@ -13,6 +13,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/keyward/keyward/actors"
 	"github.com/keyward/keyward/cluster"
 	"github.com/keyward/keyward/core/client"
 	"github.com/keyward/keyward/core/events"
@@ -90,6 +91,19 @@ type HookAction struct {
 	Payload     map[string]any
 }
 
+// Registry holds this node's sockets of each app: the app's actor (actors.Apps). A socket
+// joins and leaves with a message to it, a delivery is handed to it (Each, which runs in
+// the actor), and it drives the periodic work on its sockets (SetTicks).
+type Registry interface {
+	Join(ctx context.Context, appID, id string, socket any) error
+	Admit(ctx context.Context, appID, id string, socket any, admit func(ctx context.Context) error) error
+	Leave(appID, id string) bool
+	Each(appID string, fn func(sockets []any))
+	Sockets(ctx context.Context, appID string) ([]any, error)
+	AllSockets(ctx context.Context) map[string][]any
+	SetTicks(ticks ...actors.Tick)
+}
+
 // Banner sets a user's banned flag as its app's owner would (the user.ban event follows).
 type Banner func(ctx context.Context, appID, userID, reason string) error
 
@@ -100,6 +114,9 @@ type Deps struct {
 	Hooks    Planner
 	Ban      Banner
 	Events   events.Publisher
+	// Registry holds the sockets (the node's AppActors); when nil the service makes a
+	// directory of its own.
+	Registry Registry
 	Log      *slog.Logger
 	Now      func() time.Time
 	// LeaseTTL is how long the sockets of a node that died still count as online
@@ -154,20 +171,21 @@ type delivery struct {
 type Service struct {
 	d Deps
 
-	mu         sync.RWMutex
-	clients    map[string]map[string]*Client    // app → socket id → socket
-	dashboards map[string]map[string]*Dashboard // app → socket id → socket
+	// reg holds the sockets, in their apps' actors; ownReg closes it when the service
+	// made it.
+	reg    Registry
+	ownReg func()
+	// heldClients and heldDashboards count the sockets registered, for metrics.
+	heldClients, heldDashboards atomic.Int64
 
+	mu sync.RWMutex
 	// topics holds this node's subscriptions to the apps' bus topics (under mu).
 	topics   map[string]*topic
 	leaseTTL time.Duration
 
-	// stopTick ends the periodic work (tick), which closes tickDone; work counts the
-	// app rechecks under way. stopped is set (under mu) by Close.
-	stopTick chan struct{}
-	tickDone chan struct{}
-	work     sync.WaitGroup
-	stopped  bool
+	// work counts the app rechecks under way. stopped is set (under mu) by Close.
+	work    sync.WaitGroup
+	stopped bool
 
 	published, received atomic.Uint64
 	stats               stats
@@ -192,19 +210,20 @@ func New(d Deps) *Service {
 		ttl = DefaultLeaseTTL
 	}
 	ttl = max(ttl, MinLeaseTTL)
-	return &Service{d: d, leaseTTL: ttl, clients: map[string]map[string]*Client{}, dashboards: map[string]map[string]*Dashboard{},
-		topics: map[string]*topic{}}
+	s := &Service{d: d, leaseTTL: ttl, reg: d.Registry, ownReg: func() {}, topics: map[string]*topic{}}
+	if s.reg == nil {
+		dir := actors.NewApps(func(context.Context, string) (struct{}, error) { return struct{}{}, nil }, actors.AppsConfig{Log: d.Log})
+		s.reg, s.ownReg = dir, dir.Close
+	}
+	return s
 }
 
-// Start starts the periodic work of the node's sockets (lease renewals and revalidation,
-// batched per app). The service subscribes to an app's bus topic when it takes the app's
-// first socket.
+// Start gives the apps' actors the periodic work of their sockets (lease renewals and
+// revalidation, batched per app). The service subscribes to an app's bus topic when it
+// takes the app's first socket.
 func (s *Service) Start(context.Context) error {
-	s.stopTick, s.tickDone = make(chan struct{}), make(chan struct{})
-	go func() {
-		defer close(s.tickDone)
-		s.tick(s.stopTick)
-	}()
+	s.reg.SetTicks(actors.Tick{Every: s.leaseTTL / 3, Run: s.tickWork(s.renewApp)},
+		actors.Tick{Every: RevalidateEvery, Run: s.tickWork(s.recheckApp)})
 	return nil
 }
 
@@ -219,30 +238,31 @@ func (s *Service) Close() {
 	for _, t := range topics {
 		t.leave()
 	}
-	if s.stopTick != nil {
-		close(s.stopTick)
-		<-s.tickDone
-		s.stopTick = nil
-	}
 	s.mu.Lock()
-	s.stopped = true
-	clients, dashboards := s.clients, s.dashboards
-	s.clients, s.dashboards = map[string]map[string]*Client{}, map[string]map[string]*Dashboard{}
+	s.stopped = true // the periodic work stops
 	s.mu.Unlock()
-	for _, m := range dashboards {
-		for _, d := range m {
-			d.peer.Close(closeGoingAway, "server shutting down")
-		}
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	for _, m := range clients {
-		for _, c := range m {
-			c.peer.Close(closeGoingAway, "server shutting down")
-			s.left(ctx, c)
+	for appID, list := range s.reg.AllSockets(ctx) {
+		for _, sock := range list {
+			switch x := sock.(type) {
+			case *Dashboard:
+				if s.reg.Leave(appID, x.ID) {
+					s.heldDashboards.Add(-1)
+				}
+				x.peer.Close(closeGoingAway, "server shutting down")
+			case *Client:
+				if s.reg.Leave(appID, x.ID) {
+					s.heldClients.Add(-1)
+				}
+				x.gone.Store(true)
+				x.peer.Close(closeGoingAway, "server shutting down")
+				s.left(ctx, x)
+			}
 		}
 	}
 	s.work.Wait()
+	s.ownReg()
 }
 
 // closeGoingAway is RFC 6455's "going away".
@@ -272,19 +292,26 @@ func (s *Service) receive(raw []byte) {
 		s.d.Log.Warn("realtime: undecodable bus message", "err", err)
 		return
 	}
+	// The app's actor hands it to the sockets it holds (queueing only: nothing blocks).
+	s.reg.Each(d.App, func(sockets []any) { s.deliver(d, sockets) })
+}
+
+// deliver hands delivery d to the matching sockets of its app; it runs in the app's actor.
+func (s *Service) deliver(d delivery, sockets []any) {
 	defer s.queued(d)
-	if d.To == toDashboards {
-		for _, x := range s.localDashboards(d.App) {
-			x.deliver(d.Msg, d.Type)
-		}
-		return
-	}
 	var shared *Shared
 	if d.To == toClients {
 		shared = &Shared{Msg: d.Msg}
 	}
-	for _, c := range s.localClients(d.App) {
-		if d.To == toUser && c.User.UserID != d.User || d.To == toConn && c.ID != d.Conn ||
+	for _, sock := range sockets {
+		if x, ok := sock.(*Dashboard); ok {
+			if d.To == toDashboards {
+				x.deliver(d.Msg, d.Type)
+			}
+			continue
+		}
+		c, ok := sock.(*Client)
+		if !ok || d.To == toDashboards || d.To == toUser && c.User.UserID != d.User || d.To == toConn && c.ID != d.Conn ||
 			d.Session != "" && c.session != d.Session {
 			continue
 		}
@@ -301,22 +328,21 @@ func (s *Service) receive(raw []byte) {
 	}
 }
 
-func (s *Service) localClients(appID string) []*Client {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	out := make([]*Client, 0, len(s.clients[appID]))
-	for _, c := range s.clients[appID] {
-		out = append(out, c)
+// localClients answers the client sockets of the app this node holds (its actor's).
+func (s *Service) localClients(ctx context.Context, appID string) []*Client {
+	list, err := s.reg.Sockets(ctx, appID)
+	if err != nil {
+		s.d.Log.Warn("realtime: cannot list an app's sockets", "app", appID, "err", err)
 	}
-	return out
+	return clientsOf(list)
 }
 
-func (s *Service) localDashboards(appID string) []*Dashboard {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	out := make([]*Dashboard, 0, len(s.dashboards[appID]))
-	for _, d := range s.dashboards[appID] {
-		out = append(out, d)
+func clientsOf(list []any) []*Client {
+	out := make([]*Client, 0, len(list))
+	for _, x := range list {
+		if c, ok := x.(*Client); ok {
+			out = append(out, c)
+		}
 	}
 	return out
 }
@@ -344,15 +370,7 @@ func (s *Service) logEvent(e events.Event) {
 
 // Held answers how many client and dashboard sockets this node holds, for metrics.
 func (s *Service) Held() (clients, dashboards int) {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	for _, m := range s.clients {
-		clients += len(m)
-	}
-	for _, m := range s.dashboards {
-		dashboards += len(m)
-	}
-	return clients, dashboards
+	return int(s.heldClients.Load()), int(s.heldDashboards.Load())
 }
 
 // sessionRef names a client session on the bus without its token: the first 16 bytes of

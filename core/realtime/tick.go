@@ -12,44 +12,39 @@ import (
 	"github.com/keyward/keyward/core/client"
 )
 
-// The node's periodic work on its client sockets runs per app, batched: every third of
-// the lease ttl the leases of an app's sockets are renewed in one cluster-engine call
+// The node's periodic work on its client sockets runs per app, batched, driven by the
+// app's actor (actors.Tick: its timers, the work on a goroutine): every third of the
+// lease ttl the leases of an app's sockets are renewed in one cluster-engine call
 // (PutLeases), and every RevalidateEvery its sockets are checked again in one call of
 // Sessions.CheckSockets (one engine read for the sessions, one storage query for the
 // users), not a round per socket. There is no goroutine or timer per socket.
 
-// tickParallel bounds the apps whose batch runs at the same moment.
+// tickParallel bounds the apps whose batch eachApp runs at the same moment.
 const tickParallel = 8
 
-// tick runs the periodic work until stop is closed.
-func (s *Service) tick(stop <-chan struct{}) {
-	renew := time.NewTicker(s.leaseTTL / 3)
-	defer renew.Stop()
-	check := time.NewTicker(RevalidateEvery)
-	defer check.Stop()
-	for {
-		select {
-		case <-stop:
-			return
-		case <-renew.C:
-			s.eachApp(s.renewApp)
-		case <-check.C:
-			s.eachApp(s.recheckApp)
+// tickWork is the actors' tick for fn: the app's client sockets, until Close.
+func (s *Service) tickWork(fn func(appID string, clients []*Client)) func(context.Context, string, []any) {
+	return func(_ context.Context, appID string, sockets []any) {
+		s.mu.RLock()
+		stopped := s.stopped
+		s.mu.RUnlock()
+		if clients := clientsOf(sockets); !stopped && len(clients) > 0 {
+			s.safely(appID, func() { fn(appID, clients) })
 		}
 	}
 }
 
-// eachApp runs fn for every app this node holds client sockets of, tickParallel at a
-// time, and waits for them.
+// eachApp runs fn now for every app this node holds client sockets of, tickParallel at
+// a time, and waits for them.
 func (s *Service) eachApp(fn func(appID string, clients []*Client)) {
-	s.mu.RLock()
-	apps := make(map[string][]*Client, len(s.clients))
-	for appID, m := range s.clients {
-		for _, c := range m {
-			apps[appID] = append(apps[appID], c)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	apps := map[string][]*Client{}
+	for appID, list := range s.reg.AllSockets(ctx) {
+		if clients := clientsOf(list); len(clients) > 0 {
+			apps[appID] = clients
 		}
 	}
-	s.mu.RUnlock()
 	sem := make(chan struct{}, tickParallel)
 	var wg sync.WaitGroup
 	for appID, clients := range apps {
@@ -95,7 +90,7 @@ func (s *Service) renewApp(appID string, clients []*Client) {
 	// A socket that ended while its lease was being renewed has its presence back: it is
 	// released again (its owner released it already, or is about to).
 	for _, c := range clients {
-		if !s.holds(c) {
+		if c.gone.Load() {
 			s.release(ctx, c)
 		}
 	}
@@ -121,10 +116,6 @@ func (s *Service) recheckApp(appID string, clients []*Client) {
 // batch on a goroutine of the service (the caller is a bus or pipeline goroutine that must
 // not wait). Every node calls it when it learns that the app changed.
 func (s *Service) RecheckApp(appID string) {
-	clients := s.localClients(appID)
-	if len(clients) == 0 {
-		return
-	}
 	s.mu.Lock()
 	if s.stopped {
 		s.mu.Unlock()
@@ -134,16 +125,12 @@ func (s *Service) RecheckApp(appID string) {
 	s.mu.Unlock()
 	go func() {
 		defer s.work.Done()
-		s.safely(appID, func() { s.recheckApp(appID, clients) })
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if clients := s.localClients(ctx, appID); len(clients) > 0 {
+			s.safely(appID, func() { s.recheckApp(appID, clients) })
+		}
 	}()
-}
-
-// holds reports whether the node still holds socket c.
-func (s *Service) holds(c *Client) bool {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	_, ok := s.clients[c.User.AppID][c.ID]
-	return ok
 }
 
 // leaseOf is socket c's presence lease: what the session list shows of it, and its

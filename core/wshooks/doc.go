@@ -1,6 +1,7 @@
 // Package wshooks owns an application's WebSocket hooks as a resource (SPEC 4.9: list,
-// create, update, delete, at most 20 per app) and runs them for the socket channels: it
-// keeps each app's hooks compiled (hooks.Compile) per node, drops the compiled form on
-// every node when the owner changes a hook (cluster bus), and plans the actions of a client
-// message (realtime.Planner).
+// create, update, delete, at most 20 per app) and plans the actions of a client message
+// (realtime.Planner). It keeps no compiled hooks of its own: Load reads and compiles an
+// app's hooks for the app's actor, which loads them with the app's snapshot and reloads
+// them on the same invalidation; a hook change announces the app as changed (on this node
+// and, over the cluster bus, on every other), and Plan runs the pipeline the actor holds.
 package wshooks

@@ -6,12 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"sync"
 	"time"
 
 	"github.com/google/uuid"
 
-	"github.com/keyward/keyward/cluster"
 	"github.com/keyward/keyward/core"
 	"github.com/keyward/keyward/core/apps"
 	"github.com/keyward/keyward/core/realtime"
@@ -29,78 +27,38 @@ type Apps interface {
 	WebSocketApp(ctx context.Context, o apps.Owner, appID string) (storage.App, error)
 }
 
-// changedTopic carries the id of an app whose hooks changed, to every node.
-const changedTopic = "ws-hooks-changed"
+// PipelineOf answers an app's compiled hooks as its AppActor holds them (they load with
+// the app's snapshot, see Load).
+type PipelineOf func(ctx context.Context, appID string) (*hooks.Pipeline, error)
 
-// maxAge is how long a node uses an app's compiled hooks before reading them again, in
-// case a change announcement was lost (the bus delivers at most once).
-const maxAge = time.Minute
-
-// Service runs the owner's hook flows and plans hook actions.
+// Service runs the owner's hook flows and plans hook actions. It keeps no compiled hooks of
+// its own: they belong to the app's actor.
 type Service struct {
-	store Store
-	apps  Apps
-	bus   cluster.Bus
-	now   func() time.Time
-	log   *slog.Logger
-
-	mu       sync.Mutex
-	compiled map[string]compiledHooks // by app id
-	// forgets counts forget calls: a load that raced with a change is not kept.
-	forgets uint64
-
-	unsubscribe func()
+	store    Store
+	apps     Apps
+	pipeline PipelineOf
+	// changed announces that an app's hooks changed: the app's actor reloads them, on this
+	// node and on every other.
+	changed func(appID string)
+	now     func() time.Time
+	log     *slog.Logger
 }
 
-type compiledHooks struct {
-	p      *hooks.Pipeline
-	loaded time.Time
-}
-
-// New builds the service; Start subscribes it to hook changes of other nodes.
-func New(store Store, a Apps, bus cluster.Bus, now func() time.Time, log *slog.Logger) *Service {
+// New builds the service.
+func New(store Store, a Apps, pipeline PipelineOf, changed func(appID string), now func() time.Time, log *slog.Logger) *Service {
 	if now == nil {
 		now = time.Now
 	}
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Service{store: store, apps: a, bus: bus, now: now, log: log, compiled: map[string]compiledHooks{}}
+	return &Service{store: store, apps: a, pipeline: pipeline, changed: changed, now: now, log: log}
 }
 
-// Start subscribes to hook changes announced by any node.
-func (s *Service) Start(ctx context.Context) error {
-	unsub, err := s.bus.Subscribe(ctx, changedTopic, func(p []byte) { s.forget(string(p)) })
-	if err != nil {
-		return fmt.Errorf("wshooks: subscribe: %w", err)
-	}
-	s.unsubscribe = unsub
-	return nil
-}
-
-// Close ends the subscription.
-func (s *Service) Close() {
-	if s.unsubscribe != nil {
-		s.unsubscribe()
-	}
-}
-
-func (s *Service) forget(appID string) {
-	s.mu.Lock()
-	delete(s.compiled, appID)
-	s.forgets++
-	s.mu.Unlock()
-}
-
-// maxCompiled bounds the apps whose compiled hooks a node keeps; past it, entries older
-// than maxAge are swept.
-const maxCompiled = 10_000
-
-// announce drops the app's compiled hooks here and on every other node.
-func (s *Service) announce(ctx context.Context, appID string) {
-	s.forget(appID)
-	if err := s.bus.Publish(ctx, changedTopic, []byte(appID)); err != nil {
-		s.log.Warn("wshooks: cannot announce a hook change; other nodes see it within a minute", "app", appID, "err", err)
+// announce tells the app's actors that its hooks changed.
+func (s *Service) announce(appID string) {
+	if s.changed != nil {
+		s.changed(appID)
 	}
 }
 
@@ -213,7 +171,7 @@ func (s *Service) Create(ctx context.Context, o apps.Owner, appID string, in Cre
 	if err := s.store.CreateWSHook(ctx, rec); err != nil {
 		return Hook{}, err
 	}
-	s.announce(ctx, appID)
+	s.announce(appID)
 	return decode(rec)
 }
 
@@ -259,7 +217,7 @@ func (s *Service) Update(ctx context.Context, o apps.Owner, appID, hookID string
 	if err != nil {
 		return Hook{}, err
 	}
-	s.announce(ctx, appID)
+	s.announce(appID)
 	return decode(rec)
 }
 
@@ -275,7 +233,7 @@ func (s *Service) Delete(ctx context.Context, o apps.Owner, appID, hookID string
 	if err != nil {
 		return err
 	}
-	s.announce(ctx, appID)
+	s.announce(appID)
 	return nil
 }
 
@@ -298,18 +256,16 @@ func (s *Service) Plan(ctx context.Context, appID string, m realtime.HookInput) 
 	return out, nil
 }
 
-// pipeline answers the app's compiled hooks, reading them when this node has none or
-// they are older than maxAge.
-func (s *Service) pipeline(ctx context.Context, appID string) (*hooks.Pipeline, error) {
-	now := s.now()
-	s.mu.Lock()
-	c, ok := s.compiled[appID]
-	gen := s.forgets
-	s.mu.Unlock()
-	if ok && now.Sub(c.loaded) < maxAge {
-		return c.p, nil
-	}
-	list, err := s.store.ListWSHooks(ctx, appID)
+// Reader is what loading an app's hooks reads.
+type Reader interface {
+	ListWSHooks(ctx context.Context, appID string) ([]storage.WSHook, error)
+}
+
+// Load reads and compiles an app's hooks, for its actor's snapshot. A hook that cannot be
+// read or no longer validates is skipped with a log line (one bad hook must not silence
+// the others, nor stop the app's snapshot from loading); a storage error fails the load.
+func Load(ctx context.Context, store Reader, appID string, log *slog.Logger) (*hooks.Pipeline, error) {
+	list, err := store.ListWSHooks(ctx, appID)
 	if err != nil {
 		return nil, fmt.Errorf("wshooks: read hooks of %s: %w", appID, err)
 	}
@@ -317,16 +273,15 @@ func (s *Service) pipeline(ctx context.Context, appID string) (*hooks.Pipeline, 
 	for _, r := range list {
 		h, err := decode(r)
 		if err != nil {
-			// One unreadable hook must not silence the others.
-			s.log.Warn("wshooks: skipping an unreadable hook", "app", appID, "err", err)
+			log.Warn("wshooks: skipping an unreadable hook", "app", appID, "err", err)
 			continue
 		}
 		if h.Enabled {
 			hooks.Normalize(&h.Hook)
 			if err := hooks.Validate(h.Hook); err != nil {
 				// Stored hooks were valid when written; one that no longer is (a bound
-				// tightened since) is skipped, not allowed to stop the app's other hooks.
-				s.log.Warn("wshooks: skipping a hook that does not validate", "app", appID, "hook", h.ID, "err", err)
+				// tightened since) is skipped.
+				log.Warn("wshooks: skipping a hook that does not validate", "app", appID, "hook", h.ID, "err", err)
 				continue
 			}
 		}
@@ -337,20 +292,10 @@ func (s *Service) pipeline(ctx context.Context, appID string) (*hooks.Pipeline, 
 	}
 	p, err := hooks.Compile(model)
 	if err != nil {
-		return nil, fmt.Errorf("wshooks: compile hooks of %s: %w", appID, err)
+		// Validated hooks compile; if one does not, the app runs no hooks until the
+		// owner fixes it rather than failing its client API.
+		log.Error("wshooks: cannot compile the hooks of an app; none run", "app", appID, "err", err)
+		return hooks.Compile(nil)
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.forgets != gen {
-		return p, nil // a change came in meanwhile: use this one, keep none
-	}
-	if len(s.compiled) >= maxCompiled {
-		for id, c := range s.compiled {
-			if now.Sub(c.loaded) >= maxAge {
-				delete(s.compiled, id)
-			}
-		}
-	}
-	s.compiled[appID] = compiledHooks{p: p, loaded: now}
 	return p, nil
 }

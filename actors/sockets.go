@@ -1,0 +1,300 @@
+package actors
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime/debug"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/asynkron/protoactor-go/scheduler"
+)
+
+// An AppActor holds the registry of its application's sockets on this node: a client
+// socket is admitted through it (Admit), a socket joins and leaves with a message to it, deliveries are handed to the actor
+// (Each), and the actor drives the periodic work on them (Tick) with its own timers. An
+// actor that holds sockets is not passivated. The registry is made with the actor's
+// props, not by the actor, so that an actor restarted by its supervisor after a panic
+// finds its sockets (and restarts their timers).
+
+// Tick is periodic work on the sockets of each app: every Every, Run gets the app's
+// sockets on this node. It runs on a goroutine of the directory (never in Receive), one
+// at a time per app and tick; ctx ends when the directory closes.
+type Tick struct {
+	Every time.Duration
+	Run   func(ctx context.Context, appID string, sockets []any)
+}
+
+// registry is an app's sockets on this node, kept across restarts of the app's actor;
+// only the app's actor touches it.
+type registry struct {
+	sockets map[string]any
+	list    []any // the sockets as a slice, rebuilt after a change (nil)
+	timers  []scheduler.CancelFunc
+	running []bool // by tick: a Run is under way
+}
+
+func (r *registry) members() []any {
+	if r.list == nil {
+		r.list = make([]any, 0, len(r.sockets))
+		for _, s := range r.sockets {
+			r.list = append(r.list, s)
+		}
+	}
+	return r.list
+}
+
+// Messages of the registry.
+type (
+	join struct {
+		id     string
+		socket any
+	}
+	admitReq struct {
+		ctx    context.Context
+		id     string
+		socket any
+		admit  func(ctx context.Context) error
+	}
+	admitted struct {
+		req    admitReq
+		err    error
+		waiter *actor.PID
+	}
+	admitReply struct{ err error }
+	leave      struct{ id string }
+	left       struct{ held bool }
+	each       struct{ fn func(sockets []any) }
+	members    struct{}
+	tickNow    struct{ i int }
+	tickDone   struct{ i int }
+)
+
+// SetTicks sets the periodic work on every app's sockets; it is called once, before the
+// first socket joins.
+func (a *Apps[S]) SetTicks(ticks ...Tick) {
+	a.mu.Lock()
+	a.ticks = ticks
+	a.mu.Unlock()
+}
+
+// ask sends msg to appID's actor (spawning it) and answers its reply, retrying when the
+// actor passivated between the lookup and the request.
+func (a *Apps[S]) ask(ctx context.Context, appID string, msg any) (any, error) {
+	for try := 0; try < 3; try++ {
+		pid, err := a.pid(appID)
+		if err != nil {
+			return nil, err
+		}
+		timeout := askTimeout
+		if d, ok := ctx.Deadline(); ok {
+			timeout = min(timeout, time.Until(d))
+		}
+		if timeout <= 0 {
+			return nil, context.DeadlineExceeded
+		}
+		res, err := a.system.Root.RequestFuture(pid, msg, timeout).Result()
+		if errors.Is(err, actor.ErrDeadLetter) {
+			a.forget(appID, pid)
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("app actor %s: %w", appID, err)
+		}
+		return res, nil
+	}
+	return nil, fmt.Errorf("app actor %s: stopped repeatedly", appID)
+}
+
+// Join registers a socket of the app with the app's actor; it returns once the socket is
+// registered (a delivery handed to the actor after that reaches it).
+func (a *Apps[S]) Join(ctx context.Context, appID, id string, socket any) error {
+	_, err := a.ask(ctx, appID, join{id: id, socket: socket})
+	return err
+}
+
+// Admit drives a socket's admission through the app's actor: the actor runs admit (the
+// admission's storage and cluster calls) on a goroutine, and when its answer comes back
+// as a message the actor registers the socket in the same step if it passed, so that no
+// delivery handed to the actor after that misses it. It answers admit's error; after an
+// error (the caller's ctx ended too) the caller calls Leave, which undoes a registration
+// that raced with the end of ctx.
+func (a *Apps[S]) Admit(ctx context.Context, appID, id string, socket any, admit func(ctx context.Context) error) error {
+	res, err := a.ask(ctx, appID, admitReq{ctx: ctx, id: id, socket: socket, admit: admit})
+	if err != nil {
+		return err
+	}
+	r, _ := res.(admitReply)
+	return r.err
+}
+
+// Leave unregisters a socket; it answers whether the actor held it.
+func (a *Apps[S]) Leave(appID, id string) bool {
+	ctx, cancel := context.WithTimeout(a.base, askTimeout)
+	defer cancel()
+	res, err := a.ask(ctx, appID, leave{id: id})
+	if err != nil {
+		return false
+	}
+	l, _ := res.(left)
+	return l.held
+}
+
+// Each hands fn the app's sockets on this node, in the app's actor, if the node holds
+// any: fn runs in Receive, so it must not block (queueing frames is what it is for), and
+// must not keep or change the slice.
+func (a *Apps[S]) Each(appID string, fn func(sockets []any)) {
+	a.mu.Lock()
+	pid := a.pids[appID]
+	a.mu.Unlock()
+	if pid != nil {
+		a.system.Root.Send(pid, each{fn: fn})
+	}
+}
+
+// Sockets answers a copy of the app's sockets on this node.
+func (a *Apps[S]) Sockets(ctx context.Context, appID string) ([]any, error) {
+	a.mu.Lock()
+	pid := a.pids[appID]
+	a.mu.Unlock()
+	if pid == nil {
+		return nil, nil
+	}
+	res, err := a.ask(ctx, appID, members{})
+	if err != nil {
+		return nil, err
+	}
+	out, _ := res.([]any)
+	return out, nil
+}
+
+// AllSockets answers the sockets of every app on this node, by app.
+func (a *Apps[S]) AllSockets(ctx context.Context) map[string][]any {
+	a.mu.Lock()
+	apps := make([]string, 0, len(a.pids))
+	for appID := range a.pids {
+		apps = append(apps, appID)
+	}
+	a.mu.Unlock()
+	out := make(map[string][]any, len(apps))
+	for _, appID := range apps {
+		if list, err := a.Sockets(ctx, appID); err == nil && len(list) > 0 {
+			out[appID] = list
+		}
+	}
+	return out
+}
+
+// receiveSockets handles the registry's messages; it answers false for others.
+func (s *appActor[S]) receiveSockets(ctx actor.Context) bool {
+	r := s.reg
+	switch m := ctx.Message().(type) {
+	case join:
+		r.sockets[m.id] = m.socket
+		r.list = nil
+		if len(r.sockets) == 1 {
+			s.startTimers(ctx)
+		}
+		ctx.Respond(struct{}{})
+	case admitReq:
+		s.runAdmission(ctx, m)
+	case admitted:
+		err := m.err
+		if err == nil {
+			err = m.req.ctx.Err() // the caller gave up: it is not registered
+		}
+		if err == nil {
+			r.sockets[m.req.id] = m.req.socket
+			r.list = nil
+			if len(r.sockets) == 1 {
+				s.startTimers(ctx)
+			}
+		}
+		ctx.Send(m.waiter, admitReply{err: err})
+	case leave:
+		_, held := r.sockets[m.id]
+		delete(r.sockets, m.id)
+		r.list = nil
+		if held && len(r.sockets) == 0 {
+			s.stopTimers()
+		}
+		ctx.Respond(left{held: held})
+	case each:
+		if len(r.sockets) > 0 {
+			m.fn(r.members())
+		}
+	case members:
+		ctx.Respond(append([]any(nil), r.members()...))
+	case tickNow:
+		if m.i >= len(s.ticks) || r.running[m.i] || len(r.sockets) == 0 {
+			return true
+		}
+		r.running[m.i] = true
+		s.runTick(ctx, m.i, append([]any(nil), r.members()...))
+	case tickDone:
+		if m.i < len(r.running) {
+			r.running[m.i] = false
+		}
+	default:
+		return false
+	}
+	return true
+}
+
+// startTimers starts the actor's periodic ticks (with its first socket, or after a restart).
+func (s *appActor[S]) startTimers(ctx actor.Context) {
+	s.stopTimers()
+	s.dir.mu.Lock()
+	s.ticks = s.dir.ticks
+	s.dir.mu.Unlock()
+	r := s.reg
+	if len(r.running) != len(s.ticks) {
+		r.running = make([]bool, len(s.ticks))
+	}
+	timers := scheduler.NewTimerScheduler(ctx.ActorSystem().Root)
+	for i, t := range s.ticks {
+		r.timers = append(r.timers, timers.SendRepeatedly(t.Every, t.Every, ctx.Self(), tickNow{i: i}))
+	}
+}
+
+func (s *appActor[S]) stopTimers() {
+	for _, stop := range s.reg.timers {
+		stop()
+	}
+	s.reg.timers = nil
+}
+
+// runAdmission runs an admission on a goroutine; its answer comes back as admitted (to
+// this actor, or to the incarnation that replaced it after a restart).
+func (s *appActor[S]) runAdmission(ctx actor.Context, m admitReq) {
+	self, root, dir, waiter := ctx.Self(), ctx.ActorSystem().Root, s.dir, ctx.Sender()
+	dir.loads.Add(1)
+	go func() {
+		defer dir.loads.Done()
+		err := errors.New("actors: the admission failed")
+		defer func() {
+			if p := recover(); p != nil {
+				dir.cfg.Log.Error("actors: panic in an admission", "app", s.appID, "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
+			}
+			root.Send(self, admitted{req: m, err: err, waiter: waiter})
+		}()
+		err = m.admit(m.ctx)
+	}()
+}
+
+// runTick runs tick i over sockets on a goroutine; its end comes back as a message.
+func (s *appActor[S]) runTick(ctx actor.Context, i int, sockets []any) {
+	self, root, dir, appID, run := ctx.Self(), ctx.ActorSystem().Root, s.dir, s.appID, s.ticks[i].Run
+	dir.loads.Add(1)
+	go func() {
+		defer dir.loads.Done()
+		defer root.Send(self, tickDone{i: i})
+		defer func() {
+			if p := recover(); p != nil {
+				dir.cfg.Log.Error("actors: panic in the periodic work of an app", "app", appID, "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
+			}
+		}()
+		run(dir.base, appID, sockets)
+	}()
+}
