@@ -3,8 +3,9 @@
 # deploy/testenv.sh; see deploy/README.md.
 
 VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
-# KEYWARD_TEST_SENTINEL=1: also a Redis Sentinel group, for the engine's tests on it.
-TESTENV := KEYWARD_TEST_SENTINEL=1 bash deploy/testenv.sh
+# KEYWARD_TEST_SENTINEL=1: also a Redis Sentinel group, for the engine's tests on it;
+# KEYWARD_TEST_REDIS_CLUSTER=1: also a Redis Cluster (three masters, three replicas).
+TESTENV := KEYWARD_TEST_SENTINEL=1 KEYWARD_TEST_REDIS_CLUSTER=1 bash deploy/testenv.sh
 GOTEST  := go test -race -count=1 -timeout 20m
 
 .PHONY: run build test test-v test-crowd bench bench-client lint clean

@@ -70,7 +70,20 @@ func (e *Engine) Publish(ctx context.Context, topic string, payload []byte) erro
 	if payload == nil {
 		payload = []byte{}
 	}
-	return e.wrap(ctx, "publish", e.client.Publish(ctx, e.channel(topic), payload).Err())
+	ch := e.channel(topic)
+	if cc, ok := e.client.(*goredis.ClusterClient); ok {
+		// On a Redis Cluster any node takes a PUBLISH and forwards it to every other node
+		// over the cluster bus, but go-redis would send each one to a random node, and two
+		// messages sent through different nodes can overtake each other. One node per
+		// channel (the master of the channel name's hash slot, as if it were a key) keeps a
+		// publisher's order while the slot map stays the same.
+		node, err := cc.MasterForKey(ctx, ch)
+		if err != nil {
+			return e.wrap(ctx, "publish", err)
+		}
+		return e.wrap(ctx, "publish", node.Publish(ctx, ch, payload).Err())
+	}
+	return e.wrap(ctx, "publish", e.client.Publish(ctx, ch, payload).Err())
 }
 
 // Subscribe implements cluster.Bus. It returns once Redis has processed the SUBSCRIBE: a

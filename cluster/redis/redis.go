@@ -33,8 +33,8 @@ const (
 
 // Config configures New. Only URL is required.
 type Config struct {
-	// URL names one Redis server or a Sentinel group (see ParseURL), with go-redis's query
-	// options (dial_timeout, pool_size, ...).
+	// URL names one Redis server, a Sentinel group or a Redis Cluster (see ParseURL), with
+	// go-redis's query options (dial_timeout, pool_size, ...).
 	URL string
 	// Prefix starts every key, so several deployments or tests can share one Redis;
 	// DefaultPrefix when empty.
@@ -49,9 +49,12 @@ type Config struct {
 
 // Engine is the Redis cluster engine. Its methods are safe for concurrent use.
 type Engine struct {
-	client *goredis.Client
-	prefix string
-	addr   string // Target.String() for error messages; the URL may hold a password
+	// client is a *goredis.Client for one server or a Sentinel group (the failover client),
+	// a *goredis.ClusterClient for a Redis Cluster.
+	client  goredis.UniversalClient
+	cluster bool // client is a ClusterClient
+	prefix  string
+	addr    string // Target.String() for error messages; the URL may hold a password
 
 	// busWait bounds how long Subscribe waits for Redis to confirm a subscription.
 	busWait time.Duration
@@ -75,16 +78,24 @@ var allowLua string
 // use, or after a Redis restart emptied its script cache).
 var allowScript = goredis.NewScript(allowLua)
 
-// Target is what a Redis URL names: one server, or the master of a Sentinel group.
+// Target is what a Redis URL names: one server, the master of a Sentinel group, or a Redis
+// Cluster. Exactly one field is set.
 type Target struct {
 	// Server is the single server (Options from go-redis's ParseURL); nil for a group.
 	Server *goredis.Options
 	// Sentinel is the group (FailoverOptions from go-redis's ParseFailoverURL); nil for a
 	// single server.
 	Sentinel *goredis.FailoverOptions
+	// Cluster is a Redis Cluster (ClusterOptions from go-redis's ParseClusterURL); nil
+	// otherwise.
+	Cluster *goredis.ClusterOptions
 }
 
-// ParseURL reads the two forms KEYWARD_REDIS_URL takes:
+// clusterOption marks a Redis Cluster URL. It is ours, not go-redis's (ParseClusterURL
+// rejects options it does not know), and is removed before the URL is handed over.
+const clusterOption = "cluster"
+
+// ParseURL reads the three forms KEYWARD_REDIS_URL takes:
 //
 //   - one server: redis://[user:password@]host:port/db (rediss:// for TLS);
 //   - a Sentinel group, told apart by its master_name option:
@@ -92,15 +103,33 @@ type Target struct {
 //     The host part and every addr= are sentinels (any that answers will do); the
 //     credentials before @ are the sentinels' own, and the master's and replicas' go in
 //     the username= and password= options.
+//   - a Redis Cluster, told apart by its cluster=true option:
+//     redis://[user:password@]node1:6379?addr=node2:6379&addr=node3:6379&cluster=true
+//     The host part and every addr= are seed nodes (go-redis's ParseClusterURL form): any
+//     that answers will do, the client learns the others and the slot map from it. A
+//     cluster has only database 0, so the path must be empty or /0.
 //
-// Both accept go-redis's query options (dial_timeout, pool_size, ...). Errors never quote a
+// All accept go-redis's query options (dial_timeout, pool_size, ...). Errors never quote a
 // password.
 func ParseURL(rawURL string) (Target, error) {
 	u, err := url.Parse(rawURL)
 	if err != nil {
 		return Target{}, fmt.Errorf("cluster/redis: invalid URL (want redis://[user:password@]host:port/db): not a URL")
 	}
-	if u.Query().Get("master_name") != "" {
+	q := u.Query()
+	if q.Has(clusterOption) {
+		on, err := strconv.ParseBool(q.Get(clusterOption))
+		if err != nil {
+			return Target{}, fmt.Errorf("cluster/redis: invalid Redis Cluster URL: option cluster=%q is not true or false", q.Get(clusterOption))
+		}
+		if on {
+			return parseClusterURL(rawURL, u)
+		}
+		q.Del(clusterOption)
+		u.RawQuery = q.Encode()
+		rawURL = u.String()
+	}
+	if q.Get("master_name") != "" {
 		fo, err := goredis.ParseFailoverURL(rawURL)
 		if err != nil {
 			return Target{}, fmt.Errorf("cluster/redis: invalid Sentinel URL (want redis://sentinel:26379/db?master_name=NAME&addr=sentinel2:26379...): %s",
@@ -116,8 +145,32 @@ func ParseURL(rawURL string) (Target, error) {
 	return Target{Server: opts}, nil
 }
 
+// parseClusterURL reads a Redis Cluster URL (ParseURL) whose cluster option is true.
+func parseClusterURL(rawURL string, u *url.URL) (Target, error) {
+	const want = "want redis://node1:6379?addr=node2:6379&addr=node3:6379&cluster=true"
+	q := u.Query()
+	if q.Has("master_name") {
+		return Target{}, fmt.Errorf("cluster/redis: invalid Redis Cluster URL (%s): master_name names a Sentinel group, not a cluster", want)
+	}
+	if p := strings.TrimPrefix(u.Path, "/"); p != "" && p != "0" {
+		return Target{}, fmt.Errorf("cluster/redis: invalid Redis Cluster URL (%s): database %q, but a cluster has only database 0", want, p)
+	}
+	q.Del(clusterOption)
+	bare := *u
+	bare.Path, bare.RawPath = "", ""
+	bare.RawQuery = q.Encode()
+	co, err := goredis.ParseClusterURL(bare.String())
+	if err != nil {
+		return Target{}, fmt.Errorf("cluster/redis: invalid Redis Cluster URL (%s): %s", want, redact(rawURL, err))
+	}
+	return Target{Cluster: co}, nil
+}
+
 // String names the target for messages, without credentials.
 func (t Target) String() string {
+	if t.Cluster != nil {
+		return "Redis Cluster with seeds " + strings.Join(t.Cluster.Addrs, ",")
+	}
 	if t.Sentinel != nil {
 		return fmt.Sprintf("master %q of sentinels %s", t.Sentinel.MasterName, strings.Join(t.Sentinel.SentinelAddrs, ","))
 	}
@@ -139,9 +192,21 @@ func New(ctx context.Context, cfg Config) (*Engine, error) {
 	if err != nil {
 		return nil, err
 	}
-	var client *goredis.Client
+	var client goredis.UniversalClient
 	var t timeouts
-	if fo := target.Sentinel; fo != nil {
+	if co := target.Cluster; co != nil {
+		t = cfg.timeouts(co.DialTimeout, co.ReadTimeout, co.WriteTimeout, co.PoolTimeout)
+		co.DialTimeout, co.ReadTimeout, co.WriteTimeout, co.PoolTimeout = t.dial, t.read, t.write, t.pool
+		// The same bounds as for one server (below, with the reasons). A command the
+		// cluster redirects (MOVED, ASK, a master being replaced) is retried by the
+		// client up to MaxRedirects (3) times, each within these timeouts.
+		co.ContextTimeoutEnabled = true
+		co.MaxRetries = 1
+		co.DialerRetries = 2
+		co.DialerRetryTimeout = 50 * time.Millisecond
+		co.MaintNotificationsConfig = &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}
+		client = goredis.NewClusterClient(co)
+	} else if fo := target.Sentinel; fo != nil {
 		t = cfg.timeouts(fo.DialTimeout, fo.ReadTimeout, fo.WriteTimeout, fo.PoolTimeout)
 		fo.DialTimeout, fo.ReadTimeout, fo.WriteTimeout, fo.PoolTimeout = t.dial, t.read, t.write, t.pool
 		// The same bounds as for one server (below, with the reasons): while the
@@ -175,8 +240,10 @@ func New(ctx context.Context, cfg Config) (*Engine, error) {
 		client = goredis.NewClient(opts)
 	}
 
+	_, isCluster := client.(*goredis.ClusterClient)
 	e := &Engine{
 		client:  client,
+		cluster: isCluster,
 		prefix:  cfg.Prefix,
 		addr:    target.String(),
 		busWait: max(3*time.Second, t.dial+t.read+t.write),

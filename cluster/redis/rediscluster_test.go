@@ -1,0 +1,114 @@
+package redis_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/keyward/keyward/cluster"
+	"github.com/keyward/keyward/cluster/clustertest"
+	kwredis "github.com/keyward/keyward/cluster/redis"
+	"github.com/keyward/keyward/internal/testenv"
+)
+
+// TestConformanceRedisCluster runs the suite on a Redis Cluster of three masters
+// (deploy/testenv.sh with KEYWARD_TEST_REDIS_CLUSTER=1, as `make test` runs): every script
+// and batch must keep to the hash-slot rules, or Redis answers CROSSSLOT.
+func TestConformanceRedisCluster(t *testing.T) {
+	url := testenv.RedisClusterURL(t)
+	clustertest.Run(t, func(t *testing.T) cluster.Engine { return newEngine(t, url) })
+}
+
+func TestConformanceSharedRedisCluster(t *testing.T) {
+	url := testenv.RedisClusterURL(t)
+	clustertest.RunShared(t, func(t *testing.T) (cluster.Engine, cluster.Engine) {
+		prefix := testenv.UniqueName("kwtest:") + ":"
+		return newEngineWithPrefix(t, url, prefix), newEngineWithPrefix(t, url, prefix)
+	})
+}
+
+// TestRedisClusterSpreadsKeys: the engine's keys are spread over the masters (no hash tag
+// gathers them in one slot), and a batch read spanning every master answers each key.
+func TestRedisClusterSpreadsKeys(t *testing.T) {
+	url := testenv.RedisClusterURL(t)
+	prefix := testenv.UniqueName("kwtest:") + ":"
+	e := newEngineWithPrefix(t, url, prefix)
+	target, err := kwredis.ParseURL(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw := goredis.NewClusterClient(target.Cluster)
+	t.Cleanup(func() { _ = raw.Close() })
+	ctx := context.Background()
+
+	var keys []string
+	masters := map[string]bool{}
+	for i := 0; i < 32; i++ {
+		k := "cs:" + testenv.UniqueName("tok")
+		keys = append(keys, k)
+		if err := e.SetValue(ctx, k, []byte(k), time.Minute); err != nil {
+			t.Fatal(err)
+		}
+		node, err := raw.MasterForKey(ctx, prefix+"val:"+k)
+		if err != nil {
+			t.Fatal(err)
+		}
+		masters[node.Options().Addr] = true
+	}
+	if len(masters) < 2 {
+		t.Fatalf("32 keys all on one master (%v): the keys share a hash slot", masters)
+	}
+	got, err := e.GetValues(ctx, append(keys, "cs:absent"))
+	if err != nil {
+		t.Fatalf("GetValues across %d masters: %v", len(masters), err)
+	}
+	for i, k := range keys {
+		if string(got[i]) != k {
+			t.Fatalf("GetValues[%d] = %q, want %q", i, got[i], k)
+		}
+	}
+	if got[len(keys)] != nil {
+		t.Fatalf("GetValues of an absent key = %q, want nil", got[len(keys)])
+	}
+}
+
+func TestParseClusterURL(t *testing.T) {
+	c, err := kwredis.ParseURL("redis://u:pw@n1:7000/0?addr=n2:7001&addr=n3:7002&cluster=true&dial_timeout=2s")
+	if err != nil || c.Cluster == nil || c.Server != nil || c.Sentinel != nil {
+		t.Fatalf("cluster: %+v, %v", c, err)
+	}
+	co := c.Cluster
+	if strings.Join(co.Addrs, ",") != "n1:7000,n2:7001,n3:7002" || co.Username != "u" || co.Password != "pw" || co.DialTimeout != 2*time.Second {
+		t.Fatalf("cluster options: %+v", co)
+	}
+	if s := c.String(); !strings.Contains(s, "n1:7000") || strings.Contains(s, "pw") {
+		t.Fatalf("String() = %q", s)
+	}
+	if one, err := kwredis.ParseURL("redis://n1:7000?cluster=true"); err != nil || one.Cluster == nil || len(one.Cluster.Addrs) != 1 {
+		t.Fatalf("one seed: %+v, %v", one, err)
+	}
+	// cluster=false is a single server.
+	if s, err := kwredis.ParseURL("redis://n1:7000/1?cluster=false"); err != nil || s.Server == nil || s.Server.DB != 1 {
+		t.Fatalf("cluster=false: %+v, %v", s, err)
+	}
+	for _, bad := range []string{
+		"redis://:s3cret@n1:7000/1?cluster=true",
+		"redis://:s3cret@n1:7000?cluster=true&master_name=x",
+		"redis://:s3cret@n1:7000?cluster=maybe",
+		"redis://:s3cret@n1:7000?cluster=true&addr=nohostport",
+		"redis://:s3cret@n1:7000?cluster=true&frobnicate=1",
+		"http://:s3cret@n1:7000?cluster=true",
+	} {
+		_, err := kwredis.ParseURL(bad)
+		if err == nil {
+			t.Errorf("ParseURL(%q) succeeded", bad)
+		} else if strings.Contains(err.Error(), "s3cret") {
+			t.Errorf("ParseURL error leaks the password: %v", err)
+		} else {
+			t.Logf("ParseURL(%q): %v", bad, err)
+		}
+	}
+}
