@@ -16,6 +16,7 @@ import (
 	"github.com/redis/go-redis/v9/maintnotifications"
 
 	"github.com/keyward/keyward/cluster"
+	"github.com/keyward/keyward/cluster/internal/fanout"
 )
 
 // Defaults for Config. They are short on purpose: Redis answers in well under a
@@ -58,10 +59,14 @@ type Engine struct {
 
 	// busWait bounds how long Subscribe waits for Redis to confirm a subscription.
 	busWait time.Duration
-	// The bus (bus.go): started by the first Subscribe, stopped by Close.
+	// The bus (bus.go): started by the first Subscribe, stopped by Close. sharded: a Redis
+	// Cluster whose servers have sharded Pub/Sub (Redis 7).
+	sharded bool
 	busMu   sync.Mutex
 	closed  bool
-	bus     *busConn
+	fan     *fanout.Fanout   // nil until the first Subscribe
+	buses   map[int]*busConn // bucket → its subscriber connection
+	busWG   sync.WaitGroup   // the receive loops
 	waitMu  sync.Mutex
 	waiters map[string]*waiter // PING payload → Subscribe waiting for its PONG
 
@@ -248,6 +253,7 @@ func New(ctx context.Context, cfg Config) (*Engine, error) {
 		addr:    target.String(),
 		busWait: max(3*time.Second, t.dial+t.read+t.write),
 		waiters: make(map[string]*waiter),
+		buses:   make(map[int]*busConn),
 	}
 	if e.prefix == "" {
 		e.prefix = DefaultPrefix
@@ -255,6 +261,14 @@ func New(ctx context.Context, cfg Config) (*Engine, error) {
 	if err := e.client.Ping(ctx).Err(); err != nil {
 		_ = e.client.Close()
 		return nil, e.wrap(ctx, "connect", err)
+	}
+	if e.cluster {
+		sharded, err := e.hasShardedPubSub(ctx)
+		if err != nil {
+			_ = e.client.Close()
+			return nil, e.wrap(ctx, "connect", err)
+		}
+		e.sharded = sharded
 	}
 	return e, nil
 }

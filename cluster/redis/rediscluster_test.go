@@ -2,6 +2,7 @@ package redis_test
 
 import (
 	"context"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -109,6 +110,63 @@ func TestParseClusterURL(t *testing.T) {
 			t.Errorf("ParseURL error leaks the password: %v", err)
 		} else {
 			t.Logf("ParseURL(%q): %v", bad, err)
+		}
+	}
+}
+
+// TestRedisClusterShardedBus: on a Redis Cluster of Redis 7 the bus is sharded Pub/Sub on
+// <prefix>bus:{N}:<topic> (N one of 16 buckets): an SPUBLISH on the topic's channel reaches
+// the engine's subscriber, and a classic PUBLISH on <prefix>bus:<topic> does not.
+func TestRedisClusterShardedBus(t *testing.T) {
+	url := testenv.RedisClusterURL(t)
+	prefix := testenv.UniqueName("kwtest:") + ":"
+	e := newEngineWithPrefix(t, url, prefix)
+	target, err := kwredis.ParseURL(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw := goredis.NewClusterClient(target.Cluster)
+	t.Cleanup(func() { _ = raw.Close() })
+	ctx := context.Background()
+
+	got := make(chan string, 32)
+	unsub, err := e.Subscribe(ctx, "t", func(p []byte) { got <- string(p) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unsub()
+	if err := raw.Publish(ctx, prefix+"bus:t", "classic").Err(); err != nil {
+		t.Fatal(err)
+	}
+	for n := 0; n < 16; n++ {
+		ch := prefix + "bus:{" + strconv.Itoa(n) + "}:t"
+		if err := raw.SPublish(ctx, ch, "sharded-"+strconv.Itoa(n)).Err(); err != nil {
+			t.Fatalf("SPUBLISH %s: %v", ch, err)
+		}
+	}
+	select {
+	case p := <-got:
+		if !strings.HasPrefix(p, "sharded-") {
+			t.Fatalf("the subscriber got %q, want an SPUBLISH", p)
+		}
+		t.Logf("topic t is in bucket %s", strings.TrimPrefix(p, "sharded-"))
+	case <-time.After(10 * time.Second):
+		t.Fatal("no SPUBLISH reached the subscriber")
+	}
+	// Engine messages come after the raw ones on the same shard connection: once one
+	// arrives, nothing else of the raw ones can be on its way.
+	if err := e.Publish(ctx, "t", []byte("engine")); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		select {
+		case p := <-got:
+			if p == "engine" {
+				return
+			}
+			t.Fatalf("the subscriber got %q as well: more than one channel per topic, or a classic message", p)
+		case <-time.After(10 * time.Second):
+			t.Fatal("the engine's own Publish did not arrive")
 		}
 	}
 }
