@@ -274,6 +274,14 @@ if [[ ${KEYWARD_TEST_REDIS_CLUSTER:-} == 1 ]]; then
 			sleep 0.1
 		done
 	done
+	# The replicas attach once the masters agree; wait for their sync too.
+	for port in "${cluster_ports[@]:3}"; do
+		for ((i = 0; ; i++)); do
+			[[ $(redis-cli -p "$port" info replication 2>/dev/null) == *master_link_status:up* ]] && break
+			((i < START_TIMEOUT * 10)) || die "the Redis Cluster replica on port $port did not sync within ${START_TIMEOUT}s"
+			sleep 0.1
+		done
+	done
 	cluster_url="redis://${cluster_addrs[0]}?addr=${cluster_addrs[1]}&addr=${cluster_addrs[2]}&cluster=true"
 	log "Redis Cluster of six servers ready in $((SECONDS - cluster_started)) s"
 fi

@@ -2,6 +2,7 @@ package redis_test
 
 import (
 	"context"
+	"errors"
 	"strconv"
 	"strings"
 	"testing"
@@ -169,4 +170,134 @@ func TestRedisClusterShardedBus(t *testing.T) {
 			t.Fatal("the engine's own Publish did not arrive")
 		}
 	}
+}
+
+// TestRedisClusterFailover kills the master that serves both a token's slot and the bus
+// topic's shard, under a live engine: calls on that slot fail with ErrUnavailable on their
+// own (never by the caller's deadline) until the cluster promotes the replica, then
+// succeed on it without recreating the engine, and the sharded subscription made before
+// follows to the new master. The outage is logged, not asserted: the machine is shared.
+func TestRedisClusterFailover(t *testing.T) {
+	c := testenv.StartRedisCluster(t, time.Second)
+	prefix := testenv.UniqueName("kwtest:") + ":"
+	e := newEngineWithPrefix(t, c.URL, prefix)
+	target, err := kwredis.ParseURL(c.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw := goredis.NewClusterClient(target.Cluster)
+	t.Cleanup(func() { _ = raw.Close() })
+	ctx := context.Background()
+
+	got := make(chan []byte, 100)
+	if _, err := e.Subscribe(ctx, "t", func(p []byte) { got <- p }); err != nil {
+		t.Fatalf("Subscribe before the failover: %v", err)
+	}
+	awaitDelivery(t, e, "t", got)
+	busNode, err := raw.MasterForKey(ctx, e.BusChannel("t"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := busNode.Options().Addr
+	key := ""
+	for i := 0; key == "" && i < 1000; i++ {
+		k := "f" + strconv.Itoa(i)
+		if n, err := raw.MasterForKey(ctx, prefix+"tok:"+k); err == nil && n.Options().Addr == old {
+			key = k
+		}
+	}
+	if key == "" {
+		t.Fatal("no token key among 1000 on the bus topic's master")
+	}
+
+	c.Kill(old)
+	killed := time.Now()
+	for testenv.Ping(old) {
+		if time.Since(killed) > 10*time.Second {
+			t.Fatalf("%s still answers 10 s after SIGKILL", old)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	var firstFail, lastFail time.Time
+	slowest := time.Duration(0)
+	for {
+		cctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+		start := time.Now()
+		err := e.PutToken(cctx, key, "v", time.Minute)
+		took := time.Since(start)
+		deadlineHit := cctx.Err() != nil
+		cancel()
+		slowest = max(slowest, took)
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, cluster.ErrUnavailable) || deadlineHit {
+			t.Fatalf("PutToken during the failover = %v (deadline hit: %v), want ErrUnavailable on its own", err, deadlineHit)
+		}
+		if firstFail.IsZero() {
+			firstFail = time.Now()
+		}
+		lastFail = time.Now()
+		if time.Since(killed) > 60*time.Second {
+			t.Fatalf("no failover 60 s after the master was killed: %v", err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if firstFail.IsZero() {
+		t.Fatal("no call failed while the slot had no master")
+	}
+	t.Logf("master %s killed; writes on its slots failed for %.2f s (first failure %.2f s after the kill), healed %.2f s after it; slowest call %.2f s",
+		old, lastFail.Sub(firstFail).Seconds(), firstFail.Sub(killed).Seconds(), time.Since(killed).Seconds(), slowest.Seconds())
+	if v, ok, err := e.TakeToken(ctx, key); err != nil || !ok || v != "v" {
+		t.Fatalf("TakeToken on the new master = %q, %v, %v", v, ok, err)
+	}
+	awaitDelivery(t, e, "t", got)
+	t.Logf("the bus subscription came back %.2f s after the kill", time.Since(killed).Seconds())
+}
+
+// TestRedisClusterManualFailover: a replica takes over from a master that stays alive
+// (CLUSTER FAILOVER, as in planned maintenance); the demoted master ends the sharded
+// subscriptions of its slots, and the engine's subscription follows to the new master.
+func TestRedisClusterManualFailover(t *testing.T) {
+	c := testenv.StartRedisCluster(t, time.Second)
+	e := newEngine(t, c.URL)
+	target, err := kwredis.ParseURL(c.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw := goredis.NewClusterClient(target.Cluster)
+	t.Cleanup(func() { _ = raw.Close() })
+	ctx := context.Background()
+
+	got := make(chan []byte, 100)
+	if _, err := e.Subscribe(ctx, "t", func(p []byte) { got <- p }); err != nil {
+		t.Fatal(err)
+	}
+	awaitDelivery(t, e, "t", got)
+	node, err := raw.MasterForKey(ctx, e.BusChannel("t"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := node.Options().Addr
+	replica := c.ReplicaOf(old)
+	if replica == "" {
+		t.Fatalf("no replica of %s", old)
+	}
+	if r := testenv.Command(replica, "CLUSTER", "FAILOVER"); len(r) != 1 || r[0] != "OK" {
+		t.Fatalf("CLUSTER FAILOVER on %s = %v", replica, r)
+	}
+	start := time.Now()
+	deadline := start.Add(30 * time.Second)
+	for !strings.Contains(strings.Join(testenv.Command(old, "ROLE"), " "), "slave") {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s is still a master 30 s after CLUSTER FAILOVER on its replica", old)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	// Drain what arrived before the switch, then a new message must come through.
+	for len(got) > 0 {
+		<-got
+	}
+	awaitDelivery(t, e, "t", got)
+	t.Logf("%s demoted, %s promoted; the bus subscription followed %.2f s after CLUSTER FAILOVER", old, replica, time.Since(start).Seconds())
 }
