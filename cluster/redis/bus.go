@@ -19,9 +19,11 @@ import (
 	"github.com/keyward/keyward/cluster/internal/fanout"
 )
 
-// The bus is Redis Pub/Sub. On one server or a Sentinel group, and on a Redis Cluster
-// older than Redis 7, it is classic PUBLISH/SUBSCRIBE on the channels <prefix>bus:<topic>;
-// on a Redis Cluster of Redis 7 or later it is sharded SPUBLISH/SSUBSCRIBE, which keeps a
+// The bus is Redis Pub/Sub. On one server or a Sentinel group it is classic
+// PUBLISH/SUBSCRIBE on the channels <prefix>bus:<topic>; on a Redis Cluster older than
+// Redis 7 too, with every channel in one hash slot, <prefix>bus:{0}:<topic>, so that
+// publisher and subscribers meet on that slot's master (Publish says why). On a Redis
+// Cluster of Redis 7 or later it is sharded SPUBLISH/SSUBSCRIBE, which keeps a
 // message within the shard (master and replicas) of its channel's hash slot instead of
 // broadcasting it to every node of the cluster. A sharded subscription must be made on the
 // node serving the channel's slot, and one SSUBSCRIBE may name channels of one slot only,
@@ -32,9 +34,9 @@ import (
 // An engine holds one subscriber connection (a go-redis PubSub) per bucket (a single one
 // in the classic case), opened by the first Subscribe of a topic of the bucket and shared
 // by all its subscriptions: the channel is subscribed in Redis while the engine has at
-// least one subscriber of the topic. A sharded bucket's connection is closed when its last
-// topic is unsubscribed (a connection without channels would be dialled to any node on
-// its next reconnect). A receive loop per connection reads it and hands messages to one
+// least one subscriber of the topic. On a Redis Cluster a bucket's connection is closed
+// when its last topic is unsubscribed (a connection without channels would be dialled to
+// any node on its next reconnect). A receive loop per connection reads it and hands messages to one
 // fanout, whose goroutine calls the subscribers; all are stopped by Close.
 //
 // go-redis reconnects a PubSub after a connection error and subscribes again to the
@@ -89,9 +91,10 @@ func (e *Engine) bucket(topic string) int {
 	return int(h.Sum32() % busBuckets)
 }
 
-// channelPrefix is what the channels of a bucket start with, before the topic.
+// channelPrefix is what the channels of a bucket start with, before the topic. On a Redis
+// Cluster every channel has its bucket's hash tag, the one bucket {0} with classic Pub/Sub.
 func (e *Engine) channelPrefix(bucket int) string {
-	if !e.sharded {
+	if !e.cluster {
 		return e.prefix + "bus:"
 	}
 	return e.prefix + "bus:{" + strconv.Itoa(bucket) + "}:"
@@ -122,9 +125,9 @@ func (e *Engine) reloadSlots(ctx context.Context) {
 	}
 }
 
-// Publish implements cluster.Bus with PUBLISH (SPUBLISH when sharded). Redis delivers to the subscribers connected
-// at that moment, in the order it runs the PUBLISH commands, so one publisher's messages keep
-// their order.
+// Publish implements cluster.Bus with PUBLISH (SPUBLISH when sharded). Redis delivers to
+// the subscribers connected at that moment, in the order it runs the PUBLISH commands, so
+// one publisher's messages keep their order.
 func (e *Engine) Publish(ctx context.Context, topic string, payload []byte) error {
 	if err := checkName("publish", "topic", topic); err != nil {
 		return err
@@ -140,9 +143,11 @@ func (e *Engine) Publish(ctx context.Context, topic string, payload []byte) erro
 	if cc, ok := e.client.(*goredis.ClusterClient); ok {
 		// On a Redis Cluster any node takes a PUBLISH and forwards it to every other node
 		// over the cluster bus, but go-redis would send each one to a random node, and two
-		// messages sent through different nodes can overtake each other. One node per
-		// channel (the master of the channel name's hash slot, as if it were a key) keeps a
-		// publisher's order while the slot map stays the same.
+		// messages sent through different nodes can overtake each other, or reach a
+		// subscriber after an UNSUBSCRIBE and SUBSCRIBE that were made later. Every channel
+		// has the hash tag {0}: its PUBLISH goes to that slot's master, the node the
+		// subscriber connection is dialled to (go-redis picks the master of its channels'
+		// slot), so both meet on one node as on a single server.
 		node, err := cc.MasterForKey(ctx, ch)
 		if err != nil {
 			return e.wrap(ctx, "publish", err)
@@ -223,14 +228,15 @@ func (e *Engine) unsubscribe(b *busConn, topic string, s *fanout.Subscriber) {
 		e.busMu.Unlock()
 		return // the connections are gone with every subscription
 	}
-	if e.sharded && len(b.refs) == 0 {
+	if e.cluster && len(b.refs) == 0 {
 		// The bucket's last topic: close its connection rather than keep one without
 		// channels, which go-redis would dial to any node.
 		if e.buses[b.bucket] == b {
 			delete(e.buses, b.bucket)
 		}
+		ps := b.ps
 		e.busMu.Unlock()
-		b.stop()
+		b.stop(ps)
 		return
 	}
 	defer e.busMu.Unlock()
@@ -305,7 +311,7 @@ func randomToken() string {
 }
 
 // startBus creates the subscriber connection of bucket (go-redis dials it on first use:
-// the caller subscribes at once, so a sharded one is dialled to the node of its channel)
+// the caller subscribes at once, so on a cluster it is dialled to the node of its channel)
 // and starts its receive loop. e.busMu must be held.
 func (e *Engine) startBus(bucket int) *busConn {
 	ctx, cancel := context.WithCancel(context.Background())
@@ -330,12 +336,13 @@ func (e *Engine) newPubSub(ctx context.Context) *goredis.PubSub {
 	return e.client.Subscribe(ctx)
 }
 
-// stop ends b's receive loop and waits for it.
-func (b *busConn) stop() {
+// stop ends b's receive loop and waits for it; ps is b's connection, read under
+// Engine.busMu once b has no channels left (the loop no longer replaces it then).
+func (b *busConn) stop(ps *goredis.PubSub) {
 	b.cancel()
 	// Closing the connection ends a read in progress; go-redis answers every later call on
 	// the PubSub with an error.
-	_ = b.ps.Close()
+	_ = ps.Close()
 	<-b.done
 }
 
@@ -352,7 +359,7 @@ func (e *Engine) stopBus() {
 		_ = b.ps.Close()
 	}
 	e.busMu.Unlock()
-	// Loops stopped by a sharded unsubscribe just before are waited for too.
+	// Loops stopped by an unsubscribe just before are waited for too.
 	e.busWG.Wait()
 	if fan != nil {
 		fan.Close()
@@ -432,7 +439,7 @@ func (e *Engine) receive(b *busConn) {
 			// connection Redis closed while idle), then back off.
 			pingSent = time.Time{}
 			failures++
-			if e.sharded {
+			if e.cluster {
 				// A dead or demoted master: the next connection must go to the new one.
 				e.reloadSlots(b.ctx)
 			}

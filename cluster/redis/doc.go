@@ -17,8 +17,8 @@
 //	                    (sets.lua), expires with its latest member
 //	<prefix>bus:<topic> Pub/Sub channel (not a key: channels ignore the database number,
 //	                    so the prefix is what keeps deployments apart)
-//	<prefix>bus:{N}:<topic>  on a Redis Cluster of Redis 7: sharded Pub/Sub channel, N
-//	                    (0-15) a hash of the topic
+//	<prefix>bus:{N}:<topic>  on a Redis Cluster: sharded Pub/Sub channel (Redis 7), N
+//	                    (0-15) a hash of the topic; N is 0 for classic Pub/Sub
 //
 // The limiter and the expiring sets are Lua scripts, atomic in Redis, that read Redis's own
 // TIME, so windows and member expiries are exact across nodes whatever their clocks say.
@@ -77,12 +77,13 @@
 // The bus on a Redis Cluster is sharded Pub/Sub (SPUBLISH/SSUBSCRIBE) when the servers
 // have it (Redis 7; the engine asks with COMMAND INFO at New): a message stays within its
 // channel's shard instead of being broadcast over the cluster bus to every node as a
-// classic PUBLISH is. On older servers it is classic Pub/Sub, which works cluster-wide;
-// each channel's PUBLISH then goes to one fixed node (its slot's master), because two
-// messages sent through different nodes can overtake each other. When a slot's master
-// changes, the old one ends the sharded subscriptions on it (or the connection dies): the
-// engine has the slot map reloaded and subscribes again on the new master; messages in
-// between are lost, as the Bus contract allows.
+// classic PUBLISH is. On older servers it is classic Pub/Sub, which works cluster-wide,
+// with every channel in the slot of the tag {0} (<prefix>bus:{0}:<topic>): PUBLISH and
+// SUBSCRIBE both go to that slot's master, because messages sent through different nodes
+// can overtake each other, or reach a subscription made after they were sent. When a
+// slot's master changes, the old one ends the sharded subscriptions on it (or the
+// connection dies): the engine has the slot map reloaded and subscribes again on the new
+// master; messages in between are lost, as the Bus contract allows.
 //
 // Limits: one Redis primary per slot at a time is the shared state: while there is none,
 // limited endpoints fail with 503 rather than run unlimited. Redis persistence decides what
