@@ -424,6 +424,12 @@ func (e *Engine) wrap(ctx context.Context, op string, err error) error {
 		return nil
 	}
 	if unavailable(ctx, err) {
+		if e.cluster {
+			// go-redis fetches the slot map again by itself only now and then (every
+			// minute): after a master died, a call on its slots must make it look now,
+			// or they would fail until then although a replica took over in seconds.
+			e.reloadSlots(ctx)
+		}
 		return fmt.Errorf("cluster/redis: %s at %s: %w: %w", op, e.addr, cluster.ErrUnavailable, err)
 	}
 	return fmt.Errorf("cluster/redis: %s at %s: %w", op, e.addr, err)

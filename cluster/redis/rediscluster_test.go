@@ -185,14 +185,18 @@ func TestRedisClusterShardedBus(t *testing.T) {
 }
 
 // TestRedisClusterFailover kills the master that serves both a token's slot and the bus
-// topic's shard, under a live engine: calls on that slot fail with ErrUnavailable on their
-// own (never by the caller's deadline) until the cluster promotes the replica, then
+// topic's shard, under two live engines: calls on that slot fail with ErrUnavailable on
+// their own (never by the caller's deadline) until the cluster promotes the replica, then
 // succeed on it without recreating the engine, and the sharded subscription made before
-// follows to the new master. The outage is logged, not asserted: the machine is shared.
+// follows to the new master. The calls go through an engine with no subscription: its
+// client must fetch the slot map again because its calls fail, not wait for go-redis's
+// periodic reload (every 60 s), so the bound of 30 s catches that; the outage itself
+// (2-3 s) is logged, not asserted: the machine is shared.
 func TestRedisClusterFailover(t *testing.T) {
 	c := testenv.StartRedisCluster(t, time.Second)
 	prefix := testenv.UniqueName("kwtest:") + ":"
 	e := newEngineWithPrefix(t, c.URL, prefix)
+	calls := newEngineWithPrefix(t, c.URL, prefix)
 	target, err := kwredis.ParseURL(c.URL)
 	if err != nil {
 		t.Fatal(err)
@@ -235,7 +239,7 @@ func TestRedisClusterFailover(t *testing.T) {
 	for {
 		cctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 		start := time.Now()
-		err := e.PutToken(cctx, key, "v", time.Minute)
+		err := calls.PutToken(cctx, key, "v", time.Minute)
 		took := time.Since(start)
 		deadlineHit := cctx.Err() != nil
 		cancel()
@@ -250,8 +254,8 @@ func TestRedisClusterFailover(t *testing.T) {
 			firstFail = time.Now()
 		}
 		lastFail = time.Now()
-		if time.Since(killed) > 60*time.Second {
-			t.Fatalf("no failover 60 s after the master was killed: %v", err)
+		if time.Since(killed) > 30*time.Second {
+			t.Fatalf("calls still fail 30 s after the master was killed: %v", err)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
@@ -260,7 +264,7 @@ func TestRedisClusterFailover(t *testing.T) {
 	}
 	t.Logf("master %s killed; writes on its slots failed for %.2f s (first failure %.2f s after the kill), healed %.2f s after it; slowest call %.2f s",
 		old, lastFail.Sub(firstFail).Seconds(), firstFail.Sub(killed).Seconds(), time.Since(killed).Seconds(), slowest.Seconds())
-	if v, ok, err := e.TakeToken(ctx, key); err != nil || !ok || v != "v" {
+	if v, ok, err := calls.TakeToken(ctx, key); err != nil || !ok || v != "v" {
 		t.Fatalf("TakeToken on the new master = %q, %v, %v", v, ok, err)
 	}
 	awaitDelivery(t, e, "t", got)
