@@ -51,8 +51,10 @@
 //
 // Redis Cluster. The client is go-redis's cluster client: it learns the slot map from the
 // seed nodes, sends each command to the master of its key's hash slot, follows MOVED and
-// ASK, and reloads the map after a failover (calls on the slots of a master that died fail
-// with ErrUnavailable, CLUSTERDOWN included, until its replica is promoted). Redis runs a
+// ASK. Calls on the slots of a master that died fail with ErrUnavailable, CLUSTERDOWN
+// included, until its replica is promoted; every such failure has the client fetch the
+// slot map again (go-redis alone would do so only every minute), so the engine moves to
+// the promoted replica within moments of the promotion. Redis runs a
 // script or a multi-key command only when all its keys hash to one slot (CROSSSLOT
 // otherwise) and has no database but 0. The hash-slot rules, and the choice of hash tags:
 //
