@@ -135,8 +135,11 @@ func (a *Apps[S]) Snapshot(ctx context.Context, appID string) (S, error) {
 	return zero, fmt.Errorf("app actor %s: stopped repeatedly", appID)
 }
 
-// Invalidate tells the application's actor, if it is running, to reload its snapshot
-// before answering again.
+// Invalidate tells the application's actor, if it runs on this node, that the application
+// changed (paused, disabled, plan, rules, hooks): it drops its snapshot, so requests wait
+// for a fresh one, and if it holds sockets it reloads the snapshot at once and then runs
+// the ticks marked OnChange (the batched revalidation) over them, on a goroutine. It
+// never blocks: it is called from the event pipeline and the cluster bus.
 func (a *Apps[S]) Invalidate(appID string) {
 	a.mu.Lock()
 	pid := a.pids[appID]
@@ -222,6 +225,9 @@ type appActor[S any] struct {
 	// failed is the load error of an actor that never had a snapshot; it has left the
 	// directory and stops after failedLinger.
 	failed error
+	// changed is set by an Invalidate while the actor holds sockets: the reload it started
+	// is followed by the ticks marked OnChange.
+	changed bool
 }
 
 // failedLinger is how long an actor whose first load failed answers stragglers before it
@@ -262,7 +268,9 @@ func (s *appActor[S]) Receive(ctx actor.Context) {
 		s.snap, s.have = zero, false
 		s.gen++ // results of loads started earlier are stale
 		s.loading = false
-		if len(s.waiters) > 0 {
+		// The app's sockets are revalidated against the new snapshot, so it loads now.
+		s.changed = s.changed || len(s.reg.sockets) > 0
+		if len(s.waiters) > 0 || s.changed {
 			s.startLoad(ctx)
 		}
 	case loaded[S]:
@@ -270,6 +278,12 @@ func (s *appActor[S]) Receive(ctx actor.Context) {
 			return
 		}
 		s.loading = false
+		if s.changed {
+			// After the answer to the waiters, whatever the load's outcome (an app that is
+			// gone fails its sockets' checks).
+			s.changed = false
+			defer s.runOnChange(ctx)
+		}
 		if m.err != nil && !s.have && len(s.reg.sockets) == 0 {
 			// Errors are not cached: the actor leaves the directory before answering, so
 			// the next request spawns a fresh actor that loads again, and it stops soon,

@@ -14,7 +14,6 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -380,17 +379,9 @@ func OpenCore(ctx context.Context, c Config, log *slog.Logger) (_ *Core, err err
 	worker := integrations.NewWorker(store, integrations.WorkerConfig{Client: hooksClient, Now: c.Clock, Log: log, Bus: bus})
 	dispatcher := integrations.NewDispatcher(store, worker.Wake, log, c.Clock)
 	bus.Subscribe("webhooks", 10_000, dispatcher.Handle)
-	// The sockets are revalidated when their app changes (paused, disabled, plan changed);
-	// the realtime service is made after the actors it reads through, hence the pointer.
-	var sockets atomic.Pointer[realtime.Service]
 	reg := prometheus.NewRegistry()
 	appActors, err := startAppActors(ctx, store, engine, bus, appsSvc, svc, catalogue, actors.NewMetrics(reg), client.SnapshotDefaults{
-		SessionTTL: c.ClientSessionTTL, EncryptFiles: c.ClientFileEncryption, CountryAvailable: country != nil || c.CountryHeader != ""}, c.Clock, log,
-		func(appID string) {
-			if rt := sockets.Load(); rt != nil {
-				rt.RecheckApp(appID)
-			}
-		})
+		SessionTTL: c.ClientSessionTTL, EncryptFiles: c.ClientFileEncryption, CountryAvailable: country != nil || c.CountryHeader != ""}, c.Clock, log)
 	if err != nil {
 		return nil, err
 	}
@@ -411,7 +402,6 @@ func OpenCore(ctx context.Context, c Config, log *slog.Logger) (_ *Core, err err
 	bus.Subscribe("realtime", 10_000, rt.HandleEvent)
 	bus.Subscribe("client-sessions", 10_000, clientSvc.HandleEvent)
 	clientSvc.OnEnd(rt.SessionEnded)
-	sockets.Store(rt)
 	auditLog := audit.New(store, audit.Config{Retention: c.AuditRetention, Now: c.Clock}, log)
 	closers = append(closers, func() error { auditLog.Close(); return nil })
 	return &Core{Audit: auditLog, Realtime: rt, WSHooks: wsHooks, Store: store, Engine: engine, Mail: mailq, Accounts: svc, Apps: appsSvc, Meter: meter,
