@@ -53,7 +53,7 @@ type Apps[S any] struct {
 	// ticks is the periodic work on the apps' sockets (sockets.go).
 	ticks []Tick
 
-	// propsOpts are the options of every AppActor (the metrics middleware).
+	// propsOpts are the options of every AppActor (the metrics' middlewares).
 	propsOpts      []actor.PropsOption
 	stopDeadLetter func()
 }
@@ -78,11 +78,9 @@ func NewApps[S any](load Loader[S], cfg AppsConfig) *Apps[S] {
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	system := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return quiet }))
 	ctx, cancel := context.WithCancel(context.Background())
-	a := &Apps[S]{system: system, load: load, cfg: cfg, base: ctx, cancel: cancel, pids: map[string]*actor.PID{}, stopDeadLetter: func() {}}
-	if cfg.Metrics != nil {
-		a.propsOpts = append(a.propsOpts, actor.WithReceiverMiddleware(cfg.Metrics.middleware(appKind)))
-		a.stopDeadLetter = cfg.Metrics.watchDeadLetters(system, appKind)
-	}
+	a := &Apps[S]{system: system, load: load, cfg: cfg, base: ctx, cancel: cancel, pids: map[string]*actor.PID{}}
+	a.propsOpts = cfg.Metrics.Props(appKind)
+	a.stopDeadLetter = cfg.Metrics.WatchDeadLetters(system)
 	return a
 }
 
@@ -190,9 +188,9 @@ func (a *Apps[S]) pid(appID string) (*actor.PID, error) {
 	// The registry belongs to the actor's incarnations: one restarted by its supervisor
 	// gets the registry of the one it replaces.
 	reg := &registry{sockets: map[string]any{}}
-	p := a.system.Root.Spawn(actor.PropsFromProducer(func() actor.Actor {
+	p := a.system.Root.SpawnPrefix(actor.PropsFromProducer(func() actor.Actor {
 		return &appActor[S]{dir: a, appID: appID, reg: reg}
-	}, a.propsOpts...))
+	}, a.propsOpts...), appKind)
 	a.pids[appID] = p
 	return p, nil
 }
@@ -305,7 +303,7 @@ func (s *appActor[S]) Receive(ctx actor.Context) {
 		// An actor that holds sockets is never passivated.
 		if !s.loading && len(s.reg.sockets) == 0 {
 			if s.failed == nil {
-				s.dir.cfg.Metrics.passivation(appKind)
+				s.dir.cfg.Metrics.Passivated(appKind)
 			}
 			ctx.Stop(ctx.Self())
 		}

@@ -30,7 +30,13 @@
 // a writer behind a bounded queue; what sockets share across nodes (presence, the limits)
 // lives in the cluster engine.
 //
-// Metrics counts the actors' life cycle, messages, handling time, failures, restarts and
-// dead letters per kind, through a receiver middleware (protoactor-go's own OpenTelemetry
-// metrics read a process-global provider; see Metrics).
+// Metrics counts, per kind of actor (app, session, dashboard), the actors alive, spawned,
+// stopped and passivated, the messages handled and their handling time, the messages in
+// the mailboxes, failures, restarts and dead letters. Any kind gets them from two props
+// options (Metrics.Props(kind): a receiver middleware and a counting mailbox) and by
+// being spawned under its kind's name prefix (SpawnPrefix(props, kind), which attributes
+// dead letters). protoactor-go's own OpenTelemetry metrics are not used: the version in
+// use makes its instruments on the process-global meter provider whatever provider the
+// actor system is given, and registers a mailbox callback per actor that it never
+// removes (see Metrics).
 package actors
