@@ -78,7 +78,7 @@ func OpenStore(ctx context.Context, c Config) (storage.Store, string, error) {
 		return nil, "", err
 	}
 	if c.MongoURI != "" {
-		s, err := storagemongo.Open(ctx, storagemongo.Config{URI: c.MongoURI, Database: c.MongoDatabase, Sealer: box})
+		s, err := storagemongo.Open(ctx, storagemongo.Config{URI: c.MongoURI, Database: c.MongoDatabase, Sealer: box, Monitor: c.MongoMonitor})
 		if err != nil {
 			return nil, "", fmt.Errorf("MongoDB at %s: %w", redactURL(c.MongoURI), wrongKeyHint(err))
 		}
