@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"runtime"
 	"runtime/pprof"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -83,7 +84,7 @@ func idleSockets(ctx context.Context, node *server.Server, c *client, owner apps
 	if err != nil {
 		return err
 	}
-	child := exec.CommandContext(ctx, self, "-idle-client", list.Name(), "-idle-addr", node.Addr())
+	child := exec.CommandContext(ctx, self, "-idle-client", list.Name(), "-idle-addr", node.Addr(), "-concurrency", strconv.Itoa(min(conc, 16)))
 	child.Stderr = os.Stderr
 	stdin, err := child.StdinPipe()
 	if err != nil {
@@ -148,9 +149,9 @@ func serverMemory() memory {
 }
 
 // idleClient is the child process of idleSockets: it opens a socket for each "token ip"
-// line of list, answers the server's pings, says "ready" and holds them until its stdin
-// closes.
-func idleClient(list, addr string) error {
+// line of list, conc at a time, answers the server's pings, says "ready" and holds them
+// until its stdin closes.
+func idleClient(list, addr string, conc int) error {
 	raw, err := os.ReadFile(list)
 	if err != nil {
 		return err
@@ -166,7 +167,7 @@ func idleClient(list, addr string) error {
 		}
 	}()
 	d := websocket.Dialer{HandshakeTimeout: 30 * time.Second, ReadBufferSize: 256, WriteBufferSize: 256}
-	if err := parallel(16, len(lines)/2, func(i int) error {
+	if err := parallel(conc, len(lines)/2, func(i int) error {
 		tok, ip := lines[2*i], lines[2*i+1]
 		conn, _, err := d.Dial("ws://"+addr+"/api/client/ws?token="+url.QueryEscape(tok), http.Header{"X-Forwarded-For": {ip}})
 		if err != nil {

@@ -13,6 +13,15 @@
 //   - WebSocket fan-out: 500 client sockets (the per-app limit), broadcasts one after
 //     another, each timed until the last socket has read it.
 //
+// With -idle-sockets N it only opens N idle client sockets (whose sessions exist) from a
+// child process and reports their connect rate (upgrade and admission), the server's CPU
+// per socket while they open and its memory per socket; -periodic-window D then counts,
+// for D with the sockets open, the Redis round trips and commands of the node's cluster
+// engine and the MongoDB commands of its store (what idle sockets cost: lease renewals,
+// revalidation, snapshot refreshes), per socket and minute. -redis and -mongo put the node
+// on loopback engines (`bash deploy/testenv.sh sh -c 'keyward-load -idle-sockets 1000
+// -redis "$KEYWARD_TEST_REDIS_URL" -mongo "$KEYWARD_TEST_MONGO_URI" -periodic-window 60s'`).
+//
 // Client addresses come from X-Forwarded-For (loopback is a trusted proxy), one per
 // session, so SPEC 8's per-IP limits apply as in production without throttling the run.
 package main
@@ -65,7 +74,7 @@ func main() {
 	flag.StringVar(&mongoURI, "mongo", "", "run the node on this MongoDB (loopback) instead of SQLite")
 	flag.Parse()
 	if *idleList != "" {
-		if err := idleClient(*idleList, *idleAddr); err != nil {
+		if err := idleClient(*idleList, *idleAddr, *conc); err != nil {
 			fmt.Fprintln(os.Stderr, "keyward-load idle client:", err)
 			os.Exit(1)
 		}
