@@ -39,7 +39,9 @@ func (p *periodicCounts) count(m map[string]int, name string) {
 func (p *periodicCounts) monitor() *event.CommandMonitor {
 	return &event.CommandMonitor{Started: func(_ context.Context, e *event.CommandStartedEvent) {
 		if p.on.Load() {
-			p.count(p.storage, e.CommandName)
+			// By command and collection: "find users".
+			coll, _ := e.Command.Lookup(e.CommandName).StringValueOK()
+			p.count(p.storage, strings.TrimSpace(e.CommandName+" "+coll))
 		}
 	}}
 }
