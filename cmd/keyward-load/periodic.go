@@ -19,14 +19,14 @@ import (
 // the MongoDB commands of its store (the driver's command monitor): what idle sockets
 // cost the engines while nothing else happens.
 type periodicCounts struct {
-	on              atomic.Bool
-	trips, commands atomic.Int64
-	mu              sync.Mutex
-	redis, storage  map[string]int
+	on                     atomic.Bool
+	trips, commands        atomic.Int64
+	mu                     sync.Mutex
+	redis, rounds, storage map[string]int
 }
 
 func newPeriodicCounts() *periodicCounts {
-	return &periodicCounts{redis: map[string]int{}, storage: map[string]int{}}
+	return &periodicCounts{redis: map[string]int{}, rounds: map[string]int{}, storage: map[string]int{}}
 }
 
 func (p *periodicCounts) count(m map[string]int, name string) {
@@ -55,6 +55,7 @@ func (p *periodicCounts) ProcessHook(next goredis.ProcessHook) goredis.ProcessHo
 			p.trips.Add(1)
 			p.commands.Add(1)
 			p.count(p.redis, cmd.Name())
+			p.count(p.rounds, cmd.Name())
 		}
 		return next(ctx, cmd)
 	}
@@ -65,9 +66,17 @@ func (p *periodicCounts) ProcessPipelineHook(next goredis.ProcessPipelineHook) g
 		if p.on.Load() {
 			p.trips.Add(1)
 			p.commands.Add(int64(len(cmds)))
+			kinds := map[string]bool{}
 			for _, c := range cmds {
 				p.count(p.redis, c.Name())
+				kinds[c.Name()] = true
 			}
+			names := make([]string, 0, len(kinds))
+			for k := range kinds {
+				names = append(names, k)
+			}
+			slices.Sort(names)
+			p.count(p.rounds, "pipeline of "+strings.Join(names, "+"))
 		}
 		return next(ctx, cmds)
 	}
@@ -81,8 +90,8 @@ func (p *periodicCounts) window(d time.Duration, sockets, apps int, redis, mongo
 	perMin := func(n int64) float64 { return float64(n) / float64(sockets) / d.Minutes() }
 	fmt.Printf("periodic work of %d idle sockets (%d apps) over %s:\n", sockets, apps, d)
 	if redis {
-		fmt.Printf("  Redis: %d round trips (%d commands) = %.4f round trips per socket per minute; %s\n",
-			p.trips.Load(), p.commands.Load(), perMin(p.trips.Load()), byName(p.redis))
+		fmt.Printf("  Redis: %d round trips (%d commands) = %.4f round trips per socket per minute\n    round trips: %s\n    commands: %s\n",
+			p.trips.Load(), p.commands.Load(), perMin(p.trips.Load()), byName(p.rounds), byName(p.redis))
 	} else {
 		fmt.Println("  Redis: not counted (run with -redis)")
 	}
