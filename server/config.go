@@ -11,6 +11,8 @@ import (
 	"strings"
 	"time"
 
+	"go.mongodb.org/mongo-driver/v2/event"
+
 	"github.com/keyward/keyward/cluster/redis"
 	"github.com/keyward/keyward/core/passwords"
 	"github.com/keyward/keyward/core/plans"
@@ -27,8 +29,11 @@ type Config struct {
 
 	MongoURI      string
 	MongoDatabase string
-	RedisURL      string
-	RedisPrefix   string
+	// MongoMonitor, when set, sees every MongoDB command of the store; only the load
+	// tool sets it (it counts storage reads).
+	MongoMonitor *event.CommandMonitor
+	RedisURL     string
+	RedisPrefix  string
 
 	JWTSecret string
 	JWTTTL    time.Duration

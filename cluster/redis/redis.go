@@ -321,6 +321,10 @@ func pick(cfg, fromURL, def time.Duration) time.Duration {
 // Name implements cluster.Engine.
 func (e *Engine) Name() string { return "redis" }
 
+// AddHook adds a go-redis hook to the engine's client (not to its bus connection): the
+// load tool counts the round trips of the periodic work with it.
+func (e *Engine) AddHook(h goredis.Hook) { e.client.AddHook(h) }
+
 // Ping implements cluster.Engine.
 func (e *Engine) Ping(ctx context.Context) error {
 	return e.wrap(ctx, "ping", e.client.Ping(ctx).Err())

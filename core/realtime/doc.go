@@ -10,8 +10,9 @@
 // node renews while the socket is open, so a node that dies releases its sockets within
 // Deps.LeaseTTL (30 s by default). The node's periodic work runs per app, not per socket
 // (tick.go, on the app actor's timers): one lease renewal call for all its sockets of an
-// app, and one batched revalidation every RevalidateEvery; a socket has no goroutine or
-// timer of its own for it.
+// app, and one batched revalidation every RevalidateEvery and at once when the app
+// changed (the change reaches the app's actor as a message, AppChanged); a socket has no
+// goroutine or timer of its own for it.
 // A delivery for a user, an app's clients or an app's dashboards is published on the
 // cluster bus; every node hands it to the matching sockets it holds. A REST call, a ban or
 // a variable change on any node therefore reaches a socket on any other.
