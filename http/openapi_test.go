@@ -106,7 +106,10 @@ func TestRealResponsesMatchOpenAPI(t *testing.T) {
 	o := newOwner(t, s)
 	setPlan(t, s, o.Username, "business")
 	tok := o.Token
-	get := func(path string) ts.Response { t.Helper(); return check(ts.Req{Method: "GET", Path: path, Token: tok}, http.StatusOK) }
+	get := func(path string) ts.Response {
+		t.Helper()
+		return check(ts.Req{Method: "GET", Path: path, Token: tok}, http.StatusOK)
+	}
 	call := func(method, path string, body any, want int) ts.Response {
 		t.Helper()
 		return check(ts.Req{Method: method, Path: path, Token: tok, Body: body}, want)
