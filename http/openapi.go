@@ -259,6 +259,7 @@ func buildOpenAPI() obj {
 		for _, m := range pathParam.FindAllStringSubmatch(r.Path, -1) {
 			params = append(params, obj{"name": m[1], "in": "path", "required": true, "schema": obj{"type": "string"}})
 		}
+		params = append(params, queryParams(spec.summary)...)
 		switch r.Scope {
 		case scopePublic, scopeClient:
 			op["security"] = []any{}

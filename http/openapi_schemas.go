@@ -3,6 +3,7 @@ package httpapi
 import (
 	"encoding/json"
 	"reflect"
+	"regexp"
 	"sort"
 	"strings"
 	"time"
@@ -204,6 +205,28 @@ func fill(v reflect.Value, depth int) {
 	}
 }
 
+var queryList = regexp.MustCompile(`\(.*query: ([A-Za-z, ]+)\)`)
+
+// queryParams are the query members an operation's summary names ("(query: a, b)").
+func queryParams(summary string) []any {
+	m := queryList.FindStringSubmatch(summary)
+	if m == nil {
+		return nil
+	}
+	var out []any
+	for _, name := range strings.Split(m[1], ", ") {
+		schema := obj{"type": "string"}
+		switch name {
+		case "limit", "offset", "days", "hours":
+			schema = obj{"type": "integer", "minimum": 0}
+		case "from", "to", "startDate", "endDate":
+			schema = obj{"type": "string", "description": "RFC 3339 time"}
+		}
+		out = append(out, obj{"name": name, "in": "query", "required": false, "schema": schema})
+	}
+	return out
+}
+
 // props builds an object schema from "name:type" words. A "!" after the name makes the
 // member required. Types: string, integer, number, boolean, object, any, scalar (a
 // string, number or boolean, as the Client API reads its members), strings (an array of
@@ -322,7 +345,7 @@ var operationSchemas = map[string]opSchema{
 
 	"GET /api/admin/accounts":              op("Accounts (administrators; query: search, limit, offset)", noBody, pageSchema("accounts", "Account")),
 	"PATCH /api/admin/accounts/:accountId": op("Change an account's plan or role (administrators)", props("plan:string", "role:string"), ref("Account")),
-	"GET /api/admin/audit":                 op("Any account's audit log (administrators; query: accountId and the filters of /api/audit)", noBody, ref("AuditPage")),
+	"GET /api/admin/audit":                 op("Any account's audit log (administrators; query: accountId, appId, actorId, recordType, from, to, limit, offset)", noBody, ref("AuditPage")),
 	"GET /api/audit":                       op("The account's audit log (query: appId, actorId, recordType, from, to, limit, offset)", noBody, ref("AuditPage")),
 
 	"GET /api/apps":        op("The account's applications", noBody, list("App")),
@@ -375,7 +398,7 @@ var operationSchemas = map[string]opSchema{
 	"PATCH /api/apps/:appId/rules/:ruleId":  op("Change an access rule", props("value:string", "note:string", "enabled:boolean"), ref("Rule")),
 	"DELETE /api/apps/:appId/rules/:ruleId": op("Delete an access rule", noBody, msgData),
 	"GET /api/apps/:appId/logs":             op("Logs (query: event, level, username, startDate, endDate, limit, offset)", noBody, pageSchema("logs", "LogEntry")),
-	"DELETE /api/apps/:appId/logs":          op("Purge logs older than ?days", noBody, deleted),
+	"DELETE /api/apps/:appId/logs":          op("Purge logs older than some days (query: days)", noBody, deleted),
 	"GET /api/apps/:appId/logs/stats":       op("Log counts by level and event (query: hours)", noBody, obj{"type": "object", "required": []string{"total", "byLevel", "byEvent"}, "properties": obj{"total": obj{"type": "integer"}, "byLevel": obj{"type": "object", "additionalProperties": obj{"type": "integer"}}, "byEvent": obj{"type": "object", "additionalProperties": obj{"type": "integer"}}}}),
 	"GET /api/apps/:appId/logs/events":      op("The event names seen", noBody, typeOf("strings")),
 	"GET /api/apps/:appId/analytics/overview": op("Analytics overview (query: period)", noBody, members(obj{"period": typeOf("string"),
