@@ -293,6 +293,11 @@ func buildOpenAPI() obj {
 			op["description"] = "WebSocket upgrade (token in the `token` query member). The messages are the schemas WSClientIn/WSClientOut (program's socket) and WSDashboardIn/WSDashboardOut (dashboard socket), and the tables in docs/API.md (WebSocket channels)."
 			params = append(params, obj{"name": "token", "in": "query", "required": true, "schema": obj{"type": "string"}})
 			status, success = http.StatusSwitchingProtocols, obj{"description": "Switching Protocols: the socket is open"}
+			side := "WSClient"
+			if strings.HasSuffix(r.Path, "/ws/connect") {
+				side = "WSDashboard"
+			}
+			op["x-keyward-messages"] = obj{"send": ref(side + "In"), "receive": ref(side + "Out")}
 		case raw:
 			success["content"] = obj{mt: obj{"schema": obj{"type": "string"}}}
 			if mt == "application/json" {

@@ -489,11 +489,78 @@ func init() {
 	}
 }
 
+// wsMessage describes a socket message of one type: {"type": typ, "data": data}.
+func wsMessage(typ string, data obj) obj {
+	m := obj{"type": "object", "required": []string{"type"}, "properties": obj{"type": obj{"const": typ}}}
+	if data != nil {
+		m["required"] = []string{"type", "data"}
+		m["properties"].(obj)["data"] = data
+	}
+	return m
+}
+
+// wsIn describes a message sent to the server: its members beside type (or inside data).
+func wsIn(typ string, words ...string) obj {
+	m := props(words...)
+	m["required"] = append([]string{"type"}, m["required"].([]string)...)
+	m["properties"].(obj)["type"] = obj{"const": typ}
+	m["properties"].(obj)["data"] = obj{"type": "object"}
+	return m
+}
+
+// wsSchemas are the WebSocket messages (docs/API.md, WebSocket channels), as far as
+// OpenAPI goes: component schemas the upgrade operations point to; a test checks real
+// messages of both sockets against them.
+func wsSchemas() obj {
+	who := func(words ...string) obj {
+		return props(append([]string{"userId!:string", "username!:string"}, words...)...)
+	}
+	reason := props("reason!:string", "code:string")
+	oneOf := func(list ...obj) obj {
+		out := make([]any, 0, len(list))
+		for _, m := range list {
+			out = append(out, m)
+		}
+		return obj{"oneOf": out}
+	}
+	return obj{
+		"WSClientIn": withExample(obj{"anyOf": []any{
+			wsIn("ping"), wsIn("set_status", "status!:string"), wsIn("chat", "message:string"), wsIn("typing", "typing:boolean"),
+			wsIn("set_metadata", "metadata:object"),
+			obj{"type": "object", "required": []string{"type"}, "description": "Any other type: a custom event the app's hooks see",
+				"properties": obj{"type": obj{"type": "string"}, "data": obj{}}},
+		}}, obj{"type": "chat", "message": "hello"}),
+		"WSClientOut": withExample(oneOf(
+			wsMessage("pong", nil), wsMessage("error", props("message!:string")),
+			wsMessage("variable_update", props("key!:string", "value!:any", "type!:any")), wsMessage("variable_delete", props("key!:string")),
+			wsMessage("user_variable_update", props("key!:string", "value!:any")), wsMessage("user_variable_delete", props("key!:string")),
+			wsMessage("message", props("message!:string", "type!:string")), wsMessage("chat", props("message!:string")),
+			wsMessage("typing", props("typing!:boolean")), wsMessage("command", props("command!:string", "payload!:object")),
+			wsMessage("custom", obj{"type": "object"}), wsMessage("force_logout", reason), wsMessage("banned", reason),
+		), obj{"type": "command", "data": obj{"command": "restart", "payload": obj{}}}),
+		"WSDashboardIn": withExample(oneOf(
+			wsIn("ping"), wsIn("get_online"), wsIn("get_sessions"), wsIn("chat", "userId!:string", "message!:string"),
+			wsIn("push_json", "payload!:object", "userId:string"), wsIn("typing", "userId!:string", "typing!:boolean"),
+			wsIn("kick", "userId!:string", "reason:string"), wsIn("ban", "userId!:string", "reason:string"),
+			wsIn("command", "command!:string", "userId:string", "payload:object"), wsIn("set_filters", "events!:strings"),
+		), obj{"type": "kick", "userId": "u-1", "reason": "be nice"}),
+		"WSDashboardOut": withExample(oneOf(
+			wsMessage("pong", nil), wsMessage("error", props("message!:string")),
+			wsMessage("online_count", props("count!:integer")), wsMessage("sessions", props("sessions!:SocketSession[]")),
+			wsMessage("session_connect", who("ip!:string", "id!:string")), wsMessage("session_disconnect", who("id!:string")),
+			wsMessage("chat", who("message!:string")), wsMessage("status", who("status!:string")), wsMessage("typing", who("typing!:boolean")),
+			wsMessage("custom_event", who("event!:string", "data!:any")),
+		), obj{"type": "online_count", "data": obj{"count": 1}}),
+	}
+}
+
+func withExample(s obj, ex any) obj { s["examples"] = []any{ex}; return s }
+
 // handWritten are the components not reflected from a view: inputs, small answers, the
 // envelopes. Each has an example the tests validate.
 func handWritten() obj {
-	withExample := func(s obj, ex any) obj { s["examples"] = []any{ex}; return s }
-	return obj{
+	out := wsSchemas()
+	for k, v := range (obj{
 		"VariableInput": withExample(props("key!:string", "value!:any", "type:string"),
 			obj{"key": "motd", "value": "hello", "type": "STRING"}),
 		"RuleInput": withExample(props("type!:string", "action!:string", "value!:string", "note:string", "enabled:boolean"),
@@ -502,5 +569,8 @@ func handWritten() obj {
 		"CountryCount":   withExample(props("country!:string", "count!:integer"), obj{"country": "FR", "count": 3}),
 		"RecentEvent": withExample(props("id!:string", "event!:string", "message!:string", "username!:string", "ipAddress!:string", "level!:string", "createdAt!:string?"),
 			obj{"id": "l-1", "event": "login", "message": "signed in", "username": "alice", "ipAddress": "203.0.113.9", "level": "info", "createdAt": "2026-05-01T10:00:00.000Z"}),
+	}) {
+		out[k] = v
 	}
+	return out
 }

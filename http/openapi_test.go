@@ -7,11 +7,13 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/pb33f/libopenapi"
 	validator "github.com/pb33f/libopenapi-validator"
 	verrors "github.com/pb33f/libopenapi-validator/errors"
 	"github.com/pb33f/libopenapi-validator/paths"
+	"github.com/pb33f/libopenapi-validator/schema_validation"
 	v3 "github.com/pb33f/libopenapi/datamodel/high/v3"
 
 	"github.com/keyward/keyward/core/accounts"
@@ -286,4 +288,82 @@ func TestRealResponsesMatchOpenAPI(t *testing.T) {
 			t.Errorf("%s refers to another host", p)
 		}
 	}
+}
+
+// TestRealSocketMessagesMatchOpenAPI: the messages both sockets receive validate against
+// the WebSocket message schemas of the served description (WSClientOut, WSDashboardOut).
+func TestRealSocketMessagesMatchOpenAPI(t *testing.T) {
+	s := ts.Start(t, ts.Pairs[0])
+	specResp, err := http.Get(s.URL + "/api/openapi.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, _ := io.ReadAll(specResp.Body)
+	specResp.Body.Close()
+	doc, err := libopenapi.NewDocument(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	model, err := doc.BuildV3Model()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sv := schema_validation.NewSchemaValidator()
+	// expect reads c's messages, each validated against the schema, until every type of
+	// want was seen (bounded by the read deadline).
+	expect := func(c *wsConn, schema string, want ...string) {
+		t.Helper()
+		proxy, found := model.Model.Components.Schemas.Get(schema)
+		if !found {
+			t.Fatalf("no schema %s", schema)
+		}
+		missing := map[string]bool{}
+		for _, w := range want {
+			missing[w] = true
+		}
+		for len(missing) > 0 {
+			_ = c.conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+			_, msg, err := c.conn.ReadMessage()
+			if err != nil {
+				t.Fatalf("%s: still waiting for %v: %v", schema, missing, err)
+			}
+			if ok, verrs := sv.ValidateSchemaBytes(proxy.Schema(), msg); !ok {
+				for _, e := range verrs {
+					t.Errorf("%s does not describe %s: %s %v", schema, msg, e.Reason, e.SchemaValidationErrors)
+				}
+			}
+			var m struct{ Type string }
+			_ = json.Unmarshal(msg, &m)
+			delete(missing, m.Type)
+		}
+	}
+	w := newWSApp(t, s, "olga")
+	base := "/api/apps/" + w.appID
+	cl := w.clientSocket(t, s)
+	dash := w.dashboard(t, s)
+	expect(dash, "WSDashboardOut", "online_count", "sessions")
+
+	cl.send(map[string]any{"type": "chat", "message": "hi"})
+	cl.send(map[string]any{"type": "set_status", "status": "busy"})
+	cl.send(map[string]any{"type": "typing", "typing": true})
+	cl.send(map[string]any{"type": "level_up", "data": map[string]any{"level": 2}})
+	dash.send(map[string]any{"type": "get_online"})
+	dash.send(map[string]any{"type": "bogus"})
+	dash.send(map[string]any{"type": "ping"})
+	expect(dash, "WSDashboardOut", "chat", "status", "typing", "custom_event", "online_count", "error", "pong")
+
+	dash.send(map[string]any{"type": "chat", "userId": w.userID, "message": "hello"})
+	dash.send(map[string]any{"type": "typing", "userId": w.userID, "typing": true})
+	dash.send(map[string]any{"type": "push_json", "userId": w.userID, "payload": map[string]any{"x": 1}})
+	dash.send(map[string]any{"type": "command", "command": "restart"})
+	expectOK(t, w.a.do("POST", base+"/ws/broadcast", map[string]any{"message": "maintenance", "type": "warning"}), http.StatusOK)
+	expectOK(t, w.a.do("POST", base+"/variables", map[string]any{"key": "motd", "value": "hi"}), http.StatusCreated)
+	expectOK(t, w.a.do("POST", base+"/users/"+w.userID+"/variables", map[string]any{"key": "seat", "value": "7"}), http.StatusCreated)
+	cl.send(map[string]any{"type": "set_metadata", "metadata": 5})
+	cl.send(map[string]any{"type": "ping"})
+	expect(cl, "WSClientOut", "chat", "typing", "custom", "command", "message", "variable_update", "user_variable_update", "error", "pong")
+
+	dash.send(map[string]any{"type": "kick", "userId": w.userID, "reason": "bye"})
+	expect(cl, "WSClientOut", "force_logout")
+	expect(dash, "WSDashboardOut", "session_disconnect")
 }
