@@ -147,14 +147,30 @@ func nullable(s obj) obj {
 // exampleOf is a value of t with every member filled, as encoding/json writes it.
 func exampleOf(t reflect.Type) any {
 	v := reflect.New(t).Elem()
-	fill(v, 0)
+	fill(v, "", 0)
 	b, _ := json.Marshal(v.Interface())
 	var out any
 	_ = json.Unmarshal(b, &out)
 	return out
 }
 
-func fill(v reflect.Value, depth int) {
+// sampleText is an example string for a member named name.
+func sampleText(name string) string {
+	n := strings.ToLower(name)
+	switch {
+	case strings.HasSuffix(name, "At") || n == "since" || n == "checkinby":
+		return "2026-05-01T10:00:00.000Z"
+	case n == "id" || strings.HasSuffix(name, "Id"):
+		return "5f0c6c1e-2d7e-4a57-9b0e-0b7f3f1f2b11"
+	case n == "ip" || strings.HasSuffix(name, "Ip") || n == "ipaddress":
+		return "203.0.113.9"
+	case n == "" || n == "value":
+		return "value"
+	}
+	return "example " + name
+}
+
+func fill(v reflect.Value, name string, depth int) {
 	if depth > 4 {
 		return
 	}
@@ -168,7 +184,7 @@ func fill(v reflect.Value, depth int) {
 	}
 	switch v.Kind() {
 	case reflect.String:
-		v.SetString("2026-05-01T10:00:00.000Z")
+		v.SetString(sampleText(name))
 	case reflect.Bool:
 		v.SetBool(true)
 	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
@@ -179,25 +195,30 @@ func fill(v reflect.Value, depth int) {
 		v.SetFloat(1)
 	case reflect.Pointer:
 		v.Set(reflect.New(v.Type().Elem()))
-		fill(v.Elem(), depth+1)
+		fill(v.Elem(), name, depth+1)
 	case reflect.Slice:
 		v.Set(reflect.MakeSlice(v.Type(), 1, 1))
-		fill(v.Index(0), depth+1)
+		fill(v.Index(0), name, depth+1)
 	case reflect.Map:
 		m := reflect.MakeMap(v.Type())
 		k, e := reflect.New(v.Type().Key()).Elem(), reflect.New(v.Type().Elem()).Elem()
-		fill(k, depth+1)
+		fill(k, "key", depth+1)
 		if e.Kind() == reflect.Interface {
 			e.Set(reflect.ValueOf("value"))
 		} else {
-			fill(e, depth+1)
+			fill(e, "value", depth+1)
 		}
 		m.SetMapIndex(k, e)
 		v.Set(m)
 	case reflect.Struct:
 		for i := range v.NumField() {
-			if v.Type().Field(i).IsExported() {
-				fill(v.Field(i), depth+1)
+			f := v.Type().Field(i)
+			if f.IsExported() {
+				member, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+				if member == "" {
+					member = f.Name
+				}
+				fill(v.Field(i), member, depth+1)
 			}
 		}
 	case reflect.Interface:
