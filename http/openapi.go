@@ -17,10 +17,11 @@ import (
 
 // The OpenAPI 3.1 description of the API (issue 14), served at /api/openapi.json and
 // browsable at /api/docs. It is built from the scope table (every route, its auth and
-// scope) and the schemas below (bodies and answers of the routes named in
-// operationSchemas; every other route answers the generic envelope). Tests keep it true:
-// every route of the router is described and every described route exists, the examples
-// validate against their schemas, and real answers validate against the description.
+// scope), operationSchemas (each route's summary, query, body and answer; openapi_schemas.go)
+// and the component schemas (records reflected from the handlers' views, inputs, socket
+// messages). Tests keep it true: every route of the router is described in detail and
+// every described route exists, the examples validate against their schemas, and real
+// answers and socket messages validate against the description.
 
 type obj = map[string]any
 
@@ -116,7 +117,7 @@ var errorCodes = []core.Code{core.CodeValidation, core.CodeUnauthorized, core.Co
 
 // errorResponses are the error answers of a route, by status, each with the codes it may
 // carry (x-keyward-error-codes); anything else is the default (INTERNAL).
-func errorResponses(r RouteScope, hasBody bool) obj {
+func errorResponses(named obj, r RouteScope, hasBody bool) obj {
 	byStatus := map[int][]core.Code{http.StatusServiceUnavailable: {core.CodeUnavailable}}
 	add := func(codes ...core.Code) {
 		for _, c := range codes {
@@ -150,16 +151,33 @@ func errorResponses(r RouteScope, hasBody bool) obj {
 			add(core.CodeConflict)
 		}
 	}
-	out := obj{"default": obj{"description": "Error envelope (INTERNAL)", "content": obj{"application/json": obj{"schema": ref("Error")}}}}
+	out := obj{"default": responseRef(named, "Internal", []string{string(core.CodeInternal)})}
 	for st, codes := range byStatus {
 		names := make([]string, 0, len(codes))
 		for _, c := range codes {
 			names = append(names, string(c))
 		}
-		out[fmt.Sprint(st)] = obj{"description": "Error envelope: " + strings.Join(names, ", "), "x-keyward-error-codes": names,
-			"content": obj{"application/json": obj{"schema": ref("Error")}}}
+		out[fmt.Sprint(st)] = responseRef(named, fmt.Sprint(st), names)
 	}
 	return out
+}
+
+// responseRef answers a reference to the shared error answer with these codes, adding it
+// to named (components.responses) the first time: routes share a handful of them.
+func responseRef(named obj, status string, codes []string) obj {
+	var b strings.Builder
+	b.WriteString("Error" + status)
+	for _, c := range codes {
+		for _, w := range strings.Split(strings.ToLower(c), "_") {
+			b.WriteString(strings.ToUpper(w[:1]) + w[1:])
+		}
+	}
+	name := b.String()
+	if named[name] == nil {
+		named[name] = obj{"description": "Error envelope: " + strings.Join(codes, ", "), "x-keyward-error-codes": codes,
+			"content": obj{"application/json": obj{"schema": ref("Error")}}}
+	}
+	return obj{"$ref": "#/components/responses/" + name}
 }
 
 // scopeNames are the grantable scopes of the scope table, sorted.
@@ -234,7 +252,7 @@ var rawAnswers = map[string]string{
 
 // buildOpenAPI makes the description of every route of the scope table.
 func buildOpenAPI() obj {
-	paths := obj{}
+	paths, named := obj{}, obj{}
 	ids := map[string]int{}
 	for _, r := range RouteScopes() {
 		p := openAPIPath(r.Path)
@@ -282,7 +300,7 @@ func buildOpenAPI() obj {
 			required, _ := body["required"].([]string)
 			op["requestBody"] = obj{"required": len(required) > 0 || body["$ref"] != nil, "content": obj{ct: obj{"schema": body}}}
 		}
-		responses := errorResponses(r, hasBody)
+		responses := errorResponses(named, r, hasBody)
 		status := spec.status
 		if status == 0 {
 			status = http.StatusOK
@@ -326,7 +344,8 @@ func buildOpenAPI() obj {
 		"tags":    []any{},
 		"paths":   paths,
 		"components": obj{
-			"schemas": componentSchemas(),
+			"schemas":   componentSchemas(),
+			"responses": named,
 			"securitySchemes": obj{
 				"bearer": obj{"type": "http", "scheme": "bearer", "bearerFormat": "JWT"},
 				"apiKey": obj{"type": "apiKey", "in": "header", "name": "X-API-Key",

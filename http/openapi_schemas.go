@@ -333,7 +333,7 @@ var (
 
 // operationSchemas are the operations' bodies and answers, by "METHOD /route" (PUT reads
 // PATCH's). Every route of the router has one; a test keeps it so.
-var operationSchemas = map[string]opSchema{
+var operationSchemas = withVariableRoutes(map[string]opSchema{
 	"GET /healthz":          op("Liveness", noBody, props("status!:string")),
 	"GET /readyz":           op("Readiness: each engine's state", noBody, obj{"type": "object", "additionalProperties": obj{"enum": []string{"ok", "unavailable"}}}),
 	"GET /metrics":          op("Prometheus metrics", noBody, nil),
@@ -494,20 +494,22 @@ var operationSchemas = map[string]opSchema{
 	"POST /api/client/file":          op("Download a file's bytes (X-File-Hash, X-File-Version, X-File-Encrypted, X-File-Nonce)", clientReq("name:scalar", "fileName:scalar"), nil),
 	"POST /api/client/request-reset": op("Mail a link that resets the HWID and IP binding", clientReq("licenseKey:scalar", "hwid:scalar"), msgData),
 	"POST /api/client/license-file":  op("The signed-in user's offline license file", clientReq(), ref("LicenseFile")),
-}
+})
 
 var userPatch = props("password:string", "email:string", "level:integer", "expiresAt:date", "deviceLimit:integer", "enabled:boolean",
 	"banned:boolean", "banReason:string", "hwid:string", "displayName:string", "pcName:string", "lockedIp:string",
 	"hwidResetMax:integer", "hwidResetCooldown:integer", "ipResetMax:integer", "ipResetCooldown:integer", "metadata:object")
 
-// variableRoutes are the three variable collections (app, user, license), described alike.
-func init() {
+// withVariableRoutes adds the three variable collections (app, user, license), described
+// alike, to the operations.
+func withVariableRoutes(operationSchemas map[string]opSchema) map[string]opSchema {
 	for _, base := range []string{"/api/apps/:appId/variables", "/api/apps/:appId/users/:userId/variables", "/api/apps/:appId/licenses/:licenseId/variables"} {
 		operationSchemas["GET "+base] = op("Variables", noBody, list("Variable"))
 		operationSchemas["POST "+base] = opSchema{summary: "Create a variable", body: ref("VariableInput"), status: 201, data: ref("Variable")}
 		operationSchemas["PATCH "+base+"/:varId"] = op("Change a variable", varBody, ref("Variable"))
 		operationSchemas["DELETE "+base+"/:varId"] = op("Delete a variable", noBody, msgData)
 	}
+	return operationSchemas
 }
 
 // wsMessage describes a socket message of one type: {"type": typ, "data": data}.
