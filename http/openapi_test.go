@@ -164,9 +164,14 @@ func TestRealResponsesMatchOpenAPI(t *testing.T) {
 	call("PATCH", base+"/variables/"+v.Data()["id"].(string), map[string]any{"value": 5}, http.StatusOK)
 	call("POST", base+"/variables/bulk", map[string]any{"variables": []any{map[string]any{"key": "a", "value": "1"}}}, http.StatusCreated)
 	get(base + "/variables")
-	call("POST", base+"/users/"+userID+"/variables", map[string]any{"key": "seat", "value": "7"}, http.StatusCreated)
+	uv := call("POST", base+"/users/"+userID+"/variables", map[string]any{"key": "seat", "value": "7"}, http.StatusCreated)
+	call("PATCH", base+"/users/"+userID+"/variables/"+uv.Data()["id"].(string), map[string]any{"value": "8"}, http.StatusOK)
 	get(base + "/users/" + userID + "/variables")
-	call("POST", base+"/licenses/"+licenseID+"/variables", map[string]any{"key": "edition", "value": "pro"}, http.StatusCreated)
+	lv := call("POST", base+"/licenses/"+licenseID+"/variables", map[string]any{"key": "edition", "value": "pro"}, http.StatusCreated)
+	get(base + "/licenses/" + licenseID + "/variables")
+	call("DELETE", base+"/licenses/"+licenseID+"/variables/"+lv.Data()["id"].(string), nil, http.StatusOK)
+	gone := call("POST", base+"/variables", map[string]any{"key": "gone", "value": "x"}, http.StatusCreated)
+	call("DELETE", base+"/variables/"+gone.Data()["id"].(string), nil, http.StatusOK)
 
 	rule := call("POST", base+"/rules", map[string]any{"type": "ip", "action": "blacklist", "value": "203.0.113.0/24"}, http.StatusCreated)
 	call("PATCH", base+"/rules/"+rule.Data()["id"].(string), map[string]any{"note": "n"}, http.StatusOK)
@@ -223,6 +228,7 @@ func TestRealResponsesMatchOpenAPI(t *testing.T) {
 	client("license-file", with(map[string]any{}), false, http.StatusOK)
 	client("variable", with(map[string]any{"key": "nope"}), false, http.StatusNotFound)
 	client("login", with(map[string]any{"username": "alice", "password": "wrong-pw-1"}), true, http.StatusUnauthorized)
+	client("login", with(map[string]any{"username": "alice", "password": "pw-alice-1"}), false, http.StatusUnauthorized) // no nonce
 	client("end", with(map[string]any{}), false, http.StatusOK)
 	client("heartbeat", with(map[string]any{}), false, http.StatusUnauthorized)
 
@@ -230,7 +236,10 @@ func TestRealResponsesMatchOpenAPI(t *testing.T) {
 	get(base + "/logs")
 	get(base + "/logs/stats")
 	get(base + "/logs/events")
-	get(base + "/devices")
+	if devices := get(base + "/devices").Data()["devices"].([]any); len(devices) > 0 {
+		call("DELETE", base+"/devices/"+devices[0].(map[string]any)["id"].(string), nil, http.StatusOK)
+	}
+	call("DELETE", base+"/devices/nope", nil, http.StatusNotFound)
 	for _, p := range []string{"overview", "timeseries", "geography", "recent"} {
 		get(base + "/analytics/" + p)
 	}
@@ -252,6 +261,8 @@ func TestRealResponsesMatchOpenAPI(t *testing.T) {
 	get("/api/admin/audit?accountId=" + o.ID)
 	get(base + "/users/" + userID + "/ip")
 	get(base + "/licenses/" + licenseID + "/user")
+	call("PATCH", "/api/admin/accounts/"+o.ID, map[string]any{"plan": "business"}, http.StatusOK)
+	call("POST", "/api/auth/api-key/regenerate", nil, http.StatusOK)
 
 	// Errors: the envelope of the error schema, with the statuses described.
 	check(ts.Req{Method: "POST", Path: base + "/licenses", APIKey: k.Data()["key"].(string), Body: map[string]any{"count": 1}}, http.StatusForbidden)
@@ -271,6 +282,7 @@ func TestRealResponsesMatchOpenAPI(t *testing.T) {
 	call("DELETE", base+"/users/"+userID, nil, http.StatusOK)
 	call("DELETE", base+"/logs?days=1", nil, http.StatusOK)
 	call("DELETE", base, map[string]any{"confirm": true}, http.StatusOK)
+	call("POST", "/api/auth/logout", nil, http.StatusOK)
 	t.Logf("%d operations answered and checked against the description", len(d.checked))
 
 	// The reference page and its script come from the binary and load nothing else.
