@@ -8,7 +8,7 @@ VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 TESTENV := KEYWARD_TEST_SENTINEL=1 KEYWARD_TEST_REDIS_CLUSTER=1 bash deploy/testenv.sh
 GOTEST  := go test -race -count=1 -timeout 20m
 
-.PHONY: run build test test-v test-crowd bench bench-client bench-sockets lint clean
+.PHONY: run build test test-v test-crowd sdk-check bench bench-client bench-sockets lint clean
 
 run:
 	go run ./cmd/keyward serve
@@ -24,6 +24,12 @@ test:
 # users, its own FerretDB): several minutes on two cores, so not part of `make test`.
 test-crowd:
 	KEYWARD_TEST_CROWD=1 $(TESTENV) $(GOTEST) -v -run TestAppSocketLimitAcrossThreeNodes ./internal/clusterproof/
+
+# Generates a TypeScript client from /api/openapi.json (openapi-typescript, openapi-fetch)
+# and compiles a program using it with tsc --strict. Needs npm and its registry; about 30 s
+# with a warm npm cache, so not part of `make test`.
+sdk-check:
+	KEYWARD_TEST_SDK=1 go test -count=1 -v -run TestGeneratedSDKCompiles ./http/
 
 test-v:
 	go vet ./...

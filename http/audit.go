@@ -12,6 +12,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/keyward/keyward/core"
+	"github.com/keyward/keyward/core/accounts"
 	"github.com/keyward/keyward/core/apikeys"
 	"github.com/keyward/keyward/core/audit"
 	"github.com/keyward/keyward/storage"
@@ -216,6 +217,32 @@ func auditEntryOf(c *gin.Context, status int, data map[string]any) storage.Audit
 		e.AppID = e.RecordID // a created app
 	}
 	return e
+}
+
+// socketMethod is the method of audit entries made by a dashboard socket's actions: the
+// socket, not a REST call, is their source.
+const socketMethod = "WS"
+
+// socketAuditor records the changes an owner makes over the dashboard socket opened by
+// c (kick, ban, command, push_json, chat), as the REST twins of these actions are: who is
+// the socket's session (p), from the IP that opened it; the record is the user acted on,
+// and after holds the action and its reason or command name.
+func socketAuditor(rec auditRecorder, c *gin.Context, p accounts.Principal) func(action, userID string, details map[string]any) {
+	base := storage.AuditEntry{AccountID: p.Account.ID, AppID: c.Param("appId"), IP: c.ClientIP(), Method: socketMethod,
+		Route: c.FullPath(), Path: c.Request.URL.Path, Status: http.StatusSwitchingProtocols, RecordType: "realtime",
+		ActorType: storage.ActorSession, ActorID: p.TokenID, ActorName: p.Account.Username}
+	return func(action, userID string, details map[string]any) {
+		e := base
+		e.RecordID = userID
+		after := map[string]any{"action": action}
+		for k, v := range details {
+			if s, isStr := v.(string); !isStr || s != "" {
+				after[k] = v
+			}
+		}
+		e.After = jsonOf(redact(after))
+		rec.Record(e)
+	}
 }
 
 // recordTypeOf names the kind of record a route changes: the resource of its scope.

@@ -10,16 +10,18 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/keyward/keyward/core"
 	"github.com/keyward/keyward/core/apikeys"
 	"github.com/keyward/keyward/http/apidocs"
 )
 
 // The OpenAPI 3.1 description of the API (issue 14), served at /api/openapi.json and
 // browsable at /api/docs. It is built from the scope table (every route, its auth and
-// scope) and the schemas below (bodies and answers of the routes named in
-// operationSchemas; every other route answers the generic envelope). Tests keep it true:
-// every route of the router is described and every described route exists, the examples
-// validate against their schemas, and real answers validate against the description.
+// scope), operationSchemas (each route's summary, query, body and answer; openapi_schemas.go)
+// and the component schemas (records reflected from the handlers' views, inputs, socket
+// messages). Tests keep it true: every route of the router is described in detail and
+// every described route exists, the examples validate against their schemas, and real
+// answers and socket messages validate against the description.
 
 type obj = map[string]any
 
@@ -40,50 +42,35 @@ func envelope(data obj) obj {
 // opSchema names the body and answer of an operation.
 type opSchema struct {
 	summary string
-	body    string // component schema of the JSON body ("" for the generic object)
-	status  int    // success status; 0 means 200 (201 for POST creating a record)
-	data    obj    // schema of data; nil means any JSON value
+	body    obj // schema of the JSON body; nil for none
+	status  int // success status; 0 means 200
+	data    obj // schema of data; nil for an answer that is not the envelope
 }
 
-// operationSchemas are the operations described in detail; the others use the generic
-// body and answer (an object body, and the envelope with any data).
-var operationSchemas = map[string]opSchema{
-	"GET /healthz":     {summary: "Liveness", data: obj{"type": "object", "properties": obj{"status": obj{"const": "ok"}}}},
-	"GET /api/plans":   {summary: "The plans", data: obj{"type": "array", "items": ref("Plan")}},
-	"GET /api/auth/me": {summary: "The signed-in account", data: ref("Account")},
-	"POST /api/auth/login": {summary: "Sign in", body: "LoginInput", status: 200, data: obj{"type": "object", "required": []string{"token"},
-		"properties": obj{"token": obj{"type": "string"}, "account": ref("Account")}}},
-	"GET /api/auth/api-keys":           {summary: "List scoped API keys (masked)", data: obj{"type": "array", "items": ref("APIKey")}},
-	"POST /api/auth/api-keys":          {summary: "Create a scoped API key (the full key is shown once)", body: "APIKeyInput", status: 201, data: ref("APIKeyCreated")},
-	"PATCH /api/auth/api-keys/:keyId":  {summary: "Change a scoped API key", body: "APIKeyInput", data: ref("APIKey")},
-	"PUT /api/auth/api-keys/:keyId":    {summary: "Change a scoped API key", body: "APIKeyInput", data: ref("APIKey")},
-	"DELETE /api/auth/api-keys/:keyId": {summary: "Revoke a scoped API key", data: ref("Message")},
-	"GET /api/audit":                   {summary: "The account's audit log", data: ref("AuditPage")},
-	"GET /api/admin/audit":             {summary: "Any account's audit log (administrators)", data: ref("AuditPage")},
-	"POST /api/apps":                   {summary: "Create an application", body: "AppInput", status: 201},
-}
-
-// componentSchemas are the named schemas, each with an example the tests validate.
+// componentSchemas are the named schemas, each with an example the tests validate: the
+// records reflected from the views, the inputs and small answers, the envelopes.
 func componentSchemas() obj {
+	out := newReflector().comps
+	for k, v := range handWritten() {
+		out[k] = v
+	}
 	str := obj{"type": "string"}
 	strOrNull := obj{"type": []string{"string", "null"}}
 	strs := obj{"type": "array", "items": str}
-	apiKey := obj{"type": "object", "required": []string{"id", "name", "maskedKey", "scopes", "apps", "createdAt"},
-		"properties": obj{"id": str, "name": str, "maskedKey": str, "scopes": strs, "apps": strs,
-			"expiresAt": strOrNull, "lastUsedAt": strOrNull, "lastUsedIp": str, "createdAt": strOrNull, "updatedAt": strOrNull},
-		"examples": []any{obj{"id": "5f0c6c1e-2d7e-4a57-9b0e-0b7f3f1f2b11", "name": "shop", "maskedKey": "kws_Ab3d...x9Yz",
-			"scopes": []string{"licenses:create"}, "apps": []string{}, "expiresAt": nil, "lastUsedAt": "2026-05-01T10:00:00.000Z",
-			"lastUsedIp": "203.0.113.9", "createdAt": "2026-04-01T10:00:00.000Z", "updatedAt": "2026-04-01T10:00:00.000Z"}}}
+	codes := make([]string, 0, len(errorCodes))
+	for _, c := range errorCodes {
+		codes = append(codes, string(c))
+	}
 	created := obj{"allOf": []any{ref("APIKey"), obj{"type": "object", "required": []string{"key"}, "properties": obj{"key": str}}},
 		"examples": []any{obj{"id": "5f0c6c1e-2d7e-4a57-9b0e-0b7f3f1f2b11", "name": "shop", "maskedKey": "kws_Ab3d...x9Yz",
 			"key": "kws_Ab3dEfGhIjKlMnOpQrStUvWxYz0123x9Yz", "scopes": []string{"licenses:create"}, "apps": []string{},
 			"expiresAt": nil, "lastUsedAt": nil, "lastUsedIp": "", "createdAt": "2026-04-01T10:00:00.000Z", "updatedAt": "2026-04-01T10:00:00.000Z"}}}
 	scopes := append([]string{apikeys.PresetRead, apikeys.PresetFull}, scopeNames()...)
-	return obj{
+	for k, v := range (obj{
 		"Error": obj{"type": "object", "required": []string{"success", "error"}, "properties": obj{
 			"success": obj{"const": false},
 			"error": obj{"type": "object", "required": []string{"code", "message"}, "properties": obj{
-				"code":    obj{"type": "string", "description": "A stable code: " + strings.Join(errorCodes, ", ") + "."},
+				"code":    obj{"enum": codes, "description": "A stable code; each operation lists the ones it answers (x-keyward-error-codes)."},
 				"message": str, "field": str}},
 			"requires2FA": obj{"type": "boolean"}, "requireVerify": obj{"type": "boolean"}, "message": str},
 			"examples": []any{obj{"success": false, "error": obj{"code": "SCOPE_DENIED", "message": `missing scope "licenses:create"`}}}},
@@ -91,19 +78,6 @@ func componentSchemas() obj {
 			"examples": []any{obj{"success": true, "data": obj{"message": "done"}}}},
 		"Message": obj{"type": "object", "required": []string{"message"}, "properties": obj{"message": str},
 			"examples": []any{obj{"message": "API key revoked"}}},
-		"Plan": obj{"type": "object", "required": []string{"name", "displayName", "priceMonth", "limits"}, "properties": obj{
-			"name": str, "displayName": str, "priceMonth": obj{"type": "number"}, "limits": obj{"type": "object"}},
-			"examples": []any{obj{"name": "free", "displayName": "Free", "priceMonth": 0, "limits": obj{"maxApps": 1}}}},
-		"Account": obj{"type": "object", "required": []string{"id", "username", "email", "role"}, "properties": obj{
-			"id": str, "username": str, "email": str, "role": obj{"enum": []string{"user", "admin"}}, "plan": ref("Plan"),
-			"apiKey": str, "emailVerified": obj{"type": "boolean"}, "twoFactorEnabled": obj{"type": "boolean"}},
-			"examples": []any{obj{"id": "acc-1", "username": "owner", "email": "owner@example.com", "role": "user", "plan": obj{"name": "free", "displayName": "Free", "priceMonth": 0, "limits": obj{"maxApps": 1}},
-				"apiKey": "kw_Ab12...wxyz", "emailVerified": true, "twoFactorEnabled": false}}},
-		"LoginInput": obj{"type": "object", "required": []string{"username", "password"}, "properties": obj{
-			"username": str, "password": str, "twoFactorCode": str},
-			"examples": []any{obj{"username": "owner", "password": "Correct-Horse-9"}}},
-		"AppInput": obj{"type": "object", "required": []string{"name"}, "properties": obj{"name": str, "description": str, "version": str},
-			"examples": []any{obj{"name": "My program", "version": "1.0.0"}}},
 		"APIKeyInput": obj{"type": "object", "properties": obj{
 			"name":      obj{"type": "string", "minLength": 1, "maxLength": apikeys.MaxNameLength},
 			"scopes":    obj{"type": "array", "items": obj{"enum": scopes}},
@@ -111,12 +85,11 @@ func componentSchemas() obj {
 			"expiresAt": obj{"type": "string", "description": "RFC 3339; \"\" removes the expiry"}},
 			"examples": []any{obj{"name": "shop", "scopes": []string{"licenses:create", "users:read"}, "apps": []string{"app-1"},
 				"expiresAt": "2027-01-01T00:00:00Z"}}},
-		"APIKey":        apiKey,
 		"APIKeyCreated": created,
-		"AuditEntry": obj{"type": "object", "required": []string{"id", "accountId", "actor", "method", "route", "recordType", "createdAt"},
+		"AuditEntry": obj{"type": "object", "required": []string{"id", "accountId", "appId", "actor", "ip", "method", "route", "path", "recordType", "recordId", "status", "before", "after", "createdAt"},
 			"properties": obj{"id": str, "accountId": str, "appId": str, "ip": str, "method": str, "route": str, "path": str,
 				"recordType": str, "recordId": str, "status": obj{"type": "integer"}, "createdAt": strOrNull,
-				"actor": obj{"type": "object", "required": []string{"type"}, "properties": obj{
+				"actor": obj{"type": "object", "required": []string{"type", "id", "name"}, "properties": obj{
 					"type": obj{"enum": []string{"session", "account_key", "api_key"}}, "id": str, "name": str}},
 				"before": obj{"type": []string{"object", "null"}}, "after": obj{"type": []string{"object", "null"}}},
 			"examples": []any{obj{"id": "e1", "accountId": "acc-1", "appId": "app-1", "ip": "203.0.113.9", "method": "PATCH",
@@ -127,15 +100,85 @@ func componentSchemas() obj {
 			"entries": obj{"type": "array", "items": ref("AuditEntry")}, "total": obj{"type": "integer"},
 			"limit": obj{"type": "integer"}, "offset": obj{"type": "integer"}},
 			"examples": []any{obj{"entries": []any{}, "total": 0, "limit": 50, "offset": 0}}},
+	}) {
+		out[k] = v
 	}
+	return out
 }
 
 // errorCodes are listed in the description of Error.code.
-var errorCodes = []string{"VALIDATION_ERROR", "UNAUTHORIZED", "FORBIDDEN", "SCOPE_DENIED", "NOT_FOUND", "METHOD_NOT_ALLOWED",
-	"CONFLICT", "PLAN_FEATURE", "PLAN_LIMIT", "PAYLOAD_TOO_LARGE", "REQUEST_TIMEOUT", "RATE_LIMITED", "QUOTA_EXCEEDED",
-	"UNAVAILABLE", "INTERNAL", "REQUIRE_VERIFY", "REQUIRES_2FA", "NONCE_REQUIRED", "NOT_LOGGED_IN", "APP_DISABLED", "APP_PAUSED",
-	"VERSION_MISMATCH", "RULE_BLOCKED", "BANNED", "USER_DISABLED", "EXPIRED", "HWID_LOCKED", "DEVICE_LIMIT", "IP_LOCKED",
-	"PC_NAME_LOCKED", "LICENSE_INVALID", "LICENSE_USED"}
+var errorCodes = []core.Code{core.CodeValidation, core.CodeUnauthorized, core.CodeForbidden, apikeys.CodeScopeDenied,
+	core.CodeNotFound, core.CodeNoMethod, core.CodeConflict, core.CodePlanFeature, core.CodePlanLimit, core.CodeTooLarge,
+	codeRequestTimeout, core.CodeRateLimited, core.CodeQuotaExceeded, core.CodeUnavailable, core.CodeInternal,
+	core.CodeRequireVerify, core.CodeRequires2FA, core.CodeNonceRequired, core.CodeNotLoggedIn, core.CodeAppDisabled,
+	core.CodeAppPaused, core.CodeVersionMismatch, core.CodeRuleBlocked, core.CodeBanned, core.CodeUserDisabled, core.CodeExpired,
+	core.CodeHWIDLocked, core.CodeDeviceLimit, core.CodeIPLocked, core.CodePCNameLocked, core.CodeLicenseInvalid,
+	core.CodeLicenseUsed, core.CodeSeatsFull}
+
+// errorResponses are the error answers of a route, by status, each with the codes it may
+// carry (x-keyward-error-codes); anything else is the default (INTERNAL).
+func errorResponses(named obj, r RouteScope, hasBody bool) obj {
+	byStatus := map[int][]core.Code{http.StatusServiceUnavailable: {core.CodeUnavailable}}
+	add := func(codes ...core.Code) {
+		for _, c := range codes {
+			st := statusOf(c)
+			byStatus[st] = append(byStatus[st], c)
+		}
+	}
+	add(core.CodeValidation)
+	if hasBody {
+		add(core.CodeTooLarge, codeRequestTimeout)
+	}
+	switch r.Scope {
+	case scopePublic:
+		if strings.HasPrefix(r.Path, "/api/auth/") {
+			add(core.CodeUnauthorized, core.CodeRateLimited, core.CodeRequireVerify, core.CodeConflict)
+		}
+	case scopeClient:
+		add(core.CodeUnauthorized, core.CodeNotLoggedIn, core.CodeNonceRequired, core.CodeNotFound, core.CodeRateLimited, core.CodeQuotaExceeded,
+			core.CodeAppDisabled, core.CodeAppPaused, core.CodeVersionMismatch, core.CodeRuleBlocked, core.CodeBanned, core.CodeUserDisabled,
+			core.CodeExpired, core.CodeHWIDLocked, core.CodeDeviceLimit, core.CodeIPLocked, core.CodePCNameLocked, core.CodeLicenseInvalid,
+			core.CodeLicenseUsed, core.CodeSeatsFull, core.CodeForbidden)
+	default:
+		add(core.CodeUnauthorized, core.CodeForbidden, core.CodePlanFeature, core.CodePlanLimit, core.CodeRateLimited)
+		if r.Scope != scopeSession {
+			add(apikeys.CodeScopeDenied)
+		}
+		if strings.Contains(r.Path, ":") {
+			add(core.CodeNotFound)
+		}
+		if r.Method == http.MethodPost || r.Method == http.MethodPatch || r.Method == http.MethodPut {
+			add(core.CodeConflict)
+		}
+	}
+	out := obj{"default": responseRef(named, "Internal", []string{string(core.CodeInternal)})}
+	for st, codes := range byStatus {
+		names := make([]string, 0, len(codes))
+		for _, c := range codes {
+			names = append(names, string(c))
+		}
+		out[fmt.Sprint(st)] = responseRef(named, fmt.Sprint(st), names)
+	}
+	return out
+}
+
+// responseRef answers a reference to the shared error answer with these codes, adding it
+// to named (components.responses) the first time: routes share a handful of them.
+func responseRef(named obj, status string, codes []string) obj {
+	var b strings.Builder
+	b.WriteString("Error" + status)
+	for _, c := range codes {
+		for _, w := range strings.Split(strings.ToLower(c), "_") {
+			b.WriteString(strings.ToUpper(w[:1]) + w[1:])
+		}
+	}
+	name := b.String()
+	if named[name] == nil {
+		named[name] = obj{"description": "Error envelope: " + strings.Join(codes, ", "), "x-keyward-error-codes": codes,
+			"content": obj{"application/json": obj{"schema": ref("Error")}}}
+	}
+	return obj{"$ref": "#/components/responses/" + name}
+}
 
 // scopeNames are the grantable scopes of the scope table, sorted.
 func scopeNames() []string {
@@ -191,9 +234,25 @@ func operationID(method, route string) string {
 	return b.String()
 }
 
+// specOf answers the detail of a route (PUT is PATCH's twin).
+func specOf(method, route string) (opSchema, bool) {
+	if method == http.MethodPut {
+		method = http.MethodPatch
+	}
+	spec, found := operationSchemas[method+" "+route]
+	return spec, found
+}
+
+// rawAnswers are the routes whose success is not the JSON envelope: their media type.
+var rawAnswers = map[string]string{
+	"GET /metrics": "text/plain", "GET /api/docs": "text/html", "GET /api/docs/app.js": "text/javascript",
+	"GET /api/openapi.json": "application/json", "GET /api/client/confirm-reset/:token": "text/html",
+	"GET /api/apps/:appId/files/:fileId/download": "application/octet-stream", "POST /api/client/file": "application/octet-stream",
+}
+
 // buildOpenAPI makes the description of every route of the scope table.
 func buildOpenAPI() obj {
-	paths := obj{}
+	paths, named := obj{}, obj{}
 	ids := map[string]int{}
 	for _, r := range RouteScopes() {
 		p := openAPIPath(r.Path)
@@ -203,7 +262,7 @@ func buildOpenAPI() obj {
 			paths[p] = item
 		}
 		key := r.Method + " " + r.Path
-		spec := operationSchemas[key]
+		spec, _ := specOf(r.Method, r.Path)
 		id := operationID(r.Method, r.Path)
 		if ids[id]++; ids[id] > 1 {
 			id = fmt.Sprintf("%s%d", id, ids[id])
@@ -218,6 +277,7 @@ func buildOpenAPI() obj {
 		for _, m := range pathParam.FindAllStringSubmatch(r.Path, -1) {
 			params = append(params, obj{"name": m[1], "in": "path", "required": true, "schema": obj{"type": "string"}})
 		}
+		params = append(params, queryParams(spec.summary)...)
 		switch r.Scope {
 		case scopePublic, scopeClient:
 			op["security"] = []any{}
@@ -230,57 +290,49 @@ func buildOpenAPI() obj {
 		if r.Scope == apikeys.Credentials {
 			op["description"] = "A session or the account key only: no scoped key reaches this route."
 		}
-		if strings.HasSuffix(r.Path, "/ws") || strings.HasSuffix(r.Path, "/ws/connect") {
-			op["description"] = "WebSocket upgrade (token in the `token` query member). The messages are listed in docs/API.md (WebSocket channels)."
-			params = append(params, obj{"name": "token", "in": "query", "required": true, "schema": obj{"type": "string"}})
-			op["responses"] = obj{"101": obj{"description": "Switching Protocols: the socket is open"},
-				"default": obj{"description": "Refused before the upgrade", "content": obj{"application/json": obj{"schema": ref("Error")}}}}
+		hasBody := spec.body != nil || key == "POST "+uploadRoute
+		if hasBody {
+			body, ct := spec.body, "application/json"
+			if key == "POST "+uploadRoute {
+				ct, body = "multipart/form-data", obj{"type": "object", "required": []string{"file"}, "properties": obj{
+					"file": obj{"type": "string", "contentMediaType": "application/octet-stream"}, "name": obj{"type": "string"}, "version": obj{"type": "string"}}}
+			}
+			required, _ := body["required"].([]string)
+			op["requestBody"] = obj{"required": len(required) > 0 || body["$ref"] != nil, "content": obj{ct: obj{"schema": body}}}
 		}
+		responses := errorResponses(named, r, hasBody)
+		status := spec.status
+		if status == 0 {
+			status = http.StatusOK
+		}
+		success := obj{"description": "Success"}
+		switch mt, raw := rawAnswers[key]; {
+		case strings.HasSuffix(r.Path, "/ws") || strings.HasSuffix(r.Path, "/ws/connect"):
+			op["description"] = "WebSocket upgrade (token in the `token` query member). The messages are the schemas WSClientIn/WSClientOut (program's socket) and WSDashboardIn/WSDashboardOut (dashboard socket), and the tables in docs/API.md (WebSocket channels)."
+			params = append(params, obj{"name": "token", "in": "query", "required": true, "schema": obj{"type": "string"}})
+			status, success = http.StatusSwitchingProtocols, obj{"description": "Switching Protocols: the socket is open"}
+			side := "WSClient"
+			if strings.HasSuffix(r.Path, "/ws/connect") {
+				side = "WSDashboard"
+			}
+			op["x-keyward-messages"] = obj{"send": ref(side + "In"), "receive": ref(side + "Out")}
+		case raw:
+			success["content"] = obj{mt: obj{"schema": obj{"type": "string"}}}
+			if mt == "application/json" {
+				success["content"] = obj{mt: obj{"schema": obj{"type": "object"}}}
+			}
+		default:
+			schema := envelope(spec.data)
+			if key == "POST /api/auth/login" {
+				// A sign-in that needs a code answers 200 with requires2FA (SPEC 7.2).
+				schema = obj{"anyOf": []any{schema, ref("Error")}}
+			}
+			success["content"] = obj{"application/json": obj{"schema": schema}}
+		}
+		responses[fmt.Sprint(status)] = success
+		op["responses"] = responses
 		if params != nil {
 			op["parameters"] = params
-		}
-		if r.Method == http.MethodPost || r.Method == http.MethodPatch || r.Method == http.MethodPut {
-			body := obj{"type": "object"}
-			if spec.body != "" {
-				body = ref(spec.body)
-			}
-			ct := "application/json"
-			if key == "POST "+uploadRoute {
-				ct, body = "multipart/form-data", obj{"type": "object", "properties": obj{"file": obj{"type": "string", "contentMediaType": "application/octet-stream"}}}
-			}
-			op["requestBody"] = obj{"required": r.Method != http.MethodPost || spec.body != "", "content": obj{ct: obj{"schema": body}}}
-		}
-		if op["responses"] == nil {
-			status := spec.status
-			if status == 0 {
-				status = http.StatusOK
-				if r.Method == http.MethodPost && spec.body != "" {
-					status = http.StatusCreated
-				}
-			}
-			var okSchema obj
-			switch {
-			case r.Path == "/metrics":
-				op["responses"] = obj{"200": obj{"description": "Prometheus metrics", "content": obj{"text/plain": obj{"schema": obj{"type": "string"}}}}}
-			case r.Path == "/api/docs":
-				op["responses"] = obj{"200": obj{"description": "The browsable reference", "content": obj{"text/html": obj{"schema": obj{"type": "string"}}}}}
-			case r.Path == "/api/openapi.json":
-				op["responses"] = obj{"200": obj{"description": "This description", "content": obj{"application/json": obj{"schema": obj{"type": "object"}}}}}
-			case spec.data != nil:
-				okSchema = envelope(spec.data)
-			default:
-				okSchema = ref("Envelope")
-			}
-			if okSchema != nil {
-				// Routes without a detailed schema answer 200 or 201 (creations).
-				success := obj{"description": "Success", "content": obj{"application/json": obj{"schema": okSchema}}}
-				resp := obj{fmt.Sprint(status): success,
-					"default": obj{"description": "Error envelope", "content": obj{"application/json": obj{"schema": ref("Error")}}}}
-				if spec.data == nil && r.Method == http.MethodPost {
-					resp["200"], resp["201"] = success, success
-				}
-				op["responses"] = resp
-			}
 		}
 		item[strings.ToLower(r.Method)] = op
 	}
@@ -292,7 +344,8 @@ func buildOpenAPI() obj {
 		"tags":    []any{},
 		"paths":   paths,
 		"components": obj{
-			"schemas": componentSchemas(),
+			"schemas":   componentSchemas(),
+			"responses": named,
 			"securitySchemes": obj{
 				"bearer": obj{"type": "http", "scheme": "bearer", "bearerFormat": "JWT"},
 				"apiKey": obj{"type": "apiKey", "in": "header", "name": "X-API-Key",

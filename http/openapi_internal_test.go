@@ -116,3 +116,34 @@ func TestOpenAPIExamplesValidate(t *testing.T) {
 		t.Errorf("only %d examples checked", checked)
 	}
 }
+
+// TestEveryRouteHasItsSchemas: each route of the router has its detail (summary, body,
+// answer) in operationSchemas, and no detail names a route that is gone.
+func TestEveryRouteHasItsSchemas(t *testing.T) {
+	routes := map[string]bool{}
+	detailed := 0
+	for _, r := range routerOnly(t).Routes() {
+		spec, found := specOf(r.Method, r.Path)
+		key := r.Method + " " + r.Path
+		if r.Method == http.MethodPut {
+			key = http.MethodPatch + " " + r.Path
+		}
+		routes[key] = true
+		switch {
+		case !found:
+			t.Errorf("route %s %s has no entry in operationSchemas", r.Method, r.Path)
+		case spec.summary == "":
+			t.Errorf("route %s %s has no summary", r.Method, r.Path)
+		case spec.data == nil && rawAnswers[r.Method+" "+r.Path] == "" && !strings.Contains(r.Path, "/ws"):
+			t.Errorf("route %s %s has no answer schema", r.Method, r.Path)
+		default:
+			detailed++
+		}
+	}
+	for key := range operationSchemas {
+		if !routes[key] {
+			t.Errorf("operationSchemas describes %s, which is no route", key)
+		}
+	}
+	t.Logf("%d of %d routes described in detail", detailed, len(routerOnly(t).Routes()))
+}

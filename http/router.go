@@ -178,7 +178,9 @@ func New(d Deps, cfg Config) (http.Handler, error) {
 	ch.routes(api)
 	ch.resetRoutes(api)
 	(&integrationHandlers{svc: d.Integrations}).routes(api.Group("", requireOwner(owners), audited), one)
-	newWSHandlers(d.Realtime, d.WSHooks, d.Apps, d.Accounts, d.Limiter, d.Metrics, d.Log).routes(api, one, ch)
+	wsh := newWSHandlers(d.Realtime, d.WSHooks, d.Apps, d.Accounts, d.Limiter, d.Metrics, d.Log)
+	wsh.audit = d.Audit
+	wsh.routes(api, one, ch)
 	if missing := unscopedRoutes(r.Routes()); len(missing) > 0 {
 		return nil, errUnscoped(missing)
 	}

@@ -43,6 +43,7 @@ type wsHandlers struct {
 	auth     Authenticator
 	limiter  cluster.RateLimiter
 	hooks    *wshooks.Service
+	audit    auditRecorder // the dashboard socket's changes; nil records nothing
 	log      *slog.Logger
 	metrics  *wsMetrics
 	upgrader websocket.Upgrader
@@ -193,6 +194,9 @@ func (h *wsHandlers) dashboard(c *gin.Context) {
 		peer.Close(realtime.ClosePolicy, "unavailable")
 		peer.wait()
 		return
+	}
+	if h.audit != nil {
+		d.Audit = socketAuditor(h.audit, c, p)
 	}
 	// The owner's token may be revoked (logout, password change) while the socket is open.
 	go h.watchToken(ctx, token, peer)

@@ -11,6 +11,10 @@ import (
 type Dashboard struct {
 	ID    string
 	AppID string
+	// Audit, set by the edge before the socket's first message, is told of each action
+	// that changed something (kick, ban, command, push_json, chat) once it succeeded;
+	// refused actions are not told. details holds the action's reason or command name.
+	Audit func(action, userID string, details map[string]any)
 
 	peer Peer
 	rate window
@@ -165,5 +169,12 @@ func (s *Service) DashboardMessage(ctx context.Context, d *Dashboard, raw []byte
 	if err != nil {
 		_, reason := explain(err)
 		d.peer.Send(ErrorMessage(reason))
+		return
+	}
+	switch in.Type {
+	case "kick", "ban", "command", "push_json", "chat":
+		if d.Audit != nil {
+			d.Audit(in.Type, userID, map[string]any{"reason": in.str("reason"), "command": in.str("command")})
+		}
 	}
 }

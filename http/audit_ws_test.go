@@ -1,0 +1,53 @@
+package httpapi_test
+
+import (
+	"net/url"
+	"strings"
+	"testing"
+
+	ts "github.com/keyward/keyward/internal/testserver"
+)
+
+// TestDashboardSocketActionsAudited: a kick sent over the owner's dashboard socket is in the
+// audit log as a REST kick is (the session's account and token, the socket's IP, the user
+// acted on, the socket as the source); refused socket actions are not recorded.
+func TestDashboardSocketActionsAudited(t *testing.T) {
+	ts.Each(t, func(t *testing.T, e ts.Engines) {
+		s := ts.Start(t, e)
+		w := newWSApp(t, s, "kim")
+		cl := w.clientSocket(t, s)
+		ip := nextIP()
+		dash := mustDialWS(t, s, "/api/apps/"+w.appID+"/ws/connect?token="+url.QueryEscape(w.a.token), ip)
+		dash.ignore = []string{"session_connect"}
+		dash.expectType("online_count")
+		dash.expectType("sessions")
+
+		// Refused: no user, a reason too long, an unknown type. None is a change.
+		dash.send(map[string]any{"type": "kick", "reason": "no user"})
+		dash.expectType("error")
+		dash.send(map[string]any{"type": "ban", "userId": w.userID, "reason": strings.Repeat("x", 3000)})
+		dash.expectType("error")
+		dash.send(map[string]any{"type": "command"})
+		dash.expectType("error")
+
+		dash.send(map[string]any{"type": "kick", "userId": w.userID, "reason": "be nice"})
+		cl.expectType("force_logout")
+		if code, _ := cl.expectClosed(); code != 4001 {
+			t.Fatalf("kicked with close code %d", code)
+		}
+
+		me := w.a.do("GET", "/api/auth/me", nil).Data()
+		got := auditEntries(t, s, w.a.token, "/api/audit?recordType=realtime", 1)[0]
+		if got["method"] != "WS" || got["route"] != "/api/apps/:appId/ws/connect" || got["appId"] != w.appID ||
+			got["recordId"] != w.userID || got["ip"] != ip || got["accountId"] != me["id"] {
+			t.Fatalf("socket kick entry: %v", got)
+		}
+		actor := got["actor"].(map[string]any)
+		if actor["type"] != "session" || actor["id"] == "" || actor["name"] != me["username"] {
+			t.Fatalf("socket kick actor: %v", actor)
+		}
+		if after, _ := got["after"].(map[string]any); after["action"] != "kick" || after["reason"] != "be nice" {
+			t.Fatalf("socket kick after: %v", got["after"])
+		}
+	})
+}
