@@ -2,7 +2,6 @@ package clusterproof_test
 
 import (
 	"fmt"
-	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -23,24 +22,30 @@ func (c *cluster) online(nd *node, appID string) float64 {
 // register: the user is made and signed in), each from its own address, spread over the
 // nodes, on a few workers.
 func (c *cluster) crowd(appID, secret, prefix string, n int) []program {
+	return c.crowdOn(appID, secret, prefix, n, 6)
+}
+
+// crowdOn is crowd on the given number of workers. A program whose storage was too busy
+// to answer (503 UNAVAILABLE, "retry shortly", or no answer in time) tries again as an SDK
+// would, a few times: init at most 4 times per address (SPEC 8 allows 5 in 5 minutes); a
+// registration that was made before its answer failed shows as CONFLICT on the next try,
+// and the program then logs in instead.
+func (c *cluster) crowdOn(appID, secret, prefix string, n, workers int) []program {
 	t := c.t
 	t.Helper()
 	progs := make([]program, n)
 	var mu sync.Mutex
 	var errs []string
-	parallel(n, 6, func(i int) {
+	parallel(n, workers, func(i int) {
 		name := fmt.Sprintf("%s-%d", prefix, i)
 		nd := c.nodes[i%len(c.nodes)]
-		p := program{ip: clientIP(i)}
-		d, err := send(t, nd, "POST", "/api/client/init", req{ip: p.ip}, map[string]string{"secret": secret, "version": "1.0.0", "hwid": "hw-" + name}).tryData(200)
-		if err == nil {
-			p.session, _ = d["sessionToken"].(string)
-			d, err = p.nonce(t, nd).tryData(200)
-		}
-		if err == nil {
-			nonce, _ := d["nonce"].(string)
-			_, err = send(t, nd, "POST", "/api/client/register", req{ip: p.ip, nonce: nonce},
-				map[string]string{"sessionToken": p.session, "username": name, "password": "pw-" + name + "-1"}).tryData(200)
+		var p program
+		var err error
+		for try := 1; ; try++ {
+			if p, err = enrol(t, nd, secret, name, clientIP(i)); err == nil || try == 4 || !busy(err) {
+				break
+			}
+			time.Sleep(time.Duration(try) * time.Second)
 		}
 		mu.Lock()
 		defer mu.Unlock()
@@ -53,6 +58,40 @@ func (c *cluster) crowd(appID, secret, prefix string, n int) []program {
 		t.Fatalf("%d of %d programs could not register; first: %s", len(errs), n, errs[0])
 	}
 	return progs
+}
+
+// enrol has one program register user name on nd (init, nonce, register), or log in
+// when the name is taken (an earlier try that registered but could not answer).
+func enrol(t *testing.T, nd *node, secret, name, ip string) (program, error) {
+	p := program{ip: ip}
+	d, err := send(t, nd, "POST", "/api/client/init", req{ip: ip}, map[string]string{"secret": secret, "version": "1.0.0", "hwid": "hw-" + name}).tryData(200)
+	if err != nil {
+		return p, err
+	}
+	p.session, _ = d["sessionToken"].(string)
+	password := "pw-" + name + "-1"
+	path := "/api/client/register"
+	for {
+		d, err = p.nonce(t, nd).tryData(200)
+		if err != nil {
+			return p, err
+		}
+		nonce, _ := d["nonce"].(string)
+		r := send(t, nd, "POST", path, req{ip: ip, nonce: nonce}, map[string]string{"sessionToken": p.session, "username": name, "password": password})
+		if r.status == 409 && r.code() == "CONFLICT" && path == "/api/client/register" {
+			path = "/api/client/login"
+			continue
+		}
+		_, err = r.tryData(200)
+		return p, err
+	}
+}
+
+// busy answers whether err is a node's "try again" (503, or no answer in time) rather
+// than a refusal.
+func busy(err error) bool {
+	s := err.Error()
+	return strings.Contains(s, "status 503") || strings.Contains(s, "status 0")
 }
 
 // mustSocket opens p's socket on nd and fails unless it is admitted.
@@ -99,18 +138,17 @@ func socketRetrying(t *testing.T, nd *node, p program) (*sock, int, error) {
 // TestAppSocketLimitAcrossThreeNodes: 250 client sockets on node A and 250 on node B fill
 // the app's 500; the 501st, on node C, is refused; once one socket on A closes, C admits it.
 //
-// It is the heaviest test here (501 users on FerretDB, 500 sockets revalidated every 30 s):
-// it runs on a FerretDB of its own, and only with KEYWARD_TEST_CROWD=1 (`make test-crowd`),
-// because on a loaded two-core machine FerretDB's single SQLite writer falls so far behind
-// that nodes refuse sockets with "try again" for minutes.
+// It is the heaviest test here (501 users on FerretDB, whose SQLite backend scans the whole
+// users collection for each registration and each socket's check): it runs on a FerretDB of
+// its own, in memory and with a rarer garbage collection (ownFerretDB), and registers on 8
+// workers and connects on 6, enough to keep FerretDB busy without its queue outgrowing the
+// nodes' storage timeouts; a program or socket that still meets a busy node tries again, as
+// an SDK does.
 func TestAppSocketLimitAcrossThreeNodes(t *testing.T) {
-	if os.Getenv("KEYWARD_TEST_CROWD") != "1" {
-		t.Skip("set KEYWARD_TEST_CROWD=1 (make test-crowd) to run the 500-socket test")
-	}
 	c := newClusterOn(t, ownFerretDB(t), 3, testenv.RedisURL(t))
 	appID, secret := c.newApp("Crowd")
 	began := time.Now()
-	progs := c.crowd(appID, secret, "u", 501)
+	progs := c.crowdOn(appID, secret, "u", 501, 8)
 	t.Logf("501 users registered and signed in: %.1f s", time.Since(began).Seconds())
 	began = time.Now()
 	a, b, cc := c.nodes[0], c.nodes[1], c.nodes[2]
@@ -119,9 +157,9 @@ func TestAppSocketLimitAcrossThreeNodes(t *testing.T) {
 	var mu sync.Mutex
 	var errs []string
 	var retried atomic.Int64
-	parallel(500, 3, func(i int) {
-		nd := a
-		if i >= 250 {
+	parallel(500, 6, func(i int) {
+		nd := a // even programs on A, odd ones on B: the two nodes admit at the same time
+		if i%2 == 1 {
 			nd = b
 		}
 		s, tries, err := socketRetrying(t, nd, progs[i])
