@@ -65,6 +65,7 @@ const (
 const (
 	CloseNormal      = 1000
 	ClosePolicy      = 1008
+	CloseInternal    = 1011
 	CloseForceLogout = 4000
 	CloseKicked      = 4001
 	CloseBanned      = 4002

@@ -1,0 +1,246 @@
+package actors
+
+import (
+	"context"
+	"fmt"
+	"runtime/debug"
+	"strings"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/asynkron/protoactor-go/scheduler"
+)
+
+// A socket registered with an AppActor that implements Socket gets an actor of its own, a
+// child of the AppActor (SessionActor for a client socket, DashboardActor for an owner's):
+// it owns the order of everything that happens to the socket. The socket's state and its
+// rules are the domain's (core/realtime: the Socket's Receive); the actor runs them one
+// message at a time and gives them a way to do I/O without blocking (SocketContext.Go).
+//
+// Supervision: a panic while a socket actor handles a message stops that actor alone and
+// tells its socket (Failed, which closes it), with a log line naming the app and the
+// socket; the AppActor and its other sockets go on. When the AppActor itself fails and is
+// restarted, protoactor stops its children first: the new incarnation spawns them again
+// from the registry (the state lives in the Socket values the registry keeps, not in the
+// actors), under the same names, so a Ref made before the restart reaches the new actor.
+// Messages that were in a child's mailbox at that moment are lost (a reader waiting on
+// one gives up at its deadline).
+
+// Socket is one socket's state and rules, run by its actor.
+type Socket interface {
+	// Kind is the actor kind in the metrics: "session" or "dashboard".
+	Kind() string
+	// Spawned gives the socket the reference of its actor, once, before the admission or
+	// the join that registered it answers.
+	Spawned(ref Ref)
+	// Receive handles one message in the socket's actor: SocketStarted after each spawn,
+	// SocketStopping before the actor stops, Leaving when the socket leaves its app (the
+	// socket calls sc.Done once it has finished its work), and whatever is sent to its
+	// Ref or comes back from sc.Go. It must not block.
+	Receive(sc SocketContext, msg any)
+	// Failed is told that handling msg panicked with reason; the actor is stopped. It
+	// closes the socket. It runs in the AppActor and must not block.
+	Failed(reason, msg any)
+}
+
+// Messages the socket actor passes to its Socket.
+type (
+	// SocketStarted: the actor started (also after an AppActor restart re-spawned it).
+	SocketStarted struct{}
+	// SocketStopping: the actor is stopping (it left, it failed, or its AppActor restarts).
+	SocketStopping struct{}
+	// Leaving: the socket leaves its app; call SocketContext.Done when its work is over.
+	Leaving struct{}
+)
+
+// SocketContext is what a socket's actor offers its Socket inside Receive.
+type SocketContext interface {
+	// Go runs fn on a goroutine owned by the directory (its ctx ends when the directory
+	// closes); what fn answers, when not nil, comes back to the socket as a message. A
+	// panic in fn fails the socket's actor as a panic in Receive would.
+	Go(fn func(ctx context.Context) any)
+	// Every sends msg to the socket every d until stop is called or the actor stops.
+	Every(d time.Duration, msg any) (stop func())
+	// Done stops the actor after Leaving.
+	Done()
+}
+
+// Ref sends messages to a socket's actor, from anywhere.
+type Ref struct {
+	root *actor.RootContext
+	pid  *actor.PID
+}
+
+// Tell sends msg to the socket's actor; it never blocks (a message to an actor that
+// stopped is dropped).
+func (r Ref) Tell(msg any) {
+	if r.pid != nil {
+		r.root.Send(r.pid, msg)
+	}
+}
+
+// Valid answers whether the reference names an actor.
+func (r Ref) Valid() bool { return r.pid != nil }
+
+// socketActor is the actor of one socket: a shell around its Socket.
+type socketActor struct {
+	sock  Socket
+	appID string
+	id    string
+	dir   socketEnv
+	ctx   actor.Context // during Receive
+}
+
+// socketEnv is what a socket actor needs of its directory.
+type socketEnv interface {
+	run(appID string, fn func(ctx context.Context))
+}
+
+// goFailed comes back from a Go whose fn panicked; the actor panics with it in turn.
+type goFailed struct{ reason any }
+
+func (a *socketActor) Receive(ctx actor.Context) {
+	a.ctx = ctx
+	defer func() { a.ctx = nil }()
+	switch m := ctx.Message().(type) {
+	case *actor.Started:
+		a.sock.Receive(a, SocketStarted{})
+	case *actor.Stopping:
+		a.sock.Receive(a, SocketStopping{})
+	case *actor.Stopped, *actor.Restarting, *actor.ReceiveTimeout:
+	case goFailed:
+		panic(m.reason)
+	default:
+		a.sock.Receive(a, m)
+	}
+}
+
+func (a *socketActor) Go(fn func(ctx context.Context) any) {
+	self, root, id := a.ctx.Self(), a.ctx.ActorSystem().Root, a.id
+	a.dir.run(a.appID, func(ctx context.Context) {
+		var out any
+		defer func() {
+			if p := recover(); p != nil {
+				out = goFailed{reason: fmt.Sprintf("socket %s: %v\n%s", id, p, debug.Stack())}
+			}
+			if out != nil {
+				root.Send(self, out)
+			}
+		}()
+		out = fn(ctx)
+	})
+}
+
+func (a *socketActor) Every(d time.Duration, msg any) func() {
+	return scheduler.NewTimerScheduler(a.ctx.ActorSystem().Root).SendRepeatedly(d, d, a.ctx.Self(), msg)
+}
+
+func (a *socketActor) Done() { a.ctx.Stop(a.ctx.Self()) }
+
+// run runs fn on a goroutine of the directory (for socket actors).
+func (a *Apps[S]) run(appID string, fn func(ctx context.Context)) {
+	a.loads.Add(1)
+	go func() {
+		defer a.loads.Done()
+		defer func() {
+			if p := recover(); p != nil {
+				a.cfg.Log.Error("actors: panic in a socket's work", "app", appID, "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
+			}
+		}()
+		fn(a.base)
+	}()
+}
+
+// socketProps is the props of an app's socket actors of one kind: the producer takes the
+// socket the AppActor is spawning (reg.spawning, set in the AppActor just before).
+func (s *appActor[S]) socketProps(kind string) *actor.Props {
+	if p := s.reg.props[kind]; p != nil {
+		return p
+	}
+	reg, appID, dir := s.reg, s.appID, s.dir
+	opts := []actor.PropsOption{}
+	if dir.cfg.Metrics != nil {
+		opts = append(opts, actor.WithReceiverMiddleware(dir.cfg.Metrics.middleware(kind)))
+	}
+	p := actor.PropsFromProducer(func() actor.Actor {
+		return &socketActor{sock: reg.spawning, appID: appID, id: reg.spawningID, dir: dir}
+	}, opts...)
+	if reg.props == nil {
+		reg.props = map[string]*actor.Props{}
+	}
+	reg.props[kind] = p
+	return p
+}
+
+// spawnSocket starts the actor of socket id when it is a Socket; first says whether
+// this is its first actor (not a re-spawn after a restart).
+func (s *appActor[S]) spawnSocket(ctx actor.Context, id string, socket any, first bool) {
+	sock, ok := socket.(Socket)
+	if !ok {
+		return
+	}
+	r := s.reg
+	r.spawning, r.spawningID = sock, id
+	pid, err := ctx.SpawnNamed(s.socketProps(sock.Kind()), id)
+	r.spawning, r.spawningID = nil, ""
+	if err != nil {
+		s.dir.cfg.Log.Error("actors: cannot spawn a socket's actor", "app", s.appID, "socket", id, "err", err)
+		return
+	}
+	if r.live == nil {
+		r.live = map[string]*actor.PID{}
+	}
+	r.live[id] = pid
+	if first {
+		sock.Spawned(Ref{root: ctx.ActorSystem().Root, pid: pid})
+	}
+}
+
+// respawnSockets starts the actors of the registry's sockets again after a restart.
+func (s *appActor[S]) respawnSockets(ctx actor.Context) {
+	for id, sock := range s.reg.sockets {
+		if s.reg.live[id] == nil {
+			s.spawnSocket(ctx, id, sock, false)
+		}
+	}
+}
+
+// childID is the socket id of a child actor's pid (its name under the AppActor).
+func childID(pid *actor.PID) string {
+	return pid.Id[strings.LastIndexByte(pid.Id, '/')+1:]
+}
+
+// childTerminated handles the end of a socket's actor: a Leave that waited for it is
+// answered.
+func (s *appActor[S]) childTerminated(ctx actor.Context, who *actor.PID) {
+	id := childID(who)
+	r := s.reg
+	if cur := r.live[id]; cur != nil && cur.Equal(who) {
+		delete(r.live, id)
+	}
+	if l, ok := r.leaving[id]; ok {
+		delete(r.leaving, id)
+		ctx.Send(l.waiter, left{held: true})
+	}
+}
+
+// socketSupervisor is the supervision of an app's socket actors: a socket actor that
+// failed is stopped and its socket told (it closes), nothing else.
+type socketSupervisor struct {
+	reg   *registry
+	appID string
+	log   func(msg string, args ...any)
+}
+
+func (s socketSupervisor) HandleFailure(_ *actor.ActorSystem, sup actor.Supervisor, child *actor.PID, _ *actor.RestartStatistics, reason, msg any) {
+	id := childID(child)
+	s.log("actors: a socket's actor failed; the socket is closed", "app", s.appID, "socket", id, "panic", fmt.Sprint(reason))
+	sup.StopChildren(child)
+	socket, ok := s.reg.sockets[id]
+	if !ok {
+		socket = s.reg.leaving[id].socket
+	}
+	if sock, ok := socket.(Socket); ok {
+		sock.Failed(reason, msg)
+	}
+}
