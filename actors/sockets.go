@@ -39,9 +39,8 @@ type registry struct {
 	live    map[string]*actor.PID
 	leaving map[string]leaver
 	// props of the socket actors by kind; spawning is the socket being spawned.
-	props      map[string]*actor.Props
-	spawning   Socket
-	spawningID string
+	props    map[string]*actor.Props
+	spawning Socket
 }
 
 // leaver is a socket that left, until its actor stopped.

@@ -287,7 +287,6 @@ type peer struct {
 	reason  string
 	ping    *time.Timer
 
-	closing chan struct{} // closed by Close, for the reader
 	done    chan struct{} // closed when the socket is closed and written for the last time
 	// onClose, when set, is told the close code once the socket is closed.
 	onClose func(code int)
@@ -297,7 +296,7 @@ var _ realtime.Peer = (*peer)(nil)
 
 func newPeer() *peer {
 	// writing is true until start: frames queue up, nobody writes them yet.
-	return &peer{writing: true, closing: make(chan struct{}), done: make(chan struct{})}
+	return &peer{writing: true, done: make(chan struct{})}
 }
 
 // start gives the peer its socket, starts the pings and writes what was queued.
@@ -348,7 +347,6 @@ func (p *peer) Close(code int, reason string) {
 	}
 	p.closed = true
 	p.code, p.reason = code, truncateReason(reason)
-	close(p.closing)
 	p.kick()
 }
 
@@ -458,10 +456,11 @@ func (p *peer) read(fn func([]byte)) {
 		if err != nil {
 			return
 		}
-		select {
-		case <-p.closing:
+		p.mu.Lock()
+		closed := p.closed
+		p.mu.Unlock()
+		if closed {
 			return
-		default:
 		}
 		_ = p.conn.SetReadDeadline(time.Now().Add(wsPongWait))
 		if kind == websocket.TextMessage || kind == websocket.BinaryMessage {
