@@ -263,6 +263,22 @@ func (h *wsHandlers) newPeer(channel string) *peer {
 	return p
 }
 
+// wireCode is the close code sent for realtime's close reason why; close codes (RFC
+// 6455's, SPEC's 4000 range) pass as they are.
+func wireCode(why int) int {
+	switch why {
+	case realtime.CloseNormal:
+		return websocket.CloseNormalClosure
+	case realtime.ClosePolicy:
+		return websocket.ClosePolicyViolation
+	case realtime.CloseInternal:
+		return websocket.CloseInternalServerErr
+	case realtime.CloseGoingAway:
+		return websocket.CloseGoingAway
+	}
+	return why
+}
+
 func truncateReason(s string) string {
 	// A close frame's reason is at most 123 bytes.
 	if len(s) > 120 {
@@ -339,7 +355,10 @@ func (p *peer) kick() {
 	}
 }
 
+// Close ends the socket; code is one of realtime's close reasons (sent as RFC 6455's code
+// for it) or a close code.
 func (p *peer) Close(code int, reason string) {
+	code = wireCode(code)
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.closed {

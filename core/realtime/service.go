@@ -27,8 +27,9 @@ type Peer interface {
 	// SendShared queues a text frame that goes to many sockets (a broadcast): the edge
 	// may encode it once for all of them (Shared.Prepared). Same answer as Send.
 	SendShared(f *Shared) bool
-	// Close sends a close frame with code and reason after the queued frames, then ends
-	// the socket. Calling it again does nothing.
+	// Close sends a close frame after the queued frames, then ends the socket; code is
+	// one of the Close reasons (the edge sends the matching close code) and reason its
+	// text. Calling it again does nothing.
 	Close(code int, reason string)
 }
 
@@ -253,13 +254,13 @@ func (s *Service) Close() {
 				if s.reg.Leave(appID, x.ID) {
 					s.heldDashboards.Add(-1)
 				}
-				x.peer.Close(closeGoingAway, "server shutting down")
+				x.peer.Close(CloseGoingAway, "server shutting down")
 			case *Client:
 				if s.reg.Leave(appID, x.ID) {
 					s.heldClients.Add(-1)
 				}
 				x.gone.Store(true)
-				x.peer.Close(closeGoingAway, "server shutting down")
+				x.peer.Close(CloseGoingAway, "server shutting down")
 				s.left(ctx, x)
 			}
 		}
@@ -267,9 +268,6 @@ func (s *Service) Close() {
 	s.work.Wait()
 	s.ownReg()
 }
-
-// closeGoingAway is RFC 6455's "going away".
-const closeGoingAway = 1001
 
 // publish sends a delivery to every node.
 func (s *Service) publish(ctx context.Context, d delivery) error {
