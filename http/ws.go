@@ -303,7 +303,7 @@ type peer struct {
 	reason  string
 	ping    *time.Timer
 
-	done    chan struct{} // closed when the socket is closed and written for the last time
+	done chan struct{} // closed when the socket is closed and written for the last time
 	// onClose, when set, is told the close code once the socket is closed.
 	onClose func(code int)
 }
