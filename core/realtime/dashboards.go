@@ -169,11 +169,14 @@ func (s *Service) ConnectDashboard(ctx context.Context, appID string, peer Peer,
 		encode(Outgoing{Type: TypeOnlineCount, Data: map[string]any{"count": len(list)}}),
 		encode(Outgoing{Type: TypeSessions, Data: map[string]any{"sessions": list}}),
 	}})
+	wait, cancel := context.WithTimeout(ctx, messageDeadline)
+	defer cancel()
 	select {
 	case <-done:
-	case <-ctx.Done():
+	case <-wait.Done():
+		// The greeting was lost (the app's actor restarted at this moment) or ctx ended.
 		s.DisconnectDashboard(d)
-		return nil, fmt.Errorf("realtime: greet the socket: %w", ctx.Err())
+		return nil, fmt.Errorf("realtime: greet the socket: %w", wait.Err())
 	}
 	return d, nil
 }
