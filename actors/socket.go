@@ -82,6 +82,10 @@ func (r Ref) Tell(msg any) {
 // Valid answers whether the reference names an actor.
 func (r Ref) Valid() bool { return r.pid != nil }
 
+// socketThroughput is how many messages a socket's actor handles in a row before it
+// lets other goroutines run.
+const socketThroughput = 300
+
 // socketActor is the actor of one socket: a shell around its Socket. It is small: an
 // idle socket's actor is most of what a socket costs beyond its connection.
 type socketActor struct {
@@ -184,9 +188,14 @@ func (s *appActor[S]) socketProps(kind string) *actor.Props {
 		counted = dir.cfg.Metrics.middleware(kind)(receiveCounted)
 	}
 	// An idle socket's mailbox holds one node of a lock-free list, not a ring buffer.
+	// A socket's actor runs on the goroutine of the sender that finds it idle (a
+	// synchronized dispatcher; a sender that finds it running only queues): a delivery
+	// fanned out by the AppActor costs no goroutine start and switch per socket (measured
+	// 1.3 to 2.7 µs per delivery with one, against about 0.1 µs; BenchmarkBroadcastFanOut
+	// in core/realtime). Receive never blocks, so whoever runs it is not held up.
 	p := actor.PropsFromProducer(func() actor.Actor {
 		return &socketActor{sock: reg.spawning, dir: dir, counted: counted}
-	}, actor.WithMailbox(actor.UnboundedLockfree()))
+	}, actor.WithMailbox(actor.UnboundedLockfree()), actor.WithDispatcher(actor.NewSynchronizedDispatcher(socketThroughput)))
 	if reg.props == nil {
 		reg.props = map[string]*actor.Props{}
 	}
