@@ -3,11 +3,12 @@
 # deploy/testenv.sh; see deploy/README.md.
 
 VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
-# KEYWARD_TEST_SENTINEL=1: also a Redis Sentinel group, for the engine's tests on it.
-TESTENV := KEYWARD_TEST_SENTINEL=1 bash deploy/testenv.sh
+# KEYWARD_TEST_SENTINEL=1: also a Redis Sentinel group, for the engine's tests on it;
+# KEYWARD_TEST_REDIS_CLUSTER=1: also a Redis Cluster (three masters, three replicas).
+TESTENV := KEYWARD_TEST_SENTINEL=1 KEYWARD_TEST_REDIS_CLUSTER=1 bash deploy/testenv.sh
 GOTEST  := go test -race -count=1 -timeout 20m
 
-.PHONY: run build test test-v test-crowd bench bench-client lint clean
+.PHONY: run build test test-v test-crowd bench bench-client bench-sockets lint clean
 
 run:
 	go run ./cmd/keyward serve
@@ -34,6 +35,15 @@ bench:
 # Client API load figures on the embedded default (bounded runs, loopback only).
 bench-client:
 	go run ./cmd/keyward-load
+
+# Socket figures: connect rate, CPU and memory of 10,000 idle client sockets (embedded
+# default); what 500 idle sockets cost Redis and MongoDB (FerretDB) per minute; cross-node
+# delivery p50/p99 over Redis with three keyward processes.
+bench-sockets:
+	go run ./cmd/keyward-load -idle-sockets 10000
+	go build -o bin/keyward-load ./cmd/keyward-load
+	bash deploy/testenv.sh sh -c 'bin/keyward-load -concurrency 2 -idle-sockets 500 -redis "$$KEYWARD_TEST_REDIS_URL" -mongo "$$KEYWARD_TEST_MONGO_URI" -periodic-window 60s'
+	bash deploy/testenv.sh go test -count=1 -v -run TestCrossNodeDeliveryFigure ./internal/clusterproof/
 
 lint:
 	@files=$$(gofmt -l .); if [ -n "$$files" ]; then echo "gofmt -l lists files that need gofmt -w:"; echo "$$files"; exit 1; fi

@@ -53,7 +53,7 @@ type Apps[S any] struct {
 	// ticks is the periodic work on the apps' sockets (sockets.go).
 	ticks []Tick
 
-	// propsOpts are the options of every AppActor (the metrics middleware).
+	// propsOpts are the options of every AppActor (the metrics' middlewares).
 	propsOpts      []actor.PropsOption
 	stopDeadLetter func()
 }
@@ -78,11 +78,9 @@ func NewApps[S any](load Loader[S], cfg AppsConfig) *Apps[S] {
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	system := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return quiet }))
 	ctx, cancel := context.WithCancel(context.Background())
-	a := &Apps[S]{system: system, load: load, cfg: cfg, base: ctx, cancel: cancel, pids: map[string]*actor.PID{}, stopDeadLetter: func() {}}
-	if cfg.Metrics != nil {
-		a.propsOpts = append(a.propsOpts, actor.WithReceiverMiddleware(cfg.Metrics.middleware(appKind)))
-		a.stopDeadLetter = cfg.Metrics.watchDeadLetters(system, appKind)
-	}
+	a := &Apps[S]{system: system, load: load, cfg: cfg, base: ctx, cancel: cancel, pids: map[string]*actor.PID{}}
+	a.propsOpts = cfg.Metrics.Props(appKind)
+	a.stopDeadLetter = cfg.Metrics.WatchDeadLetters(system)
 	return a
 }
 
@@ -135,8 +133,11 @@ func (a *Apps[S]) Snapshot(ctx context.Context, appID string) (S, error) {
 	return zero, fmt.Errorf("app actor %s: stopped repeatedly", appID)
 }
 
-// Invalidate tells the application's actor, if it is running, to reload its snapshot
-// before answering again.
+// Invalidate tells the application's actor, if it runs on this node, that the application
+// changed (paused, disabled, plan, rules, hooks): it drops its snapshot, so requests wait
+// for a fresh one, and if it holds sockets it reloads the snapshot at once and then runs
+// the ticks marked OnChange (the batched revalidation) over them, on a goroutine. It
+// never blocks: it is called from the event pipeline and the cluster bus.
 func (a *Apps[S]) Invalidate(appID string) {
 	a.mu.Lock()
 	pid := a.pids[appID]
@@ -188,9 +189,9 @@ func (a *Apps[S]) pid(appID string) (*actor.PID, error) {
 	// gets the registry of the one it replaces.
 	reg := &registry{sockets: map[string]any{}}
 	opts := append([]actor.PropsOption{actor.WithSupervisor(socketSupervisor{reg: reg, appID: appID, log: a.cfg.Log.Error})}, a.propsOpts...)
-	p := a.system.Root.Spawn(actor.PropsFromProducer(func() actor.Actor {
+	p := a.system.Root.SpawnPrefix(actor.PropsFromProducer(func() actor.Actor {
 		return &appActor[S]{dir: a, appID: appID, reg: reg}
-	}, opts...))
+	}, opts...), appKind)
 	a.pids[appID] = p
 	return p, nil
 }
@@ -223,6 +224,9 @@ type appActor[S any] struct {
 	// failed is the load error of an actor that never had a snapshot; it has left the
 	// directory and stops after failedLinger.
 	failed error
+	// changed is set by an Invalidate while the actor holds sockets: the reload it started
+	// is followed by the ticks marked OnChange.
+	changed bool
 }
 
 // failedLinger is how long an actor whose first load failed answers stragglers before it
@@ -265,7 +269,9 @@ func (s *appActor[S]) Receive(ctx actor.Context) {
 		s.snap, s.have = zero, false
 		s.gen++ // results of loads started earlier are stale
 		s.loading = false
-		if len(s.waiters) > 0 {
+		// The app's sockets are revalidated against the new snapshot, so it loads now.
+		s.changed = s.changed || len(s.reg.sockets) > 0
+		if len(s.waiters) > 0 || s.changed {
 			s.startLoad(ctx)
 		}
 	case loaded[S]:
@@ -273,6 +279,12 @@ func (s *appActor[S]) Receive(ctx actor.Context) {
 			return
 		}
 		s.loading = false
+		if s.changed {
+			// After the answer to the waiters, whatever the load's outcome (an app that is
+			// gone fails its sockets' checks).
+			s.changed = false
+			defer s.runOnChange(ctx)
+		}
 		if m.err != nil && !s.have && len(s.reg.sockets) == 0 {
 			// Errors are not cached: the actor leaves the directory before answering, so
 			// the next request spawns a fresh actor that loads again, and it stops soon,
@@ -294,7 +306,7 @@ func (s *appActor[S]) Receive(ctx actor.Context) {
 		// An actor that holds sockets is never passivated.
 		if !s.loading && len(s.reg.sockets) == 0 {
 			if s.failed == nil {
-				s.dir.cfg.Metrics.passivation(appKind)
+				s.dir.cfg.Metrics.Passivated(appKind)
 			}
 			ctx.Stop(ctx.Self())
 		}

@@ -6,11 +6,15 @@
 // application's snapshot (enabled, paused, version, flags, compiled rules, settings, and
 // the compiled WebSocket hook pipeline — the type is the caller's, server.AppState) and
 // answers client requests and hook plans from it, so the hot path reads no
-// storage. A dashboard change reaches the actor as Invalidate (from the event pipeline on
-// this node and the cluster bus from other nodes): the actor drops its snapshot and loads
-// a fresh one, and requests that arrive meanwhile wait for it, so a pause takes effect on
-// the next request. A snapshot older than the refresh age is reloaded in the background
-// (served meanwhile), a backstop for changes whose notification was lost.
+// storage. An app change (pause, disable, plan, rules, hooks) reaches the actor as a
+// message, Invalidate: from the event pipeline on this node and, through Announce and
+// ListenChanges, from the cluster bus on the others. The actor drops its snapshot, so
+// requests that arrive meanwhile wait for a fresh one; if it holds sockets it reloads at
+// once and then runs the ticks marked OnChange (the batched revalidation of its sockets,
+// on a goroutine), so a pause closes the app's sockets on every node within
+// milliseconds, not at the next 30 s check. A snapshot older than the refresh age is
+// reloaded in the background (served meanwhile), a backstop for changes whose
+// notification was lost.
 //
 // The AppActor also holds the registry of its application's sockets on this node
 // (sockets.go): a client socket's admission runs through it (Admit: the admission's I/O on
@@ -42,7 +46,13 @@
 // a lock-free mailbox that holds one node when empty, and the metrics run by the actor,
 // not as a props middleware (which gives every actor a context extension).
 //
-// Metrics counts the actors' life cycle, messages, handling time, failures, restarts and
-// dead letters per kind, through a receiver middleware (protoactor-go's own OpenTelemetry
-// metrics read a process-global provider; see Metrics).
+// Metrics counts, per kind of actor (app, session, dashboard), the actors alive, spawned,
+// stopped and passivated, the messages handled and their handling time, the messages in
+// the mailboxes, failures, restarts and dead letters. Any kind gets them from two props
+// options (Metrics.Props(kind): a receiver middleware and a counting mailbox) and by
+// being spawned under its kind's name prefix (SpawnPrefix(props, kind), which attributes
+// dead letters). protoactor-go's own OpenTelemetry metrics are not used: the version in
+// use makes its instruments on the process-global meter provider whatever provider the
+// actor system is given, and registers a mailbox callback per actor that it never
+// removes (see Metrics).
 package actors

@@ -184,8 +184,11 @@ func (s *appActor[S]) socketProps(kind string) *actor.Props {
 	}
 	reg, dir := s.reg, s.dir
 	var counted actor.ReceiverFunc
-	if dir.cfg.Metrics != nil {
-		counted = dir.cfg.Metrics.middleware(kind)(receiveCounted)
+	mailbox := actor.UnboundedLockfree()
+	if m := dir.cfg.Metrics; m != nil {
+		k := m.kind(kind)
+		counted = k.middleware(receiveCounted)
+		mailbox = actor.UnboundedLockfree(mailboxCounter{k.mailbox})
 	}
 	// An idle socket's mailbox holds one node of a lock-free list, not a ring buffer.
 	// A socket's actor runs on the goroutine of the sender that finds it idle (a
@@ -195,7 +198,7 @@ func (s *appActor[S]) socketProps(kind string) *actor.Props {
 	// in core/realtime). Receive never blocks, so whoever runs it is not held up.
 	p := actor.PropsFromProducer(func() actor.Actor {
 		return &socketActor{sock: reg.spawning, dir: dir, counted: counted}
-	}, actor.WithMailbox(actor.UnboundedLockfree()), actor.WithDispatcher(actor.NewSynchronizedDispatcher(socketThroughput)))
+	}, actor.WithMailbox(mailbox), actor.WithDispatcher(actor.NewSynchronizedDispatcher(socketThroughput)))
 	if reg.props == nil {
 		reg.props = map[string]*actor.Props{}
 	}
@@ -212,7 +215,8 @@ func (s *appActor[S]) spawnSocket(ctx actor.Context, id string, socket any, firs
 	}
 	r := s.reg
 	r.spawning = sock
-	pid, err := ctx.SpawnNamed(s.socketProps(sock.Kind()), id)
+	// Named kind$id: the metrics read the kind of a dead letter's target from the name.
+	pid, err := ctx.SpawnNamed(s.socketProps(sock.Kind()), sock.Kind()+"$"+id)
 	r.spawning = nil
 	if err != nil {
 		s.dir.cfg.Log.Error("actors: cannot spawn a socket's actor", "app", s.appID, "socket", id, "err", err)
@@ -242,13 +246,17 @@ func childID(pid *actor.PID) string {
 	return id
 }
 
-// splitChild answers the parent's id and the name of a child actor's pid.
-func splitChild(pid *actor.PID) (parent, name string) {
-	i := strings.LastIndexByte(pid.Id, '/')
-	if i < 0 {
-		return "", pid.Id
+// splitChild answers the parent's id and the socket id of a child actor's pid (named
+// kind$id).
+func splitChild(pid *actor.PID) (parent, id string) {
+	name := pid.Id
+	if i := strings.LastIndexByte(name, '/'); i >= 0 {
+		parent, name = name[:i], name[i+1:]
 	}
-	return pid.Id[:i], pid.Id[i+1:]
+	if i := strings.IndexByte(name, '$'); i >= 0 {
+		name = name[i+1:]
+	}
+	return parent, name
 }
 
 // childTerminated handles the end of a socket's actor: a Leave that waited for it is

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 )
 
 // testSocket records what its actor hands it; a "boom" message panics.
@@ -107,12 +108,26 @@ func TestSocketActorPanicClosesOnlyItsSocket(t *testing.T) {
 	if !strings.Contains(line, "app=a") || !strings.Contains(line, "socket=bad") || !strings.Contains(line, "socket bug") {
 		t.Fatalf("log: %s", line)
 	}
+	// The socket actors are counted under their kinds: the failed one stopped.
+	gauge := func(g prometheus.Gauge) float64 {
+		var d dto.Metric
+		if err := g.Write(&d); err != nil {
+			t.Fatal(err)
+		}
+		return d.GetGauge().GetValue()
+	}
+	if n := gauge(m.alive.WithLabelValues("session")); n != 1 {
+		t.Fatalf("session actors alive: %v", n)
+	}
 	// Both leave: the failed one at once, the other once its actor is done.
 	if !dir.Leave("a", "bad") || !dir.Leave("a", "good") {
 		t.Fatal("a socket was not held")
 	}
 	if !good.has(Leaving{}) || !good.has(SocketStopping{}) {
 		t.Fatal("the socket's actor did not finish before its Leave answered")
+	}
+	if n, q := gauge(m.alive.WithLabelValues("session")), gauge(m.mailbox.WithLabelValues("session")); n != 0 || q != 0 {
+		t.Fatalf("after leaving: %v session actors alive, %v messages in their mailboxes", n, q)
 	}
 }
 

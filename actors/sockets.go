@@ -24,6 +24,9 @@ import (
 type Tick struct {
 	Every time.Duration
 	Run   func(ctx context.Context, appID string, sockets []any)
+	// OnChange runs it also as soon as the app changed (Invalidate) and its snapshot was
+	// reloaded; a run under way at that moment is followed by another.
+	OnChange bool
 }
 
 // registry is an app's sockets on this node, kept across restarts of the app's actor;
@@ -33,6 +36,7 @@ type registry struct {
 	list    []any // the sockets as a slice, rebuilt after a change (nil)
 	timers  []scheduler.CancelFunc
 	running []bool // by tick: a Run is under way
+	again   []bool // by tick: the app changed during the Run under way; it runs again after
 
 	// live is the actor of each socket that has one (socket.go), while it runs; leaving
 	// the sockets that left and whose actor finishes its work, with the Leave to answer.
@@ -254,14 +258,16 @@ func (s *appActor[S]) receiveSockets(ctx actor.Context) bool {
 	case members:
 		ctx.Respond(append([]any(nil), r.members()...))
 	case tickNow:
-		if m.i >= len(s.ticks) || r.running[m.i] || len(r.sockets) == 0 {
-			return true
+		if m.i < len(s.ticks) && !r.running[m.i] {
+			s.startTick(ctx, m.i)
 		}
-		r.running[m.i] = true
-		s.runTick(ctx, m.i, append([]any(nil), r.members()...))
 	case tickDone:
 		if m.i < len(r.running) {
 			r.running[m.i] = false
+			if r.again[m.i] {
+				r.again[m.i] = false
+				s.startTick(ctx, m.i)
+			}
 		}
 	default:
 		return false
@@ -277,7 +283,7 @@ func (s *appActor[S]) startTimers(ctx actor.Context) {
 	s.dir.mu.Unlock()
 	r := s.reg
 	if len(r.running) != len(s.ticks) {
-		r.running = make([]bool, len(s.ticks))
+		r.running, r.again = make([]bool, len(s.ticks)), make([]bool, len(s.ticks))
 	}
 	timers := scheduler.NewTimerScheduler(ctx.ActorSystem().Root)
 	for i, t := range s.ticks {
@@ -308,6 +314,32 @@ func (s *appActor[S]) runAdmission(ctx actor.Context, m admitReq) {
 		}()
 		err = m.admit(m.ctx)
 	}()
+}
+
+// startTick runs tick i (not under way) over the app's sockets, if it holds any.
+func (s *appActor[S]) startTick(ctx actor.Context, i int) {
+	r := s.reg
+	if len(r.sockets) == 0 {
+		return
+	}
+	r.running[i] = true
+	s.runTick(ctx, i, append([]any(nil), r.members()...))
+}
+
+// runOnChange runs the ticks marked OnChange now (after the app changed and its snapshot
+// was reloaded); one under way runs again when it ends, since it may have read the old
+// state.
+func (s *appActor[S]) runOnChange(ctx actor.Context) {
+	r := s.reg
+	for i, t := range s.ticks {
+		switch {
+		case !t.OnChange || i >= len(r.running):
+		case r.running[i]:
+			r.again[i] = true
+		default:
+			s.startTick(ctx, i)
+		}
+	}
 }
 
 // runTick runs tick i over sockets on a goroutine; its end comes back as a message.

@@ -13,6 +13,9 @@
 #   KEYWARD_TEST_SENTINEL_URL     with KEYWARD_TEST_SENTINEL=1 only: a Sentinel group
 #                                 (master, replica, three sentinels), in the URL form
 #                                 KEYWARD_REDIS_URL takes
+#   KEYWARD_TEST_REDIS_CLUSTER_URL  with KEYWARD_TEST_REDIS_CLUSTER=1 only: a Redis Cluster
+#                                 of three masters, each with one replica (six servers), in
+#                                 the URL form KEYWARD_REDIS_URL takes
 #
 # redis-server and Debian's chromium are installed with apt-get when missing. The FerretDB program in
 # deploy/ferretdb is built once into a cache directory and rebuilt only when
@@ -240,6 +243,49 @@ if [[ ${KEYWARD_TEST_SENTINEL:-} == 1 ]]; then
 	sentinel_url="redis://127.0.0.1:${sentinel_ports[0]}/0?master_name=kwtest&addr=127.0.0.1:${sentinel_ports[1]}&addr=127.0.0.1:${sentinel_ports[2]}"
 fi
 
+# --- the opt-in Redis Cluster ----------------------------------------------------------
+# KEYWARD_TEST_REDIS_CLUSTER=1 also starts a Redis Cluster: three masters and a replica of
+# each (six servers; a node's cluster bus listens on its port + 10000, and start_redis tries
+# another port when that one is taken), joined by redis-cli --cluster create, and exports
+# its URL once every node reports cluster_state:ok. A node is judged failed after 2 s
+# (cluster-node-timeout), so a test that kills a master sees its replica promoted soon.
+
+cluster_url=""
+if [[ ${KEYWARD_TEST_REDIS_CLUSTER:-} == 1 ]]; then
+	cluster_started=$SECONDS
+	cluster_ports=()
+	for n in 1 2 3 4 5 6; do
+		start_redis "cluster$n" --save '' --appendonly no --cluster-enabled yes \
+			--cluster-config-file nodes.conf --cluster-node-timeout 2000 --repl-diskless-sync-delay 0
+		cluster_ports+=("$started_port")
+	done
+	cluster_addrs=()
+	for port in "${cluster_ports[@]}"; do cluster_addrs+=("127.0.0.1:$port"); done
+	# The first three become masters, the last three their replicas.
+	if ! redis-cli --cluster create "${cluster_addrs[@]}" --cluster-replicas 1 --cluster-yes \
+		>"$tmp/cluster-create.log" 2>&1; then
+		cat "$tmp/cluster-create.log" >&2
+		die "redis-cli --cluster create failed (output above)"
+	fi
+	for port in "${cluster_ports[@]}"; do
+		for ((i = 0; ; i++)); do
+			[[ $(redis-cli -p "$port" cluster info 2>/dev/null) == *cluster_state:ok* ]] && break
+			((i < START_TIMEOUT * 10)) || die "the Redis Cluster node on port $port did not reach cluster_state:ok within ${START_TIMEOUT}s"
+			sleep 0.1
+		done
+	done
+	# The replicas attach once the masters agree; wait for their sync too.
+	for port in "${cluster_ports[@]:3}"; do
+		for ((i = 0; ; i++)); do
+			[[ $(redis-cli -p "$port" info replication 2>/dev/null) == *master_link_status:up* ]] && break
+			((i < START_TIMEOUT * 10)) || die "the Redis Cluster replica on port $port did not sync within ${START_TIMEOUT}s"
+			sleep 0.1
+		done
+	done
+	cluster_url="redis://${cluster_addrs[0]}?addr=${cluster_addrs[1]}&addr=${cluster_addrs[2]}&cluster=true"
+	log "Redis Cluster of six servers ready in $((SECONDS - cluster_started)) s"
+fi
+
 # --- start FerretDB ----------------------------------------------------------------
 # Port 0: the server picks a free port and prints its URI on stdout once listening.
 
@@ -277,6 +323,10 @@ log "redis at $KEYWARD_TEST_REDIS_URL, FerretDB at $KEYWARD_TEST_MONGO_URI"
 if [[ -n $sentinel_url ]]; then
 	export KEYWARD_TEST_SENTINEL_URL="$sentinel_url"
 	log "Sentinel group at $KEYWARD_TEST_SENTINEL_URL"
+fi
+if [[ -n $cluster_url ]]; then
+	export KEYWARD_TEST_REDIS_CLUSTER_URL="$cluster_url"
+	log "Redis Cluster at $KEYWARD_TEST_REDIS_CLUSTER_URL"
 fi
 
 status=0

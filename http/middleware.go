@@ -118,7 +118,8 @@ func routeOf(c *gin.Context) string {
 	return "unmatched"
 }
 
-// httpMetrics counts requests and their latency by route, method and status.
+// httpMetrics counts requests and their latency by route, method and status (WebSocket
+// upgrades are counted, not timed).
 type httpMetrics struct {
 	requests *prometheus.CounterVec
 	latency  *prometheus.HistogramVec
@@ -138,13 +139,18 @@ func newHTTPMetrics(reg prometheus.Registerer) *httpMetrics {
 	return m
 }
 
+// middleware counts every request; an upgraded WebSocket (101) stays out of the latency
+// histogram: a socket's life is not a request's latency (the ws metrics cover sockets).
 func (m *httpMetrics) middleware() gin.HandlerFunc {
 	return func(c *gin.Context) {
 		start := time.Now()
 		c.Next()
-		labels := prometheus.Labels{"route": routeOf(c), "method": c.Request.Method, "status": strconv.Itoa(c.Writer.Status())}
+		status := c.Writer.Status()
+		labels := prometheus.Labels{"route": routeOf(c), "method": c.Request.Method, "status": strconv.Itoa(status)}
 		m.requests.With(labels).Inc()
-		m.latency.With(labels).Observe(time.Since(start).Seconds())
+		if status != http.StatusSwitchingProtocols {
+			m.latency.With(labels).Observe(time.Since(start).Seconds())
+		}
 	}
 }
 

@@ -659,11 +659,18 @@ func TestWebSocketMetrics(t *testing.T) {
 			`keyward_actors_spawned_total{kind="app"}`,
 			`keyward_actor_messages_total{kind="app"}`,
 			`keyward_actor_message_seconds_bucket{kind="app",`,
-			`keyward_actor_dead_letters_total`,
+			`keyward_actor_dead_letters_total{kind="app"}`,
+			`keyward_actors_alive{kind="app"} 1`,
+			`keyward_actor_mailbox_messages{kind="app"}`,
+			`keyward_http_requests_total{method="GET",route="/api/client/ws",status="101"}`,
 		} {
 			if !strings.Contains(metrics, want) {
 				t.Errorf("metrics lack %q", want)
 			}
+		}
+		// A socket's life is not a request: upgrades stay out of the latency histogram.
+		if strings.Contains(metrics, `keyward_http_request_duration_seconds_count{method="GET",route="/api/client/ws",status="101"}`) {
+			t.Error("an upgraded socket is in the HTTP latency histogram")
 		}
 	})
 }

@@ -2,7 +2,6 @@ package server
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
 	"strings"
 	"time"
@@ -18,10 +17,6 @@ import (
 	"github.com/keyward/keyward/hooks"
 	"github.com/keyward/keyward/storage"
 )
-
-// appChangedTopic is the cluster bus topic on which a node announces that an application's
-// snapshot changed; every node's actor for the app reloads.
-const appChangedTopic = "app-changed"
 
 // snapshotChanges reports whether an event changes what an app's snapshot holds.
 func snapshotChanges(name string) bool {
@@ -39,8 +34,8 @@ type AppState struct {
 // appActors are the node's AppActors with what their state is read through.
 type appActors struct {
 	dir *actors.Apps[AppState]
-	// announce drops an app's state on this node and every other (they reload it), then
-	// revalidates the app's sockets.
+	// announce tells the app's actor on this node and every other that the app changed:
+	// each reloads the app's state and revalidates the app's sockets it holds.
 	announce func(appID string)
 	stop     func()
 }
@@ -57,12 +52,12 @@ func (a *appActors) Pipeline(ctx context.Context, appID string) (*hooks.Pipeline
 	return st.Hooks, err
 }
 
-// startAppActors starts the node's AppActors and wires their invalidation: events of this
-// node (the event pipeline), hook changes, and changes of other nodes (the cluster bus)
-// reload the state of the app they concern, and a deleted app's actor drops it at once.
+// startAppActors starts the node's AppActors and wires the app changes to them as
+// messages: events of this node (the event pipeline), hook changes, and changes of other
+// nodes (the cluster bus) reach the actor of the app they concern, which reloads the app's
+// state and revalidates its sockets at once; a deleted app's actor drops it.
 func startAppActors(ctx context.Context, store storage.Store, engine cluster.Engine, bus *events.Bus, appsSvc *apps.Service,
-	accountsSvc *accounts.Service, catalogue *plans.Catalogue, metrics *actors.Metrics, def client.SnapshotDefaults, now func() time.Time, log *slog.Logger,
-	changed func(appID string)) (*appActors, error) {
+	accountsSvc *accounts.Service, catalogue *plans.Catalogue, metrics *actors.Metrics, def client.SnapshotDefaults, now func() time.Time, log *slog.Logger) (*appActors, error) {
 	loadClient := client.NewLoader(store, catalogue, def)
 	load := func(ctx context.Context, appID string) (AppState, error) {
 		snap, err := loadClient(ctx, appID)
@@ -76,26 +71,17 @@ func startAppActors(ctx context.Context, store storage.Store, engine cluster.Eng
 		return AppState{Client: snap, Hooks: p}, nil
 	}
 	dir := actors.NewApps(load, actors.AppsConfig{Now: now, Log: log, Metrics: metrics})
-	// invalidate drops the node's snapshot, then tells changed: what changed reads the
-	// snapshot after the invalidation, so it sees the new one (the actor's mailbox keeps
-	// the order).
-	invalidate := func(appID string) {
-		dir.Invalidate(appID)
-		changed(appID)
-	}
 	announce := func(appID string) {
-		invalidate(appID)
 		pctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		if err := engine.Publish(pctx, appChangedTopic, []byte(appID)); err != nil {
-			// Other nodes still reload within the actors' refresh age.
-			log.Warn("cannot announce an app change to the cluster", "app", appID, "err", err)
+		if err := dir.Announce(pctx, engine, appID); err != nil {
+			log.Warn("cannot announce an app change to the cluster; other nodes pick it up within a minute", "app", appID, "err", err)
 		}
 	}
-	unsubscribe, err := engine.Subscribe(ctx, appChangedTopic, func(p []byte) { invalidate(string(p)) })
+	unsubscribe, err := dir.ListenChanges(ctx, engine)
 	if err != nil {
 		dir.Close()
-		return nil, fmt.Errorf("subscribe to app changes: %w", err)
+		return nil, err
 	}
 	bus.Subscribe("app-actors", 10_000, func(e events.Event) {
 		if e.AppID != "" && snapshotChanges(e.Name) {

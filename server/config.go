@@ -11,6 +11,8 @@ import (
 	"strings"
 	"time"
 
+	"go.mongodb.org/mongo-driver/v2/event"
+
 	"github.com/keyward/keyward/cluster/redis"
 	"github.com/keyward/keyward/core/passwords"
 	"github.com/keyward/keyward/core/plans"
@@ -27,8 +29,11 @@ type Config struct {
 
 	MongoURI      string
 	MongoDatabase string
-	RedisURL      string
-	RedisPrefix   string
+	// MongoMonitor, when set, sees every MongoDB command of the store; only the load
+	// tool sets it (it counts storage reads).
+	MongoMonitor *event.CommandMonitor
+	RedisURL     string
+	RedisPrefix  string
 
 	JWTSecret string
 	JWTTTL    time.Duration
@@ -96,7 +101,7 @@ func options() []*option {
 		{flag: "public-url", env: "KEYWARD_PUBLIC_URL", def: "http://localhost:8080", usage: "base URL owners reach this server at, used in mailed links"},
 		{flag: "mongo-uri", env: "KEYWARD_MONGO_URI", usage: "MongoDB URI; when set, MongoDB replaces the embedded SQLite store"},
 		{flag: "mongo-database", env: "KEYWARD_MONGO_DATABASE", usage: "MongoDB database name (default: the one in the URI, else keyward)"},
-		{flag: "redis-url", env: "KEYWARD_REDIS_URL", usage: "Redis URL: one server (redis://[:password@]host:port/db) or a Sentinel group (redis://sentinel1:26379/db?master_name=NAME&addr=sentinel2:26379&addr=sentinel3:26379[&password=...]); when set, Redis replaces the single-node memory cluster engine"},
+		{flag: "redis-url", env: "KEYWARD_REDIS_URL", usage: "Redis URL: one server (redis://[:password@]host:port/db) a Sentinel group (redis://sentinel1:26379/db?master_name=NAME&addr=sentinel2:26379&addr=sentinel3:26379[&password=...]) or a Redis Cluster (redis://[:password@]node1:6379?addr=node2:6379&addr=node3:6379&cluster=true); when set, Redis replaces the single-node memory cluster engine"},
 		{flag: "redis-prefix", env: "KEYWARD_REDIS_PREFIX", def: "kw:", usage: "prefix of every Redis key, so several deployments can share one Redis"},
 		{flag: "jwt-secret", env: "KEYWARD_JWT_SECRET", usage: "secret (32+ bytes) signing dashboard JWTs; generated once into the data dir when unset; required with --redis-url (all nodes must share it)"},
 		{flag: "secrets-key", env: "KEYWARD_SECRETS_KEY", usage: "key (32+ bytes) encrypting stored TOTP and integration signing secrets; generated once into the data dir (secrets.key) when unset; required with --redis-url (all nodes must share it); keep it with your backups"},

@@ -14,7 +14,6 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -79,7 +78,7 @@ func OpenStore(ctx context.Context, c Config) (storage.Store, string, error) {
 		return nil, "", err
 	}
 	if c.MongoURI != "" {
-		s, err := storagemongo.Open(ctx, storagemongo.Config{URI: c.MongoURI, Database: c.MongoDatabase, Sealer: box})
+		s, err := storagemongo.Open(ctx, storagemongo.Config{URI: c.MongoURI, Database: c.MongoDatabase, Sealer: box, Monitor: c.MongoMonitor})
 		if err != nil {
 			return nil, "", fmt.Errorf("MongoDB at %s: %w", redactURL(c.MongoURI), wrongKeyHint(err))
 		}
@@ -380,17 +379,9 @@ func OpenCore(ctx context.Context, c Config, log *slog.Logger) (_ *Core, err err
 	worker := integrations.NewWorker(store, integrations.WorkerConfig{Client: hooksClient, Now: c.Clock, Log: log, Bus: bus})
 	dispatcher := integrations.NewDispatcher(store, worker.Wake, log, c.Clock)
 	bus.Subscribe("webhooks", 10_000, dispatcher.Handle)
-	// The sockets are revalidated when their app changes (paused, disabled, plan changed);
-	// the realtime service is made after the actors it reads through, hence the pointer.
-	var sockets atomic.Pointer[realtime.Service]
 	reg := prometheus.NewRegistry()
 	appActors, err := startAppActors(ctx, store, engine, bus, appsSvc, svc, catalogue, actors.NewMetrics(reg), client.SnapshotDefaults{
-		SessionTTL: c.ClientSessionTTL, EncryptFiles: c.ClientFileEncryption, CountryAvailable: country != nil || c.CountryHeader != ""}, c.Clock, log,
-		func(appID string) {
-			if rt := sockets.Load(); rt != nil {
-				rt.RecheckApp(appID)
-			}
-		})
+		SessionTTL: c.ClientSessionTTL, EncryptFiles: c.ClientFileEncryption, CountryAvailable: country != nil || c.CountryHeader != ""}, c.Clock, log)
 	if err != nil {
 		return nil, err
 	}
@@ -411,7 +402,6 @@ func OpenCore(ctx context.Context, c Config, log *slog.Logger) (_ *Core, err err
 	bus.Subscribe("realtime", 10_000, rt.HandleEvent)
 	bus.Subscribe("client-sessions", 10_000, clientSvc.HandleEvent)
 	clientSvc.OnEnd(rt.SessionEnded)
-	sockets.Store(rt)
 	auditLog := audit.New(store, audit.Config{Retention: c.AuditRetention, Now: c.Clock}, log)
 	closers = append(closers, func() error { auditLog.Close(); return nil })
 	return &Core{Audit: auditLog, Realtime: rt, WSHooks: wsHooks, Store: store, Engine: engine, Mail: mailq, Accounts: svc, Apps: appsSvc, Meter: meter,
@@ -462,9 +452,6 @@ func New(ctx context.Context, c Config, log *slog.Logger) (*Server, error) {
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "keyward_log_entries_failed_total",
 			Help: "Application log entries lost because their bulk write failed."},
 			func() float64 { return float64(core.LogWriter.Failed()) }),
-		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "keyward_app_actors",
-			Help: "Application actors running on this node (spawned on first use, passivated when idle)."},
-			func() float64 { return float64(core.AppActors.Len()) }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "keyward_ws_sockets", Help: "WebSocket sockets held by this node.",
 			ConstLabels: prometheus.Labels{"channel": "client"}},
 			func() float64 { n, _ := core.Realtime.Held(); return float64(n) }),

@@ -10,7 +10,10 @@ import (
 	"github.com/keyward/keyward/cluster"
 )
 
-// GetValues implements cluster.Batches with one MGET.
+// GetValues implements cluster.Batches with one MGET, or on a Redis Cluster one pipeline
+// of GETs: the keys (sessions of many users) lie in many hash slots, which one MGET may not
+// span, and go-redis sends a pipeline's commands to their slots' masters, one batch per
+// master, in parallel.
 func (e *Engine) GetValues(ctx context.Context, keys []string) ([][]byte, error) {
 	if len(keys) == 0 {
 		return nil, nil
@@ -22,6 +25,9 @@ func (e *Engine) GetValues(ctx context.Context, keys []string) ([][]byte, error)
 		}
 		full[i] = e.prefix + "val:" + k
 	}
+	if e.cluster {
+		return e.getValuesPipelined(ctx, full)
+	}
 	res, err := e.client.MGet(ctx, full...).Result()
 	if err != nil {
 		return nil, e.wrap(ctx, "get values", err)
@@ -30,6 +36,33 @@ func (e *Engine) GetValues(ctx context.Context, keys []string) ([][]byte, error)
 	for i, v := range res {
 		if s, ok := v.(string); ok {
 			out[i] = []byte(s)
+		}
+	}
+	return out, nil
+}
+
+// getValuesPipelined answers GetValues on a Redis Cluster, the full key names given.
+func (e *Engine) getValuesPipelined(ctx context.Context, full []string) ([][]byte, error) {
+	cmds := make([]*goredis.StringCmd, len(full))
+	_, err := e.client.Pipelined(ctx, func(p goredis.Pipeliner) error {
+		for i, k := range full {
+			cmds[i] = p.Get(ctx, k)
+		}
+		return nil
+	})
+	// A missing key is a goredis.Nil reply, which Pipelined also returns as its error.
+	if err != nil && !errors.Is(err, goredis.Nil) {
+		return nil, e.wrap(ctx, "get values", err)
+	}
+	out := make([][]byte, len(full))
+	for i, c := range cmds {
+		v, err := c.Bytes()
+		switch {
+		case errors.Is(err, goredis.Nil):
+		case err != nil:
+			return nil, e.wrap(ctx, "get values", err)
+		default:
+			out[i] = v
 		}
 	}
 	return out, nil

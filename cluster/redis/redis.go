@@ -16,6 +16,7 @@ import (
 	"github.com/redis/go-redis/v9/maintnotifications"
 
 	"github.com/keyward/keyward/cluster"
+	"github.com/keyward/keyward/cluster/internal/fanout"
 )
 
 // Defaults for Config. They are short on purpose: Redis answers in well under a
@@ -33,8 +34,8 @@ const (
 
 // Config configures New. Only URL is required.
 type Config struct {
-	// URL names one Redis server or a Sentinel group (see ParseURL), with go-redis's query
-	// options (dial_timeout, pool_size, ...).
+	// URL names one Redis server, a Sentinel group or a Redis Cluster (see ParseURL), with
+	// go-redis's query options (dial_timeout, pool_size, ...).
 	URL string
 	// Prefix starts every key, so several deployments or tests can share one Redis;
 	// DefaultPrefix when empty.
@@ -49,16 +50,23 @@ type Config struct {
 
 // Engine is the Redis cluster engine. Its methods are safe for concurrent use.
 type Engine struct {
-	client *goredis.Client
-	prefix string
-	addr   string // Target.String() for error messages; the URL may hold a password
+	// client is a *goredis.Client for one server or a Sentinel group (the failover client),
+	// a *goredis.ClusterClient for a Redis Cluster.
+	client  goredis.UniversalClient
+	cluster bool // client is a ClusterClient
+	prefix  string
+	addr    string // Target.String() for error messages; the URL may hold a password
 
 	// busWait bounds how long Subscribe waits for Redis to confirm a subscription.
 	busWait time.Duration
-	// The bus (bus.go): started by the first Subscribe, stopped by Close.
+	// The bus (bus.go): started by the first Subscribe, stopped by Close. sharded: a Redis
+	// Cluster whose servers have sharded Pub/Sub (Redis 7).
+	sharded bool
 	busMu   sync.Mutex
 	closed  bool
-	bus     *busConn
+	fan     *fanout.Fanout   // nil until the first Subscribe
+	buses   map[int]*busConn // bucket → its subscriber connection
+	busWG   sync.WaitGroup   // the receive loops
 	waitMu  sync.Mutex
 	waiters map[string]*waiter // PING payload → Subscribe waiting for its PONG
 
@@ -75,16 +83,24 @@ var allowLua string
 // use, or after a Redis restart emptied its script cache).
 var allowScript = goredis.NewScript(allowLua)
 
-// Target is what a Redis URL names: one server, or the master of a Sentinel group.
+// Target is what a Redis URL names: one server, the master of a Sentinel group, or a Redis
+// Cluster. Exactly one field is set.
 type Target struct {
 	// Server is the single server (Options from go-redis's ParseURL); nil for a group.
 	Server *goredis.Options
 	// Sentinel is the group (FailoverOptions from go-redis's ParseFailoverURL); nil for a
 	// single server.
 	Sentinel *goredis.FailoverOptions
+	// Cluster is a Redis Cluster (ClusterOptions from go-redis's ParseClusterURL); nil
+	// otherwise.
+	Cluster *goredis.ClusterOptions
 }
 
-// ParseURL reads the two forms KEYWARD_REDIS_URL takes:
+// clusterOption marks a Redis Cluster URL. It is ours, not go-redis's (ParseClusterURL
+// rejects options it does not know), and is removed before the URL is handed over.
+const clusterOption = "cluster"
+
+// ParseURL reads the three forms KEYWARD_REDIS_URL takes:
 //
 //   - one server: redis://[user:password@]host:port/db (rediss:// for TLS);
 //   - a Sentinel group, told apart by its master_name option:
@@ -92,15 +108,33 @@ type Target struct {
 //     The host part and every addr= are sentinels (any that answers will do); the
 //     credentials before @ are the sentinels' own, and the master's and replicas' go in
 //     the username= and password= options.
+//   - a Redis Cluster, told apart by its cluster=true option:
+//     redis://[user:password@]node1:6379?addr=node2:6379&addr=node3:6379&cluster=true
+//     The host part and every addr= are seed nodes (go-redis's ParseClusterURL form): any
+//     that answers will do, the client learns the others and the slot map from it. A
+//     cluster has only database 0, so the path must be empty or /0.
 //
-// Both accept go-redis's query options (dial_timeout, pool_size, ...). Errors never quote a
+// All accept go-redis's query options (dial_timeout, pool_size, ...). Errors never quote a
 // password.
 func ParseURL(rawURL string) (Target, error) {
 	u, err := url.Parse(rawURL)
 	if err != nil {
 		return Target{}, fmt.Errorf("cluster/redis: invalid URL (want redis://[user:password@]host:port/db): not a URL")
 	}
-	if u.Query().Get("master_name") != "" {
+	q := u.Query()
+	if q.Has(clusterOption) {
+		on, err := strconv.ParseBool(q.Get(clusterOption))
+		if err != nil {
+			return Target{}, fmt.Errorf("cluster/redis: invalid Redis Cluster URL: option cluster=%q is not true or false", q.Get(clusterOption))
+		}
+		if on {
+			return parseClusterURL(rawURL, u)
+		}
+		q.Del(clusterOption)
+		u.RawQuery = q.Encode()
+		rawURL = u.String()
+	}
+	if q.Get("master_name") != "" {
 		fo, err := goredis.ParseFailoverURL(rawURL)
 		if err != nil {
 			return Target{}, fmt.Errorf("cluster/redis: invalid Sentinel URL (want redis://sentinel:26379/db?master_name=NAME&addr=sentinel2:26379...): %s",
@@ -116,8 +150,32 @@ func ParseURL(rawURL string) (Target, error) {
 	return Target{Server: opts}, nil
 }
 
+// parseClusterURL reads a Redis Cluster URL (ParseURL) whose cluster option is true.
+func parseClusterURL(rawURL string, u *url.URL) (Target, error) {
+	const want = "want redis://node1:6379?addr=node2:6379&addr=node3:6379&cluster=true"
+	q := u.Query()
+	if q.Has("master_name") {
+		return Target{}, fmt.Errorf("cluster/redis: invalid Redis Cluster URL (%s): master_name names a Sentinel group, not a cluster", want)
+	}
+	if p := strings.TrimPrefix(u.Path, "/"); p != "" && p != "0" {
+		return Target{}, fmt.Errorf("cluster/redis: invalid Redis Cluster URL (%s): database %q, but a cluster has only database 0", want, p)
+	}
+	q.Del(clusterOption)
+	bare := *u
+	bare.Path, bare.RawPath = "", ""
+	bare.RawQuery = q.Encode()
+	co, err := goredis.ParseClusterURL(bare.String())
+	if err != nil {
+		return Target{}, fmt.Errorf("cluster/redis: invalid Redis Cluster URL (%s): %s", want, redact(rawURL, err))
+	}
+	return Target{Cluster: co}, nil
+}
+
 // String names the target for messages, without credentials.
 func (t Target) String() string {
+	if t.Cluster != nil {
+		return "Redis Cluster with seeds " + strings.Join(t.Cluster.Addrs, ",")
+	}
 	if t.Sentinel != nil {
 		return fmt.Sprintf("master %q of sentinels %s", t.Sentinel.MasterName, strings.Join(t.Sentinel.SentinelAddrs, ","))
 	}
@@ -139,9 +197,21 @@ func New(ctx context.Context, cfg Config) (*Engine, error) {
 	if err != nil {
 		return nil, err
 	}
-	var client *goredis.Client
+	var client goredis.UniversalClient
 	var t timeouts
-	if fo := target.Sentinel; fo != nil {
+	if co := target.Cluster; co != nil {
+		t = cfg.timeouts(co.DialTimeout, co.ReadTimeout, co.WriteTimeout, co.PoolTimeout)
+		co.DialTimeout, co.ReadTimeout, co.WriteTimeout, co.PoolTimeout = t.dial, t.read, t.write, t.pool
+		// The same bounds as for one server (below, with the reasons). A command the
+		// cluster redirects (MOVED, ASK, a master being replaced) is retried by the
+		// client up to MaxRedirects (3) times, each within these timeouts.
+		co.ContextTimeoutEnabled = true
+		co.MaxRetries = 1
+		co.DialerRetries = 2
+		co.DialerRetryTimeout = 50 * time.Millisecond
+		co.MaintNotificationsConfig = &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}
+		client = goredis.NewClusterClient(co)
+	} else if fo := target.Sentinel; fo != nil {
 		t = cfg.timeouts(fo.DialTimeout, fo.ReadTimeout, fo.WriteTimeout, fo.PoolTimeout)
 		fo.DialTimeout, fo.ReadTimeout, fo.WriteTimeout, fo.PoolTimeout = t.dial, t.read, t.write, t.pool
 		// The same bounds as for one server (below, with the reasons): while the
@@ -175,12 +245,15 @@ func New(ctx context.Context, cfg Config) (*Engine, error) {
 		client = goredis.NewClient(opts)
 	}
 
+	_, isCluster := client.(*goredis.ClusterClient)
 	e := &Engine{
 		client:  client,
+		cluster: isCluster,
 		prefix:  cfg.Prefix,
 		addr:    target.String(),
 		busWait: max(3*time.Second, t.dial+t.read+t.write),
 		waiters: make(map[string]*waiter),
+		buses:   make(map[int]*busConn),
 	}
 	if e.prefix == "" {
 		e.prefix = DefaultPrefix
@@ -188,6 +261,14 @@ func New(ctx context.Context, cfg Config) (*Engine, error) {
 	if err := e.client.Ping(ctx).Err(); err != nil {
 		_ = e.client.Close()
 		return nil, e.wrap(ctx, "connect", err)
+	}
+	if e.cluster {
+		sharded, err := e.hasShardedPubSub(ctx)
+		if err != nil {
+			_ = e.client.Close()
+			return nil, e.wrap(ctx, "connect", err)
+		}
+		e.sharded = sharded
 	}
 	return e, nil
 }
@@ -239,6 +320,10 @@ func pick(cfg, fromURL, def time.Duration) time.Duration {
 
 // Name implements cluster.Engine.
 func (e *Engine) Name() string { return "redis" }
+
+// AddHook adds a go-redis hook to the engine's client (not to its bus connection): the
+// load tool counts the round trips of the periodic work with it.
+func (e *Engine) AddHook(h goredis.Hook) { e.client.AddHook(h) }
 
 // Ping implements cluster.Engine.
 func (e *Engine) Ping(ctx context.Context) error {
@@ -343,6 +428,12 @@ func (e *Engine) wrap(ctx context.Context, op string, err error) error {
 		return nil
 	}
 	if unavailable(ctx, err) {
+		if e.cluster {
+			// go-redis fetches the slot map again by itself only now and then (every
+			// minute): after a master died, a call on its slots must make it look now,
+			// or they would fail until then although a replica took over in seconds.
+			e.reloadSlots(ctx)
+		}
 		return fmt.Errorf("cluster/redis: %s at %s: %w: %w", op, e.addr, cluster.ErrUnavailable, err)
 	}
 	return fmt.Errorf("cluster/redis: %s at %s: %w", op, e.addr, err)

@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"runtime"
 	"runtime/pprof"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -24,8 +25,11 @@ import (
 // idleSockets measures the server's memory per idle client socket: n sockets over
 // ceil(n/500) apps, opened by a child process (so that the client side's memory and file
 // descriptors are not the server's), each with a logged-in session; the server's live
-// heap and goroutine stacks after GC, before and after, divided by n.
-func idleSockets(ctx context.Context, node *server.Server, c *client, owner apps.Owner, n, conc int) error {
+// heap and goroutine stacks after GC, before and after, divided by n. It also reports the
+// connect rate (upgrade and admission of sockets whose sessions exist) and the server's
+// CPU per socket while they open (this process is the server; the child is the client),
+// then runs then with the sockets open.
+func idleSockets(ctx context.Context, node *server.Server, c *client, owner apps.Owner, n, conc int, then func()) error {
 	core := node.Core()
 	type sess struct{ token, ip string }
 	var all []sess
@@ -80,7 +84,7 @@ func idleSockets(ctx context.Context, node *server.Server, c *client, owner apps
 	if err != nil {
 		return err
 	}
-	child := exec.CommandContext(ctx, self, "-idle-client", list.Name(), "-idle-addr", node.Addr())
+	child := exec.CommandContext(ctx, self, "-idle-client", list.Name(), "-idle-addr", node.Addr(), "-concurrency", strconv.Itoa(min(conc, 16)))
 	child.Stderr = os.Stderr
 	stdin, err := child.StdinPipe()
 	if err != nil {
@@ -90,7 +94,7 @@ func idleSockets(ctx context.Context, node *server.Server, c *client, owner apps
 	if err != nil {
 		return err
 	}
-	start := time.Now()
+	start, cpu0 := time.Now(), cpuTime()
 	if err := child.Start(); err != nil {
 		return err
 	}
@@ -100,8 +104,10 @@ func idleSockets(ctx context.Context, node *server.Server, c *client, owner apps
 		return fmt.Errorf("idle client: %q, %v", line, err)
 	}
 	opened := time.Since(start)
+	var cpu time.Duration
 	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
 		if held, _ := core.Realtime.Held(); held == n {
+			cpu = cpuTime() - cpu0
 			break
 		}
 		if time.Now().After(deadline) {
@@ -120,9 +126,12 @@ func idleSockets(ctx context.Context, node *server.Server, c *client, owner apps
 	per := func(a, b uint64) float64 { return float64(int64(a)-int64(b)) / float64(n) / 1024 }
 	fmt.Printf("idle client sockets: %d on one node (%d apps), opened in %.1f s (%.0f/s)\n", n, (n+realtime.MaxClientsPerApp-1)/realtime.MaxClientsPerApp,
 		opened.Seconds(), float64(n)/opened.Seconds())
+	fmt.Printf("  server CPU while they opened: %.3f ms per socket (upgrade + admission; up to 100 ms of the wait for the count included)\n",
+		float64(cpu)/float64(n)/1e6)
 	fmt.Printf("  per socket after GC: %.2f KiB live heap + %.2f KiB goroutine stacks = %.2f KiB; %.2f goroutines\n",
 		per(after.heap, before.heap), per(after.stacks, before.stacks), per(after.heap+after.stacks, before.heap+before.stacks),
 		float64(after.goroutines-before.goroutines)/float64(n))
+	then()
 	return nil
 }
 
@@ -140,9 +149,9 @@ func serverMemory() memory {
 }
 
 // idleClient is the child process of idleSockets: it opens a socket for each "token ip"
-// line of list, answers the server's pings, says "ready" and holds them until its stdin
-// closes.
-func idleClient(list, addr string) error {
+// line of list, conc at a time, answers the server's pings, says "ready" and holds them
+// until its stdin closes.
+func idleClient(list, addr string, conc int) error {
 	raw, err := os.ReadFile(list)
 	if err != nil {
 		return err
@@ -158,7 +167,7 @@ func idleClient(list, addr string) error {
 		}
 	}()
 	d := websocket.Dialer{HandshakeTimeout: 30 * time.Second, ReadBufferSize: 256, WriteBufferSize: 256}
-	if err := parallel(16, len(lines)/2, func(i int) error {
+	if err := parallel(conc, len(lines)/2, func(i int) error {
 		tok, ip := lines[2*i], lines[2*i+1]
 		conn, _, err := d.Dial("ws://"+addr+"/api/client/ws?token="+url.QueryEscape(tok), http.Header{"X-Forwarded-For": {ip}})
 		if err != nil {

@@ -13,6 +13,15 @@
 //   - WebSocket fan-out: 500 client sockets (the per-app limit), broadcasts one after
 //     another, each timed until the last socket has read it.
 //
+// With -idle-sockets N it only opens N idle client sockets (whose sessions exist) from a
+// child process and reports their connect rate (upgrade and admission), the server's CPU
+// per socket while they open and its memory per socket; -periodic-window D then counts,
+// for D with the sockets open, the Redis round trips and commands of the node's cluster
+// engine and the MongoDB commands of its store (what idle sockets cost: lease renewals,
+// revalidation, snapshot refreshes), per socket and minute. -redis and -mongo put the node
+// on loopback engines (`bash deploy/testenv.sh sh -c 'keyward-load -idle-sockets 1000
+// -redis "$KEYWARD_TEST_REDIS_URL" -mongo "$KEYWARD_TEST_MONGO_URI" -periodic-window 60s'`).
+//
 // Client addresses come from X-Forwarded-For (loopback is a trusted proxy), one per
 // session, so SPEC 8's per-IP limits apply as in production without throttling the run.
 package main
@@ -32,12 +41,14 @@ import (
 	"runtime"
 	"runtime/pprof"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/gin-gonic/gin"
 	"github.com/google/uuid"
+	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/keyward/keyward/core/apps"
 	"github.com/keyward/keyward/core/passwords"
@@ -58,9 +69,12 @@ func main() {
 	idleList := flag.String("idle-client", "", "(internal) the child process of -idle-sockets: open the sockets listed in this file")
 	idleAddr := flag.String("idle-addr", "", "(internal) the server address for -idle-client")
 	flag.BoolVar(&signResponses, "sign", false, "turn on signResponses for the app (Ed25519 signature on every client answer)")
+	flag.DurationVar(&periodicWindow, "periodic-window", 0, "with -idle-sockets, then count the Redis round trips and storage commands of the idle sockets over this window")
+	flag.StringVar(&redisURL, "redis", "", "run the node on this Redis (loopback) instead of the memory engine")
+	flag.StringVar(&mongoURI, "mongo", "", "run the node on this MongoDB (loopback) instead of SQLite")
 	flag.Parse()
 	if *idleList != "" {
-		if err := idleClient(*idleList, *idleAddr); err != nil {
+		if err := idleClient(*idleList, *idleAddr, *conc); err != nil {
 			fmt.Fprintln(os.Stderr, "keyward-load idle client:", err)
 			os.Exit(1)
 		}
@@ -96,6 +110,12 @@ var (
 
 // signResponses turns on the app's response signing before the runs (-sign).
 var signResponses bool
+
+// periodicWindow, redisURL and mongoURI: see their flags.
+var (
+	periodicWindow     time.Duration
+	redisURL, mongoURI string
+)
 
 // profiled runs fn under the CPU profiler when it is the run asked for.
 func profiled(name string, fn func() result) result {
@@ -340,10 +360,30 @@ func run(d time.Duration, conc, nSessions int) error {
 		"KEYWARD_LOG_LEVEL": "error", "KEYWARD_PLAN_BUSINESS_MAX_API_CALLS": "2000000000",
 		"KEYWARD_PLAN_BUSINESS_MAX_USERS": "10000000",
 	}
+	for _, u := range []string{redisURL, mongoURI} {
+		if u == "" {
+			continue
+		}
+		if err := loopbackOnly(u); err != nil {
+			return err
+		}
+		// A node on shared engines needs the keys every node shares.
+		env["KEYWARD_JWT_SECRET"] = "load-secret-" + strings.Repeat("x", 40)
+		env["KEYWARD_SECRETS_KEY"] = "load-secrets-key-" + strings.Repeat("k", 40)
+	}
+	run := uuid.NewString()[:8]
+	if redisURL != "" {
+		env["KEYWARD_REDIS_URL"], env["KEYWARD_REDIS_PREFIX"] = redisURL, "kwload:"+run+":"
+	}
+	if mongoURI != "" {
+		env["KEYWARD_MONGO_URI"], env["KEYWARD_MONGO_DATABASE"] = mongoURI, "kwload_"+run
+	}
 	cfg, err := server.LoadConfig("keyward-load", nil, func(k string) string { return env[k] }, io.Discard)
 	if err != nil {
 		return err
 	}
+	counts := newPeriodicCounts()
+	cfg.MongoMonitor = counts.monitor()
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -356,13 +396,20 @@ func run(d time.Duration, conc, nSessions int) error {
 	defer func() { cancel(); <-done }()
 
 	core := node.Core()
+	if h, ok := core.Engine.(interface{ AddHook(goredis.Hook) }); ok {
+		h.AddHook(counts)
+	}
 	owner, appID, secret, err := prepare(ctx, core)
 	if err != nil {
 		return fmt.Errorf("prepare: %w", err)
 	}
 	c := newClient("http://"+node.Addr(), conc)
 	if idleCount > 0 {
-		return idleSockets(ctx, node, c, owner, idleCount, conc)
+		return idleSockets(ctx, node, c, owner, idleCount, conc, func() {
+			if periodicWindow > 0 {
+				counts.window(periodicWindow, idleCount, (idleCount+realtime.MaxClientsPerApp-1)/realtime.MaxClientsPerApp, redisURL != "", mongoURI != "")
+			}
+		})
 	}
 	if signResponses {
 		if err := enableSigning(ctx, core, owner, appID, "http://"+node.Addr(), secret); err != nil {

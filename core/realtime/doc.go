@@ -10,7 +10,8 @@
 // leases that the node renews while the socket is open, so a node that dies releases its
 // sockets within Deps.LeaseTTL (30 s by default). The node's periodic work runs per app,
 // not per socket (tick.go, on the app actor's timers): one lease renewal call for all its
-// sockets of an app, and one batched revalidation every RevalidateEvery.
+// sockets of an app, and one batched revalidation every RevalidateEvery and at once when
+// the app changed (the change reaches the app's actor as a message, AppChanged).
 //
 // Each socket is an actor, a child of its app's actor (actors.Socket; turns.go): Client
 // is the state and rules of a client socket's SessionActor (user, status, metadata, its

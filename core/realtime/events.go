@@ -16,8 +16,9 @@ import (
 //   - user.ban: banned, then close; user.delete and user.session_kill: force_logout, then
 //     close (the sessions are gone).
 //
-// App changes (paused, disabled, plan) come through RecheckApp instead, after the node's
-// snapshot of the app was dropped.
+// App changes (paused, disabled, plan, rules, hooks) are not deliveries: they reach the
+// app's actor as a message (AppChanged, actors.Apps.Invalidate), which reloads the app's
+// snapshot and revalidates its sockets at once.
 func (s *Service) HandleEvent(e events.Event) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()

@@ -103,6 +103,9 @@ type Registry interface {
 	Sockets(ctx context.Context, appID string) ([]any, error)
 	AllSockets(ctx context.Context) map[string][]any
 	SetTicks(ticks ...actors.Tick)
+	// Invalidate tells the app's actor that the app changed: it reloads, then runs the
+	// ticks marked OnChange.
+	Invalidate(appID string)
 }
 
 // Banner sets a user's banned flag as its app's owner would (the user.ban event follows).
@@ -187,8 +190,7 @@ type Service struct {
 	topics   map[string]*topic
 	leaseTTL time.Duration
 
-	// work counts the app rechecks under way. stopped is set (under mu) by Close.
-	work    sync.WaitGroup
+	// stopped is set (under mu) by Close: the periodic work stops.
 	stopped bool
 
 	published, received atomic.Uint64
@@ -223,11 +225,11 @@ func New(d Deps) *Service {
 }
 
 // Start gives the apps' actors the periodic work of their sockets (lease renewals and
-// revalidation, batched per app). The service subscribes to an app's bus topic when it
+// revalidation, batched per app; the revalidation also runs as soon as the app changed). The service subscribes to an app's bus topic when it
 // takes the app's first socket.
 func (s *Service) Start(context.Context) error {
 	s.reg.SetTicks(actors.Tick{Every: s.leaseTTL / 3, Run: s.tickWork(s.renewApp)},
-		actors.Tick{Every: RevalidateEvery, Run: s.tickWork(s.recheckApp)})
+		actors.Tick{Every: RevalidateEvery, Run: s.tickWork(s.recheckApp), OnChange: true})
 	return nil
 }
 
@@ -265,7 +267,6 @@ func (s *Service) Close() {
 			}
 		}
 	}
-	s.work.Wait()
 	s.ownReg()
 }
 

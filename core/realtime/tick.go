@@ -15,9 +15,10 @@ import (
 // The node's periodic work on its client sockets runs per app, batched, driven by the
 // app's actor (actors.Tick: its timers, the work on a goroutine): every third of the
 // lease ttl the leases of an app's sockets are renewed in one cluster-engine call
-// (PutLeases), and every RevalidateEvery its sockets are checked again in one call of
-// Sessions.CheckSockets (one engine read for the sessions, one storage query for the
-// users), not a round per socket. There is no goroutine or timer per socket.
+// (PutLeases), and every RevalidateEvery, and at once when the app changed, its sockets
+// are checked again in one call of Sessions.CheckSockets (one engine read for the
+// sessions, one storage query for the users), not a round per socket. There is no
+// goroutine or timer per socket.
 
 // tickParallel bounds the apps whose batch eachApp runs at the same moment.
 const tickParallel = 8
@@ -113,26 +114,12 @@ func (s *Service) recheckApp(appID string, clients []*Client) {
 	}
 }
 
-// RecheckApp checks every client socket of the app held by this node again, now, in one
-// batch on a goroutine of the service (the caller is a bus or pipeline goroutine that must
-// not wait). Every node calls it when it learns that the app changed.
-func (s *Service) RecheckApp(appID string) {
-	s.mu.Lock()
-	if s.stopped {
-		s.mu.Unlock()
-		return
-	}
-	s.work.Add(1)
-	s.mu.Unlock()
-	go func() {
-		defer s.work.Done()
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		if clients := s.localClients(ctx, appID); len(clients) > 0 {
-			s.safely(appID, func() { s.recheckApp(appID, clients) })
-		}
-	}()
-}
+// AppChanged tells the app's actor on this node that the app changed (paused, disabled,
+// plan, rules, hooks): it reloads the app's snapshot and revalidates the app's sockets at
+// once, in one batch (the revalidation tick is OnChange). It never blocks. A node that
+// shares its AppActors with the server (Deps.Registry) gets the message from the server's
+// wiring instead (actors.Apps.Announce, ListenChanges).
+func (s *Service) AppChanged(appID string) { s.reg.Invalidate(appID) }
 
 // leaseOf is socket c's presence lease: what the session list shows of it, and its
 // membership in its app's and its user's sets.

@@ -117,12 +117,18 @@ func TestTickIsOneCallPerApp(t *testing.T) {
 		t.Fatalf("revoked socket got %v", got)
 	}
 
-	// RecheckApp does the same at once, on the service's own goroutine.
+	// An app change does the same at once, as a message to the app's actor, in one batch.
 	checker.mu.Lock()
 	checker.revoked["tok-u8"] = true
+	calls := checker.calls
 	checker.mu.Unlock()
-	s.RecheckApp("app")
-	waitUntil(t, "RecheckApp", func() bool { return peers[8].closedWith() == CloseForceLogout })
+	s.AppChanged("app")
+	waitUntil(t, "the revalidation of an app change", func() bool { return peers[8].closedWith() == CloseForceLogout })
+	checker.mu.Lock()
+	if checker.calls != calls+1 {
+		t.Fatalf("an app change made %d batched checks, want 1", checker.calls-calls)
+	}
+	checker.mu.Unlock()
 
 	checker.mu.Lock()
 	checker.panicky = true

@@ -163,8 +163,10 @@ func TestAppSocketLimitAcrossThreeNodes(t *testing.T) {
 
 // TestOneSocketPerUserAcrossNodes: a user's socket on B replaces its socket on A, and one
 // on C replaces that; every node counts one.
-func TestOneSocketPerUserAcrossNodes(t *testing.T) {
-	c := newCluster(t, 3, testenv.RedisURL(t))
+func TestOneSocketPerUserAcrossNodes(t *testing.T) { oneSocketPerUser(t, testenv.RedisURL(t)) }
+
+func oneSocketPerUser(t *testing.T, redisURL string) {
+	c := newCluster(t, 3, redisURL)
 	appID, secret := c.newApp("Single")
 	p := c.crowd(appID, secret, "solo", 1)[0]
 	var prev *sock
@@ -191,8 +193,10 @@ func TestOneSocketPerUserAcrossNodes(t *testing.T) {
 }
 
 // TestKickBanBroadcastFromANodeReachOthers: REST calls on node A reach sockets on B and C.
-func TestKickBanBroadcastFromANodeReachOthers(t *testing.T) {
-	c := newCluster(t, 3, testenv.RedisURL(t))
+func TestKickBanBroadcastFromANodeReachOthers(t *testing.T) { kickBanBroadcast(t, testenv.RedisURL(t)) }
+
+func kickBanBroadcast(t *testing.T, redisURL string) {
+	c := newCluster(t, 3, redisURL)
 	appID, secret := c.newApp("Reach")
 	progs := c.crowd(appID, secret, "r", 3)
 	a, b, cc := c.nodes[0], c.nodes[1], c.nodes[2]
@@ -238,8 +242,10 @@ func TestKickBanBroadcastFromANodeReachOthers(t *testing.T) {
 // TestPauseOnANodeClosesSocketsOnOthers: pausing the app on node A closes its sockets on
 // B and C at once (pushed over the bus), not at the 30 s revalidation. The time is logged;
 // the assertion is only that it is well below the revalidation period.
-func TestPauseOnANodeClosesSocketsOnOthers(t *testing.T) {
-	c := newCluster(t, 3, testenv.RedisURL(t))
+func TestPauseOnANodeClosesSocketsOnOthers(t *testing.T) { pauseClosesSockets(t, testenv.RedisURL(t)) }
+
+func pauseClosesSockets(t *testing.T, redisURL string) {
+	c := newCluster(t, 3, redisURL)
 	appID, secret := c.newApp("Pausable")
 	progs := c.crowd(appID, secret, "p", 2)
 	socks := []*sock{mustSocket(t, c.nodes[1], progs[0]), mustSocket(t, c.nodes[2], progs[1])}
@@ -262,8 +268,10 @@ func TestPauseOnANodeClosesSocketsOnOthers(t *testing.T) {
 // TestHTTPLimitsHoldAcrossThreeNodes sends each SPEC 8 HTTP limit's requests round-robin
 // to the three nodes from one address: exactly the limit passes, the next is refused with
 // 429 on whichever node it reaches.
-func TestHTTPLimitsHoldAcrossThreeNodes(t *testing.T) {
-	c := newCluster(t, 3, testenv.RedisURL(t))
+func TestHTTPLimitsHoldAcrossThreeNodes(t *testing.T) { httpLimits(t, testenv.RedisURL(t)) }
+
+func httpLimits(t *testing.T, redisURL string) {
+	c := newCluster(t, 3, redisURL)
 	appID, secret := c.newApp("Limits")
 	c.newUser(c.nodes[0], appID, "lim", "pw-lim-123")
 	ip := 0

@@ -19,7 +19,26 @@ import (
 // restart. How long requests failed is logged, not asserted (a shared machine).
 func TestRedisSentinelFailover(t *testing.T) {
 	g := testenv.StartSentinelGroup(t, time.Second)
-	c := newCluster(t, 2, g.URL)
+	redisFailover(t, g.URL, g.KillMaster, g.Master)
+}
+
+// TestRedisClusterFailoverAcrossNodes is TestRedisSentinelFailover on a Redis Cluster of
+// its own (three masters with a replica each, a node judged failed after 1 s): one master
+// is killed, the requests whose keys live in its slots fail until its replica is promoted.
+// Then a broadcast from one node reaches the socket on the other: the bus's sharded
+// subscriptions came back.
+func TestRedisClusterFailoverAcrossNodes(t *testing.T) {
+	rc := testenv.StartRedisCluster(t, time.Second)
+	victim := rc.Addrs[0]
+	replica := rc.ReplicaOf(victim)
+	redisFailover(t, rc.URL, func() string { rc.Kill(victim); return victim }, func() string { return replica })
+}
+
+// redisFailover runs two nodes over redisURL, calls kill (which answers the address of the
+// server it killed) while programs send client heartbeats, and checks the failover as
+// TestRedisSentinelFailover says; newMaster names the promoted server for the log.
+func redisFailover(t *testing.T, redisURL string, kill, newMaster func() string) {
+	c := newCluster(t, 2, redisURL)
 	appID, secret := c.newApp("Failover")
 	// Sixteen programs from sixteen addresses: heartbeats every 150 ms stay within the
 	// 60 client requests per minute of each address.
@@ -59,7 +78,7 @@ func TestRedisSentinelFailover(t *testing.T) {
 		time.Sleep(150 * time.Millisecond)
 	}
 
-	old := g.KillMaster()
+	old := kill()
 	killed := time.Now()
 	healthy := 0 // successes in a row after a failure
 	failed := false
@@ -109,7 +128,7 @@ func TestRedisSentinelFailover(t *testing.T) {
 	}
 	sort.Strings(summary)
 	t.Logf("master %s killed; heartbeats failed from %.2f s to %.2f s after the kill (%.2f s), answers %s; slowest request %.2f s; new master %s",
-		old, first.Sub(killed).Seconds(), last.Sub(killed).Seconds(), last.Sub(first).Seconds(), strings.Join(summary, ", "), slowest.Seconds(), g.Master())
+		old, first.Sub(killed).Seconds(), last.Sub(killed).Seconds(), last.Sub(first).Seconds(), strings.Join(summary, ", "), slowest.Seconds(), newMaster())
 
 	for _, nd := range c.nodes {
 		if r := send(t, nd, "GET", "/readyz", req{}, nil); r.status != 200 {
@@ -119,12 +138,24 @@ func TestRedisSentinelFailover(t *testing.T) {
 	// The socket opened before either lived through the failover or was closed by its
 	// node; a new one is admitted.
 	if s.isClosed() || !s.admitted() {
-		s2, err := dialSocket(t, c.nodes[1], progs[0])
-		if err != nil || !s2.admitted() {
+		s, err = dialSocket(t, c.nodes[1], progs[0])
+		if err != nil || !s.admitted() {
 			t.Fatalf("socket after the failover: %v", err)
 		}
 		t.Log("the socket was closed during the failover; it reconnected")
 	} else {
 		t.Log("the socket lived through the failover")
+	}
+	// A broadcast on node A reaches the socket on B over the bus, whose subscriptions came
+	// back by themselves (a message published while one was down is lost: send again).
+	base := "/api/apps/" + appID + "/ws"
+	for try := 1; ; try++ {
+		c.owner(c.nodes[0], "POST", base+"/broadcast", map[string]string{"message": "after the failover"}).data(200)
+		if m, ok := s.await("message", 2*time.Second); ok && m["message"] == "after the failover" {
+			break
+		}
+		if try == 15 {
+			t.Fatal("no broadcast from A reached the socket on B after the failover")
+		}
 	}
 }

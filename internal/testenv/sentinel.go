@@ -39,16 +39,7 @@ type SentinelGroup struct {
 // the test is skipped, or failed under `make test`.
 func StartSentinelGroup(t testing.TB, downAfter time.Duration) *SentinelGroup {
 	t.Helper()
-	bin := os.Getenv("KEYWARD_TEST_REDIS_SERVER")
-	if bin == "" {
-		var err error
-		if bin, err = exec.LookPath("redis-server"); err != nil {
-			if os.Getenv(EnvRequireServers) == "1" {
-				t.Fatalf("redis-server not found: %v", err)
-			}
-			t.Skipf("redis-server not found: %v", err)
-		}
-	}
+	bin := redisServerBin(t)
 	g := &SentinelGroup{t: t, DownAfter: downAfter, servers: map[string]*exec.Cmd{}}
 	dir := t.TempDir()
 	// No diskless-sync delay: the replica is in sync at once, not 5 s after it attached.
@@ -119,27 +110,65 @@ func (g *SentinelGroup) KillMaster() string {
 // the first is taken in between, and answers its host:port once it answers PING.
 func (g *SentinelGroup) start(bin, dir, name string, args ...string) string {
 	g.t.Helper()
-	for attempt := 0; attempt < 10; attempt++ {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			g.t.Fatal(err)
+	addr, cmd := startRedisServer(g.t, bin, dir, name, nil, args...)
+	g.lastCmd = cmd
+	return addr
+}
+
+// redisServerBin answers the redis-server to start: KEYWARD_TEST_REDIS_SERVER, or the one
+// on the PATH; without one the test is skipped, or failed under `make test`.
+func redisServerBin(t testing.TB) string {
+	t.Helper()
+	bin := os.Getenv("KEYWARD_TEST_REDIS_SERVER")
+	if bin == "" {
+		var err error
+		if bin, err = exec.LookPath("redis-server"); err != nil {
+			if os.Getenv(EnvRequireServers) == "1" {
+				t.Fatalf("redis-server not found: %v", err)
+			}
+			t.Skipf("redis-server not found: %v", err)
 		}
-		port := strconv.Itoa(l.Addr().(*net.TCPAddr).Port)
-		_ = l.Close()
+	}
+	return bin
+}
+
+// freeLoopbackPort answers a port nothing listens on right now.
+func freeLoopbackPort(t testing.TB) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return strconv.Itoa(l.Addr().(*net.TCPAddr).Port)
+}
+
+// startRedisServer starts redis-server with args (and the extra ones portArgs answers for
+// its port, if any) on a free loopback port, retrying another port when the first is taken
+// in between, and answers its host:port once it answers PING, and its process, killed when
+// the test ends.
+func startRedisServer(t testing.TB, bin, dir, name string, portArgs func() []string, args ...string) (string, *exec.Cmd) {
+	t.Helper()
+	for attempt := 0; attempt < 10; attempt++ {
+		port := freeLoopbackPort(t)
 		work := filepath.Join(dir, name)
 		if err := os.MkdirAll(work, 0o700); err != nil {
-			g.t.Fatal(err)
+			t.Fatal(err)
 		}
-		cmd := exec.Command(bin, append(args, "--bind", "127.0.0.1", "--port", port, "--dir", work,
+		all := append([]string{}, args...)
+		if portArgs != nil {
+			all = append(all, portArgs()...)
+		}
+		cmd := exec.Command(bin, append(all, "--bind", "127.0.0.1", "--port", port, "--dir", work,
 			"--loglevel", "warning", "--daemonize", "no")...)
 		var out bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &out, &out
 		if err := cmd.Start(); err != nil {
-			g.t.Fatalf("start %s: %v", name, err)
+			t.Fatalf("start %s: %v", name, err)
 		}
 		done := make(chan struct{})
 		go func() { _ = cmd.Wait(); close(done) }()
-		g.t.Cleanup(func() {
+		t.Cleanup(func() {
 			_ = cmd.Process.Kill()
 			<-done
 		})
@@ -153,8 +182,7 @@ func (g *SentinelGroup) start(bin, dir, name string, args ...string) string {
 			default:
 			}
 			if r := command(addr, "PING"); len(r) == 1 && r[0] == "PONG" {
-				g.lastCmd = cmd
-				return addr
+				return addr, cmd
 			}
 			time.Sleep(20 * time.Millisecond)
 		}
@@ -162,11 +190,11 @@ func (g *SentinelGroup) start(bin, dir, name string, args ...string) string {
 		case <-done:
 			continue
 		default:
-			g.t.Fatalf("%s on %s did not answer PING within 15 s:\n%s", name, addr, out.String())
+			t.Fatalf("%s on %s did not answer PING within 15 s:\n%s", name, addr, out.String())
 		}
 	}
-	g.t.Fatalf("could not start %s", name)
-	return ""
+	t.Fatalf("could not start %s", name)
+	return "", nil
 }
 
 // command sends one command and answers the reply's strings (an array's items), or

@@ -21,6 +21,10 @@ const (
 	// EnvSentinelURL.
 	EnvSentinel    = "KEYWARD_TEST_SENTINEL"
 	EnvSentinelURL = "KEYWARD_TEST_SENTINEL_URL"
+	// EnvRedisCluster=1 asks deploy/testenv.sh for a Redis Cluster (three masters, three
+	// replicas), whose URL it exports as EnvRedisClusterURL.
+	EnvRedisCluster    = "KEYWARD_TEST_REDIS_CLUSTER"
+	EnvRedisClusterURL = "KEYWARD_TEST_REDIS_CLUSTER_URL"
 )
 
 // RedisURL returns the test Redis server's URL (redis://host:port/0).
@@ -58,6 +62,21 @@ func SentinelURL(t testing.TB) string {
 		t.Fatalf("%s is not set: the Sentinel group did not start", EnvSentinelURL)
 	}
 	t.Skipf("%s is not set: run the tests under `KEYWARD_TEST_SENTINEL=1 deploy/testenv.sh` (as `make test` does)", EnvSentinelURL)
+	return ""
+}
+
+// RedisClusterURL returns the URL of the test Redis Cluster, in the form KEYWARD_REDIS_URL
+// takes. The cluster exists only when the tests run under KEYWARD_TEST_REDIS_CLUSTER=1
+// (`make test` sets it); without it the test is skipped.
+func RedisClusterURL(t testing.TB) string {
+	t.Helper()
+	if v := os.Getenv(EnvRedisClusterURL); v != "" {
+		return v
+	}
+	if os.Getenv(EnvRedisCluster) == "1" && os.Getenv(EnvRequireServers) == "1" {
+		t.Fatalf("%s is not set: the Redis Cluster did not start", EnvRedisClusterURL)
+	}
+	t.Skipf("%s is not set: run the tests under `KEYWARD_TEST_REDIS_CLUSTER=1 deploy/testenv.sh` (as `make test` does)", EnvRedisClusterURL)
 	return ""
 }
 

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/event"
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 	"go.mongodb.org/mongo-driver/v2/mongo/readpref"
@@ -27,6 +28,9 @@ type Config struct {
 	// secrets) before they are written; nil keeps them in clear. When set, Open seals the
 	// values still stored in clear and checks that the sealed ones open (the right key).
 	Sealer storage.Sealer
+	// Monitor, when set, sees every command the store sends (the load tool counts the
+	// reads of the periodic work with it).
+	Monitor *event.CommandMonitor
 }
 
 // DefaultDatabase is used when neither Config.Database nor the URI names one.
@@ -121,6 +125,9 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	where := strings.Join(cs.Hosts, ",") + "/" + dbName
 
 	opts := options.Client().ApplyURI(cfg.URI).SetServerMonitoringMode(options.ServerMonitoringModePoll)
+	if cfg.Monitor != nil {
+		opts.SetMonitor(cfg.Monitor)
+	}
 	if !cs.ServerSelectionTimeoutSet {
 		opts.SetServerSelectionTimeout(serverSelectionTimeout)
 	}
