@@ -188,9 +188,10 @@ func (a *Apps[S]) pid(appID string) (*actor.PID, error) {
 	// The registry belongs to the actor's incarnations: one restarted by its supervisor
 	// gets the registry of the one it replaces.
 	reg := &registry{sockets: map[string]any{}}
+	opts := append([]actor.PropsOption{actor.WithSupervisor(socketSupervisor{reg: reg, appID: appID, log: a.cfg.Log.Error})}, a.propsOpts...)
 	p := a.system.Root.SpawnPrefix(actor.PropsFromProducer(func() actor.Actor {
 		return &appActor[S]{dir: a, appID: appID, reg: reg}
-	}, a.propsOpts...), appKind)
+	}, opts...), appKind)
 	a.pids[appID] = p
 	return p, nil
 }
@@ -240,8 +241,10 @@ func (s *appActor[S]) Receive(ctx actor.Context) {
 	case *actor.Started:
 		ctx.SetReceiveTimeout(s.dir.cfg.Idle)
 		if len(s.reg.sockets) > 0 {
-			// A restart: the registry's sockets are still here; their timers start again.
+			// A restart: the registry's sockets are still here; their timers and their
+			// actors (stopped with the incarnation that failed) start again.
 			s.startTimers(ctx)
+			s.respawnSockets(ctx)
 		}
 	case *actor.Restarting:
 		s.stopTimers()

@@ -37,6 +37,20 @@ type registry struct {
 	timers  []scheduler.CancelFunc
 	running []bool // by tick: a Run is under way
 	again   []bool // by tick: the app changed during the Run under way; it runs again after
+
+	// live is the actor of each socket that has one (socket.go), while it runs; leaving
+	// the sockets that left and whose actor finishes its work, with the Leave to answer.
+	live    map[string]*actor.PID
+	leaving map[string]leaver
+	// props of the socket actors by kind; spawning is the socket being spawned.
+	props    map[string]*actor.Props
+	spawning Socket
+}
+
+// leaver is a socket that left, until its actor stopped.
+type leaver struct {
+	waiter *actor.PID
+	socket any
 }
 
 func (r *registry) members() []any {
@@ -200,6 +214,7 @@ func (s *appActor[S]) receiveSockets(ctx actor.Context) bool {
 		if len(r.sockets) == 1 {
 			s.startTimers(ctx)
 		}
+		s.spawnSocket(ctx, m.id, m.socket, true)
 		ctx.Respond(struct{}{})
 	case admitReq:
 		s.runAdmission(ctx, m)
@@ -214,16 +229,28 @@ func (s *appActor[S]) receiveSockets(ctx actor.Context) bool {
 			if len(r.sockets) == 1 {
 				s.startTimers(ctx)
 			}
+			s.spawnSocket(ctx, m.req.id, m.req.socket, true)
 		}
 		ctx.Send(m.waiter, admitReply{err: err})
 	case leave:
-		_, held := r.sockets[m.id]
+		socket, held := r.sockets[m.id]
 		delete(r.sockets, m.id)
 		r.list = nil
 		if held && len(r.sockets) == 0 {
 			s.stopTimers()
 		}
+		if pid := r.live[m.id]; held && pid != nil {
+			// The socket's actor finishes its work first; the answer follows its end.
+			if r.leaving == nil {
+				r.leaving = map[string]leaver{}
+			}
+			r.leaving[m.id] = leaver{waiter: ctx.Sender(), socket: socket}
+			ctx.Send(pid, Leaving{})
+			return true
+		}
 		ctx.Respond(left{held: held})
+	case *actor.Terminated:
+		s.childTerminated(ctx, m.Who)
 	case each:
 		if len(r.sockets) > 0 {
 			m.fn(r.members())

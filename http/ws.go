@@ -2,11 +2,8 @@ package httpapi
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"log/slog"
 	"net/http"
-	"runtime/debug"
 	"strconv"
 	"strings"
 	"sync"
@@ -151,15 +148,15 @@ func (h *wsHandlers) client(c *gin.Context, ch *clientHandlers) {
 		p.wait()
 		return
 	}
-	// The app's actor renews the socket's lease and checks its session with the other
-	// sockets of its app (its timers, core/realtime's tick work): the socket has no timer
-	// of its own. The handler
-	// returns; the socket's reader goroutine owns it from here.
+	// The socket's SessionActor (a child of its app's actor) handles what happens to it;
+	// the app's actor renews its lease and checks its session with the other sockets of
+	// its app: the socket has no timer of its own. The handler returns; the reader
+	// goroutine hands each frame to the actor, and the writer drains the queue.
 	ctx, cancel := context.WithCancel(context.Background())
 	go func() {
 		defer cancel()
 		defer h.rt.DisconnectClient(sock)
-		p.read(h.guard("client", sock.User.AppID, sock.ID, p, func(msg []byte) { h.rt.ClientMessage(ctx, sock, msg) }))
+		p.read(func(msg []byte) { h.rt.ClientMessage(ctx, sock, msg) })
 	}()
 }
 
@@ -186,7 +183,13 @@ func (h *wsHandlers) dashboard(c *gin.Context) {
 		return
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	d, err := h.rt.ConnectDashboard(ctx, c.Param("appId"), peer)
+	// The owner's token may be revoked (logout, password change) while the socket is
+	// open: the socket's DashboardActor checks it again on its timer.
+	recheck := realtime.WithRecheck(func(ctx context.Context) error {
+		_, err := h.auth.Authenticate(ctx, token)
+		return err
+	})
+	d, err := h.rt.ConnectDashboard(ctx, c.Param("appId"), peer, recheck)
 	if err != nil {
 		cancel()
 		h.log.Warn("cannot open a dashboard socket", "app", c.Param("appId"), "err", err)
@@ -198,54 +201,11 @@ func (h *wsHandlers) dashboard(c *gin.Context) {
 	if h.audit != nil {
 		d.Audit = socketAuditor(h.audit, c, p)
 	}
-	// The owner's token may be revoked (logout, password change) while the socket is open.
-	go h.watchToken(ctx, token, peer)
 	go func() {
 		defer cancel()
 		defer h.rt.DisconnectDashboard(d)
-		peer.read(h.guard("dashboard", d.AppID, d.ID, peer, func(msg []byte) { h.rt.DashboardMessage(ctx, d, msg) }))
+		peer.read(func(msg []byte) { h.rt.DashboardMessage(ctx, d, msg) })
 	}()
-}
-
-// wsCloseInternal is RFC 6455's "internal error".
-const wsCloseInternal = 1011
-
-// guard runs fn for one message; a panic while handling it closes this socket alone
-// (1011), with a log line and a metric, and the server goes on.
-func (h *wsHandlers) guard(channel, appID, socketID string, p *peer, fn func([]byte)) func([]byte) {
-	return func(msg []byte) {
-		defer func() {
-			if r := recover(); r != nil {
-				h.metrics.panics.Inc()
-				h.log.Error("panic while handling a socket message; the socket is closed", "channel", channel, "app", appID,
-					"socket", socketID, "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
-				p.Close(wsCloseInternal, "internal error")
-			}
-		}()
-		fn(msg)
-	}
-}
-
-// watchToken closes a dashboard socket whose JWT stops authenticating.
-func (h *wsHandlers) watchToken(ctx context.Context, token string, p *peer) {
-	t := time.NewTicker(realtime.RevalidateEvery)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-			_, err := h.auth.Authenticate(cctx, token)
-			cancel()
-			var de *core.Error
-			if err != nil && errors.As(err, &de) && de.Code == core.CodeUnauthorized {
-				p.Send([]byte(`{"type":"error","data":{"message":"your session ended; sign in again"}}`))
-				p.Close(realtime.ClosePolicy, "token no longer valid")
-				return
-			}
-		}
-	}
 }
 
 // admitUpgrade applies what is checked of both channels before an upgrade, answering with
@@ -292,8 +252,12 @@ func (h *wsHandlers) upgrade(c *gin.Context, channel string) (*peer, bool) {
 func (h *wsHandlers) newPeer(channel string) *peer {
 	p := newPeer()
 	p.onClose = func(code int) {
-		if code == websocket.CloseTryAgainLater {
+		switch code {
+		case websocket.CloseTryAgainLater:
 			h.metrics.slow.Inc()
+		case websocket.CloseInternalServerErr:
+			// The socket's actor failed (it logged the app and the socket).
+			h.metrics.panics.Inc()
 		}
 		if code == websocket.CloseAbnormalClosure || code == websocket.CloseNormalClosure {
 			code = websocket.CloseNormalClosure
@@ -301,6 +265,22 @@ func (h *wsHandlers) newPeer(channel string) *peer {
 		h.metrics.closes.WithLabelValues(channel, strconv.Itoa(code)).Inc()
 	}
 	return p
+}
+
+// wireCode is the close code sent for realtime's close reason why; close codes (RFC
+// 6455's, SPEC's 4000 range) pass as they are.
+func wireCode(why int) int {
+	switch why {
+	case realtime.CloseNormal:
+		return websocket.CloseNormalClosure
+	case realtime.ClosePolicy:
+		return websocket.ClosePolicyViolation
+	case realtime.CloseInternal:
+		return websocket.CloseInternalServerErr
+	case realtime.CloseGoingAway:
+		return websocket.CloseGoingAway
+	}
+	return why
 }
 
 func truncateReason(s string) string {
@@ -327,8 +307,7 @@ type peer struct {
 	reason  string
 	ping    *time.Timer
 
-	closing chan struct{} // closed by Close, for the reader
-	done    chan struct{} // closed when the socket is closed and written for the last time
+	done chan struct{} // closed when the socket is closed and written for the last time
 	// onClose, when set, is told the close code once the socket is closed.
 	onClose func(code int)
 }
@@ -337,7 +316,7 @@ var _ realtime.Peer = (*peer)(nil)
 
 func newPeer() *peer {
 	// writing is true until start: frames queue up, nobody writes them yet.
-	return &peer{writing: true, closing: make(chan struct{}), done: make(chan struct{})}
+	return &peer{writing: true, done: make(chan struct{})}
 }
 
 // start gives the peer its socket, starts the pings and writes what was queued.
@@ -380,7 +359,10 @@ func (p *peer) kick() {
 	}
 }
 
+// Close ends the socket; code is one of realtime's close reasons (sent as RFC 6455's code
+// for it) or a close code.
 func (p *peer) Close(code int, reason string) {
+	code = wireCode(code)
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.closed {
@@ -388,7 +370,6 @@ func (p *peer) Close(code int, reason string) {
 	}
 	p.closed = true
 	p.code, p.reason = code, truncateReason(reason)
-	close(p.closing)
 	p.kick()
 }
 
@@ -498,10 +479,11 @@ func (p *peer) read(fn func([]byte)) {
 		if err != nil {
 			return
 		}
-		select {
-		case <-p.closing:
+		p.mu.Lock()
+		closed := p.closed
+		p.mu.Unlock()
+		if closed {
 			return
-		default:
 		}
 		_ = p.conn.SetReadDeadline(time.Now().Add(wsPongWait))
 		if kind == websocket.TextMessage || kind == websocket.BinaryMessage {

@@ -1,46 +1,138 @@
 package httpapi
 
 import (
+	"context"
 	"log/slog"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/gorilla/websocket"
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
+
+	"github.com/keyward/keyward/actors"
+	"github.com/keyward/keyward/cluster/memory"
+	"github.com/keyward/keyward/core"
+	"github.com/keyward/keyward/core/client"
+	"github.com/keyward/keyward/core/realtime"
 )
 
-// TestPanicClosesOnlyItsSocket: a panic while one socket's message is handled closes that
-// socket with 1011, counts it and logs the app and the socket; another socket handled by
-// the same code is untouched, and the process goes on.
+// knownSessions admits the tokens it knows as users of app "app-1".
+type knownSessions map[string]string
+
+func (k knownSessions) CheckSocket(_ context.Context, c client.Caller, token string) (client.SocketUser, error) {
+	id, ok := k[token]
+	if !ok {
+		return client.SocketUser{}, core.E(core.CodeUnauthorized, "unknown session")
+	}
+	return client.SocketUser{AppID: "app-1", UserID: id, Username: id, IP: c.IP, Token: token}, nil
+}
+
+func (k knownSessions) CheckSockets(context.Context, string, []client.SocketCheck) []error {
+	return nil
+}
+
+// panicky is a socket writer whose Send panics on a pong: handling a ping panics in the
+// socket's actor.
+type panicky struct{ *peer }
+
+func (p panicky) Send(msg []byte) bool {
+	if strings.Contains(string(msg), `"pong"`) {
+		panic("handler bug")
+	}
+	return p.peer.Send(msg)
+}
+
+// serverConn answers the server side of a real socket on loopback.
+func serverConn(t *testing.T) *websocket.Conn {
+	t.Helper()
+	conns := make(chan *websocket.Conn, 1)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		c, err := (&websocket.Upgrader{}).Upgrade(w, r, nil)
+		if err == nil {
+			conns <- c
+		}
+	}))
+	t.Cleanup(srv.Close)
+	cc, _, err := websocket.DefaultDialer.Dial("ws"+strings.TrimPrefix(srv.URL, "http"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cc.Close() })
+	go func() { // the client reads until its socket closes
+		for {
+			if _, _, err := cc.ReadMessage(); err != nil {
+				return
+			}
+		}
+	}()
+	return <-conns
+}
+
+// TestPanicClosesOnlyItsSocket: a panic while one socket's SessionActor handles a message
+// closes that socket with 1011, counts it and logs the app and the socket; another socket
+// of the same app is untouched, and the process goes on.
 func TestPanicClosesOnlyItsSocket(t *testing.T) {
 	var logged lockedBuffer
-	h := &wsHandlers{log: slog.New(slog.NewTextHandler(&logged, nil)), metrics: newWSMetrics(prometheus.NewRegistry())}
-	bad, good := newPeer(), newPeer()
-	handle := func(msg []byte) {
-		if string(msg) == "boom" {
-			panic("handler bug")
-		}
+	log := slog.New(slog.NewTextHandler(&logged, nil))
+	h := &wsHandlers{log: log, metrics: newWSMetrics(prometheus.NewRegistry())}
+	engine := memory.New(memory.Config{})
+	t.Cleanup(func() { engine.Close() })
+	dir := actors.NewApps(func(context.Context, string) (struct{}, error) { return struct{}{}, nil }, actors.AppsConfig{Log: log})
+	t.Cleanup(dir.Close)
+	rt := realtime.New(realtime.Deps{Engine: engine, Sessions: knownSessions{"tok-bad": "bad", "tok-good": "good"}, Registry: dir, Log: log})
+	if err := rt.Start(t.Context()); err != nil {
+		t.Fatal(err)
 	}
-	h.guard("client", "app-1", "sock-bad", bad, handle)([]byte("boom"))
-	h.guard("client", "app-1", "sock-good", good, handle)([]byte("fine"))
+	t.Cleanup(rt.Close)
 
-	bad.mu.Lock()
-	badClosed, badCode := bad.closed, bad.code
-	bad.mu.Unlock()
-	if !badClosed || badCode != wsCloseInternal {
-		t.Fatalf("panicking socket: closed %v with %d, want 1011", badClosed, badCode)
+	bad, good := h.newPeer("client"), h.newPeer("client")
+	ctx := t.Context()
+	badSock, err := rt.ConnectClient(ctx, client.Caller{IP: "192.0.2.1"}, "tok-bad", panicky{bad})
+	if err != nil {
+		t.Fatal(err)
 	}
+	goodSock, err := rt.ConnectClient(ctx, client.Caller{IP: "192.0.2.2"}, "tok-good", good)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bad.start(serverConn(t))
+	good.start(serverConn(t))
+
+	rt.ClientMessage(ctx, badSock, []byte(`{"type":"ping"}`))
+	select {
+	case <-bad.done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the panicking socket was not closed")
+	}
+	bad.mu.Lock()
+	badCode := bad.code
+	bad.mu.Unlock()
+	if badCode != websocket.CloseInternalServerErr {
+		t.Fatalf("panicking socket closed with %d, want 1011", badCode)
+	}
+
+	// The other socket of the app still answers.
+	rt.ClientMessage(ctx, goodSock, []byte(`{"type":"ping"}`))
 	good.mu.Lock()
 	goodClosed := good.closed
 	good.mu.Unlock()
 	if goodClosed {
 		t.Fatal("the other socket was closed")
 	}
+	if n, err := rt.Online(ctx, "app-1"); err != nil || n != 2 {
+		t.Fatalf("online after the panic: %d %v", n, err)
+	}
 	var m dto.Metric
 	if err := h.metrics.panics.Write(&m); err != nil || m.GetCounter().GetValue() != 1 {
 		t.Fatalf("panics counted: %v, %v", m.GetCounter().GetValue(), err)
 	}
-	if s := logged.String(); !strings.Contains(s, "app=app-1") || !strings.Contains(s, "socket=sock-bad") || !strings.Contains(s, "handler bug") {
+	if s := logged.String(); !strings.Contains(s, "app=app-1") || !strings.Contains(s, "socket="+badSock.ID) || !strings.Contains(s, "handler bug") {
 		t.Fatalf("log line: %s", s)
 	}
+	rt.DisconnectClient(badSock)
+	rt.DisconnectClient(goodSock)
 }

@@ -6,6 +6,32 @@ import (
 	"github.com/keyward/keyward/core/events"
 )
 
+// carryOutPlan carries out the hook actions planned for a message of c, in its actor:
+// an answer to the sender and a log line at once, the actions that need the cluster or
+// storage in the work it answers (nil when none).
+func (s *Service) carryOutPlan(c *Client, steps []HookAction) work {
+	var later []HookAction
+	for _, st := range steps {
+		switch st.Type {
+		case "respond", "log":
+			if len(later) == 0 {
+				s.carryOut(context.Background(), c, st)
+				continue
+			}
+		}
+		later = append(later, st)
+	}
+	if len(later) == 0 {
+		return nil
+	}
+	return func(ctx context.Context) any {
+		for _, st := range later {
+			s.carryOut(ctx, c, st)
+		}
+		return ioDone{}
+	}
+}
+
 // carryOut performs one planned hook action for the sender c.
 func (s *Service) carryOut(ctx context.Context, c *Client, st HookAction) {
 	appID := c.User.AppID

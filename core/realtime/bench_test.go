@@ -1,7 +1,10 @@
 package realtime
 
 import (
+	"fmt"
 	"math"
+	"runtime"
+	"sync/atomic"
 	"testing"
 
 	"github.com/keyward/keyward/core/client"
@@ -38,4 +41,41 @@ func BenchmarkClientChat(b *testing.B) {
 		node.ClientMessage(ctx, c, msg)
 		<-got.n
 	}
+}
+
+// countingPeer counts the frames it is handed.
+type countingPeer struct{ n *atomic.Int64 }
+
+func (p countingPeer) Send([]byte) bool        { p.n.Add(1); return true }
+func (p countingPeer) SendShared(*Shared) bool { p.n.Add(1); return true }
+func (p countingPeer) Close(int, string)       {}
+
+// BenchmarkBroadcastFanOut: one broadcast to the 500 client sockets of an app on one
+// node, from the REST call to the frame in every socket's queue (through the app's actor
+// and each socket's actor). ns/delivery is the cost per socket:
+// go test -run x -bench BroadcastFanOut ./core/realtime/
+func BenchmarkBroadcastFanOut(b *testing.B) {
+	known := sessions{}
+	for i := range MaxClientsPerApp {
+		known[fmt.Sprintf("tok-u%d", i)] = user(fmt.Sprintf("u%d", i))
+	}
+	node, _ := memoryPair(b, known)
+	ctx := b.Context()
+	var got atomic.Int64
+	for i := range MaxClientsPerApp {
+		if _, err := node.ConnectClient(ctx, client.Caller{IP: "192.0.2.1"}, fmt.Sprintf("tok-u%d", i), countingPeer{&got}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	got.Store(0)
+	b.ResetTimer()
+	for i := range b.N {
+		if _, err := node.Broadcast(ctx, "app", "hello", ""); err != nil {
+			b.Fatal(err)
+		}
+		for want := int64(i+1) * MaxClientsPerApp; got.Load() < want; {
+			runtime.Gosched()
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*MaxClientsPerApp), "ns/delivery")
 }

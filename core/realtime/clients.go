@@ -9,29 +9,72 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/keyward/keyward/actors"
 	"github.com/keyward/keyward/core"
 	"github.com/keyward/keyward/core/client"
 	"github.com/keyward/keyward/core/events"
 )
 
-// Client is a client socket held by this node.
+// Client is a client socket held by this node: the state and rules of its SessionActor
+// (turns.go). Its actor alone changes it; status and metadata are also read, under mu, by
+// the app's periodic work (the lease carries them).
 type Client struct {
 	ID          string
 	User        client.SocketUser
 	Caller      client.Caller
 	ConnectedAt time.Time
 
+	svc  *Service
 	peer Peer
+	ref  actors.Ref
 	// session is sessionRef of the socket's session token.
 	session string
-	// rate is used by the socket's reader only.
+	// rate and turn belong to the socket's actor.
 	rate window
+	turn turn
 	// gone is set when the socket left its app's actor.
 	gone atomic.Bool
 
 	mu       sync.Mutex
 	status   string
 	metadata map[string]any
+}
+
+// Kind, Spawned, Receive and Failed make a Client the SessionActor's socket.
+func (c *Client) Kind() string           { return "session" }
+func (c *Client) Spawned(ref actors.Ref) { c.ref = ref }
+
+// Receive handles one message of the socket in its actor.
+func (c *Client) Receive(sc actors.SocketContext, msg any) {
+	switch m := msg.(type) {
+	case inbound:
+		c.turn.take(sc, m, c.handle)
+	case ioDone:
+		c.turn.next(sc, nil, c.handle)
+	case planned:
+		c.turn.next(sc, c.svc.carryOutPlan(c, m.steps), c.handle)
+	case *Shared:
+		c.peer.SendShared(m)
+	case *delivery:
+		if len(m.Msg) > 0 {
+			c.peer.Send(m.Msg)
+		}
+		if m.Close != 0 {
+			c.peer.Close(m.Close, m.Reason)
+		}
+	case verdict:
+		c.svc.handle(c, m.err)
+	case actors.Leaving:
+		c.turn.leave(sc)
+	}
+}
+
+func (c *Client) handle(raw []byte) work { return c.svc.clientMessage(c, raw) }
+
+// Failed closes a socket whose actor failed (1011) and frees its waiting reader.
+func (c *Client) Failed(_, msg any) {
+	c.peer.Close(CloseInternal, "internal error")
+	c.turn.failed(msg)
 }
 
 func (c *Client) info() SessionInfo {
@@ -77,7 +120,7 @@ func (s *Service) ConnectClient(ctx context.Context, caller client.Caller, token
 	if err != nil {
 		return nil, fmt.Errorf("realtime: read the user's sockets: %w", err)
 	}
-	c := &Client{ID: newID(), User: u, Caller: caller, ConnectedAt: s.d.Now().UTC().Truncate(time.Millisecond), peer: peer, session: sessionRef(u.Token),
+	c := &Client{ID: newID(), User: u, Caller: caller, ConnectedAt: s.d.Now().UTC().Truncate(time.Millisecond), svc: s, peer: peer, session: sessionRef(u.Token),
 		rate: window{limit: ClientMessages, per: ClientWindow}, status: "online"}
 	for _, id := range earlier {
 		s.replace(ctx, u, id)
@@ -191,21 +234,26 @@ func (s *Service) handle(c *Client, err error) {
 	c.peer.Close(closeCode, reason)
 }
 
-// ClientMessage handles one message from a client socket (SPEC 4.11, client to server).
-// The socket's reader calls it for each message in order.
+// ClientMessage hands one message from a client socket (SPEC 4.11, client to server) to
+// the socket's actor and returns once it is handled (its I/O included). The socket's
+// reader calls it for each message in order.
 func (s *Service) ClientMessage(ctx context.Context, c *Client, raw []byte) {
-	ctx, cancel := context.WithTimeout(ctx, messageDeadline)
-	defer cancel()
+	hand(ctx, c.ref, raw)
+}
+
+// clientMessage handles one message in the socket's actor: its state changes and direct
+// answers now, its I/O in the work it answers.
+func (s *Service) clientMessage(c *Client, raw []byte) work {
 	if now := s.d.Now(); !c.rate.allow(now) {
 		if c.rate.warn(now) {
 			c.peer.Send(ErrorMessage(fmt.Sprintf("rate limited: at most %d messages per %s", ClientMessages, ClientWindow)))
 		}
-		return
+		return nil
 	}
 	in, ok := decode(raw)
 	if !ok {
 		c.peer.Send(ErrorMessage("a message is a JSON object with a string type"))
-		return
+		return nil
 	}
 	appID := c.User.AppID
 	who := map[string]any{"userId": c.User.UserID, "username": c.User.Username}
@@ -214,6 +262,12 @@ func (s *Service) ClientMessage(ctx context.Context, c *Client, raw []byte) {
 		m[k] = v
 		return m
 	}
+	toDashboards := func(m Outgoing) work {
+		return func(ctx context.Context) any {
+			_ = s.toDashboardsMsg(ctx, appID, m)
+			return ioDone{}
+		}
+	}
 	switch in.Type {
 	case "ping":
 		c.peer.Send(encode(Outgoing{Type: TypePong}))
@@ -221,46 +275,53 @@ func (s *Service) ClientMessage(ctx context.Context, c *Client, raw []byte) {
 		st := in.str("status")
 		if st == "" || len(st) > maxStatus {
 			c.peer.Send(ErrorMessage(fmt.Sprintf("status must be a string of 1 to %d characters", maxStatus)))
-			return
+			return nil
 		}
 		c.mu.Lock()
 		c.status = st
 		c.mu.Unlock()
-		_ = s.describe(ctx, c)
-		_ = s.toDashboardsMsg(ctx, appID, Outgoing{Type: TypeStatus, Data: with("status", st)})
+		return func(ctx context.Context) any {
+			_ = s.describe(ctx, c)
+			_ = s.toDashboardsMsg(ctx, appID, Outgoing{Type: TypeStatus, Data: with("status", st)})
+			return ioDone{}
+		}
 	case "chat":
 		msg := in.str("message")
 		if msg == "" || len(msg) > maxText {
 			c.peer.Send(ErrorMessage(fmt.Sprintf("message must be a string of 1 to %d characters", maxText)))
-			return
+			return nil
 		}
-		_ = s.toDashboardsMsg(ctx, appID, Outgoing{Type: TypeChat, Data: with("message", msg)})
+		return toDashboards(Outgoing{Type: TypeChat, Data: with("message", msg)})
 	case "typing":
 		v, _ := in.member("typing")
 		typing, isBool := v.(bool)
 		if !isBool {
 			c.peer.Send(ErrorMessage("typing must be a boolean"))
-			return
+			return nil
 		}
-		_ = s.toDashboardsMsg(ctx, appID, Outgoing{Type: TypeTyping, Data: with("typing", typing)})
+		return toDashboards(Outgoing{Type: TypeTyping, Data: with("typing", typing)})
 	case "set_metadata":
 		v, _ := in.member("metadata")
 		meta, isObj := v.(map[string]any)
 		if !isObj {
 			c.peer.Send(ErrorMessage("metadata must be an object"))
-			return
+			return nil
 		}
 		if err := validMetadata(meta); err != "" {
 			c.peer.Send(ErrorMessage(err))
-			return
+			return nil
 		}
 		c.mu.Lock()
 		c.metadata = meta
 		c.mu.Unlock()
-		_ = s.describe(ctx, c)
+		return func(ctx context.Context) any {
+			_ = s.describe(ctx, c)
+			return ioDone{}
+		}
 	default:
-		s.custom(ctx, c, in)
+		return s.custom(c, in)
 	}
+	return nil
 }
 
 func validMetadata(meta map[string]any) string {
@@ -284,9 +345,10 @@ func validMetadata(meta map[string]any) string {
 	return ""
 }
 
-// custom runs the app's hooks over a message of any other type and forwards it to the
-// dashboards as custom_event.
-func (s *Service) custom(ctx context.Context, c *Client, in Incoming) {
+// custom forwards a message of any other type to the dashboards as custom_event and runs
+// the app's hooks over it; the actions they plan come back to the socket's actor as a
+// message (planned).
+func (s *Service) custom(c *Client, in Incoming) work {
 	appID := c.User.AppID
 	data := in.Fields["data"]
 	if data == nil {
@@ -294,18 +356,21 @@ func (s *Service) custom(ctx context.Context, c *Client, in Incoming) {
 			data = map[string]any{"message": m}
 		}
 	}
-	_ = s.toDashboardsMsg(ctx, appID, Outgoing{Type: TypeCustomEvent,
-		Data: map[string]any{"event": in.Type, "userId": c.User.UserID, "username": c.User.Username, "data": data}})
-	if s.d.Hooks == nil {
-		return
-	}
-	steps, err := s.d.Hooks.Plan(ctx, appID, HookInput{Type: in.Type, Fields: in.Fields,
-		UserID: c.User.UserID, Username: c.User.Username, IP: c.User.IP})
-	if err != nil {
-		s.d.Log.Warn("realtime: cannot run hooks", "app", appID, "err", err)
-		return
-	}
-	for _, st := range steps {
-		s.carryOut(ctx, c, st)
+	return func(ctx context.Context) any {
+		_ = s.toDashboardsMsg(ctx, appID, Outgoing{Type: TypeCustomEvent,
+			Data: map[string]any{"event": in.Type, "userId": c.User.UserID, "username": c.User.Username, "data": data}})
+		if s.d.Hooks == nil {
+			return ioDone{}
+		}
+		steps, err := s.d.Hooks.Plan(ctx, appID, HookInput{Type: in.Type, Fields: in.Fields,
+			UserID: c.User.UserID, Username: c.User.Username, IP: c.User.IP})
+		if err != nil {
+			s.d.Log.Warn("realtime: cannot run hooks", "app", appID, "err", err)
+			return ioDone{}
+		}
+		if len(steps) == 0 {
+			return ioDone{}
+		}
+		return planned{steps: steps}
 	}
 }

@@ -2,12 +2,17 @@ package realtime
 
 import (
 	"context"
+	"errors"
 	"fmt"
-	"sync"
+	"time"
+
+	"github.com/keyward/keyward/actors"
+	"github.com/keyward/keyward/core"
 )
 
-// Dashboard is an owner's socket on an app, held by this node. The edge admits it (JWT,
-// ownership, plan) before ConnectDashboard.
+// Dashboard is an owner's socket on an app, held by this node: the state and rules of its
+// DashboardActor (turns.go), which alone touches it. The edge admits it (JWT, ownership,
+// plan) before ConnectDashboard.
 type Dashboard struct {
 	ID    string
 	AppID string
@@ -16,40 +21,141 @@ type Dashboard struct {
 	// refused actions are not told. details holds the action's reason or command name.
 	Audit func(action, userID string, details map[string]any)
 
+	svc  *Service
 	peer Peer
+	ref  actors.Ref
 	rate window
+	turn turn
 
-	mu      sync.Mutex
 	filters map[string]bool // nil: every type
-	// holding is true while the socket's first messages are being prepared: deliveries
-	// wait in pending so that online_count and sessions come first and none is lost.
+	// holding is true until the socket's first messages (online_count and sessions) are
+	// sent: deliveries wait in held so that those come first and none is lost.
 	holding bool
-	pending [][]byte
+	held    [][]byte
+	// recheck checks the owner's token again every Deps.DashboardRecheck (nil: never);
+	// stopRecheck stops its timer, checking is true while a check runs.
+	recheck     func(ctx context.Context) error
+	stopRecheck func()
+	checking    bool
+}
+
+// Messages of a DashboardActor.
+type (
+	// greet carries the socket's first messages; done is closed once they are queued.
+	greet struct {
+		first [][]byte
+		done  chan struct{}
+	}
+	// recheckNow is the token recheck's timer; tokenChecked its answer.
+	recheckNow   struct{}
+	tokenChecked struct{ err error }
+)
+
+// Kind, Spawned, Receive and Failed make a Dashboard the DashboardActor's socket.
+func (d *Dashboard) Kind() string           { return "dashboard" }
+func (d *Dashboard) Spawned(ref actors.Ref) { d.ref = ref }
+
+// Receive handles one message of the socket in its actor.
+func (d *Dashboard) Receive(sc actors.SocketContext, msg any) {
+	switch m := msg.(type) {
+	case inbound:
+		d.turn.take(sc, m, d.handle)
+	case ioDone:
+		d.turn.next(sc, nil, d.handle)
+	case *delivery:
+		d.deliver(m.Msg, m.Type)
+	case greet:
+		for _, f := range m.first {
+			d.peer.Send(f)
+		}
+		for _, f := range d.held {
+			d.peer.Send(f)
+		}
+		d.holding, d.held = false, nil
+		close(m.done)
+	case actors.SocketStarted:
+		if d.recheck != nil {
+			d.stopRecheck = sc.Every(d.svc.dashboardRecheck(), recheckNow{})
+		}
+	case actors.SocketStopping:
+		if d.stopRecheck != nil {
+			d.stopRecheck()
+			d.stopRecheck = nil
+		}
+	case recheckNow:
+		if d.checking {
+			return
+		}
+		d.checking = true
+		recheck := d.recheck
+		sc.Go(func(ctx context.Context) any {
+			ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+			defer cancel()
+			return tokenChecked{err: recheck(ctx)}
+		})
+	case tokenChecked:
+		d.checking = false
+		// Only a token that no longer authenticates ends the socket; a check that could
+		// not be made changes nothing.
+		var de *core.Error
+		if m.err != nil && errors.As(m.err, &de) && de.Code == core.CodeUnauthorized {
+			d.peer.Send(ErrorMessage("your session ended; sign in again"))
+			d.peer.Close(ClosePolicy, "token no longer valid")
+		}
+	case actors.Leaving:
+		d.turn.leave(sc)
+	}
+}
+
+func (d *Dashboard) handle(raw []byte) work { return d.svc.dashboardMessage(d, raw) }
+
+// Failed closes a socket whose actor failed (1011) and frees its waiting reader.
+func (d *Dashboard) Failed(_, msg any) {
+	d.peer.Close(CloseInternal, "internal error")
+	d.turn.failed(msg)
 }
 
 // deliver sends a delivery of type typ if the dashboard's filters want it.
 func (d *Dashboard) deliver(msg []byte, typ string) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
 	if d.filters != nil && !d.filters[typ] {
 		return
 	}
 	if d.holding {
-		d.pending = append(d.pending, msg)
+		d.held = append(d.held, msg)
 		return
 	}
 	d.peer.Send(msg)
 }
 
-// ConnectDashboard registers an admitted dashboard socket and sends it online_count and
-// sessions at once (SPEC 4.11).
-func (s *Service) ConnectDashboard(ctx context.Context, appID string, peer Peer) (*Dashboard, error) {
-	d := &Dashboard{ID: newID(), AppID: appID, peer: peer, rate: window{limit: DashboardMessages, per: DashboardWindow}, holding: true}
+// DashboardOption sets up a dashboard socket.
+type DashboardOption func(*Dashboard)
+
+// WithRecheck has the socket's actor call recheck every Deps.DashboardRecheck: when it
+// answers an unauthorized error (the owner's token was revoked or expired) the socket is
+// told and closed.
+func WithRecheck(recheck func(ctx context.Context) error) DashboardOption {
+	return func(d *Dashboard) { d.recheck = recheck }
+}
+
+func (s *Service) dashboardRecheck() time.Duration {
+	if s.d.DashboardRecheck > 0 {
+		return s.d.DashboardRecheck
+	}
+	return RevalidateEvery
+}
+
+// ConnectDashboard registers an admitted dashboard socket (its actor starts) and sends it
+// online_count and sessions at once (SPEC 4.11).
+func (s *Service) ConnectDashboard(ctx context.Context, appID string, peer Peer, opts ...DashboardOption) (*Dashboard, error) {
+	d := &Dashboard{ID: newID(), AppID: appID, svc: s, peer: peer, rate: window{limit: DashboardMessages, per: DashboardWindow}, holding: true}
+	for _, o := range opts {
+		o(d)
+	}
 	if err := s.hold(ctx, appID); err != nil {
 		return nil, err
 	}
 	// Registered first, so that nothing published from now on is missed; what arrives
-	// before the two first messages are sent waits in pending.
+	// before the two first messages are sent waits in the actor.
 	if err := s.reg.Join(ctx, appID, d.ID, d); err != nil {
 		s.letGo(appID)
 		return nil, fmt.Errorf("realtime: register the socket: %w", err)
@@ -60,14 +166,22 @@ func (s *Service) ConnectDashboard(ctx context.Context, appID string, peer Peer)
 		s.DisconnectDashboard(d)
 		return nil, err
 	}
-	d.mu.Lock()
-	peer.Send(encode(Outgoing{Type: TypeOnlineCount, Data: map[string]any{"count": len(list)}}))
-	peer.Send(encode(Outgoing{Type: TypeSessions, Data: map[string]any{"sessions": list}}))
-	for _, msg := range d.pending {
-		peer.Send(msg)
+	// The actor sends them before any delivery that waited, and the caller returns once
+	// they are queued.
+	done := make(chan struct{})
+	d.ref.Tell(greet{done: done, first: [][]byte{
+		encode(Outgoing{Type: TypeOnlineCount, Data: map[string]any{"count": len(list)}}),
+		encode(Outgoing{Type: TypeSessions, Data: map[string]any{"sessions": list}}),
+	}})
+	wait, cancel := context.WithTimeout(ctx, messageDeadline)
+	defer cancel()
+	select {
+	case <-done:
+	case <-wait.Done():
+		// The greeting was lost (the app's actor restarted at this moment) or ctx ended.
+		s.DisconnectDashboard(d)
+		return nil, fmt.Errorf("realtime: greet the socket: %w", wait.Err())
 	}
-	d.holding, d.pending = false, nil
-	d.mu.Unlock()
 	return d, nil
 }
 
@@ -79,102 +193,132 @@ func (s *Service) DisconnectDashboard(d *Dashboard) {
 	}
 }
 
-// DashboardMessage handles one message from a dashboard socket (SPEC 4.11, dashboard to
-// server). A refused message is answered with error; nothing else changes.
+// DashboardMessage hands one message from a dashboard socket (SPEC 4.11, dashboard to
+// server) to the socket's actor and returns once it is handled.
 func (s *Service) DashboardMessage(ctx context.Context, d *Dashboard, raw []byte) {
-	ctx, cancel := context.WithTimeout(ctx, messageDeadline)
-	defer cancel()
+	hand(ctx, d.ref, raw)
+}
+
+// dashboardMessage handles one message of a dashboard socket in its actor (a refused
+// message is answered with error; nothing else changes); what needs the cluster runs in
+// the work it answers.
+func (s *Service) dashboardMessage(d *Dashboard, raw []byte) work {
 	if now := s.d.Now(); !d.rate.allow(now) {
 		if d.rate.warn(now) {
 			d.peer.Send(ErrorMessage(fmt.Sprintf("rate limited: at most %d messages per %s", DashboardMessages, DashboardWindow)))
 		}
-		return
+		return nil
 	}
 	in, ok := decode(raw)
 	if !ok {
 		d.peer.Send(ErrorMessage("a message is a JSON object with a string type"))
-		return
+		return nil
 	}
 	// A userId that is not a string must not read as "none": push_json would go to everyone.
 	if v, present := in.member("userId"); present && v != nil {
 		if _, isStr := v.(string); !isStr {
 			d.peer.Send(ErrorMessage("userId must be a string"))
-			return
+			return nil
 		}
 	}
 	userID := in.str("userId")
-	var err error
+	var call func(ctx context.Context) error
 	switch in.Type {
 	case "ping":
 		d.peer.Send(encode(Outgoing{Type: TypePong}))
-		return
+		return nil
 	case "get_online":
-		var n int
-		if n, err = s.Online(ctx, d.AppID); err == nil {
-			d.peer.Send(encode(Outgoing{Type: TypeOnlineCount, Data: map[string]any{"count": n}}))
+		call = func(ctx context.Context) error {
+			n, err := s.Online(ctx, d.AppID)
+			if err == nil {
+				d.peer.Send(encode(Outgoing{Type: TypeOnlineCount, Data: map[string]any{"count": n}}))
+			}
+			return err
 		}
 	case "get_sessions":
-		var list []SessionInfo
-		if list, err = s.Sessions(ctx, d.AppID); err == nil {
-			d.peer.Send(encode(Outgoing{Type: TypeSessions, Data: map[string]any{"sessions": list}}))
+		call = func(ctx context.Context) error {
+			list, err := s.Sessions(ctx, d.AppID)
+			if err == nil {
+				d.peer.Send(encode(Outgoing{Type: TypeSessions, Data: map[string]any{"sessions": list}}))
+			}
+			return err
 		}
 	case "chat":
-		_, err = s.Chat(ctx, d.AppID, userID, in.str("message"))
+		msg := in.str("message")
+		call = func(ctx context.Context) error { _, err := s.Chat(ctx, d.AppID, userID, msg); return err }
 	case "push_json":
 		p, _ := in.member("payload")
 		payload, _ := p.(map[string]any)
-		_, err = s.Push(ctx, d.AppID, userID, payload)
+		call = func(ctx context.Context) error { _, err := s.Push(ctx, d.AppID, userID, payload); return err }
 	case "typing":
 		v, _ := in.member("typing")
 		typing, isBool := v.(bool)
 		if userID == "" || !isBool {
 			d.peer.Send(ErrorMessage("typing needs userId and a boolean typing"))
-			return
+			return nil
 		}
-		err = s.toUserMsg(ctx, d.AppID, userID, Outgoing{Type: TypeTyping, Data: map[string]any{"typing": typing}}, 0, "")
+		call = func(ctx context.Context) error {
+			return s.toUserMsg(ctx, d.AppID, userID, Outgoing{Type: TypeTyping, Data: map[string]any{"typing": typing}}, 0, "")
+		}
 	case "kick":
-		_, err = s.Kick(ctx, d.AppID, userID, in.str("reason"))
+		reason := in.str("reason")
+		call = func(ctx context.Context) error { _, err := s.Kick(ctx, d.AppID, userID, reason); return err }
 	case "ban":
-		err = s.Ban(ctx, d.AppID, userID, in.str("reason"))
+		reason := in.str("reason")
+		call = func(ctx context.Context) error { return s.Ban(ctx, d.AppID, userID, reason) }
 	case "command":
 		p, _ := in.member("payload")
 		payload, _ := p.(map[string]any)
-		_, err = s.Command(ctx, d.AppID, userID, in.str("command"), payload)
+		command := in.str("command")
+		call = func(ctx context.Context) error {
+			_, err := s.Command(ctx, d.AppID, userID, command, payload)
+			return err
+		}
 	case "set_filters":
 		v, _ := in.member("events")
 		list, isList := v.([]any)
 		if !isList || len(list) > 100 {
 			d.peer.Send(ErrorMessage("events must be an array of at most 100 event types"))
-			return
+			return nil
 		}
 		filters := make(map[string]bool, len(list))
 		for _, e := range list {
 			name, isStr := e.(string)
 			if !isStr {
 				d.peer.Send(ErrorMessage("events must be an array of event types"))
-				return
+				return nil
 			}
 			filters[name] = true
 		}
 		// pong and error always come through: they answer the dashboard itself.
 		filters[TypePong], filters[TypeError] = true, true
-		d.mu.Lock()
 		d.filters = filters
-		d.mu.Unlock()
-		return
+		return nil
 	default:
 		d.peer.Send(ErrorMessage(fmt.Sprintf("unknown message type %q", in.Type)))
-		return
+		return nil
 	}
-	if err != nil {
-		_, reason := explain(err)
-		d.peer.Send(ErrorMessage(reason))
-		return
-	}
-	switch in.Type {
-	case "kick", "ban", "command", "push_json", "chat":
-		if d.Audit != nil {
-			d.Audit(in.Type, userID, map[string]any{"reason": in.str("reason"), "command": in.str("command")})
+	audited := d.Audit != nil && changesSomething(in.Type)
+	details := map[string]any{"reason": in.str("reason"), "command": in.str("command")}
+	return func(ctx context.Context) any {
+		if err := call(ctx); err != nil {
+			_, reason := explain(err)
+			d.peer.Send(ErrorMessage(reason))
+			return ioDone{}
 		}
+		if audited {
+			d.Audit(in.Type, userID, details)
+		}
+		return ioDone{}
 	}
+}
+
+// changesSomething says whether a dashboard message of type typ changes something; those
+// go to the audit log once they succeeded (refused ones are not changes).
+func changesSomething(typ string) bool {
+	switch typ {
+	case "kick", "ban", "command", "push_json", "chat":
+		return true
+	}
+	return false
 }

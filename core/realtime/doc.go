@@ -4,22 +4,34 @@
 //
 // A socket lives on one node. The node's sockets of an app are registered with the app's
 // actor (Registry, actors.Apps), which runs a client socket's admission (the checks here,
-// their I/O on a goroutine, the registration in the same step as the answer), hands them the app's bus deliveries and drives
-// their periodic work (Peer is the edge's socket writer); presence (the 500-per-app and 1-per-user
-// limits, online counts and session lists) lives in the cluster engine as leases that the
-// node renews while the socket is open, so a node that dies releases its sockets within
-// Deps.LeaseTTL (30 s by default). The node's periodic work runs per app, not per socket
-// (tick.go, on the app actor's timers): one lease renewal call for all its sockets of an
-// app, and one batched revalidation every RevalidateEvery and at once when the app
-// changed (the change reaches the app's actor as a message, AppChanged); a socket has no
-// goroutine or timer of its own for it.
-// A delivery for a user, an app's clients or an app's dashboards is published on the
-// cluster bus; every node hands it to the matching sockets it holds. A REST call, a ban or
-// a variable change on any node therefore reaches a socket on any other.
+// their I/O on a goroutine, the registration in the same step as the answer), hands them
+// the app's bus deliveries and drives their periodic work; presence (the 500-per-app and
+// 1-per-user limits, online counts and session lists) lives in the cluster engine as
+// leases that the node renews while the socket is open, so a node that dies releases its
+// sockets within Deps.LeaseTTL (30 s by default). The node's periodic work runs per app,
+// not per socket (tick.go, on the app actor's timers): one lease renewal call for all its
+// sockets of an app, and one batched revalidation every RevalidateEvery and at once when
+// the app changed (the change reaches the app's actor as a message, AppChanged).
 //
-// The http package owns the frames: it admits a client socket (ConnectClient, with a Peer
-// whose queue exists before its socket) before it answers the upgrade, so that a program
-// holding its 101 receives every delivery made after it; it runs one reader goroutine per
-// socket that passes each message here in order (so a socket's own state changes one
-// message at a time, as in an actor), and a writer with a bounded queue behind Peer.
+// Each socket is an actor, a child of its app's actor (actors.Socket; turns.go): Client
+// is the state and rules of a client socket's SessionActor (user, status, metadata, its
+// message limiter), Dashboard those of a DashboardActor (filters, limiter, the deliveries
+// held until its first messages are sent, the owner's token recheck on its timer). The
+// actor handles a frame, a delivery, a revalidation verdict or its close one at a time;
+// a frame's storage and cluster calls (presence updates, publications, the hooks' plan
+// and the actions that need I/O) run on a goroutine and come back as a message, and the
+// next frame waits for them. Peer is the edge's socket writer: a socket's actor hands it
+// frames and closes it.
+//
+// A delivery for a user, an app's clients or an app's dashboards is published on the
+// cluster bus; every node that holds sockets of the app hands it to its app's actor,
+// which sends it to the matching sockets' actors. A REST call, a ban or a variable change
+// on any node therefore reaches a socket on any other.
+//
+// The http package owns the frames and the close codes' meaning on the wire: it admits a
+// client socket (ConnectClient, with a Peer whose queue exists before its socket) before
+// it answers the upgrade, so that a program holding its 101 receives every delivery made
+// after it; it runs one reader goroutine per socket that hands each message to the
+// socket's actor (ClientMessage, DashboardMessage: they return once the message is
+// handled, which holds back a fast sender), and a writer with a bounded queue behind Peer.
 package realtime

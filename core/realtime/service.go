@@ -27,8 +27,9 @@ type Peer interface {
 	// SendShared queues a text frame that goes to many sockets (a broadcast): the edge
 	// may encode it once for all of them (Shared.Prepared). Same answer as Send.
 	SendShared(f *Shared) bool
-	// Close sends a close frame with code and reason after the queued frames, then ends
-	// the socket. Calling it again does nothing.
+	// Close sends a close frame after the queued frames, then ends the socket; code is
+	// one of the Close reasons (the edge sends the matching close code) and reason its
+	// text. Calling it again does nothing.
 	Close(code int, reason string)
 }
 
@@ -125,6 +126,9 @@ type Deps struct {
 	// LeaseTTL is how long the sockets of a node that died still count as online
 	// (DefaultLeaseTTL when 0, at least MinLeaseTTL).
 	LeaseTTL time.Duration
+	// DashboardRecheck is how often a dashboard socket's token is checked again
+	// (RevalidateEvery when 0).
+	DashboardRecheck time.Duration
 	// DeliveryDelay, when set, receives for each delivery the time from its publication
 	// to its frame in the queues of this node's sockets (clocks of nodes may differ).
 	DeliveryDelay func(time.Duration)
@@ -252,22 +256,19 @@ func (s *Service) Close() {
 				if s.reg.Leave(appID, x.ID) {
 					s.heldDashboards.Add(-1)
 				}
-				x.peer.Close(closeGoingAway, "server shutting down")
+				x.peer.Close(CloseGoingAway, "server shutting down")
 			case *Client:
 				if s.reg.Leave(appID, x.ID) {
 					s.heldClients.Add(-1)
 				}
 				x.gone.Store(true)
-				x.peer.Close(closeGoingAway, "server shutting down")
+				x.peer.Close(CloseGoingAway, "server shutting down")
 				s.left(ctx, x)
 			}
 		}
 	}
 	s.ownReg()
 }
-
-// closeGoingAway is RFC 6455's "going away".
-const closeGoingAway = 1001
 
 // publish sends a delivery to every node.
 func (s *Service) publish(ctx context.Context, d delivery) error {
@@ -297,17 +298,20 @@ func (s *Service) receive(raw []byte) {
 	s.reg.Each(d.App, func(sockets []any) { s.deliver(d, sockets) })
 }
 
-// deliver hands delivery d to the matching sockets of its app; it runs in the app's actor.
+// deliver hands delivery d to the actors of the matching sockets of its app; it runs in
+// the app's actor and only sends messages. A broadcast goes to every client as one
+// Shared (encoded once by the edge for all of them).
 func (s *Service) deliver(d delivery, sockets []any) {
 	defer s.queued(d)
-	var shared *Shared
-	if d.To == toClients {
-		shared = &Shared{Msg: d.Msg}
+	dp := &d
+	var msg any = dp
+	if d.To == toClients && d.Close == 0 && len(d.Msg) > 0 {
+		msg = &Shared{Msg: d.Msg}
 	}
 	for _, sock := range sockets {
 		if x, ok := sock.(*Dashboard); ok {
 			if d.To == toDashboards {
-				x.deliver(d.Msg, d.Type)
+				x.ref.Tell(dp)
 			}
 			continue
 		}
@@ -316,16 +320,7 @@ func (s *Service) deliver(d delivery, sockets []any) {
 			d.Session != "" && c.session != d.Session {
 			continue
 		}
-		switch {
-		case len(d.Msg) == 0:
-		case shared != nil:
-			c.peer.SendShared(shared)
-		default:
-			c.peer.Send(d.Msg)
-		}
-		if d.Close != 0 {
-			c.peer.Close(d.Close, d.Reason)
-		}
+		c.ref.Tell(msg)
 	}
 }
 

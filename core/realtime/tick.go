@@ -107,8 +107,9 @@ func (s *Service) recheckApp(appID string, clients []*Client) {
 	}
 	errs := s.d.Sessions.CheckSockets(ctx, appID, checks)
 	for i, c := range clients {
-		if i < len(errs) {
-			s.handle(c, errs[i])
+		if i < len(errs) && errs[i] != nil {
+			// The verdict is carried out by the socket's actor, in order with the rest.
+			c.ref.Tell(verdict{err: errs[i]})
 		}
 	}
 }

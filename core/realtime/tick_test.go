@@ -102,6 +102,8 @@ func TestTickIsOneCallPerApp(t *testing.T) {
 	if checker.calls != 1 || checker.checked != MaxClientsPerApp {
 		t.Fatalf("checking %d sockets: %d calls for %d sockets; want 1 call", MaxClientsPerApp, checker.calls, checker.checked)
 	}
+	// The verdict is carried out by the socket's actor.
+	waitUntil(t, "the revoked socket's close", func() bool { return peers[7].closedWith() != 0 })
 	for i, p := range peers {
 		want := 0
 		if i == 7 {

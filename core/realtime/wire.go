@@ -61,10 +61,19 @@ const (
 	TypeStatus            = "status"
 )
 
-// Close codes sent with a close frame (the 4000 range is the application's).
+// Why a socket is closed, as Peer.Close is told. The 4000 range is SPEC 6.3's own close
+// codes (the SDKs read them) and goes on the wire as is; the others say what happened,
+// and the edge sends RFC 6455's code for it.
 const (
-	CloseNormal      = 1000
-	ClosePolicy      = 1008
+	// CloseNormal: the socket's work is over.
+	CloseNormal = -1
+	// ClosePolicy: the socket is refused, or no longer allowed (its token ended).
+	ClosePolicy = -2
+	// CloseInternal: handling the socket's message failed.
+	CloseInternal = -3
+	// CloseGoingAway: the node shuts down.
+	CloseGoingAway = -4
+
 	CloseForceLogout = 4000
 	CloseKicked      = 4001
 	CloseBanned      = 4002

@@ -1,0 +1,136 @@
+package actors
+
+import (
+	"context"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+)
+
+// testSocket records what its actor hands it; a "boom" message panics.
+type testSocket struct {
+	ref Ref
+
+	mu     sync.Mutex
+	got    []any
+	failed any
+	leave  bool // answer Leaving at once
+}
+
+func (s *testSocket) Kind() string    { return "session" }
+func (s *testSocket) Spawned(ref Ref) { s.ref = ref }
+func (s *testSocket) Receive(sc SocketContext, msg any) {
+	if msg == "boom" {
+		panic("socket bug")
+	}
+	if msg == "io" {
+		sc.Go(func(context.Context) any { return "io done" })
+		return
+	}
+	s.mu.Lock()
+	s.got = append(s.got, msg)
+	s.mu.Unlock()
+	if _, ok := msg.(Leaving); ok {
+		sc.Done()
+	}
+}
+func (s *testSocket) Failed(reason, _ any) {
+	s.mu.Lock()
+	s.failed = reason
+	s.mu.Unlock()
+}
+func (s *testSocket) has(msg any) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, m := range s.got {
+		if m == msg {
+			return true
+		}
+	}
+	return false
+}
+func (s *testSocket) failure() any {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.failed
+}
+
+// TestSocketActorPanicClosesOnlyItsSocket: a panic in one socket's actor stops that actor
+// and tells its socket (which closes), logs the app and the socket and counts a failure of
+// kind session; the app's other socket and the app's actor go on, and the failed socket
+// leaves as usual.
+func TestSocketActorPanicClosesOnlyItsSocket(t *testing.T) {
+	var logged strings.Builder
+	var logMu sync.Mutex
+	log := slog.New(slog.NewTextHandler(writerFunc(func(p []byte) (int, error) {
+		logMu.Lock()
+		defer logMu.Unlock()
+		return logged.Write(p)
+	}), nil))
+	m := NewMetrics(prometheus.NewRegistry())
+	f := &fakeApps{version: map[string]int{"a": 1}}
+	dir := NewApps(f.load, AppsConfig{Log: log, Metrics: m})
+	defer dir.Close()
+	ctx := context.Background()
+	bad, good := &testSocket{}, &testSocket{}
+	if err := dir.Join(ctx, "a", "bad", bad); err != nil {
+		t.Fatal(err)
+	}
+	if err := dir.Join(ctx, "a", "good", good); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the actors' start", func() bool { return bad.has(SocketStarted{}) && good.has(SocketStarted{}) })
+
+	bad.ref.Tell("boom")
+	waitFor(t, "the failed socket told", func() bool { return bad.failure() != nil })
+	good.ref.Tell("io")
+	waitFor(t, "the other socket's I/O result", func() bool { return good.has("io done") })
+	bad.ref.Tell("after")
+	if v, err := dir.Snapshot(ctx, "a"); err != nil || v != 1 {
+		t.Fatalf("the app's actor after a socket failed: %v %v", v, err)
+	}
+	if bad.has("after") {
+		t.Fatal("the failed socket's actor still handles messages")
+	}
+	if good.failure() != nil {
+		t.Fatal("the other socket was told of a failure")
+	}
+	if n := value(t, m.failures.WithLabelValues("session")); n != 1 {
+		t.Fatalf("session failures counted: %v", n)
+	}
+	logMu.Lock()
+	line := logged.String()
+	logMu.Unlock()
+	if !strings.Contains(line, "app=a") || !strings.Contains(line, "socket=bad") || !strings.Contains(line, "socket bug") {
+		t.Fatalf("log: %s", line)
+	}
+	// The socket actors are counted under their kinds: the failed one stopped.
+	gauge := func(g prometheus.Gauge) float64 {
+		var d dto.Metric
+		if err := g.Write(&d); err != nil {
+			t.Fatal(err)
+		}
+		return d.GetGauge().GetValue()
+	}
+	if n := gauge(m.alive.WithLabelValues("session")); n != 1 {
+		t.Fatalf("session actors alive: %v", n)
+	}
+	// Both leave: the failed one at once, the other once its actor is done.
+	if !dir.Leave("a", "bad") || !dir.Leave("a", "good") {
+		t.Fatal("a socket was not held")
+	}
+	if !good.has(Leaving{}) || !good.has(SocketStopping{}) {
+		t.Fatal("the socket's actor did not finish before its Leave answered")
+	}
+	if n, q := gauge(m.alive.WithLabelValues("session")), gauge(m.mailbox.WithLabelValues("session")); n != 0 || q != 0 {
+		t.Fatalf("after leaving: %v session actors alive, %v messages in their mailboxes", n, q)
+	}
+}
+
+type writerFunc func(p []byte) (int, error)
+
+func (f writerFunc) Write(p []byte) (int, error) { return f(p) }

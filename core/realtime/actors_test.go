@@ -1,0 +1,190 @@
+package realtime
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"slices"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/keyward/keyward/actors"
+	"github.com/keyward/keyward/cluster/memory"
+	"github.com/keyward/keyward/core"
+	"github.com/keyward/keyward/core/client"
+)
+
+// gatedPlanner plans one respond action per message, after its gate opens.
+type gatedPlanner struct {
+	entered chan struct{}
+	gate    chan struct{}
+}
+
+func (g *gatedPlanner) Plan(ctx context.Context, _ string, m HookInput) ([]HookAction, error) {
+	g.entered <- struct{}{}
+	select {
+	case <-g.gate:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	return []HookAction{{HookID: "h", Type: "respond", Target: "sender", Message: "answer to " + m.Type}}, nil
+}
+
+// oneNode is a service on the memory engine with its own actor directory.
+func oneNode(t *testing.T, d Deps) (*Service, *actors.Apps[struct{}]) {
+	t.Helper()
+	engine := memory.New(memory.Config{})
+	t.Cleanup(func() { engine.Close() })
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	dir := actors.NewApps(func(context.Context, string) (struct{}, error) { return struct{}{}, nil }, actors.AppsConfig{Log: quiet})
+	t.Cleanup(dir.Close)
+	d.Engine, d.Registry, d.Log = engine, dir, quiet
+	s := New(d)
+	if err := s.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Close)
+	return s, dir
+}
+
+// TestSessionActorKeepsTheOrder: what happens to a client socket happens in order in its
+// SessionActor. A frame that arrives while the previous one's I/O runs (its hooks) waits
+// for it, without holding back deliveries; the answer to the earlier frame comes before
+// the answer to the later; a close delivered after them comes last.
+func TestSessionActorKeepsTheOrder(t *testing.T) {
+	planner := &gatedPlanner{entered: make(chan struct{}, 1), gate: make(chan struct{})}
+	s, _ := oneNode(t, Deps{Sessions: sessions{"tok-u1": user("u1")}, Hooks: planner})
+	ctx := t.Context()
+	p := &recorder{}
+	c, err := s.ConnectClient(ctx, client.Caller{IP: "192.0.2.1"}, "tok-u1", p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	handled := make(chan struct{})
+	go func() {
+		defer close(handled)
+		s.ClientMessage(ctx, c, []byte(`{"type":"hello"}`))
+	}()
+	<-planner.entered // the actor handed the frame's hooks to a goroutine
+
+	// A ping, then a delivery, reach the actor in this order while the hooks run.
+	pinged := make(chan struct{})
+	c.ref.Tell(inbound{raw: []byte(`{"type":"ping"}`), done: pinged})
+	if _, err := s.Push(ctx, "app", "u1", map[string]any{"n": 1.0}); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, "the delivery", func() bool { return slices.Contains(p.types(), TypeCustom) })
+	if got := p.types(); slices.Contains(got, TypePong) || slices.Contains(got, TypeMessage) {
+		t.Fatalf("the ping was answered before the frame before it: %v", got)
+	}
+	select {
+	case <-handled:
+		t.Fatal("the reader was let go before its frame was handled")
+	default:
+	}
+
+	close(planner.gate)
+	<-handled
+	<-pinged
+	if _, err := s.Kick(ctx, "app", "u1", "bye"); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, "the kick", func() bool { return p.closedWith() != 0 })
+	want := []string{TypeCustom, TypeMessage, TypePong, TypeForceLogout}
+	if got := p.types(); !slices.Equal(got, want) || p.closedWith() != CloseKicked {
+		t.Fatalf("socket saw %v then close %d; want %v then %d", got, p.closedWith(), want, CloseKicked)
+	}
+	s.DisconnectClient(c)
+}
+
+// TestAppActorRestartKeepsSessionState: when the app's actor fails and restarts, its
+// sockets' actors are spawned again with the state they had: the session's status and
+// metadata, its message limiter, the dashboard's filters; and they answer again.
+func TestAppActorRestartKeepsSessionState(t *testing.T) {
+	s, dir := oneNode(t, Deps{Sessions: sessions{"tok-u1": user("u1")}})
+	ctx := t.Context()
+	p, dp := &recorder{}, &recorder{}
+	c, err := s.ConnectClient(ctx, client.Caller{IP: "192.0.2.1"}, "tok-u1", p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := s.ConnectDashboard(ctx, "app", dp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.DashboardMessage(ctx, d, []byte(`{"type":"set_filters","events":["status"]}`))
+	s.ClientMessage(ctx, c, []byte(`{"type":"set_status","status":"away"}`))
+	s.ClientMessage(ctx, c, []byte(`{"type":"set_metadata","metadata":{"level":3}}`))
+	for range ClientMessages - 3 {
+		s.ClientMessage(ctx, c, []byte(`{"type":"ping"}`))
+	}
+
+	dir.Each("app", func([]any) { panic("on purpose") })
+	if _, err := dir.Sockets(ctx, "app"); err != nil { // answered once the restart is over
+		t.Fatal(err)
+	}
+
+	// One message is left in the window the limiter kept; the next is refused.
+	s.ClientMessage(ctx, c, []byte(`{"type":"ping"}`))
+	s.ClientMessage(ctx, c, []byte(`{"type":"ping"}`))
+	got := p.types()
+	if n := len(got); n < 2 || got[n-2] != TypePong || got[n-1] != TypeError {
+		t.Fatalf("after the restart the socket answered %v; want a pong, then the rate error", got)
+	}
+	s.eachApp(s.renewApp)
+	list, err := s.Sessions(ctx, "app")
+	if err != nil || len(list) != 1 || list[0].Status != "away" || list[0].Metadata["level"] != 3.0 {
+		t.Fatalf("sessions after the restart: %+v %v", list, err)
+	}
+	// The dashboard still filters: a chat does not reach it, a status does.
+	for _, typ := range []string{TypeChat, TypeStatus} {
+		if err := s.toDashboardsMsg(ctx, "app", Outgoing{Type: typ, Data: map[string]any{"userId": "u1"}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitUntil(t, "the status at the dashboard", func() bool { return slices.Contains(dp.types(), TypeStatus) })
+	if slices.Contains(dp.types(), TypeChat) {
+		t.Fatalf("the filtered dashboard got a chat after the restart: %v", dp.types())
+	}
+	s.DisconnectClient(c)
+	s.DisconnectDashboard(d)
+}
+
+// TestDashboardActorRecheck: the DashboardActor checks its owner's token again on its
+// timer: a check that cannot be made changes nothing; once the account's sessions are
+// revoked (the token no longer authenticates) the socket is told and closed.
+func TestDashboardActorRecheck(t *testing.T) {
+	s, _ := oneNode(t, Deps{Sessions: sessions{}, DashboardRecheck: 10 * time.Millisecond})
+	var state atomic.Int32 // 0 valid, 1 the store does not answer, 2 revoked
+	var checks atomic.Int32
+	recheck := WithRecheck(func(context.Context) error {
+		checks.Add(1)
+		switch state.Load() {
+		case 1:
+			return errors.New("store down")
+		case 2:
+			return core.E(core.CodeUnauthorized, "the session was revoked")
+		}
+		return nil
+	})
+	dp := &recorder{}
+	d, err := s.ConnectDashboard(t.Context(), "app", dp, recheck)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.DisconnectDashboard(d)
+	waitUntil(t, "a few checks", func() bool { return checks.Load() >= 3 })
+	state.Store(1)
+	at := checks.Load()
+	waitUntil(t, "checks that fail", func() bool { return checks.Load() >= at+3 })
+	if dp.closedWith() != 0 {
+		t.Fatalf("closed with %d while the token was valid or could not be checked", dp.closedWith())
+	}
+	state.Store(2)
+	waitUntil(t, "the close", func() bool { return dp.closedWith() != 0 })
+	if got := dp.types(); dp.closedWith() != ClosePolicy || got[len(got)-1] != TypeError {
+		t.Fatalf("revoked: closed with %d after %v", dp.closedWith(), got)
+	}
+}
