@@ -213,6 +213,28 @@ type browser struct {
 	artifacts string
 }
 
+// profileDir answers a fresh Chromium profile directory, removed after the test. Not
+// t.TempDir: Chromium's helper processes may still write into the profile for a moment
+// after the browser is cancelled, and TempDir fails the test when its removal meets a
+// directory that is not empty; the removal here tries again for up to 5 s.
+func profileDir(t *testing.T) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "keyward-e2e-profile-")
+	if err != nil {
+		t.Fatalf("profile directory: %v", err)
+	}
+	t.Cleanup(func() {
+		for i := 0; i < 50; i++ {
+			if err = os.RemoveAll(dir); err == nil {
+				return
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		t.Logf("profile directory %s left behind: %v", dir, err)
+	})
+	return dir
+}
+
 func newBrowser(t *testing.T, width, height int) *browser {
 	t.Helper()
 	opts := []chromedp.ExecAllocatorOption{
@@ -222,7 +244,7 @@ func newBrowser(t *testing.T, width, height int) *browser {
 		chromedp.Flag("disable-component-update", true), chromedp.Flag("disable-sync", true),
 		chromedp.Flag("disable-default-apps", true), chromedp.Flag("disable-extensions", true),
 		chromedp.Flag("no-default-browser-check", true), chromedp.Flag("disable-dev-shm-usage", true),
-		chromedp.UserDataDir(t.TempDir()), chromedp.WindowSize(width, height),
+		chromedp.UserDataDir(profileDir(t)), chromedp.WindowSize(width, height),
 	}
 	actx, cancelA := chromedp.NewExecAllocator(context.Background(), opts...)
 	// chromedp reports CDP events it has no handler for (new Chromium, older cdproto) as errors: noise.
