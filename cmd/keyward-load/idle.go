@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
+	"runtime/metrics"
 	"runtime/pprof"
 	"strconv"
 	"strings"
@@ -80,6 +81,7 @@ func idleSockets(ctx context.Context, node *server.Server, c *client, owner apps
 	}
 
 	before := serverMemory()
+	writeHeapProfile(idleProfile + ".before")
 	self, err := os.Executable()
 	if err != nil {
 		return err
@@ -117,9 +119,11 @@ func idleSockets(ctx context.Context, node *server.Server, c *client, owner apps
 	}
 	time.Sleep(2 * time.Second) // admissions' loose ends (dashboard messages, logs)
 	after := serverMemory()
+	writeHeapProfile(idleProfile)
 	if idleProfile != "" {
-		if f, err := os.Create(idleProfile); err == nil {
-			_ = pprof.Lookup("heap").WriteTo(f, 0)
+		// Where the sockets' goroutines wait (their stacks' depth decides their size).
+		if f, err := os.Create(idleProfile + ".goroutines"); err == nil {
+			_ = pprof.Lookup("goroutine").WriteTo(f, 1)
 			_ = f.Close()
 		}
 	}
@@ -131,13 +135,31 @@ func idleSockets(ctx context.Context, node *server.Server, c *client, owner apps
 	fmt.Printf("  per socket after GC: %.2f KiB live heap + %.2f KiB goroutine stacks = %.2f KiB; %.2f goroutines\n",
 		per(after.heap, before.heap), per(after.stacks, before.stacks), per(after.heap+after.stacks, before.heap+before.stacks),
 		float64(after.goroutines-before.goroutines)/float64(n))
+	fmt.Printf("  goroutine stacks: %d B each to start with; %.0f B in use per socket (scanned at GC), %.0f B held\n",
+		after.stackStart, float64(int64(after.scanned)-int64(before.scanned))/float64(n), float64(int64(after.stacks)-int64(before.stacks))/float64(n))
 	then()
 	return nil
+}
+
+// writeHeapProfile writes the heap profile as of the last GC to path, when -idle-memprofile
+// is given.
+func writeHeapProfile(path string) {
+	if idleProfile == "" {
+		return
+	}
+	if f, err := os.Create(path); err == nil {
+		_ = pprof.Lookup("heap").WriteTo(f, 0)
+		_ = f.Close()
+	}
 }
 
 type memory struct {
 	heap, stacks uint64
 	goroutines   int
+	// stackStart is the runtime's size for new goroutines' stacks (adaptive: from the
+	// stacks it scanned at the last GC); scanned the bytes of stack in use then, over
+	// every goroutine (what a goroutine uses, not what it holds).
+	stackStart, scanned uint64
 }
 
 func serverMemory() memory {
@@ -145,7 +167,10 @@ func serverMemory() memory {
 	runtime.GC()
 	var m runtime.MemStats
 	runtime.ReadMemStats(&m)
-	return memory{heap: m.HeapAlloc, stacks: m.StackInuse, goroutines: runtime.NumGoroutine()}
+	samples := []metrics.Sample{{Name: "/gc/stack/starting-size:bytes"}, {Name: "/gc/scan/stack:bytes"}}
+	metrics.Read(samples)
+	return memory{heap: m.HeapAlloc, stacks: m.StackInuse, goroutines: runtime.NumGoroutine(),
+		stackStart: samples[0].Value.Uint64(), scanned: samples[1].Value.Uint64()}
 }
 
 // idleClient is the child process of idleSockets: it opens a socket for each "token ip"

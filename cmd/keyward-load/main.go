@@ -65,7 +65,7 @@ func main() {
 	flag.StringVar(&profileRun, "profile-run", "", "profile only this run: heartbeat, license or password")
 	flag.BoolVar(&wsOnly, "ws-only", false, "run only the WebSocket broadcast run")
 	flag.IntVar(&idleCount, "idle-sockets", 0, "measure only the server's memory per idle client socket, with this many sockets")
-	flag.StringVar(&idleProfile, "idle-memprofile", "", "with -idle-sockets, write a heap profile with the sockets open to this file")
+	flag.StringVar(&idleProfile, "idle-memprofile", "", "with -idle-sockets, write a heap profile with the sockets open to this file, one before they open to this file + \".before\" (for pprof -diff_base), and their goroutines to this file + \".goroutines\"")
 	idleList := flag.String("idle-client", "", "(internal) the child process of -idle-sockets: open the sockets listed in this file")
 	idleAddr := flag.String("idle-addr", "", "(internal) the server address for -idle-client")
 	flag.BoolVar(&signResponses, "sign", false, "turn on signResponses for the app (Ed25519 signature on every client answer)")
@@ -79,6 +79,11 @@ func main() {
 			os.Exit(1)
 		}
 		return
+	}
+	if idleProfile != "" {
+		// One sample per 512 bytes: the default (512 KiB) is too coarse to tell apart
+		// what a socket holds, a few hundred bytes each.
+		runtime.MemProfileRate = 512
 	}
 	profileFile = *profile
 	if *profile != "" && profileRun == "" {
