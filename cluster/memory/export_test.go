@@ -13,7 +13,10 @@ func (e *Engine) Len() int {
 func (e *Engine) SetLen(set string) int {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	return len(e.sets[set])
+	if m := e.sets[set]; m != nil {
+		return m.len()
+	}
+	return 0
 }
 
 // RingCap reports the capacity of a limiter key's ring (0 if the key is absent), for tests

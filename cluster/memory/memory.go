@@ -27,6 +27,10 @@ type Config struct {
 // Engine is the in-process cluster engine. Its methods are safe for concurrent use.
 type Engine struct {
 	now func() time.Time
+	// epoch is the engine's start by its clock: sets and values keep their expiries as
+	// stamps, durations since it (8 bytes where a time.Time takes 24, on every member of
+	// every set), compared as the times were (monotonic readings when the clock gives them).
+	epoch time.Time
 
 	mu       sync.Mutex
 	closed   bool
@@ -34,7 +38,7 @@ type Engine struct {
 	tokens   map[string]token
 	counters map[string]map[string]int64
 	values   map[string]value
-	sets     map[string]map[string]time.Time // set → member → expiry
+	sets     map[string]*memberSet
 	bus      *fanout.Fanout
 
 	stop      chan struct{} // closed by Close to stop the janitor
@@ -56,7 +60,7 @@ func New(cfg Config) *Engine {
 		tokens:   make(map[string]token),
 		counters: make(map[string]map[string]int64),
 		values:   make(map[string]value),
-		sets:     make(map[string]map[string]time.Time),
+		sets:     make(map[string]*memberSet),
 		bus:      fanout.New(),
 		stop:     make(chan struct{}),
 		done:     make(chan struct{}),
@@ -64,6 +68,7 @@ func New(cfg Config) *Engine {
 	if e.now == nil {
 		e.now = time.Now
 	}
+	e.epoch = e.now()
 	interval := cfg.SweepInterval
 	if interval == 0 {
 		interval = DefaultSweepInterval
@@ -135,13 +140,14 @@ func (e *Engine) Sweep() {
 			delete(e.tokens, k)
 		}
 	}
+	at := e.stamp(now)
 	for k, v := range e.values {
-		if !now.Before(v.expires) {
+		if at >= v.expires {
 			delete(e.values, k)
 		}
 	}
 	for name := range e.sets {
-		e.pruneSet(name, now)
+		e.pruneSet(name, at)
 	}
 }
 
@@ -227,6 +233,9 @@ func (e *Engine) TakeCounts(_ context.Context, group string) (map[string]int64, 
 	}
 	return g, nil
 }
+
+// stamp is t as the engine keeps expiries: its distance from the engine's epoch.
+func (e *Engine) stamp(t time.Time) time.Duration { return t.Sub(e.epoch) }
 
 type token struct {
 	value   string

@@ -10,6 +10,72 @@ import (
 	"time"
 )
 
+// memberSet is one expiring set: its members and their expiries (stamps, Engine.stamp). A
+// set of one member, the common case (a user's sockets), is held without a map: a map
+// of even one entry costs a whole group of slots, several hundred bytes.
+type memberSet struct {
+	many   map[string]time.Duration // every member once there are two; nil before
+	one    string                   // the only member while many is nil and hasOne
+	oneExp time.Duration
+	hasOne bool
+}
+
+func (s *memberSet) len() int {
+	if s.many != nil {
+		return len(s.many)
+	}
+	if s.hasOne {
+		return 1
+	}
+	return 0
+}
+
+func (s *memberSet) get(member string) (time.Duration, bool) {
+	if s.many != nil {
+		exp, ok := s.many[member]
+		return exp, ok
+	}
+	if s.hasOne && s.one == member {
+		return s.oneExp, true
+	}
+	return 0, false
+}
+
+func (s *memberSet) put(member string, exp time.Duration) {
+	switch {
+	case s.many != nil:
+		s.many[member] = exp
+	case !s.hasOne || s.one == member:
+		s.one, s.oneExp, s.hasOne = member, exp, true
+	default:
+		s.many = map[string]time.Duration{s.one: s.oneExp, member: exp}
+		s.one, s.oneExp, s.hasOne = "", 0, false
+	}
+}
+
+func (s *memberSet) del(member string) {
+	if s.many != nil {
+		delete(s.many, member)
+		return
+	}
+	if s.hasOne && s.one == member {
+		s.one, s.oneExp, s.hasOne = "", 0, false
+	}
+}
+
+// each calls fn with every member and its expiry; fn may delete the member it is given.
+func (s *memberSet) each(fn func(member string, exp time.Duration)) {
+	if s.many != nil {
+		for k, exp := range s.many {
+			fn(k, exp)
+		}
+		return
+	}
+	if s.hasOne {
+		fn(s.one, s.oneExp)
+	}
+}
+
 // AddMember implements cluster.ExpiringSets. With a limit, the members other than the one
 // just added are evicted soonest-expiring first (ties by member, as Redis orders equal
 // scores), so the new member is kept even when an older one was given a longer ttl.
@@ -22,7 +88,7 @@ func (e *Engine) AddMember(_ context.Context, set, member string, ttl time.Durat
 	if e.closed {
 		return errClosed
 	}
-	now := e.now()
+	now := e.stamp(e.now())
 	if limit > 0 {
 		// Only a limited set needs its expired members gone before counting; pruning
 		// every set on every add would make each add cost the set's size (an app's
@@ -31,26 +97,26 @@ func (e *Engine) AddMember(_ context.Context, set, member string, ttl time.Durat
 	}
 	m := e.sets[set]
 	if m == nil {
-		m = make(map[string]time.Time)
+		m = &memberSet{}
 		e.sets[set] = m
 	}
-	m[member] = now.Add(ttl)
-	if limit > 0 && len(m) > limit {
+	m.put(member, now+ttl)
+	if limit > 0 && m.len() > limit {
 		type entry struct {
 			member  string
-			expires time.Time
+			expires time.Duration
 		}
-		others := make([]entry, 0, len(m)-1)
-		for k, exp := range m {
+		others := make([]entry, 0, m.len()-1)
+		m.each(func(k string, exp time.Duration) {
 			if k != member {
 				others = append(others, entry{k, exp})
 			}
-		}
-		slices.SortFunc(others, func(a, b entry) int {
-			return cmp.Or(a.expires.Compare(b.expires), strings.Compare(a.member, b.member))
 		})
-		for _, o := range others[:len(m)-limit] {
-			delete(m, o.member)
+		slices.SortFunc(others, func(a, b entry) int {
+			return cmp.Or(cmp.Compare(a.expires, b.expires), strings.Compare(a.member, b.member))
+		})
+		for _, o := range others[:m.len()-limit] {
+			m.del(o.member)
 		}
 	}
 	return nil
@@ -67,15 +133,18 @@ func (e *Engine) TakeMember(_ context.Context, set, member string) (bool, error)
 		return false, errClosed
 	}
 	m := e.sets[set]
-	exp, ok := m[member]
+	if m == nil {
+		return false, nil
+	}
+	exp, ok := m.get(member)
 	if !ok {
 		return false, nil
 	}
-	delete(m, member)
-	if len(m) == 0 {
+	m.del(member)
+	if m.len() == 0 {
 		delete(e.sets, set)
 	}
-	return e.now().Before(exp), nil
+	return e.stamp(e.now()) < exp, nil
 }
 
 // Members implements cluster.ExpiringSets.
@@ -88,11 +157,13 @@ func (e *Engine) Members(_ context.Context, set string) ([]string, error) {
 	if e.closed {
 		return nil, errClosed
 	}
-	e.pruneSet(set, e.now())
-	out := make([]string, 0, len(e.sets[set]))
-	for k := range e.sets[set] {
-		out = append(out, k)
+	e.pruneSet(set, e.stamp(e.now()))
+	m := e.sets[set]
+	if m == nil {
+		return []string{}, nil
 	}
+	out := make([]string, 0, m.len())
+	m.each(func(k string, _ time.Duration) { out = append(out, k) })
 	return out, nil
 }
 
@@ -106,23 +177,26 @@ func (e *Engine) CountMembers(_ context.Context, set string) (int, error) {
 	if e.closed {
 		return 0, errClosed
 	}
-	e.pruneSet(set, e.now())
-	return len(e.sets[set]), nil
+	e.pruneSet(set, e.stamp(e.now()))
+	if m := e.sets[set]; m != nil {
+		return m.len(), nil
+	}
+	return 0, nil
 }
 
 // pruneSet drops set's expired members, and the set once it is empty. e.mu must be held. A
-// member is live while now is before its expiry.
-func (e *Engine) pruneSet(set string, now time.Time) {
+// member is live while now (a stamp) is before its expiry.
+func (e *Engine) pruneSet(set string, now time.Duration) {
 	m, ok := e.sets[set]
 	if !ok {
 		return
 	}
-	for k, exp := range m {
-		if !now.Before(exp) {
-			delete(m, k)
+	m.each(func(k string, exp time.Duration) {
+		if now >= exp {
+			m.del(k)
 		}
-	}
-	if len(m) == 0 {
+	})
+	if m.len() == 0 {
 		delete(e.sets, set)
 	}
 }
@@ -140,16 +214,16 @@ func (e *Engine) AcquireMember(_ context.Context, set, member string, ttl time.D
 	if e.closed {
 		return false, errClosed
 	}
-	now := e.now()
+	now := e.stamp(e.now())
 	e.pruneSet(set, now)
 	m := e.sets[set]
-	if _, live := m[member]; !live && len(m) >= limit {
-		return false, nil
-	}
 	if m == nil {
-		m = make(map[string]time.Time)
+		m = &memberSet{}
 		e.sets[set] = m
 	}
-	m[member] = now.Add(ttl)
+	if _, live := m.get(member); !live && m.len() >= limit {
+		return false, nil
+	}
+	m.put(member, now+ttl)
 	return true, nil
 }

@@ -9,7 +9,7 @@ import (
 
 type value struct {
 	data    []byte
-	expires time.Time
+	expires time.Duration // a stamp (Engine.stamp)
 }
 
 // checkTTL rejects a ttl below Redis's unit, as PutToken does; both engines agree on it.
@@ -37,7 +37,7 @@ func (e *Engine) SetValue(_ context.Context, key string, v []byte, ttl time.Dura
 	if e.closed {
 		return errClosed
 	}
-	e.values[key] = value{data: append([]byte{}, v...), expires: e.now().Add(ttl)}
+	e.values[key] = value{data: append([]byte{}, v...), expires: e.stamp(e.now()) + ttl}
 	return nil
 }
 
@@ -55,7 +55,7 @@ func (e *Engine) GetValue(_ context.Context, key string) ([]byte, time.Duration,
 	if !ok {
 		return nil, 0, false, nil
 	}
-	return append([]byte{}, v.data...), v.expires.Sub(e.now()), true, nil
+	return append([]byte{}, v.data...), v.expires - e.stamp(e.now()), true, nil
 }
 
 // TouchValue implements cluster.Values.
@@ -72,7 +72,7 @@ func (e *Engine) TouchValue(_ context.Context, key string, ttl time.Duration) (b
 	if !ok {
 		return false, nil
 	}
-	v.expires = e.now().Add(ttl)
+	v.expires = e.stamp(e.now()) + ttl
 	e.values[key] = v
 	return true, nil
 }
@@ -99,7 +99,7 @@ func (e *Engine) liveValue(key string) (value, bool) {
 	if !ok {
 		return value{}, false
 	}
-	if !e.now().Before(v.expires) {
+	if e.stamp(e.now()) >= v.expires {
 		delete(e.values, key)
 		return value{}, false
 	}
