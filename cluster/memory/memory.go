@@ -130,8 +130,9 @@ func (e *Engine) Sweep() {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	now := e.now()
+	at := e.stamp(now)
 	for k, r := range e.limiters {
-		if r.expired(now) {
+		if r.expired(at) {
 			delete(e.limiters, k)
 		}
 	}
@@ -140,7 +141,6 @@ func (e *Engine) Sweep() {
 			delete(e.tokens, k)
 		}
 	}
-	at := e.stamp(now)
 	for k, v := range e.values {
 		if at >= v.expires {
 			delete(e.values, k)
@@ -162,7 +162,7 @@ func (e *Engine) Allow(_ context.Context, key string, limit int, window time.Dur
 	if e.closed {
 		return cluster.Decision{}, errClosed
 	}
-	now := e.now()
+	now := e.stamp(e.now())
 	r := e.limiters[key]
 	if r == nil {
 		r = &ring{}

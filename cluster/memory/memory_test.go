@@ -347,3 +347,62 @@ func TestCloseStopsGoroutines(t *testing.T) {
 		time.Sleep(time.Millisecond)
 	}
 }
+
+// A set is held without a map while it has one member; it must behave the same through
+// every change of shape: one member, a second, back to one, expiry of the only member.
+func TestSetOfOneMemberChangesShape(t *testing.T) {
+	e, clock := newFake(t)
+	ctx := context.Background()
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	members := func() []string {
+		t.Helper()
+		m, err := e.Members(ctx, "s")
+		must(err)
+		slices.Sort(m)
+		return m
+	}
+	must(e.AddMember(ctx, "s", "a", time.Minute, 0))
+	must(e.AddMember(ctx, "s", "a", 2*time.Minute, 0)) // renews, still one member
+	if got := members(); !slices.Equal(got, []string{"a"}) {
+		t.Fatalf("one member: %v", got)
+	}
+	if took, err := e.TakeMember(ctx, "s", "b"); err != nil || took {
+		t.Fatalf("take of a member not there: %v, %v", took, err)
+	}
+	must(e.AddMember(ctx, "s", "b", time.Minute, 0))
+	if got := members(); !slices.Equal(got, []string{"a", "b"}) {
+		t.Fatalf("two members: %v", got)
+	}
+	clock.Advance(time.Minute) // b expires, a (renewed to 2 min) stays
+	if n, err := e.CountMembers(ctx, "s"); err != nil || n != 1 {
+		t.Fatalf("after b expired: %d, %v", n, err)
+	}
+	if took, err := e.TakeMember(ctx, "s", "a"); err != nil || !took {
+		t.Fatalf("take a: %v, %v", took, err)
+	}
+	if n := e.Len(); n != 0 {
+		t.Fatalf("the empty set is kept: %d entries", n)
+	}
+	// One member, then its expiry: the set goes.
+	must(e.AddMember(ctx, "s", "c", time.Minute, 0))
+	if ok, err := e.AcquireMember(ctx, "s", "d", time.Minute, 1); err != nil || ok {
+		t.Fatalf("acquire beyond the limit of one: %v, %v", ok, err)
+	}
+	clock.Advance(time.Minute)
+	if ok, err := e.AcquireMember(ctx, "s", "d", time.Minute, 1); err != nil || !ok {
+		t.Fatalf("acquire once c expired: %v, %v", ok, err)
+	}
+	if got := members(); !slices.Equal(got, []string{"d"}) {
+		t.Fatalf("after c expired: %v", got)
+	}
+	clock.Advance(time.Minute)
+	e.Sweep()
+	if n := e.Len(); n != 0 {
+		t.Fatalf("the expired set is kept after a sweep: %d entries", n)
+	}
+}

@@ -11,15 +11,15 @@ import (
 // so more are never needed and a key's memory is bounded. The buffer starts small and
 // doubles on demand, so a generous limit costs nothing for keys that are rarely hit.
 type ring struct {
-	times  []time.Time // circular; len(times) <= limit
-	head   int         // index of the oldest stored hit
-	n      int         // number of stored hits
-	limit  int         // the limit last used with this key
+	times  []time.Duration // stamps (Engine.stamp), circular; len(times) <= limit
+	head   int             // index of the oldest stored hit
+	n      int             // number of stored hits
+	limit  int             // the limit last used with this key
 	window time.Duration
 }
 
 // hit records one hit at now if fewer than limit stored hits are younger than window.
-func (r *ring) hit(now time.Time, limit int, window time.Duration) cluster.Decision {
+func (r *ring) hit(now time.Duration, limit int, window time.Duration) cluster.Decision {
 	if limit != r.limit {
 		// Callers use one limit per key, so this runs once per key in practice.
 		r.limit = limit
@@ -29,8 +29,8 @@ func (r *ring) hit(now time.Time, limit int, window time.Duration) cluster.Decis
 	}
 	r.window = window
 	// Forget hits that left the window: a hit at h counts while now-h < window.
-	for r.n > 0 && now.Sub(r.times[r.head]) >= window {
-		r.times[r.head] = time.Time{}
+	for r.n > 0 && now-r.times[r.head] >= window {
+		r.times[r.head] = 0
 		r.head = (r.head + 1) % len(r.times)
 		r.n--
 	}
@@ -44,7 +44,7 @@ func (r *ring) hit(now time.Time, limit int, window time.Duration) cluster.Decis
 	}
 	// Refused, and not stored: refused hits do not count. One more hit is allowed once the
 	// oldest stored hit leaves the window.
-	retry := r.times[r.head].Add(window).Sub(now)
+	retry := r.times[r.head] + window - now
 	// A clock that stepped back (only an injected one can) must not yield a RetryAfter
 	// outside (0, window].
 	retry = min(max(retry, time.Nanosecond), window)
@@ -54,7 +54,7 @@ func (r *ring) hit(now time.Time, limit int, window time.Duration) cluster.Decis
 // relayout copies the stored hits, oldest first, into a new buffer of size slots, keeping
 // the newest ones if they do not all fit.
 func (r *ring) relayout(size int) {
-	times := make([]time.Time, size)
+	times := make([]time.Duration, size)
 	keep := min(r.n, size)
 	for i := range keep {
 		times[i] = r.times[(r.head+r.n-keep+i)%len(r.times)]
@@ -64,10 +64,10 @@ func (r *ring) relayout(size int) {
 
 // expired reports whether every stored hit has left the window, so the key can be dropped
 // without changing any future decision.
-func (r *ring) expired(now time.Time) bool {
+func (r *ring) expired(now time.Duration) bool {
 	if r.n == 0 {
 		return true
 	}
 	newest := r.times[(r.head+r.n-1)%len(r.times)]
-	return now.Sub(newest) >= r.window
+	return now-newest >= r.window
 }
