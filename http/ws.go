@@ -52,6 +52,9 @@ type wsMetrics struct {
 	slow     prometheus.Counter
 	refusals *prometheus.CounterVec
 	panics   prometheus.Counter
+	// onClose counts a socket's close, by channel: one function per channel that every
+	// peer of it shares (a closure per peer would cost each socket an allocation).
+	onClose map[string]func(code int)
 }
 
 func newWSMetrics(reg prometheus.Registerer) *wsMetrics {
@@ -66,7 +69,25 @@ func newWSMetrics(reg prometheus.Registerer) *wsMetrics {
 	m.panics = prometheus.NewCounter(prometheus.CounterOpts{Name: "keyward_ws_message_panics_total",
 		Help: "Socket messages whose handling panicked (the socket was closed with 1011)."})
 	reg.MustRegister(m.closes, m.slow, m.refusals, m.panics)
+	m.onClose = map[string]func(int){"client": m.closed("client"), "dashboard": m.closed("dashboard")}
 	return m
+}
+
+// closed counts a close of one of channel's sockets, and a slow reader or a failed actor.
+func (m *wsMetrics) closed(channel string) func(code int) {
+	return func(code int) {
+		switch code {
+		case websocket.CloseTryAgainLater:
+			m.slow.Inc()
+		case websocket.CloseInternalServerErr:
+			// The socket's actor failed (it logged the app and the socket).
+			m.panics.Inc()
+		}
+		if code == websocket.CloseAbnormalClosure || code == websocket.CloseNormalClosure {
+			code = websocket.CloseNormalClosure
+		}
+		m.closes.WithLabelValues(channel, strconv.Itoa(code)).Inc()
+	}
 }
 
 func (m *wsMetrics) refused(channel string, err error) {
@@ -76,10 +97,13 @@ func (m *wsMetrics) refused(channel string, err error) {
 func newWSHandlers(rt *realtime.Service, hk *wshooks.Service, a *apps.Service, auth Authenticator, l cluster.RateLimiter, reg prometheus.Registerer, log *slog.Logger) *wsHandlers {
 	return &wsHandlers{rt: rt, hooks: hk, apps: a, auth: auth, limiter: l, log: log, metrics: newWSMetrics(reg),
 		upgrader: websocket.Upgrader{
-			// Idle sockets are the common case: a small read buffer of their own (a
-			// larger message is read through it), and write buffers from a pool shared by
-			// every socket, held only while a frame is written.
-			ReadBufferSize: 512, WriteBufferSize: 4096, WriteBufferPool: &sync.Pool{},
+			// Idle sockets are the common case: a small read buffer of their own, and
+			// write buffers from a pool shared by every socket, held only while a frame
+			// is written. The read buffer holds a control frame's payload (at most 125
+			// bytes, gorilla's floor); a larger message is read past it straight into
+			// the message (bufio reads directly into a destination larger than its
+			// buffer), and clients send a few messages a second at most (SPEC 8).
+			ReadBufferSize: 128, WriteBufferSize: 4096, WriteBufferPool: &sync.Pool{},
 			// Clients are programs that send any Origin or none (CLIENT-SDKS.md §6.1) and
 			// authenticate with the token in the URL, not with cookies, so the origin
 			// proves nothing and is not checked.
@@ -251,19 +275,7 @@ func (h *wsHandlers) upgrade(c *gin.Context, channel string) (*peer, bool) {
 // newPeer makes a socket writer that counts its close and a slow reader.
 func (h *wsHandlers) newPeer(channel string) *peer {
 	p := newPeer()
-	p.onClose = func(code int) {
-		switch code {
-		case websocket.CloseTryAgainLater:
-			h.metrics.slow.Inc()
-		case websocket.CloseInternalServerErr:
-			// The socket's actor failed (it logged the app and the socket).
-			h.metrics.panics.Inc()
-		}
-		if code == websocket.CloseAbnormalClosure || code == websocket.CloseNormalClosure {
-			code = websocket.CloseNormalClosure
-		}
-		h.metrics.closes.WithLabelValues(channel, strconv.Itoa(code)).Inc()
-	}
+	p.onClose = h.metrics.onClose[channel]
 	return p
 }
 
@@ -307,7 +319,10 @@ type peer struct {
 	reason  string
 	ping    *time.Timer
 
-	done chan struct{} // closed when the socket is closed and written for the last time
+	// ended is set when the socket is closed and written for the last time; done, made
+	// only once someone waits (an idle socket holds no channel), is closed then.
+	ended bool
+	done  chan struct{}
 	// onClose, when set, is told the close code once the socket is closed.
 	onClose func(code int)
 }
@@ -316,7 +331,7 @@ var _ realtime.Peer = (*peer)(nil)
 
 func newPeer() *peer {
 	// writing is true until start: frames queue up, nobody writes them yet.
-	return &peer{writing: true, done: make(chan struct{})}
+	return &peer{writing: true}
 }
 
 // start gives the peer its socket, starts the pings and writes what was queued.
@@ -374,7 +389,20 @@ func (p *peer) Close(code int, reason string) {
 }
 
 // wait blocks until the socket is closed.
-func (p *peer) wait() { <-p.done }
+func (p *peer) wait() { <-p.finished() }
+
+// finished is closed when the socket is closed and written for the last time.
+func (p *peer) finished() <-chan struct{} {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.done == nil {
+		p.done = make(chan struct{})
+		if p.ended {
+			close(p.done)
+		}
+	}
+	return p.done
+}
 
 // write writes the queue until it is empty, then ends; after Close it writes what was
 // queued before, the close frame, and closes the socket.
@@ -444,7 +472,12 @@ func (p *peer) finish(frame bool) {
 	if p.onClose != nil {
 		p.onClose(code)
 	}
-	close(p.done)
+	p.mu.Lock()
+	p.ended = true
+	if p.done != nil {
+		close(p.done)
+	}
+	p.mu.Unlock()
 }
 
 // sendPing is the ping timer's work (gorilla lets a control frame be written beside a

@@ -104,7 +104,7 @@ func TestPanicClosesOnlyItsSocket(t *testing.T) {
 
 	rt.ClientMessage(ctx, badSock, []byte(`{"type":"ping"}`))
 	select {
-	case <-bad.done:
+	case <-bad.finished():
 	case <-time.After(5 * time.Second):
 		t.Fatal("the panicking socket was not closed")
 	}
