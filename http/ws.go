@@ -152,7 +152,9 @@ func (h *wsHandlers) client(c *gin.Context, ch *clientHandlers) {
 	}
 	p := h.newPeer("client")
 	admit, cancelAdmit := context.WithTimeout(context.Background(), 10*time.Second)
-	sock, refused := h.rt.ConnectClient(admit, ch.caller(c), token, p)
+	// The socket keeps its token for its whole life: a copy of its own, not a piece of
+	// the request's line, which it would keep whole.
+	sock, refused := h.rt.ConnectClient(admit, ch.caller(c), strings.Clone(token), p)
 	cancelAdmit()
 	conn, err := h.upgrader.Upgrade(c.Writer, c.Request, nil)
 	if err != nil {
@@ -175,12 +177,12 @@ func (h *wsHandlers) client(c *gin.Context, ch *clientHandlers) {
 	// The socket's SessionActor (a child of its app's actor) handles what happens to it;
 	// the app's actor renews its lease and checks its session with the other sockets of
 	// its app: the socket has no timer of its own. The handler returns; the reader
-	// goroutine hands each frame to the actor, and the writer drains the queue.
-	ctx, cancel := context.WithCancel(context.Background())
+	// goroutine hands each frame to the actor, and the writer drains the queue. The
+	// reader itself waits for each of its frames (bounded in realtime), so when it ends
+	// nothing is left to cancel: the socket needs no context of its own.
 	go func() {
-		defer cancel()
 		defer h.rt.DisconnectClient(sock)
-		p.read(func(msg []byte) { h.rt.ClientMessage(ctx, sock, msg) })
+		p.read(func(msg []byte) { h.rt.ClientMessage(context.Background(), sock, msg) })
 	}()
 }
 
