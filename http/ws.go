@@ -44,6 +44,7 @@ type wsHandlers struct {
 	log      *slog.Logger
 	metrics  *wsMetrics
 	upgrader websocket.Upgrader
+	pinger   *pinger // nil pings no socket (tests of the actor edge build wsHandlers bare)
 }
 
 // wsMetrics count what happens at the socket edge.
@@ -95,7 +96,7 @@ func (m *wsMetrics) refused(channel string, err error) {
 }
 
 func newWSHandlers(rt *realtime.Service, hk *wshooks.Service, a *apps.Service, auth Authenticator, l cluster.RateLimiter, reg prometheus.Registerer, log *slog.Logger) *wsHandlers {
-	return &wsHandlers{rt: rt, hooks: hk, apps: a, auth: auth, limiter: l, log: log, metrics: newWSMetrics(reg),
+	return &wsHandlers{rt: rt, hooks: hk, apps: a, auth: auth, limiter: l, log: log, metrics: newWSMetrics(reg), pinger: &pinger{},
 		upgrader: websocket.Upgrader{
 			// Idle sockets are the common case: a small read buffer of their own, and
 			// write buffers from a pool shared by every socket, held only while a frame
@@ -278,6 +279,7 @@ func (h *wsHandlers) upgrade(c *gin.Context, channel string) (*peer, bool) {
 func (h *wsHandlers) newPeer(channel string) *peer {
 	p := newPeer()
 	p.onClose = h.metrics.onClose[channel]
+	p.pinger = h.pinger
 	return p
 }
 
@@ -317,14 +319,15 @@ type peer struct {
 	queue   []any           // []byte or *realtime.Shared
 	writing bool            // a writer goroutine runs (or the socket is not started yet: none may)
 	closed  bool            // Close was called: nothing more is queued
+	ended   bool            // closed and written for the last time (done is closed then)
+	slot    uint8           // the pinger's slot the socket is in, once started
 	code    int
 	reason  string
-	ping    *time.Timer
+	pinger  *pinger
 
-	// ended is set when the socket is closed and written for the last time; done, made
-	// only once someone waits (an idle socket holds no channel), is closed then.
-	ended bool
-	done  chan struct{}
+	// done, made only once someone waits (an idle socket holds no channel), is closed
+	// when the socket ends.
+	done chan struct{}
 	// onClose, when set, is told the close code once the socket is closed.
 	onClose func(code int)
 }
@@ -340,8 +343,10 @@ func newPeer() *peer {
 func (p *peer) start(conn *websocket.Conn) {
 	p.mu.Lock()
 	p.conn = conn
-	p.ping = time.AfterFunc(wsPingEvery, p.sendPing)
 	p.mu.Unlock()
+	if p.pinger != nil {
+		p.pinger.add(p)
+	}
 	go p.write()
 }
 
@@ -461,10 +466,10 @@ func prepare(msg []byte) any {
 
 // finish sends the close frame (when the socket can still take it) and closes the socket.
 func (p *peer) finish(frame bool) {
-	p.mu.Lock()
-	if p.ping != nil {
-		p.ping.Stop()
+	if p.pinger != nil {
+		p.pinger.remove(p)
 	}
+	p.mu.Lock()
 	code, reason := p.code, p.reason
 	p.mu.Unlock()
 	if frame && code != websocket.CloseAbnormalClosure {
@@ -482,8 +487,8 @@ func (p *peer) finish(frame bool) {
 	p.mu.Unlock()
 }
 
-// sendPing is the ping timer's work (gorilla lets a control frame be written beside a
-// message writer).
+// sendPing is the pinger's work for the socket (gorilla lets a control frame be written
+// beside a message writer).
 func (p *peer) sendPing() {
 	p.mu.Lock()
 	closed := p.closed
@@ -493,13 +498,71 @@ func (p *peer) sendPing() {
 	}
 	if p.conn.WriteControl(websocket.PingMessage, nil, time.Now().Add(wsWriteWait)) != nil {
 		p.Close(websocket.CloseAbnormalClosure, "")
+	}
+}
+
+// pingSlots divides wsPingEvery: the pinger has a timer per slot of a second, not one
+// per socket (a timer costs each idle socket more than a hundred bytes).
+const pingSlots = int(wsPingEvery / time.Second)
+
+// pinger pings every started socket of the node every wsPingEvery (give or take the
+// second of its slot): a socket joins the slot of the second it starts in, and each slot's
+// timer, running while the slot holds sockets, pings them all, each in a goroutine of its
+// own as a socket's own timer did (a socket slow to take a ping delays no other).
+type pinger struct {
+	mu    sync.Mutex
+	slots [pingSlots]pingSlot
+}
+
+type pingSlot struct {
+	peers map[*peer]struct{}
+	timer *time.Timer // runs while peers is not empty
+}
+
+func (g *pinger) add(p *peer) {
+	i := int(time.Now().Unix() % int64(pingSlots))
+	p.mu.Lock()
+	p.slot = uint8(i)
+	p.mu.Unlock()
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	s := &g.slots[i]
+	if s.peers == nil {
+		s.peers = make(map[*peer]struct{})
+	}
+	s.peers[p] = struct{}{}
+	if s.timer == nil {
+		s.timer = time.AfterFunc(wsPingEvery, func() { g.ping(i) })
+	}
+}
+
+func (g *pinger) remove(p *peer) {
+	p.mu.Lock()
+	i := p.slot
+	p.mu.Unlock()
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	delete(g.slots[i].peers, p)
+}
+
+// ping is slot i's timer: it pings the slot's sockets and runs again, or stops and frees
+// the slot once it is empty.
+func (g *pinger) ping(i int) {
+	defer func() {
+		// A goroutine of the node's: a panic here must not end the process.
+		_ = recover()
+	}()
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	s := &g.slots[i]
+	if len(s.peers) == 0 {
+		s.peers, s.timer = nil, nil
 		return
 	}
-	p.mu.Lock()
-	if !p.closed {
-		p.ping.Reset(wsPingEvery)
+	for p := range s.peers {
+		go p.sendPing()
 	}
-	p.mu.Unlock()
+	s.timer.Reset(wsPingEvery)
 }
 
 // read passes each text message to fn until the socket ends, then closes the peer.

@@ -136,3 +136,71 @@ func TestPanicClosesOnlyItsSocket(t *testing.T) {
 	rt.DisconnectClient(badSock)
 	rt.DisconnectClient(goodSock)
 }
+
+// TestPingerPingsStartedSockets: the node's pinger holds a started socket in its slot,
+// pings it when the slot's timer runs (run here by hand: the period is 25 s), and lets go
+// of it, and of the slot, once the socket ends.
+func TestPingerPingsStartedSockets(t *testing.T) {
+	conns := make(chan *websocket.Conn, 1)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if c, err := (&websocket.Upgrader{}).Upgrade(w, r, nil); err == nil {
+			conns <- c
+		}
+	}))
+	t.Cleanup(srv.Close)
+	cc, _, err := websocket.DefaultDialer.Dial("ws"+strings.TrimPrefix(srv.URL, "http"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cc.Close() })
+	pinged := make(chan struct{}, 1)
+	cc.SetPingHandler(func(string) error {
+		select {
+		case pinged <- struct{}{}:
+		default:
+		}
+		return nil
+	})
+	go func() {
+		for {
+			if _, _, err := cc.ReadMessage(); err != nil {
+				return
+			}
+		}
+	}()
+
+	g := &pinger{}
+	p := newPeer()
+	p.pinger = g
+	p.start(<-conns)
+	slot := func() (int, bool) {
+		p.mu.Lock()
+		i := int(p.slot)
+		p.mu.Unlock()
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		_, held := g.slots[i].peers[p]
+		return i, held && g.slots[i].timer != nil
+	}
+	i, held := slot()
+	if !held {
+		t.Fatal("a started socket is not in its ping slot")
+	}
+	g.ping(i)
+	select {
+	case <-pinged:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the slot's run sent no ping")
+	}
+	p.Close(realtime.CloseNormal, "")
+	<-p.finished()
+	if _, held := slot(); held {
+		t.Fatal("an ended socket is still in its ping slot")
+	}
+	g.ping(i)
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.slots[i].peers != nil || g.slots[i].timer != nil {
+		t.Fatal("an empty slot keeps its map or its timer")
+	}
+}
