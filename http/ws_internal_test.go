@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/gorilla/websocket"
 	"github.com/prometheus/client_golang/prometheus"
@@ -202,5 +203,13 @@ func TestPingerPingsStartedSockets(t *testing.T) {
 	defer g.mu.Unlock()
 	if g.slots[i].peers != nil || g.slots[i].timer != nil {
 		t.Fatal("an empty slot keeps its map or its timer")
+	}
+}
+
+// TestPeerSize: every socket holds a peer; it stays in the 96-byte size class (no timer
+// of its own, its flags packed).
+func TestPeerSize(t *testing.T) {
+	if n := unsafe.Sizeof(peer{}); n > 96 {
+		t.Fatalf("a peer is %d bytes, more than the 96-byte size class", n)
 	}
 }

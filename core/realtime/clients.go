@@ -19,10 +19,12 @@ import (
 // (turns.go). Its actor alone changes it; status and metadata are also read, under mu, by
 // the app's periodic work (the lease carries them).
 type Client struct {
-	ID          string
-	User        client.SocketUser
-	Caller      client.Caller
-	ConnectedAt time.Time
+	ID     string
+	User   client.SocketUser
+	Caller client.Caller
+	// connectedAt is when the socket was admitted, in Unix milliseconds (the session list
+	// shows it to the millisecond, in UTC): 8 bytes where a time.Time takes 24.
+	connectedAt int64
 
 	svc  *Service
 	peer Peer
@@ -81,7 +83,7 @@ func (c *Client) info() SessionInfo {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return SessionInfo{ID: c.ID, UserID: c.User.UserID, Username: c.User.Username, IP: c.User.IP,
-		ConnectedAt: c.ConnectedAt, Status: c.status, Metadata: maps.Clone(c.metadata)}
+		ConnectedAt: time.UnixMilli(c.connectedAt).UTC(), Status: c.status, Metadata: maps.Clone(c.metadata)}
 }
 
 // explain answers what a client is told about err: a domain error's code and message, or
@@ -120,7 +122,7 @@ func (s *Service) ConnectClient(ctx context.Context, caller client.Caller, token
 	if err != nil {
 		return nil, fmt.Errorf("realtime: read the user's sockets: %w", err)
 	}
-	c := &Client{ID: newID(), User: u, Caller: caller, ConnectedAt: s.d.Now().UTC().Truncate(time.Millisecond), svc: s, peer: peer, session: sessionRef(u.Token),
+	c := &Client{ID: newID(), User: u, Caller: caller, connectedAt: s.d.Now().UnixMilli(), svc: s, peer: peer, session: sessionRef(u.Token),
 		rate: window{limit: ClientMessages, per: ClientWindow}, status: "online"}
 	for _, id := range earlier {
 		s.replace(ctx, u, id)
