@@ -8,6 +8,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unique"
 
 	"github.com/keyward/keyward/actors"
 	"github.com/keyward/keyward/core"
@@ -118,6 +119,9 @@ func (s *Service) ConnectClient(ctx context.Context, caller client.Caller, token
 	if err != nil {
 		return nil, err
 	}
+	// Every socket of an app has the same app and owner ids: one copy of each (the
+	// session's decoding made a copy per socket).
+	u.AppID, u.AccountID = unique.Make(u.AppID).Value(), unique.Make(u.AccountID).Value()
 	earlier, err := s.d.Engine.Members(ctx, userSocketsKey(u.AppID, u.UserID))
 	if err != nil {
 		return nil, fmt.Errorf("realtime: read the user's sockets: %w", err)
