@@ -9,7 +9,8 @@
 //
 // Sockets (ws.go): the edge admits a client socket before it answers the upgrade, then
 // hands the socket to a reader goroutine and returns. An idle socket holds one goroutine
-// (its reader), a 512-byte read buffer and one ping timer; its writer (peer) queues frames
+// (its reader) and a 128-byte read buffer; the node pings its sockets from one timer per
+// second of the ping period (pinger), not one per socket. Its writer (peer) queues frames
 // in a bounded queue allocated only while frames wait, writes them on a goroutine that
 // runs only while there is something to write, through a buffer pool shared by every
 // socket, and closes a reader too slow to keep up (1013). A panic while handling one

@@ -308,8 +308,8 @@ func truncateReason(s string) string {
 }
 
 // peer is a socket's writer. It holds little while the socket is idle: a queue that is
-// allocated when something is queued (bounded: wsQueue frames), one timer for the
-// pings, and no goroutine: a writer goroutine runs only while there is something to
+// allocated when something is queued (bounded: wsQueue frames), a place in the node's
+// pinger, and no goroutine: a writer goroutine runs only while there is something to
 // write, and ends when the queue is empty. Frames are written through the upgrader's
 // shared buffer pool. It implements realtime.Peer. A peer exists before its socket (a
 // client socket is admitted before the upgrade): what is sent meanwhile waits until start.
