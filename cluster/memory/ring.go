@@ -8,8 +8,9 @@ import (
 
 // ring holds the times of the allowed hits of one limiter key, oldest first, in a circular
 // buffer of at most `limit` slots: once `limit` hits are stored the next one is refused,
-// so more are never needed and a key's memory is bounded. The buffer starts small and
-// doubles on demand, so a generous limit costs nothing for keys that are rarely hit.
+// so more are never needed and a key's memory is bounded. The buffer starts at one slot
+// (most keys, one per caller's address, are hit once in their window) and doubles on
+// demand, so a generous limit costs nothing for keys that are rarely hit.
 type ring struct {
 	times  []time.Duration // stamps (Engine.stamp), circular; len(times) <= limit
 	head   int             // index of the oldest stored hit
@@ -36,7 +37,7 @@ func (r *ring) hit(now time.Duration, limit int, window time.Duration) cluster.D
 	}
 	if r.n < limit {
 		if r.n == len(r.times) {
-			r.relayout(min(max(2*len(r.times), 4), limit))
+			r.relayout(min(max(2*len(r.times), 1), limit))
 		}
 		r.times[(r.head+r.n)%len(r.times)] = now
 		r.n++
