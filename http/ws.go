@@ -130,7 +130,7 @@ func (h *wsHandlers) client(c *gin.Context, ch *clientHandlers) {
 	admit, cancelAdmit := context.WithTimeout(context.Background(), 10*time.Second)
 	sock, refused := h.rt.ConnectClient(admit, ch.caller(c), token, p)
 	cancelAdmit()
-	conn, err := h.upgrader.Upgrade(c.Writer, c.Request, nil)
+	conn, err := h.upgrader.Upgrade(socketWriter{c.Writer}, c.Request, nil)
 	if err != nil {
 		// The upgrader answered the request; the socket never opened.
 		if refused == nil {
@@ -239,7 +239,7 @@ func (h *wsHandlers) upgrade(c *gin.Context, channel string) (*peer, bool) {
 	if !h.isUpgrade(c) {
 		return nil, false
 	}
-	conn, err := h.upgrader.Upgrade(c.Writer, c.Request, nil)
+	conn, err := h.upgrader.Upgrade(socketWriter{c.Writer}, c.Request, nil)
 	if err != nil {
 		return nil, false
 	}
