@@ -94,8 +94,16 @@ func idleSockets(ctx context.Context, node *server.Server, c *client, owner apps
 	if err != nil {
 		return err
 	}
+	stopProfile := func() {}
+	if profileRun == "connect" && profileFile != "" {
+		if f, err := os.Create(profileFile); err == nil {
+			_ = pprof.StartCPUProfile(f)
+			stopProfile = func() { pprof.StopCPUProfile(); _ = f.Close() }
+		}
+	}
 	start, cpu0 := time.Now(), cpuTime()
 	if err := child.Start(); err != nil {
+		stopProfile()
 		return err
 	}
 	defer func() { _ = stdin.Close(); _ = child.Wait() }()
@@ -108,9 +116,11 @@ func idleSockets(ctx context.Context, node *server.Server, c *client, owner apps
 	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
 		if held, _ := core.Realtime.Held(); held == n {
 			cpu = cpuTime() - cpu0
+			stopProfile()
 			break
 		}
 		if time.Now().After(deadline) {
+			stopProfile()
 			held, _ := core.Realtime.Held()
 			return fmt.Errorf("idle sockets: the server holds %d of %d", held, n)
 		}
