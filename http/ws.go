@@ -394,15 +394,37 @@ func (p *peer) write() {
 			return
 		}
 		p.mu.Unlock()
-		for _, msg := range batch {
-			_ = p.conn.SetWriteDeadline(time.Now().Add(wsWriteWait))
-			if p.writeFrame(msg) != nil {
-				p.Close(websocket.CloseAbnormalClosure, "")
-				p.finish(false)
-				return
-			}
+		if p.writeBatch(batch) != nil {
+			p.Close(websocket.CloseAbnormalClosure, "")
+			p.finish(false)
+			return
 		}
 	}
+}
+
+// writeBatch writes the frames that were queued together, in one write to the network
+// when there are several.
+func (p *peer) writeBatch(batch []any) error {
+	sc, _ := p.conn.NetConn().(*socketConn)
+	if len(batch) < 2 {
+		sc = nil
+	}
+	if sc != nil {
+		sc.cork()
+	}
+	for _, msg := range batch {
+		_ = p.conn.SetWriteDeadline(time.Now().Add(wsWriteWait))
+		if err := p.writeFrame(msg); err != nil {
+			if sc != nil {
+				_ = sc.uncork()
+			}
+			return err
+		}
+	}
+	if sc != nil {
+		return sc.uncork()
+	}
+	return nil
 }
 
 // writeFrame writes one queued frame; a shared one through its prepared form.
