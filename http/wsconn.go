@@ -103,3 +103,32 @@ func (c *socketConn) SetDeadline(t time.Time) error {
 	c.writeDeadline = t
 	return c.Conn.SetDeadline(t)
 }
+
+// wsLinger is how long a socket's writer waits at most for more frames before it ends.
+const wsLinger = 100 * time.Millisecond
+
+// lingerClock ticks every wsLinger while some writer waits on it: next answers a channel
+// closed at the next tick (from 0 to wsLinger away). One timer for every writer of the
+// node, armed only while one waits: a timer per wait would cost what the wait saves.
+type lingerClock struct {
+	mu   sync.Mutex
+	tick chan struct{} // nil when no tick is armed
+}
+
+func (c *lingerClock) next() <-chan struct{} {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.tick == nil {
+		tick := make(chan struct{})
+		c.tick = tick
+		time.AfterFunc(wsLinger, func() {
+			c.mu.Lock()
+			if c.tick == tick {
+				c.tick = nil
+			}
+			c.mu.Unlock()
+			close(tick)
+		})
+	}
+	return c.tick
+}

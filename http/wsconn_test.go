@@ -87,3 +87,40 @@ func TestPeerWritesQueuedFramesTogether(t *testing.T) {
 		t.Fatalf("close: %v", err)
 	}
 }
+
+// TestPeerWriterLingersThenEnds: a socket's writer waits a moment for more frames (a
+// frame sent meanwhile is written by it), then ends: an idle socket holds no writer and
+// no channel.
+func TestPeerWriterLingersThenEnds(t *testing.T) {
+	sc, _, cc := upgradedPair(t)
+	p := newPeer()
+	p.linger = &lingerClock{}
+	p.start(sc)
+	_ = cc.SetReadDeadline(time.Now().Add(5 * time.Second))
+	for i := range 3 {
+		p.Send(fmt.Appendf(nil, `{"type":"message","data":{"message":"m%d"}}`, i))
+		if _, msg, err := cc.ReadMessage(); err != nil || !strings.Contains(string(msg), fmt.Sprintf(`"m%d"`, i)) {
+			t.Fatalf("frame %d: %s, %v", i, msg, err)
+		}
+	}
+	idle := func() bool {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		return !p.writing && !p.lingering && p.wake == nil
+	}
+	for deadline := time.Now().Add(5 * time.Second); !idle(); time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the writer of an idle socket did not end")
+		}
+	}
+	// A later frame starts a writer again; Close ends the socket as before.
+	p.Send([]byte(`{"type":"message","data":{"message":"again"}}`))
+	if _, msg, err := cc.ReadMessage(); err != nil || !strings.Contains(string(msg), "again") {
+		t.Fatalf("a frame after the writer ended: %s, %v", msg, err)
+	}
+	p.Close(websocket.CloseNormalClosure, "bye")
+	p.wait()
+	if _, _, err := cc.ReadMessage(); !websocket.IsCloseError(err, websocket.CloseNormalClosure) {
+		t.Fatalf("close while lingering: %v", err)
+	}
+}
