@@ -407,12 +407,10 @@ func (p *peer) write() {
 					p.wake = make(chan struct{}, 1)
 				}
 				p.lingering, lingered = true, true
-				wake, tick := p.wake, p.linger.next()
+				wake := p.wake
 				p.mu.Unlock()
-				select {
-				case <-wake:
-				case <-tick:
-				}
+				p.linger.wake(wake)
+				<-wake // a frame, Close, or the clock's tick
 				p.mu.Lock()
 				p.lingering = false
 				select {

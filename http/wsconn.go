@@ -107,28 +107,36 @@ func (c *socketConn) SetDeadline(t time.Time) error {
 // wsLinger is how long a socket's writer waits at most for more frames before it ends.
 const wsLinger = 100 * time.Millisecond
 
-// lingerClock ticks every wsLinger while some writer waits on it: next answers a channel
-// closed at the next tick (from 0 to wsLinger away). One timer for every writer of the
-// node, armed only while one waits: a timer per wait would cost what the wait saves.
+// lingerClock wakes the writers that wait on it every wsLinger (from 0 to wsLinger after
+// they start waiting). One timer for every writer of the node, armed only while one
+// waits, and each writer waits on its own channel: a timer per wait, or a channel shared
+// by every writer, would cost what the wait saves.
 type lingerClock struct {
-	mu   sync.Mutex
-	tick chan struct{} // nil when no tick is armed
+	mu      sync.Mutex
+	armed   bool
+	waiting []chan struct{}
 }
 
-func (c *lingerClock) next() <-chan struct{} {
+// wake has wake (a channel of capacity 1) sent a token at the next tick.
+func (c *lingerClock) wake(wake chan struct{}) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.tick == nil {
-		tick := make(chan struct{})
-		c.tick = tick
-		time.AfterFunc(wsLinger, func() {
-			c.mu.Lock()
-			if c.tick == tick {
-				c.tick = nil
-			}
-			c.mu.Unlock()
-			close(tick)
-		})
+	c.waiting = append(c.waiting, wake)
+	if !c.armed {
+		c.armed = true
+		time.AfterFunc(wsLinger, c.tick)
 	}
-	return c.tick
+}
+
+func (c *lingerClock) tick() {
+	c.mu.Lock()
+	waiting := c.waiting
+	c.waiting, c.armed = nil, false
+	c.mu.Unlock()
+	for _, w := range waiting {
+		select {
+		case w <- struct{}{}:
+		default: // woken already
+		}
+	}
 }
