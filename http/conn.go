@@ -49,6 +49,12 @@ type envelopeConn struct {
 }
 
 func (c *envelopeConn) Write(b []byte) (int, error) {
+	// Every write of a connection passes here, a socket's frames included: what cannot be
+	// one of net/http's answers goes straight through, without calling rewrite (whose
+	// large frame would grow the stack of each socket's short-lived writer goroutine).
+	if !bytes.HasPrefix(b, []byte(http11)) {
+		return c.Conn.Write(b)
+	}
 	out, ok := c.rewrite(b)
 	if !ok {
 		return c.Conn.Write(b)

@@ -172,7 +172,7 @@ func TestPingerPingsStartedSockets(t *testing.T) {
 
 	g := &pinger{}
 	p := newPeer()
-	p.pinger = g
+	p.clocks = &socketClocks{pinger: g}
 	p.start(<-conns)
 	slot := func() (int, bool) {
 		p.mu.Lock()

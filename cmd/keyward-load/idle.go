@@ -96,8 +96,16 @@ func idleSockets(ctx context.Context, node *server.Server, c *client, owner apps
 	if err != nil {
 		return err
 	}
+	stopProfile := func() {}
+	if profileRun == "connect" && profileFile != "" {
+		if f, err := os.Create(profileFile); err == nil {
+			_ = pprof.StartCPUProfile(f)
+			stopProfile = func() { pprof.StopCPUProfile(); _ = f.Close() }
+		}
+	}
 	start, cpu0 := time.Now(), cpuTime()
 	if err := child.Start(); err != nil {
+		stopProfile()
 		return err
 	}
 	defer func() { _ = stdin.Close(); _ = child.Wait() }()
@@ -107,12 +115,14 @@ func idleSockets(ctx context.Context, node *server.Server, c *client, owner apps
 	}
 	opened := time.Since(start)
 	var cpu time.Duration
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(10 * time.Millisecond) {
 		if held, _ := core.Realtime.Held(); held == n {
 			cpu = cpuTime() - cpu0
+			stopProfile()
 			break
 		}
 		if time.Now().After(deadline) {
+			stopProfile()
 			held, _ := core.Realtime.Held()
 			return fmt.Errorf("idle sockets: the server holds %d of %d", held, n)
 		}
@@ -130,7 +140,7 @@ func idleSockets(ctx context.Context, node *server.Server, c *client, owner apps
 	per := func(a, b uint64) float64 { return float64(int64(a)-int64(b)) / float64(n) / 1024 }
 	fmt.Printf("idle client sockets: %d on one node (%d apps), opened in %.1f s (%.0f/s)\n", n, (n+realtime.MaxClientsPerApp-1)/realtime.MaxClientsPerApp,
 		opened.Seconds(), float64(n)/opened.Seconds())
-	fmt.Printf("  server CPU while they opened: %.3f ms per socket (upgrade + admission; up to 100 ms of the wait for the count included)\n",
+	fmt.Printf("  server CPU while they opened: %.3f ms per socket (upgrade + admission; up to 10 ms of the wait for the count included)\n",
 		float64(cpu)/float64(n)/1e6)
 	fmt.Printf("  per socket after GC: %.2f KiB live heap + %.2f KiB goroutine stacks = %.2f KiB; %.2f goroutines\n",
 		per(after.heap, before.heap), per(after.stacks, before.stacks), per(after.heap+after.stacks, before.heap+before.stacks),

@@ -10,7 +10,8 @@
 //   - license logins (returning users: key lookup, user update, session) per second;
 //   - password logins per second, next to the argon2id verifications per second the
 //     machine does on all cores (the login bound);
-//   - WebSocket fan-out: 500 client sockets (the per-app limit), broadcasts one after
+//   - WebSocket fan-out: 500 client sockets (the per-app limit, opened and read by a
+//     child process, so that the CPU figure is the server's), broadcasts one after
 //     another, each timed until the last socket has read it.
 //
 // With -idle-sockets N it only opens N idle client sockets (whose sessions exist) from a
@@ -62,12 +63,13 @@ func main() {
 	conc := flag.Int("concurrency", 32, "concurrent client connections")
 	sessions := flag.Int("sessions", 4000, "client sessions for the heartbeat run")
 	profile := flag.String("cpuprofile", "", "write a CPU profile to this file (of the whole run, or of -profile-run)")
-	flag.StringVar(&profileRun, "profile-run", "", "profile only this run: heartbeat, license or password")
+	flag.StringVar(&profileRun, "profile-run", "", "profile only this run: heartbeat, license, password, broadcast or connect (the opening of -idle-sockets)")
 	flag.BoolVar(&wsOnly, "ws-only", false, "run only the WebSocket broadcast run")
 	flag.IntVar(&idleCount, "idle-sockets", 0, "measure only the server's memory per idle client socket, with this many sockets")
 	flag.StringVar(&idleProfile, "idle-memprofile", "", "with -idle-sockets, write a heap profile with the sockets open to this file, one before they open to this file + \".before\" (for pprof -diff_base), and their goroutines to this file + \".goroutines\"")
 	idleList := flag.String("idle-client", "", "(internal) the child process of -idle-sockets: open the sockets listed in this file")
-	idleAddr := flag.String("idle-addr", "", "(internal) the server address for -idle-client")
+	idleAddr := flag.String("idle-addr", "", "(internal) the server address for -idle-client and -fanout-client")
+	fanoutList := flag.String("fanout-client", "", "(internal) the child process of the broadcast run: open the sockets listed in this file and read the broadcasts")
 	flag.BoolVar(&signResponses, "sign", false, "turn on signResponses for the app (Ed25519 signature on every client answer)")
 	flag.DurationVar(&periodicWindow, "periodic-window", 0, "with -idle-sockets, then count the Redis round trips and storage commands of the idle sockets over this window")
 	flag.StringVar(&redisURL, "redis", "", "run the node on this Redis (loopback) instead of the memory engine")
@@ -76,6 +78,13 @@ func main() {
 	if *idleList != "" {
 		if err := idleClient(*idleList, *idleAddr, *conc); err != nil {
 			fmt.Fprintln(os.Stderr, "keyward-load idle client:", err)
+			os.Exit(1)
+		}
+		return
+	}
+	if *fanoutList != "" {
+		if err := fanoutClient(*fanoutList, *idleAddr, *conc); err != nil {
+			fmt.Fprintln(os.Stderr, "keyward-load fan-out client:", err)
 			os.Exit(1)
 		}
 		return
@@ -656,7 +665,7 @@ func webSocketRun(ctx context.Context, core *server.Core, addr string, owner app
 	if err != nil {
 		return fanoutResult{}, err
 	}
-	return wsFanout(ctx, core, "http://"+addr, appID, c, secret, wsKeys, base, d)
+	return wsFanout(ctx, core, addr, appID, c, secret, wsKeys, base, d)
 }
 
 // enableSigning turns on the app's response signing and waits until the app's actor

@@ -1,12 +1,17 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/url"
+	"os"
+	"os/exec"
+	"runtime/pprof"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -27,8 +32,8 @@ type fanoutResult struct {
 	// last holds, per broadcast, the time from the call until the last socket read it.
 	last []time.Duration
 	lost int
-	// cpu is the process's CPU time (user and system) over the broadcasts: the server's
-	// work and the in-process readers' (an upper bound of the server's).
+	// cpu is this process's CPU time (user and system) over the broadcasts: the server's
+	// alone, since the reading clients run in a child process.
 	cpu time.Duration
 }
 
@@ -41,28 +46,23 @@ func (r fanoutResult) String() string {
 		return float64(r.last[min(len(r.last)-1, int(float64(len(r.last))*q))].Microseconds()) / 1000
 	}
 	delivered := float64(r.broadcasts*r.sockets-r.lost) / r.elapsed.Seconds()
-	perDelivery := float64(r.cpu.Microseconds()) / float64(max(1, r.broadcasts*r.sockets-r.lost))
-	return fmt.Sprintf("%-28s %9.0f/s  p50 %7.2f ms  p99 %7.2f ms  (%d broadcasts to %d sockets, %.0f messages/s, %d lost, %.1f µs CPU per delivery with the readers)",
+	perDelivery := float64(r.cpu.Nanoseconds()) / 1000 / float64(max(1, r.broadcasts*r.sockets-r.lost))
+	return fmt.Sprintf("%-28s %9.0f/s  p50 %7.2f ms  p99 %7.2f ms  (%d broadcasts to %d sockets, %.0f messages/s, %d lost, %.2f µs server CPU per delivery)",
 		"ws broadcast (all received)", float64(r.broadcasts)/r.elapsed.Seconds(), p(0.5), p(0.99), r.broadcasts, r.sockets, delivered, r.lost, perDelivery)
 }
 
-// wsFanout opens one client socket per license session (the app's limit, 500, at most),
-// then broadcasts one after another for d, each timed until every socket has read it.
-func wsFanout(ctx context.Context, core *server.Core, base, appID string, c *client, secret string, keys []string, firstIP int, d time.Duration) (fanoutResult, error) {
+// wsFanout opens one client socket per license session (the app's limit, 500, at most)
+// from a child process (-fanout-client: the readers' CPU is not the server's), then
+// broadcasts one after another for d, each timed from the call until the child says
+// every socket has read it. This process is the server; its CPU over the broadcasts is
+// the server's per delivery.
+func wsFanout(ctx context.Context, core *server.Core, addr, appID string, c *client, secret string, keys []string, firstIP int, d time.Duration) (fanoutResult, error) {
 	n := min(len(keys), realtime.MaxClientsPerApp)
-	type sock struct {
-		conn *websocket.Conn
-		got  chan string
+	list, err := os.CreateTemp("", "keyward-fanout-")
+	if err != nil {
+		return fanoutResult{}, err
 	}
-	socks := make([]sock, n)
-	defer func() {
-		for _, s := range socks {
-			if s.conn != nil {
-				s.conn.Close()
-			}
-		}
-	}()
-	wsBase := "ws" + strings.TrimPrefix(base, "http")
+	defer os.Remove(list.Name())
 	for i := range n {
 		ip := ipOf(firstIP + i)
 		tok, err := c.initSession(secret, firstIP+i)
@@ -76,22 +76,113 @@ func wsFanout(ctx context.Context, core *server.Core, base, appID string, c *cli
 		if err := c.post("license", ip, nonce, map[string]string{"sessionToken": tok, "licenseKey": keys[i], "hwid": "h", "pcName": ""}, nil); err != nil {
 			return fanoutResult{}, fmt.Errorf("socket login: %w", err)
 		}
-		h := http.Header{"X-Forwarded-For": {ip}}
-		conn, _, err := websocket.DefaultDialer.DialContext(ctx, wsBase+"/api/client/ws?token="+url.QueryEscape(tok), h)
-		if err != nil {
-			return fanoutResult{}, fmt.Errorf("socket %d: %w", i, err)
+		fmt.Fprintf(list, "%s %s\n", tok, ip)
+	}
+	if err := list.Close(); err != nil {
+		return fanoutResult{}, err
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return fanoutResult{}, err
+	}
+	child := exec.CommandContext(ctx, self, "-fanout-client", list.Name(), "-idle-addr", addr, "-concurrency", "16")
+	child.Stderr = os.Stderr
+	stdin, err := child.StdinPipe()
+	if err != nil {
+		return fanoutResult{}, err
+	}
+	stdout, err := child.StdoutPipe()
+	if err != nil {
+		return fanoutResult{}, err
+	}
+	if err := child.Start(); err != nil {
+		return fanoutResult{}, err
+	}
+	defer func() { _ = stdin.Close(); _ = child.Wait() }()
+	out := bufio.NewReader(stdout)
+	line, err := out.ReadString('\n')
+	if err != nil || !strings.HasPrefix(line, "ready") {
+		return fanoutResult{}, fmt.Errorf("fan-out client: %q, %v", line, err)
+	}
+
+	res := fanoutResult{sockets: n}
+	if profileRun == "broadcast" && profileFile != "" {
+		if f, err := os.Create(profileFile); err == nil {
+			_ = pprof.StartCPUProfile(f)
+			defer f.Close()
+			defer pprof.StopCPUProfile()
 		}
-		socks[i] = sock{conn: conn, got: make(chan string, 1024)}
+	}
+	cpu0 := cpuTime()
+	start := time.Now()
+	for i := 0; time.Since(start) < d; i++ {
+		t0 := time.Now()
+		if _, err := core.Realtime.Broadcast(ctx, appID, fmt.Sprintf("broadcast %d", i), "info"); err != nil {
+			return res, err
+		}
+		// The child answers "done <i> <lost>" once every socket read broadcast i (or
+		// waited 5 s for it).
+		line, err := out.ReadString('\n')
+		if err != nil {
+			return res, fmt.Errorf("fan-out client: %w", err)
+		}
+		res.last = append(res.last, time.Since(t0))
+		f := strings.Fields(line)
+		if len(f) != 3 || f[0] != "done" || f[1] != strconv.Itoa(i) {
+			return res, fmt.Errorf("fan-out client: %q", line)
+		}
+		lost, _ := strconv.Atoi(f[2])
+		res.lost += lost
+		res.broadcasts++
+	}
+	res.elapsed = time.Since(start)
+	res.cpu = cpuTime() - cpu0
+	return res, nil
+}
+
+// fanoutClient is the child process of wsFanout: it opens a socket for each "token ip"
+// line of list, says "ready", then expects broadcasts "broadcast 0", "broadcast 1", ...
+// in turn and says "done <i> <lost>" when every socket has read broadcast i (a socket
+// that read something else, or nothing for 5 s, counts as lost). It ends when its stdin
+// closes.
+func fanoutClient(list, addr string, conc int) error {
+	raw, err := os.ReadFile(list)
+	if err != nil {
+		return err
+	}
+	lines := strings.Fields(string(raw))
+	n := len(lines) / 2
+	conns := make([]*websocket.Conn, n)
+	defer func() {
+		for _, c := range conns {
+			if c != nil {
+				c.Close()
+			}
+		}
+	}()
+	d := websocket.Dialer{HandshakeTimeout: 30 * time.Second}
+	if err := parallel(conc, n, func(i int) error {
+		tok, ip := lines[2*i], lines[2*i+1]
+		conn, _, err := d.Dial("ws://"+addr+"/api/client/ws?token="+url.QueryEscape(tok), http.Header{"X-Forwarded-For": {ip}})
+		if err != nil {
+			return fmt.Errorf("socket %d: %w", i, err)
+		}
+		conns[i] = conn
+		return nil
+	}); err != nil {
+		return err
 	}
 	// One reader per socket passes on the text of each broadcast it reads.
+	got := make([]chan string, n)
 	var readers sync.WaitGroup
-	for _, s := range socks {
+	for i, conn := range conns {
+		got[i] = make(chan string, 1024)
 		readers.Add(1)
 		go func() {
 			defer readers.Done()
-			defer close(s.got)
+			defer close(got[i])
 			for {
-				_, raw, err := s.conn.ReadMessage()
+				_, raw, err := conn.ReadMessage()
 				if err != nil {
 					return
 				}
@@ -102,40 +193,34 @@ func wsFanout(ctx context.Context, core *server.Core, base, appID string, c *cli
 					} `json:"data"`
 				}
 				if json.Unmarshal(raw, &m) == nil && m.Type == "message" {
-					s.got <- m.Data.Message
+					got[i] <- m.Data.Message
 				}
 			}
 		}()
 	}
-	res := fanoutResult{sockets: n}
-	cpu0 := cpuTime()
-	start := time.Now()
-	for i := 0; time.Since(start) < d; i++ {
+	stop := make(chan struct{})
+	go func() {
+		_, _ = bufio.NewReader(os.Stdin).ReadString('\n') // until stdin closes
+		close(stop)
+	}()
+	fmt.Println("ready", n)
+	for i := 0; ; i++ {
 		text := fmt.Sprintf("broadcast %d", i)
-		t0 := time.Now()
-		if _, err := core.Realtime.Broadcast(ctx, appID, text, "info"); err != nil {
-			return res, err
-		}
-		for _, s := range socks {
+		lost := 0
+		for _, ch := range got {
 			select {
-			case m, ok := <-s.got:
+			case m, ok := <-ch:
 				if !ok || m != text {
-					res.lost++
+					lost++
 				}
 			case <-time.After(5 * time.Second):
-				res.lost++
+				lost++
+			case <-stop:
+				return nil
 			}
 		}
-		res.last = append(res.last, time.Since(t0))
-		res.broadcasts++
+		fmt.Printf("done %d %d\n", i, lost)
 	}
-	res.elapsed = time.Since(start)
-	res.cpu = cpuTime() - cpu0
-	for _, s := range socks {
-		s.conn.Close()
-	}
-	readers.Wait()
-	return res, nil
 }
 
 // cpuTime is the process's user and system CPU time so far.

@@ -10,6 +10,7 @@ import (
 	"os"
 	"runtime"
 	"strings"
+	"sync"
 	"time"
 
 	msqlite "modernc.org/sqlite"
@@ -38,6 +39,9 @@ type Store struct {
 	w      *sql.DB // exactly one connection; every write goes through it
 	r      *sql.DB // query_only connections for reads
 	sealer storage.Sealer
+	// stmts are the prepared forms of the hottest reads (readStmt), by query text: parsing
+	// a query is most of a point read's cost (a user's read at every socket connect).
+	stmts sync.Map // string -> *sql.Stmt
 }
 
 var _ storage.Store = (*Store)(nil)
@@ -161,7 +165,29 @@ func (s *Store) Ping(ctx context.Context) error {
 // Close closes both pools. In WAL mode closing the last connection checkpoints the log
 // into the main file.
 func (s *Store) Close() error {
+	s.stmts.Range(func(_, v any) bool {
+		_ = v.(*sql.Stmt).Close()
+		return true
+	})
 	return errors.Join(s.r.Close(), s.w.Close())
+}
+
+// readRow runs a read through the reader pool as a statement prepared once (database/sql
+// prepares it again on each pooled connection that first runs it). For the few queries
+// of fixed text that run at every request; a query built from input must not come here.
+func (s *Store) readRow(ctx context.Context, query string, args ...any) *sql.Row {
+	if st, ok := s.stmts.Load(query); ok {
+		return st.(*sql.Stmt).QueryRowContext(ctx, args...)
+	}
+	st, err := s.r.PrepareContext(ctx, query)
+	if err != nil {
+		return s.r.QueryRowContext(ctx, query, args...) // answers the same error
+	}
+	if prev, loaded := s.stmts.LoadOrStore(query, st); loaded {
+		_ = st.Close()
+		st = prev.(*sql.Stmt)
+	}
+	return st.QueryRowContext(ctx, args...)
 }
 
 // wrap adds the operation to err and maps driver errors onto the storage sentinels. The

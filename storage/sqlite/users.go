@@ -69,7 +69,8 @@ VALUES (`+placeholders(32)+`)`, [][]any{args})
 }
 
 func (s *Store) getUserWhere(ctx context.Context, op, cond string, args ...any) (storage.AppUser, error) {
-	u, err := scanUser(s.r.QueryRowContext(ctx, `SELECT `+userCols+` FROM app_users WHERE `+cond, args...))
+	// cond is one of a few fixed texts: the read is prepared once.
+	u, err := scanUser(s.readRow(ctx, `SELECT `+userCols+` FROM app_users WHERE `+cond, args...))
 	if err != nil {
 		return storage.AppUser{}, wrap(op, err)
 	}
