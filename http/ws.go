@@ -324,7 +324,7 @@ type peer struct {
 	// lingering: the writer waits a moment for more frames (wake) before it ends.
 	lingering bool
 	slot      uint8 // the pinger's slot the socket is in, once started
-	code      int32
+	code      int16 // a close code (at most 4999): two bytes keep the peer in its size class
 	reason    string
 	wake      chan struct{}
 	// clocks are the node's pinger and the linger clock writers wait on (nil: no pings,
@@ -403,7 +403,7 @@ func (p *peer) Close(code int, reason string) {
 		return
 	}
 	p.closed = true
-	p.code, p.reason = int32(code), truncateReason(reason)
+	p.code, p.reason = int16(code), truncateReason(reason)
 	p.kick()
 }
 
