@@ -1,12 +1,10 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"os"
@@ -113,43 +111,6 @@ func sdkLogin(base, secret, ip, username, password string) (string, error) {
 	return session, err
 }
 
-// startFerretDB runs a FerretDB server of the test's own (the testenv's shared one must
-// not be frozen or stopped) and answers its URI and process.
-func startFerretDB(t *testing.T) (string, *exec.Cmd) {
-	t.Helper()
-	bin := os.Getenv("KEYWARD_TEST_FERRETDB_BIN")
-	if bin == "" {
-		testenv.MongoURI(t) // fails or skips, as for every test needing the server
-		t.Skip("KEYWARD_TEST_FERRETDB_BIN is not set: run the tests through deploy/testenv.sh")
-	}
-	cmd := exec.Command(bin, "-listen", "127.0.0.1:0", "-dir", t.TempDir())
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGCONT)
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-	})
-	uri := make(chan string, 1)
-	go func() {
-		line, _ := bufio.NewReader(out).ReadString('\n')
-		uri <- strings.TrimSpace(line)
-		_, _ = io.Copy(io.Discard, out)
-	}()
-	select {
-	case u := <-uri:
-		return u, cmd
-	case <-time.After(30 * time.Second):
-		t.Fatal("FerretDB did not report its URI")
-	}
-	return "", nil
-}
-
 // startRedisServer runs a Redis server of the test's own and answers its address.
 func startRedisServer(t *testing.T) (string, *exec.Cmd) {
 	t.Helper()
@@ -189,7 +150,7 @@ func startRedisServer(t *testing.T) (string, *exec.Cmd) {
 // UNAVAILABLE envelope promptly instead of hanging. The timings are logged (-v): the bound
 // checked here is loose on purpose (a shared machine), the figures are in the report.
 func TestClusterNodeThroughOutages(t *testing.T) {
-	mongoURI, ferret := startFerretDB(t)
+	mongoURI, ferret := testenv.StartFerretDB(t)
 	redisAddr, redis := startRedisServer(t)
 	env := []string{"KEYWARD_DATA_DIR=" + t.TempDir(), "KEYWARD_MONGO_URI=" + mongoURI, "KEYWARD_MONGO_DATABASE=kw",
 		"KEYWARD_REDIS_URL=redis://" + redisAddr + "/0", "KEYWARD_JWT_SECRET=" + strings.Repeat("o", 40),

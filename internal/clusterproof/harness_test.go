@@ -1,7 +1,6 @@
 package clusterproof_test
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"errors"
@@ -12,7 +11,6 @@ import (
 	"net/url"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
@@ -27,21 +25,7 @@ import (
 // binary is the keyward program TestMain builds; every node is a process of it.
 var binary string
 
-func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "keyward-proof-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	binary = filepath.Join(dir, "keyward")
-	if out, err := exec.Command("go", "build", "-o", binary, "github.com/keyward/keyward/cmd/keyward").CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "build keyward: %v\n%s", err, out)
-		os.Exit(1)
-	}
-	code := m.Run()
-	_ = os.RemoveAll(dir)
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { testenv.RunWithKeyward(m, func(b string) { binary = b }) }
 
 // httpClient bounds every request: a request that takes this long hangs, and fails the test.
 var httpClient = &http.Client{Timeout: 15 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
@@ -105,71 +89,12 @@ func newCluster(t *testing.T, n int, redisURL string, extra ...string) *cluster 
 	return newClusterOn(t, testenv.MongoURI(t), n, redisURL, extra...)
 }
 
-// ownFerretDB starts a FerretDB of the test's own (the binary deploy/testenv.sh built), so
-// a test that loads it much does not slow the one every other test package shares. Its
-// files are in memory when the machine allows (memDir).
+// ownFerretDB starts a FerretDB of the test's own (testenv.StartFerretDB: in memory, with a
+// rarer garbage collection), so that a test that loads the database does not share it.
 func ownFerretDB(t *testing.T) string {
 	t.Helper()
-	bin := os.Getenv("KEYWARD_TEST_FERRETDB_BIN")
-	if bin == "" {
-		testenv.MongoURI(t) // skips, or fails under make test
-		t.Fatal("KEYWARD_TEST_FERRETDB_BIN is not set")
-	}
-	cmd := exec.Command(bin, "-listen", "127.0.0.1:0", "-dir", memDir(t))
-	// FerretDB's SQLite backend answers every query but one by _id alone with a full scan
-	// that decodes each document. A CPU profile of it under the 500-socket test had 21% of
-	// its time in the garbage collector's marking at the default GOGC, 4% at 400; it stayed
-	// under 150 MiB resident.
-	cmd.Env = append(os.Environ(), "GOGC=400")
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		done := make(chan struct{})
-		go func() { _ = cmd.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(10 * time.Second):
-			_ = cmd.Process.Kill()
-			<-done
-		}
-	})
-	uri := make(chan string, 1)
-	go func() {
-		line, _ := bufio.NewReader(out).ReadString('\n')
-		uri <- strings.TrimSpace(line)
-		_, _ = io.Copy(io.Discard, out)
-	}()
-	select {
-	case u := <-uri:
-		if !strings.HasPrefix(u, "mongodb://") {
-			t.Fatalf("FerretDB printed %q, not its URI", u)
-		}
-		return u
-	case <-time.After(30 * time.Second):
-		t.Fatal("FerretDB did not start within 30 s")
-		return ""
-	}
-}
-
-// memDir answers a temporary directory in memory (tmpfs /dev/shm) when the machine has
-// one, else on disk: FerretDB's SQLite commits every write with an fsync, which on a disk
-// shared with other tests' builds can stall its single writer for seconds, and a test's
-// database needs no durability across a crash of the machine.
-func memDir(t *testing.T) string {
-	t.Helper()
-	if fi, err := os.Stat("/dev/shm"); err == nil && fi.IsDir() {
-		if dir, err := os.MkdirTemp("/dev/shm", "keyward-proof-"); err == nil {
-			t.Cleanup(func() { _ = os.RemoveAll(dir) })
-			return dir
-		}
-	}
-	return t.TempDir()
+	uri, _ := testenv.StartFerretDB(t)
+	return uri
 }
 
 // newClusterOn is newCluster over the MongoDB-wire server at mongoURI.

@@ -1,12 +1,9 @@
 package mongo
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"net"
-	"os"
-	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -125,43 +122,10 @@ func TestOpenInvalidURIHidesPassword(t *testing.T) {
 // checks that calls then fail within about the server-selection timeout with an error
 // wrapping ErrUnavailable, rather than hanging.
 func TestOutageFailsFast(t *testing.T) {
-	bin := os.Getenv("KEYWARD_TEST_FERRETDB_BIN")
-	if bin == "" {
-		testenv.MongoURI(t) // fails or skips, as for every test needing the server
-		t.Skip("KEYWARD_TEST_FERRETDB_BIN is not set: run the tests through deploy/testenv.sh")
-	}
-	cmd := exec.Command(bin, "-listen", "127.0.0.1:0", "-dir", t.TempDir())
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("start %s: %v", bin, err)
-	}
-	stopped := false
+	uri, cmd := testenv.StartFerretDB(t)
 	stop := func() {
-		if !stopped {
-			stopped = true
-			_ = cmd.Process.Kill()
-			_ = cmd.Wait()
-		}
-	}
-	t.Cleanup(stop)
-
-	// The server prints its URI once it listens.
-	uriCh := make(chan string, 1)
-	go func() {
-		line, _ := bufio.NewReader(out).ReadString('\n')
-		uriCh <- strings.TrimSpace(line)
-	}()
-	var uri string
-	select {
-	case uri = <-uriCh:
-	case <-time.After(30 * time.Second):
-		t.Fatal("private FerretDB server did not report its URI within 30s")
-	}
-	if !strings.HasPrefix(uri, "mongodb://") {
-		t.Fatalf("private FerretDB server printed %q, want a mongodb:// URI", uri)
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
 	}
 
 	ctx := t.Context()

@@ -24,27 +24,14 @@ import (
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
+
+	"github.com/keyward/keyward/internal/testenv"
 )
 
 var binary string
 
 // TestMain builds the real binary once; every test runs it as its own process.
-func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "keyward-web-e2e-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	binary = filepath.Join(dir, "keyward")
-	out, err := exec.Command("go", "build", "-o", binary, "../../cmd/keyward").CombinedOutput()
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "build: %v\n%s", err, out)
-		os.Exit(1)
-	}
-	code := m.Run()
-	_ = os.RemoveAll(dir)
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { testenv.RunWithKeyward(m, func(b string) { binary = b }) }
 
 // chromium finds the browser, or skips (fails under KEYWARD_TEST_REQUIRE_SERVERS=1).
 func chromium(t *testing.T) string {
