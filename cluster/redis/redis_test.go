@@ -45,6 +45,12 @@ func TestConformance(t *testing.T) {
 // nodes of one cluster.
 func TestConformanceShared(t *testing.T) {
 	url := testenv.RedisURL(t)
+	runShared(t, url)
+}
+
+// runShared runs the two-node subtests of the suite on two engines over url with one
+// prefix: two nodes of one cluster.
+func runShared(t *testing.T, url string) {
 	clustertest.RunShared(t, func(t *testing.T) (cluster.Engine, cluster.Engine) {
 		prefix := testenv.UniqueName("kwtest:") + ":"
 		return newEngineWithPrefix(t, url, prefix), newEngineWithPrefix(t, url, prefix)
@@ -374,10 +380,7 @@ func TestConformanceSentinel(t *testing.T) {
 
 func TestConformanceSharedSentinel(t *testing.T) {
 	url := testenv.SentinelURL(t)
-	clustertest.RunShared(t, func(t *testing.T) (cluster.Engine, cluster.Engine) {
-		prefix := testenv.UniqueName("kwtest:") + ":"
-		return newEngineWithPrefix(t, url, prefix), newEngineWithPrefix(t, url, prefix)
-	})
+	runShared(t, url)
 }
 
 func TestParseURL(t *testing.T) {

@@ -26,10 +26,7 @@ func TestConformanceRedisCluster(t *testing.T) {
 
 func TestConformanceSharedRedisCluster(t *testing.T) {
 	url := testenv.RedisClusterURL(t)
-	clustertest.RunShared(t, func(t *testing.T) (cluster.Engine, cluster.Engine) {
-		prefix := testenv.UniqueName("kwtest:") + ":"
-		return newEngineWithPrefix(t, url, prefix), newEngineWithPrefix(t, url, prefix)
-	})
+	runShared(t, url)
 }
 
 // TestConformanceRedisClusterClassicBus runs the suite on the Redis Cluster with the
@@ -49,13 +46,7 @@ func TestConformanceRedisClusterClassicBus(t *testing.T) {
 func TestRedisClusterSpreadsKeys(t *testing.T) {
 	url := testenv.RedisClusterURL(t)
 	prefix := testenv.UniqueName("kwtest:") + ":"
-	e := newEngineWithPrefix(t, url, prefix)
-	target, err := kwredis.ParseURL(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	raw := goredis.NewClusterClient(target.Cluster)
-	t.Cleanup(func() { _ = raw.Close() })
+	e, raw := engineAndClusterClient(t, url, prefix)
 	ctx := context.Background()
 
 	var keys []string
@@ -133,13 +124,7 @@ func TestParseClusterURL(t *testing.T) {
 func TestRedisClusterShardedBus(t *testing.T) {
 	url := testenv.RedisClusterURL(t)
 	prefix := testenv.UniqueName("kwtest:") + ":"
-	e := newEngineWithPrefix(t, url, prefix)
-	target, err := kwredis.ParseURL(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	raw := goredis.NewClusterClient(target.Cluster)
-	t.Cleanup(func() { _ = raw.Close() })
+	e, raw := engineAndClusterClient(t, url, prefix)
 	ctx := context.Background()
 
 	got := make(chan string, 32)
@@ -325,4 +310,18 @@ func TestRedisClusterManualFailover(t *testing.T) {
 	}
 	awaitDelivery(t, e, "t", got)
 	t.Logf("%s demoted, %s promoted; the bus subscription followed %.2f s after CLUSTER FAILOVER", old, replica, time.Since(start).Seconds())
+}
+
+// engineAndClusterClient answers an engine over the Redis Cluster at url with prefix, and a
+// plain cluster client of the same cluster for the test to look at what the engine did.
+func engineAndClusterClient(t *testing.T, url, prefix string) (*kwredis.Engine, *goredis.ClusterClient) {
+	t.Helper()
+	e := newEngineWithPrefix(t, url, prefix)
+	target, err := kwredis.ParseURL(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw := goredis.NewClusterClient(target.Cluster)
+	t.Cleanup(func() { _ = raw.Close() })
+	return e, raw
 }
