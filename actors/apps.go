@@ -294,14 +294,15 @@ func (s *appActor[S]) Receive(ctx actor.Context) {
 			s.failed = m.err
 			ctx.SetReceiveTimeout(failedLinger)
 		}
+		if m.err == nil {
+			// Recorded before the waiters hear of it: a waiter that acts at once (and a
+			// clock read after it) must find this snapshot's age, not a later one.
+			s.snap, s.have, s.loadedAt = m.snap, true, s.dir.cfg.Now()
+		}
 		for _, w := range s.waiters {
 			ctx.Send(w, snapshotReply[S]{snap: m.snap, err: m.err})
 		}
 		s.waiters = s.waiters[:0]
-		if m.err != nil {
-			return
-		}
-		s.snap, s.have, s.loadedAt = m.snap, true, s.dir.cfg.Now()
 	case *actor.ReceiveTimeout:
 		// An actor that holds sockets is never passivated.
 		if !s.loading && len(s.reg.sockets) == 0 {
