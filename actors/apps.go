@@ -234,7 +234,7 @@ type appActor[S any] struct {
 const failedLinger = 200 * time.Millisecond
 
 func (s *appActor[S]) Receive(ctx actor.Context) {
-	if s.receiveSockets(ctx) {
+	if s.receiveSockets(ctx) || s.receiveReads(ctx) {
 		return
 	}
 	switch m := ctx.Message().(type) {
@@ -304,8 +304,8 @@ func (s *appActor[S]) Receive(ctx actor.Context) {
 		}
 		s.waiters = s.waiters[:0]
 	case *actor.ReceiveTimeout:
-		// An actor that holds sockets is never passivated.
-		if !s.loading && len(s.reg.sockets) == 0 {
+		// An actor that holds sockets is never passivated, nor one that has reads to answer.
+		if !s.loading && len(s.reg.sockets) == 0 && len(s.reg.reads) == 0 {
 			if s.failed == nil {
 				s.dir.cfg.Metrics.Passivated(appKind)
 			}
@@ -318,6 +318,7 @@ func (s *appActor[S]) Receive(ctx actor.Context) {
 			ctx.Send(w, snapshotReply[S]{err: ErrClosed})
 		}
 		s.waiters = nil
+		s.failReads(ctx, ErrClosed)
 	}
 }
 

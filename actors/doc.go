@@ -23,7 +23,10 @@
 // inside Receive (Each: it only sends messages), and its timers drive the periodic work on
 // the app's sockets (SetTicks: lease renewal and revalidation, one batch per app, run on a
 // goroutine whose end comes back as a message). An actor that holds sockets is never
-// passivated.
+// passivated. Reads of the app's live state (online count, session list, whether a user
+// is online) are asked of it too (Read, reads.go): it runs them on a goroutine and shares
+// one run among the requests of a kind that arrive while one is under way, answering each
+// request only from a run that started after it arrived.
 //
 // Each registered socket that is a Socket gets an actor of its own, a child of the
 // AppActor (socket.go): the SessionActor of a client socket, the DashboardActor of an

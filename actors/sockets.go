@@ -45,6 +45,8 @@ type registry struct {
 	// props of the socket actors by kind; spawning is the socket being spawned.
 	props    map[string]*actor.Props
 	spawning Socket
+	// reads are the reads of the app's live state under way or waiting (reads.go).
+	reads map[string]*readState
 }
 
 // leaver is a socket that left, until its actor stopped.

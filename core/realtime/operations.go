@@ -49,9 +49,14 @@ func (s *Service) userSockets(ctx context.Context, appID, userID string) (int, e
 }
 
 // userOnline reports whether the user has a client socket anywhere in the cluster.
+// It is asked of the app's actor like Online.
 func (s *Service) userOnline(ctx context.Context, appID, userID string) (bool, error) {
-	n, err := s.userSockets(ctx, appID, userID)
-	return n > 0, err
+	v, err := s.reg.Read(ctx, appID, "user:"+userID, func(ctx context.Context) (any, error) { return s.userSockets(ctx, appID, userID) })
+	if err != nil {
+		return false, err
+	}
+	n, _ := v.(int)
+	return n > 0, nil
 }
 
 // Broadcast sends message to every client socket of the app; it answers the online count.

@@ -68,8 +68,31 @@ func (s *Service) release(ctx context.Context, c *Client) {
 	}
 }
 
-// Online counts the app's client sockets across the cluster.
+// Online counts the app's client sockets across the cluster. The count is asked of the
+// app's actor, which reads it outside its Receive and shares one read among the requests
+// that arrive while one is under way (actors.Apps.Read).
 func (s *Service) Online(ctx context.Context, appID string) (int, error) {
+	v, err := s.reg.Read(ctx, appID, "online", func(ctx context.Context) (any, error) { return s.countOnline(ctx, appID) })
+	if err != nil {
+		return 0, err
+	}
+	n, _ := v.(int)
+	return n, nil
+}
+
+// Sessions lists the app's client sockets across the cluster, oldest first; asked of the
+// app's actor like Online.
+func (s *Service) Sessions(ctx context.Context, appID string) ([]SessionInfo, error) {
+	v, err := s.reg.Read(ctx, appID, "sessions", func(ctx context.Context) (any, error) { return s.listSessions(ctx, appID) })
+	if err != nil {
+		return nil, err
+	}
+	list, _ := v.([]SessionInfo)
+	// Requests that shared the read share its answer: each gets its own slice.
+	return append([]SessionInfo(nil), list...), nil
+}
+
+func (s *Service) countOnline(ctx context.Context, appID string) (int, error) {
 	n, err := s.d.Engine.CountMembers(ctx, appSocketsKey(appID))
 	if err != nil {
 		return 0, fmt.Errorf("realtime: count sockets: %w", err)
@@ -77,19 +100,23 @@ func (s *Service) Online(ctx context.Context, appID string) (int, error) {
 	return n, nil
 }
 
-// Sessions lists the app's client sockets across the cluster, oldest first.
-func (s *Service) Sessions(ctx context.Context, appID string) ([]SessionInfo, error) {
+// listSessions reads the app's socket set and then every socket's value in one batch.
+func (s *Service) listSessions(ctx context.Context, appID string) ([]SessionInfo, error) {
 	ids, err := s.d.Engine.Members(ctx, appSocketsKey(appID))
 	if err != nil {
 		return nil, fmt.Errorf("realtime: list sockets: %w", err)
 	}
+	keys := make([]string, len(ids))
+	for i, id := range ids {
+		keys[i] = socketKey(id)
+	}
+	raws, err := s.d.Engine.GetValues(ctx, keys)
+	if err != nil {
+		return nil, fmt.Errorf("realtime: read the sockets: %w", err)
+	}
 	out := make([]SessionInfo, 0, len(ids))
-	for _, id := range ids {
-		raw, _, ok, err := s.d.Engine.GetValue(ctx, socketKey(id))
-		if err != nil {
-			return nil, fmt.Errorf("realtime: read a socket: %w", err)
-		}
-		if !ok {
+	for _, raw := range raws {
+		if raw == nil {
 			continue // released between the two reads
 		}
 		var info SessionInfo

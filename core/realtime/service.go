@@ -106,6 +106,10 @@ type Registry interface {
 	// Invalidate tells the app's actor that the app changed: it reloads, then runs the
 	// ticks marked OnChange.
 	Invalidate(appID string)
+	// Read asks the app's actor for a read of its live state (the online count, the
+	// session list), which it runs outside its Receive and shares among requests of the
+	// same key that arrive while one is under way.
+	Read(ctx context.Context, appID, key string, read actors.ReadFunc) (any, error)
 }
 
 // Banner sets a user's banned flag as its app's owner would (the user.ban event follows).

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/keyward/keyward/cluster"
 	"github.com/keyward/keyward/cluster/memory"
@@ -15,10 +16,21 @@ import (
 	"github.com/keyward/keyward/core/client"
 )
 
-// countingEngine counts the lease writes of the memory engine.
+// countingEngine counts the lease writes and value reads of the memory engine.
 type countingEngine struct {
 	*memory.Engine
-	leaseCalls, leases atomic.Int64
+	leaseCalls, leases       atomic.Int64
+	valueReads, batchedReads atomic.Int64
+}
+
+func (e *countingEngine) GetValue(ctx context.Context, key string) ([]byte, time.Duration, bool, error) {
+	e.valueReads.Add(1)
+	return e.Engine.GetValue(ctx, key)
+}
+
+func (e *countingEngine) GetValues(ctx context.Context, keys []string) ([][]byte, error) {
+	e.batchedReads.Add(1)
+	return e.Engine.GetValues(ctx, keys)
 }
 
 func (e *countingEngine) PutLeases(ctx context.Context, ls []cluster.Lease) error {
