@@ -162,23 +162,23 @@ func TestIdleReaderWaitsOutsideGorilla(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	receive(t, got, `{"type":"a"}`)
-	var readers []string
+	// Readers of other tests' sockets may wait too: none may wait within gorilla.
+	var shallow, deep []string
 	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		readers = readers[:0]
+		shallow, deep = shallow[:0], deep[:0]
 		buf := make([]byte, 1<<20)
 		for _, g := range strings.Split(string(buf[:runtime.Stack(buf, true)]), "\n\n") {
-			if strings.Contains(g, "(*peer).read") && strings.Contains(g, "[IO wait") {
-				readers = append(readers, g)
+			switch {
+			case !strings.Contains(g, "(*peer).read") || !strings.Contains(g, "[IO wait"):
+			case strings.Contains(g, "gorilla/websocket"):
+				deep = append(deep, g)
+			default:
+				shallow = append(shallow, g)
 			}
 		}
-		if len(readers) == 1 {
-			break
+		if len(shallow) > 0 && len(deep) == 0 {
+			return
 		}
 	}
-	if len(readers) != 1 {
-		t.Fatalf("%d readers waiting for the socket's next frame, want 1", len(readers))
-	}
-	if strings.Contains(readers[0], "gorilla/websocket") {
-		t.Fatalf("the idle reader waits within gorilla:\n%s", readers[0])
-	}
+	t.Fatalf("%d readers wait outside gorilla, %d within it, as:\n%s", len(shallow), len(deep), strings.Join(deep, "\n\n"))
 }
