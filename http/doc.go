@@ -9,8 +9,10 @@
 //
 // Sockets (ws.go): the edge admits a client socket before it answers the upgrade, then
 // hands the socket to a reader goroutine and returns. An idle socket holds one goroutine
-// (its reader) and a 128-byte read buffer; the node pings its sockets from one timer per
-// second of the ping period (pinger), not one per socket. Its writer (peer) queues frames
+// (its reader, waiting in a shallow peek so that its stack stays at 2 KiB; it goes on in
+// a new goroutine after each frame it handles, pings and pongs included) and a 288-byte
+// read buffer; the node pings its sockets from one timer per second of the ping period
+// (pinger), not one per socket. Its writer (peer) queues frames
 // in a bounded queue allocated only while frames wait, writes them on a goroutine that
 // runs only while there is something to write, through a buffer pool shared by every
 // socket, and closes a reader too slow to keep up (1013). A panic while handling one

@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"bufio"
 	"context"
 	"log/slog"
 	"net/http"
@@ -101,11 +102,11 @@ func newWSHandlers(rt *realtime.Service, hk *wshooks.Service, a *apps.Service, a
 		upgrader: websocket.Upgrader{
 			// Idle sockets are the common case: a small read buffer of their own, and
 			// write buffers from a pool shared by every socket, held only while a frame
-			// is written. The read buffer holds a control frame's payload (at most 125
-			// bytes, gorilla's floor); a larger message is read past it straight into
-			// the message (bufio reads directly into a destination larger than its
-			// buffer), and clients send a few messages a second at most (SPEC 8).
-			ReadBufferSize: 128, WriteBufferSize: 4096, WriteBufferPool: &sync.Pool{},
+			// is written. The read buffer is the one socketWriter's Hijack answers
+			// (ReadBufferSize 0 has gorilla read through it: wsReadBuffer bytes), which
+			// the socket's reader peeks into; clients send a few messages a second at
+			// most (SPEC 8).
+			ReadBufferSize: 0, WriteBufferSize: 4096, WriteBufferPool: &sync.Pool{},
 			// Clients are programs that send any Origin or none (CLIENT-SDKS.md §6.1) and
 			// authenticate with the token in the URL, not with cookies, so the origin
 			// proves nothing and is not checked.
@@ -158,7 +159,8 @@ func (h *wsHandlers) client(c *gin.Context, ch *clientHandlers) {
 	// the request's line, which it would keep whole.
 	sock, refused := h.rt.ConnectClient(admit, ch.caller(c), strings.Clone(token), p)
 	cancelAdmit()
-	conn, err := h.upgrader.Upgrade(socketWriter{c.Writer}, c.Request, nil)
+	sw := &socketWriter{ResponseWriter: c.Writer}
+	conn, err := h.upgrader.Upgrade(sw, c.Request, nil)
 	if err != nil {
 		// The upgrader answered the request; the socket never opened.
 		if refused == nil {
@@ -182,10 +184,8 @@ func (h *wsHandlers) client(c *gin.Context, ch *clientHandlers) {
 	// goroutine hands each frame to the actor, and the writer drains the queue. The
 	// reader itself waits for each of its frames (bounded in realtime), so when it ends
 	// nothing is left to cancel: the socket needs no context of its own.
-	go func() {
-		defer h.rt.DisconnectClient(sock)
-		p.read(func(msg []byte) { h.rt.ClientMessage(context.Background(), sock, msg) })
-	}()
+	p.read(sw.br, func(msg []byte) { h.rt.ClientMessage(context.Background(), sock, msg) },
+		func() { h.rt.DisconnectClient(sock) })
 }
 
 // dashboard upgrades an owner's socket: the JWT in ?token, the owner's app, the plan.
@@ -206,7 +206,7 @@ func (h *wsHandlers) dashboard(c *gin.Context) {
 		fail(c, err)
 		return
 	}
-	peer, ok := h.upgrade(c, "dashboard")
+	peer, br, ok := h.upgrade(c, "dashboard")
 	if !ok {
 		return
 	}
@@ -229,11 +229,10 @@ func (h *wsHandlers) dashboard(c *gin.Context) {
 	if h.audit != nil {
 		d.Audit = socketAuditor(h.audit, c, p)
 	}
-	go func() {
-		defer cancel()
-		defer h.rt.DisconnectDashboard(d)
-		peer.read(func(msg []byte) { h.rt.DashboardMessage(ctx, d, msg) })
-	}()
+	peer.read(br, func(msg []byte) { h.rt.DashboardMessage(ctx, d, msg) }, func() {
+		h.rt.DisconnectDashboard(d)
+		cancel()
+	})
 }
 
 // admitUpgrade applies what is checked of both channels before an upgrade, answering with
@@ -263,17 +262,18 @@ func (h *wsHandlers) isUpgrade(c *gin.Context) bool {
 
 // upgrade turns the request into a socket with its writer; false when the request is not
 // an upgrade (answered with the envelope) or the upgrade failed (the upgrader answered).
-func (h *wsHandlers) upgrade(c *gin.Context, channel string) (*peer, bool) {
+func (h *wsHandlers) upgrade(c *gin.Context, channel string) (*peer, *bufio.Reader, bool) {
 	if !h.isUpgrade(c) {
-		return nil, false
+		return nil, nil, false
 	}
-	conn, err := h.upgrader.Upgrade(socketWriter{c.Writer}, c.Request, nil)
+	sw := &socketWriter{ResponseWriter: c.Writer}
+	conn, err := h.upgrader.Upgrade(sw, c.Request, nil)
 	if err != nil {
-		return nil, false
+		return nil, nil, false
 	}
 	p := h.newPeer(channel)
 	p.start(conn)
-	return p, true
+	return p, sw.br, true
 }
 
 // newPeer makes a socket writer that counts its close and a slow reader.
@@ -624,29 +624,114 @@ func (g *pinger) ping(i int) {
 	s.timer.Reset(wsPingEvery)
 }
 
-// read passes each text message to fn until the socket ends, then closes the peer.
-func (p *peer) read(fn func([]byte)) {
-	defer p.wait()
-	defer p.Close(websocket.CloseNormalClosure, "")
+// read starts the socket's reader: it passes each text or binary message to fn until the
+// socket ends, then closes the peer, waits for its last write and calls end. br is the
+// buffer the socket is read through (socketWriter's); nil reads with gorilla alone.
+//
+// An idle socket's reader is most of what the socket costs: its goroutine's stack. The
+// runtime starts a goroutine's stack at 2 KiB (when the stacks it scanned are that small
+// on average) and halves a grown one only while less than a quarter of it is in use, so a
+// reader that once ran gorilla's frame reading (over 1 KiB of stack while it waits in it)
+// holds 4 KiB for good. So the reader waits for each frame in a shallow call, a peek of
+// one byte into br (under 1 KiB of stack), handles what came, and goes on waiting in a
+// new goroutine with a new small stack; it answers pings and pongs in full control
+// frames itself, because gorilla would wait for the next data frame within.
+func (p *peer) read(br *bufio.Reader, fn func([]byte), end func()) {
 	p.conn.SetReadLimit(realtime.MaxMessageBytes)
 	_ = p.conn.SetReadDeadline(time.Now().Add(wsPongWait))
 	p.conn.SetPongHandler(func(string) error { return p.conn.SetReadDeadline(time.Now().Add(wsPongWait)) })
+	go p.reader(br, fn, end)
+}
+
+// reader is one turn of a socket's reader: it waits for the next frame, handles what was
+// read, and starts the next turn, or ends the socket.
+func (p *peer) reader(br *bufio.Reader, fn func([]byte), end func()) {
+	ended := true
+	defer func() {
+		if ended {
+			p.endReading(end)
+		}
+	}()
+	if br != nil {
+		// Its error, if any, comes again to the next read (deadline, close, end of stream).
+		_, _ = br.Peek(1)
+	}
+	if ended = !p.readBuffered(br, fn); !ended {
+		go p.reader(br, fn, end)
+	}
+}
+
+// endReading closes the socket once its reader ends.
+func (p *peer) endReading(end func()) {
+	p.Close(websocket.CloseNormalClosure, "")
+	p.wait()
+	end()
+}
+
+// readBuffered handles frames until br holds no more (for ever when br is nil); false
+// when the socket ends.
+//
+//go:noinline
+func (p *peer) readBuffered(br *bufio.Reader, fn func([]byte)) bool {
 	for {
-		kind, msg, err := p.conn.ReadMessage()
-		if err != nil {
-			return
+		if handled, ok := p.readControl(br); !handled {
+			kind, msg, err := p.conn.ReadMessage()
+			if err != nil {
+				return false
+			}
+			p.mu.Lock()
+			closed := p.closed
+			p.mu.Unlock()
+			if closed {
+				return false
+			}
+			_ = p.conn.SetReadDeadline(time.Now().Add(wsPongWait))
+			if kind == websocket.TextMessage || kind == websocket.BinaryMessage {
+				fn(msg)
+			}
+		} else if !ok {
+			return false
 		}
-		p.mu.Lock()
-		closed := p.closed
-		p.mu.Unlock()
-		if closed {
-			return
-		}
-		_ = p.conn.SetReadDeadline(time.Now().Add(wsPongWait))
-		if kind == websocket.TextMessage || kind == websocket.BinaryMessage {
-			fn(msg)
+		if br != nil && br.Buffered() == 0 {
+			return true
 		}
 	}
+}
+
+// Bits of a frame's first two bytes (RFC 6455 5.2).
+const (
+	wsFinal  = 0x80
+	wsMasked = 0x80
+)
+
+// readControl handles a ping or pong that starts br as gorilla would (its payload unmasked
+// to the conn's handler): handled is false when br starts with anything else, or with a
+// frame gorilla refuses (RSV bits, no FIN, unmasked, over 125 bytes), which gorilla then
+// reads; ok is false when the handler failed, which ends the socket.
+func (p *peer) readControl(br *bufio.Reader) (handled, ok bool) {
+	if br == nil {
+		return false, false
+	}
+	h, err := br.Peek(2)
+	if err != nil || (h[0] != wsFinal|websocket.PingMessage && h[0] != wsFinal|websocket.PongMessage) ||
+		h[1]&wsMasked == 0 || int(h[1]&^wsMasked) > 125 {
+		return false, false
+	}
+	n := int(h[1] &^ wsMasked)
+	f, err := br.Peek(2 + 4 + n)
+	if err != nil {
+		return false, false
+	}
+	payload := make([]byte, n)
+	for i := range payload {
+		payload[i] = f[6+i] ^ f[2+i%4]
+	}
+	handler := p.conn.PongHandler()
+	if f[0] == wsFinal|websocket.PingMessage {
+		handler = p.conn.PingHandler()
+	}
+	_, _ = br.Discard(2 + 4 + n)
+	return true, handler(string(payload)) == nil
 }
 
 // socketClocks are the node's clocks a socket uses: the pinger and the linger clock its

@@ -15,11 +15,22 @@ import (
 // wsWriteWait-wsDeadlineSlack.
 const wsDeadlineSlack = time.Second
 
-// socketWriter is the ResponseWriter handed to the upgrader: its Hijack answers the
-// connection as a socketConn.
-type socketWriter struct{ http.ResponseWriter }
+// wsReadBuffer is the size of a socket's read buffer: the size class of anything over
+// 256 bytes, the least gorilla/websocket takes as the reader of a hijacked connection
+// (Upgrader.ReadBufferSize 0). The socket's reader peeks into this buffer itself, which
+// lets it wait for a frame in a shallow call (peer.reader). It holds a control frame
+// (at most 131 bytes with its header); a larger message is read past it straight into
+// the message (bufio reads directly into a destination larger than its buffer).
+const wsReadBuffer = 288
 
-func (w socketWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+// socketWriter is the ResponseWriter handed to the upgrader: its Hijack answers the
+// connection as a socketConn, read through br, which it keeps for the socket's reader.
+type socketWriter struct {
+	http.ResponseWriter
+	br *bufio.Reader
+}
+
+func (w *socketWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 	conn, brw, err := http.NewResponseController(w.ResponseWriter).Hijack()
 	if err != nil {
 		return nil, nil, err
@@ -28,7 +39,13 @@ func (w socketWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 	if e, ok := conn.(*envelopeConn); ok {
 		conn = e.Conn
 	}
-	return &socketConn{Conn: conn}, brw, nil
+	sc := &socketConn{Conn: conn}
+	if brw.Reader.Buffered() > 0 {
+		// The client sent data before the handshake's answer: the upgrader refuses it.
+		return sc, brw, nil
+	}
+	w.br = bufio.NewReaderSize(sc, wsReadBuffer)
+	return sc, bufio.NewReadWriter(w.br, brw.Writer), nil
 }
 
 // socketConn is a socket's connection once upgraded: it leaves out write deadlines that

@@ -30,7 +30,7 @@ func upgradedPair(t *testing.T) (*websocket.Conn, *countingConn, *websocket.Conn
 	t.Helper()
 	conns := make(chan *websocket.Conn, 1)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		c, err := (&websocket.Upgrader{}).Upgrade(socketWriter{w}, r, nil)
+		c, err := (&websocket.Upgrader{}).Upgrade(&socketWriter{ResponseWriter: w}, r, nil)
 		if err == nil {
 			conns <- c
 		}

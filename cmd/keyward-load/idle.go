@@ -127,7 +127,7 @@ func idleSockets(ctx context.Context, node *server.Server, c *client, owner apps
 			return fmt.Errorf("idle sockets: the server holds %d of %d", held, n)
 		}
 	}
-	time.Sleep(2 * time.Second) // admissions' loose ends (dashboard messages, logs)
+	time.Sleep(idleSettle) // admissions' loose ends (dashboard messages, logs), or a round of pings
 	after := serverMemory()
 	writeHeapProfile(idleProfile)
 	if idleProfile != "" {

@@ -71,6 +71,7 @@ func main() {
 	idleAddr := flag.String("idle-addr", "", "(internal) the server address for -idle-client and -fanout-client")
 	fanoutList := flag.String("fanout-client", "", "(internal) the child process of the broadcast run: open the sockets listed in this file and read the broadcasts")
 	flag.BoolVar(&signResponses, "sign", false, "turn on signResponses for the app (Ed25519 signature on every client answer)")
+	flag.DurationVar(&idleSettle, "idle-settle", 2*time.Second, "with -idle-sockets, how long the sockets are held open before their memory is measured (30s takes every socket through a round of the server's pings)")
 	flag.DurationVar(&periodicWindow, "periodic-window", 0, "with -idle-sockets, then count the Redis round trips and storage commands of the idle sockets over this window")
 	flag.StringVar(&redisURL, "redis", "", "run the node on this Redis (loopback) instead of the memory engine")
 	flag.StringVar(&mongoURI, "mongo", "", "run the node on this MongoDB (loopback) instead of SQLite")
@@ -120,6 +121,7 @@ var (
 	wsOnly      bool
 	idleCount   int
 	idleProfile string
+	idleSettle  time.Duration
 )
 
 // signResponses turns on the app's response signing before the runs (-sign).
