@@ -88,8 +88,11 @@ func (s *Service) Sessions(ctx context.Context, appID string) ([]SessionInfo, er
 		return nil, err
 	}
 	list, _ := v.([]SessionInfo)
-	// Requests that shared the read share its answer: each gets its own slice.
-	return append([]SessionInfo(nil), list...), nil
+	// Requests that shared the read share its answer: each gets its own slice (never nil:
+	// an empty list is [] on the wire).
+	out := make([]SessionInfo, len(list))
+	copy(out, list)
+	return out, nil
 }
 
 func (s *Service) countOnline(ctx context.Context, appID string) (int, error) {

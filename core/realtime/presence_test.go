@@ -56,3 +56,16 @@ func TestSessionListIsOneBatchedRead(t *testing.T) {
 		t.Fatalf("online %d, %v; want %d", n, err, MaxClientsPerApp)
 	}
 }
+
+// TestNoSessionsIsAnEmptyList: an app without sockets lists no sessions as an empty list
+// (JSON [], not null).
+func TestNoSessionsIsAnEmptyList(t *testing.T) {
+	engine := memory.New(memory.Config{})
+	t.Cleanup(func() { engine.Close() })
+	s := New(Deps{Engine: engine, Sessions: sessions{}, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	t.Cleanup(s.Close)
+	list, err := s.Sessions(t.Context(), "app")
+	if err != nil || list == nil || len(list) != 0 {
+		t.Fatalf("got %#v, %v; want an empty list", list, err)
+	}
+}
