@@ -10,6 +10,7 @@ import (
 	"sync"
 	"syscall"
 	"time"
+	"unsafe"
 
 	"github.com/gorilla/websocket"
 )
@@ -170,15 +171,7 @@ func writeNow(raw syscall.RawConn, b []byte) (int, error) {
 	var n int
 	var werr error
 	err := raw.Write(func(fd uintptr) bool {
-		for {
-			n, werr = syscall.Write(int(fd), b)
-			if werr != syscall.EINTR {
-				break
-			}
-		}
-		if werr == syscall.EAGAIN {
-			n, werr = 0, nil
-		}
+		n, werr = sendNow(fd, b)
 		return true // never wait: the writer flushes the rest
 	})
 	if err == nil {
@@ -188,6 +181,28 @@ func writeNow(raw syscall.RawConn, b []byte) (int, error) {
 		n = 0
 	}
 	return n, err
+}
+
+// sendNow sends what the socket fd takes of b at once (send(2) rather than write(2): a
+// socket's own call, shorter in the kernel; MSG_NOSIGNAL: a closed socket answers EPIPE
+// without a signal).
+func sendNow(fd uintptr, b []byte) (int, error) {
+	if len(b) == 0 {
+		return 0, nil
+	}
+	for {
+		n, _, errno := syscall.Syscall6(syscall.SYS_SENDTO, fd, uintptr(unsafe.Pointer(&b[0])), uintptr(len(b)),
+			syscall.MSG_NOSIGNAL|syscall.MSG_DONTWAIT, 0, 0)
+		switch errno {
+		case 0:
+			return int(n), nil
+		case syscall.EINTR:
+			continue
+		case syscall.EAGAIN:
+			return 0, nil
+		}
+		return 0, errno
+	}
 }
 
 // flushPending writes what tryWrite left, if anything; the caller is the socket's writer.
