@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/gorilla/websocket"
 
@@ -36,6 +37,7 @@ func upgradedPair(t *testing.T) (*websocket.Conn, *countingConn, *websocket.Conn
 	sock := sc.NetConn().(*socketConn)
 	counted := &countingConn{Conn: sock.Conn}
 	sock.Conn = counted
+	sock.fd = -1
 	return sc, counted, cc
 }
 
@@ -343,5 +345,44 @@ func TestPeerEndsWhenItsWriteThroughFails(t *testing.T) {
 	case <-done:
 	case <-time.After(5 * time.Second):
 		t.Fatal("the socket did not end after its writes failed")
+	}
+}
+
+// TestPeerEndsWhileFramesAreWrittenThrough: a socket closed while frames are written
+// through to it ends cleanly (the descriptor is not closed under a send).
+func TestPeerEndsWhileFramesAreWrittenThrough(t *testing.T) {
+	for round := range 20 {
+		sc, cc := upgradedSocket(t)
+		p := newPeer()
+		p.start(sc)
+		waitIdle(t, p)
+		go func() {
+			for range 200 {
+				_, _, _ = cc.ReadMessage()
+			}
+		}()
+		sent := make(chan struct{})
+		go func() {
+			defer close(sent)
+			for i := 0; i < 200 && p.Send(msgText(i)); i++ {
+			}
+		}()
+		if round%2 == 0 {
+			time.Sleep(time.Duration(round) * 50 * time.Microsecond)
+		}
+		p.Close(websocket.CloseNormalClosure, "bye")
+		select {
+		case <-p.finished():
+		case <-time.After(5 * time.Second):
+			t.Fatalf("round %d: the socket did not end", round)
+		}
+		<-sent
+	}
+}
+
+// TestSocketConnSize: every socket holds a socketConn; it stays in the 80-byte size class.
+func TestSocketConnSize(t *testing.T) {
+	if n := unsafe.Sizeof(socketConn{}); n > 80 {
+		t.Fatalf("a socketConn is %d bytes, more than the 80-byte size class", n)
 	}
 }
