@@ -394,7 +394,7 @@ func (p *peer) enqueue(msg any) bool {
 // behind msg).
 func (p *peer) writeThrough(msg any) bool {
 	sc, ok := p.conn.NetConn().(*socketConn)
-	if !ok {
+	if !ok || sc.fd < 0 {
 		return false
 	}
 	p.writing = true
@@ -403,7 +403,8 @@ func (p *peer) writeThrough(msg any) bool {
 	p.mu.Lock()
 	switch {
 	case !taken:
-		// Someone was writing (a ping): the writer writes msg first, then what queued.
+		// Someone was writing (a ping, a pong): the writer writes msg first, then what
+		// was queued meanwhile.
 		q := make([]any, 0, len(p.queue)+1)
 		p.queue = append(append(q, msg), p.queue...)
 		go p.write()

@@ -386,3 +386,37 @@ func TestSocketConnSize(t *testing.T) {
 		t.Fatalf("a socketConn is %d bytes, more than the 80-byte size class", n)
 	}
 }
+
+// TestPeerFramesOfEveryLengthForm: frames whose lengths take each of RFC 6455's three
+// length forms (7-bit, 16-bit, 64-bit) and their edges reach a client whole, written
+// through and by the writer (queued behind a frame the socket is still taking).
+func TestPeerFramesOfEveryLengthForm(t *testing.T) {
+	sc, cc := upgradedSocket(t)
+	cc.SetReadLimit(1 << 20)
+	p := newPeer()
+	p.start(sc)
+	waitIdle(t, p)
+	sizes := []int{0, 1, 125, 126, 127, 65535, 65536, 70000}
+	for _, queued := range []bool{false, true} {
+		for _, n := range sizes {
+			msg := []byte(strings.Repeat("x", n))
+			if queued {
+				p.mu.Lock()
+				p.writing = true // as if a writer ran: the frame is queued
+				p.mu.Unlock()
+			}
+			if !p.SendShared(&realtime.Shared{Msg: msg}) {
+				t.Fatalf("a frame of %d bytes was refused", n)
+			}
+			if queued {
+				go p.write()
+			}
+			_ = cc.SetReadDeadline(time.Now().Add(5 * time.Second))
+			kind, got, err := cc.ReadMessage()
+			if err != nil || kind != websocket.TextMessage || string(got) != string(msg) {
+				t.Fatalf("a frame of %d bytes (queued %v): kind %d, %d bytes, %v", n, queued, kind, len(got), err)
+			}
+			waitIdle(t, p)
+		}
+	}
+}
