@@ -100,8 +100,9 @@ func newWSHandlers(rt *realtime.Service, hk *wshooks.Service, a *apps.Service, a
 		clocks: &socketClocks{pinger: &pinger{}, linger: &lingerClock{}},
 		upgrader: websocket.Upgrader{
 			// Idle sockets are the common case: a small read buffer of their own, and
-			// write buffers from a pool shared by every socket, held only while a frame
-			// is written. The read buffer holds a control frame's payload (at most 125
+			// no write buffer (the peer encodes its data frames itself; gorilla writes
+			// control frames, which need none; the pool serves a peer over a connection
+			// that is not a socketConn). The read buffer holds a control frame's payload (at most 125
 			// bytes, gorilla's floor); a larger message is read past it straight into
 			// the message (bufio reads directly into a destination larger than its
 			// buffer), and clients send a few messages a second at most (SPEC 8).
