@@ -109,32 +109,37 @@ func (m *Metrics) Passivated(kind string) {
 // middleware counts the messages of an actor and times their handling.
 func (k *kindMetrics) middleware(next actor.ReceiverFunc) actor.ReceiverFunc {
 	return func(c actor.ReceiverContext, env *actor.MessageEnvelope) {
-		switch env.Message.(type) {
-		case *actor.Started:
-			if _, restarted := k.restarting.LoadAndDelete(c.Self().Id); !restarted {
-				k.spawned.Inc()
-				k.alive.Inc()
-			}
-		case *actor.Stopped:
-			k.stopped.Inc()
-			k.alive.Dec()
-		case *actor.Restarting:
-			k.restarts.Inc()
-			k.restarting.Store(c.Self().Id, struct{}{})
-		}
-		start := time.Now()
-		defer func() {
-			k.handling.Observe(time.Since(start).Seconds())
-			k.messages.Inc()
-			if r := recover(); r != nil {
-				k.failures.Inc()
-				// The mailbox does not report a message whose handling panicked as received.
-				k.mailbox.Dec()
-				panic(r) // the supervisor decides
-			}
-		}()
-		next(c, env)
+		k.receive(c.Self(), env.Message, func() { next(c, env) })
 	}
+}
+
+// receive counts msg, received by the actor self, and times its handling by handle.
+func (k *kindMetrics) receive(self *actor.PID, msg any, handle func()) {
+	switch msg.(type) {
+	case *actor.Started:
+		if _, restarted := k.restarting.LoadAndDelete(self.Id); !restarted {
+			k.spawned.Inc()
+			k.alive.Inc()
+		}
+	case *actor.Stopped:
+		k.stopped.Inc()
+		k.alive.Dec()
+	case *actor.Restarting:
+		k.restarts.Inc()
+		k.restarting.Store(self.Id, struct{}{})
+	}
+	start := time.Now()
+	defer func() {
+		k.handling.Observe(time.Since(start).Seconds())
+		k.messages.Inc()
+		if r := recover(); r != nil {
+			k.failures.Inc()
+			// The mailbox does not report a message whose handling panicked as received.
+			k.mailbox.Dec()
+			panic(r) // the supervisor decides
+		}
+	}()
+	handle()
 }
 
 // mailboxCounter counts the messages posted to the mailboxes of a kind and not yet

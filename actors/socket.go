@@ -91,10 +91,11 @@ const socketThroughput = 300
 type socketActor struct {
 	sock Socket
 	dir  socketEnv
-	// counted runs receive through the metrics (nil: none). The metrics middleware is
-	// called here rather than set on the props: a props middleware gives every actor
-	// a context extension of its own (about 260 bytes a socket).
-	counted actor.ReceiverFunc
+	// metrics count and time receive (nil: none). They are called here rather than set
+	// on the props as a middleware: a props middleware gives every actor a context
+	// extension of its own (about 260 bytes a socket), and a middleware's envelope is an
+	// allocation per message (a delivery to each socket of a broadcast).
+	metrics *kindMetrics
 	ctx     actor.Context // during Receive
 }
 
@@ -107,20 +108,11 @@ type socketEnv interface {
 type goFailed struct{ reason any }
 
 func (a *socketActor) Receive(ctx actor.Context) {
-	if a.counted != nil {
-		a.counted(ctx, &actor.MessageEnvelope{Message: ctx.Message()})
+	if a.metrics != nil {
+		a.metrics.receive(ctx.Self(), ctx.Message(), func() { a.receive(ctx) })
 		return
 	}
 	a.receive(ctx)
-}
-
-// receiveCounted is the innermost step of the metrics' chain.
-func receiveCounted(c actor.ReceiverContext, _ *actor.MessageEnvelope) {
-	if ctx, ok := c.(actor.Context); ok {
-		if a, ok := ctx.Actor().(*socketActor); ok {
-			a.receive(ctx)
-		}
-	}
 }
 
 func (a *socketActor) receive(ctx actor.Context) {
@@ -183,11 +175,11 @@ func (s *appActor[S]) socketProps(kind string) *actor.Props {
 		return p
 	}
 	reg, dir := s.reg, s.dir
-	var counted actor.ReceiverFunc
+	var counted *kindMetrics
 	mailbox := actor.UnboundedLockfree()
 	if m := dir.cfg.Metrics; m != nil {
 		k := m.kind(kind)
-		counted = k.middleware(receiveCounted)
+		counted = k
 		mailbox = actor.UnboundedLockfree(mailboxCounter{k.mailbox})
 	}
 	// An idle socket's mailbox holds one node of a lock-free list, not a ring buffer.
@@ -197,7 +189,7 @@ func (s *appActor[S]) socketProps(kind string) *actor.Props {
 	// 1.3 to 2.7 µs per delivery with one, against about 0.1 µs; BenchmarkBroadcastFanOut
 	// in core/realtime). Receive never blocks, so whoever runs it is not held up.
 	p := actor.PropsFromProducer(func() actor.Actor {
-		return &socketActor{sock: reg.spawning, dir: dir, counted: counted}
+		return &socketActor{sock: reg.spawning, dir: dir, metrics: counted}
 	}, actor.WithMailbox(mailbox), actor.WithDispatcher(actor.NewSynchronizedDispatcher(socketThroughput)))
 	if reg.props == nil {
 		reg.props = map[string]*actor.Props{}

@@ -12,11 +12,15 @@
 // (its reader, waiting in a shallow peek so that its stack stays at 2 KiB; it goes on in
 // a new goroutine after each frame it handles, pings and pongs included) and a 288-byte
 // read buffer; the node pings its sockets from one timer per second of the ping period
-// (pinger), not one per socket. Its writer (peer) queues frames
-// in a bounded queue allocated only while frames wait, writes them on a goroutine that
-// runs only while there is something to write, through a buffer pool shared by every
-// socket, and closes a reader too slow to keep up (1013). A panic while handling one
-// message closes that socket alone (1011). RFC 6455 close codes are chosen here.
+// (pinger), not one per socket. Its writer (peer) writes a frame sent to an idle socket
+// at once from the sender's goroutine when the socket takes it without blocking (no
+// goroutine to wake: most of a broadcast's server CPU beside the write itself), and
+// otherwise queues frames in a bounded queue allocated only while frames wait, written
+// by a goroutine that runs only while there is something to write, and closes a reader
+// too slow to keep up (1013). The edge encodes its data frames itself (a broadcast's once
+// for all its sockets); gorilla/websocket writes the control frames. A panic while
+// handling one message closes that socket alone (1011). RFC 6455 close codes are chosen
+// here.
 //
 // Wire rules (SPEC 7, CLIENT-SDKS.md §3): every reply is JSON; success replies are
 // {"success":true,"data":…} with success first and data always present and never null;

@@ -101,11 +101,12 @@ func newWSHandlers(rt *realtime.Service, hk *wshooks.Service, a *apps.Service, a
 		clocks: &socketClocks{pinger: &pinger{}, linger: &lingerClock{}},
 		upgrader: websocket.Upgrader{
 			// Idle sockets are the common case: a small read buffer of their own, and
-			// write buffers from a pool shared by every socket, held only while a frame
-			// is written. The read buffer is the one socketWriter's Hijack answers
-			// (ReadBufferSize 0 has gorilla read through it: wsReadBuffer bytes), which
-			// the socket's reader peeks into; clients send a few messages a second at
-			// most (SPEC 8).
+			// no write buffer (the peer encodes its data frames itself; gorilla writes
+			// control frames, which need none; the pool serves a peer over a connection
+			// that is not a socketConn). The read buffer is the one socketWriter's Hijack
+			// answers (ReadBufferSize 0 has gorilla read through it: wsReadBuffer bytes),
+			// which the socket's reader peeks into; clients send a few messages a second
+			// at most (SPEC 8).
 			ReadBufferSize: 0, WriteBufferSize: 4096, WriteBufferPool: &sync.Pool{},
 			// Clients are programs that send any Origin or none (CLIENT-SDKS.md §6.1) and
 			// authenticate with the token in the URL, not with cookies, so the origin
@@ -310,9 +311,10 @@ func truncateReason(s string) string {
 
 // peer is a socket's writer. It holds little while the socket is idle: a queue that is
 // allocated when something is queued (bounded: wsQueue frames), a place in the node's
-// pinger, and no goroutine: a writer goroutine runs only while there is something to
-// write, and ends when the queue is empty. Frames are written through the upgrader's
-// shared buffer pool. It implements realtime.Peer. A peer exists before its socket (a
+// pinger, and no goroutine: a frame sent to an idle socket is written at once by the
+// sender when the socket takes it without blocking (writeThrough), and otherwise a
+// writer goroutine runs while there is something to write, and ends when the queue is
+// empty. It implements realtime.Peer. A peer exists before its socket (a
 // client socket is admitted before the upgrade): what is sent meanwhile waits until start.
 type peer struct {
 	mu      sync.Mutex
@@ -373,9 +375,49 @@ func (p *peer) enqueue(msg any) bool {
 		p.Close(websocket.CloseTryAgainLater, "too slow to receive")
 		return false
 	}
+	if !p.writing && len(p.queue) == 0 && p.writeThrough(msg) {
+		p.mu.Unlock()
+		return true
+	}
 	p.queue = append(p.queue, msg)
 	p.kick()
 	p.mu.Unlock()
+	return true
+}
+
+// writeThrough writes msg from the caller's goroutine when no writer runs and nothing is
+// queued, without blocking (socketConn.tryWrite): a frame the socket takes at once costs
+// no writer goroutine to wake (most of a broadcast's server CPU per socket beside the
+// write itself). What the socket did not take is left to a writer, started here, as is
+// anything queued or a Close that came meanwhile. It answers false when the socket could
+// not be tried (the caller queues msg). p.mu is held, and released during the write;
+// p.writing keeps every other writer out meanwhile (frames sent meanwhile queue up
+// behind msg).
+func (p *peer) writeThrough(msg any) bool {
+	sc, ok := p.conn.NetConn().(*socketConn)
+	if !ok || sc.fd < 0 {
+		return false
+	}
+	p.writing = true
+	p.mu.Unlock()
+	taken, left, err := sc.tryWrite(dataFrame(msg))
+	p.mu.Lock()
+	switch {
+	case !taken:
+		// Someone was writing (a ping, a pong): the writer writes msg first, then what
+		// was queued meanwhile.
+		q := make([]any, 0, len(p.queue)+1)
+		p.queue = append(append(q, msg), p.queue...)
+		go p.write()
+	case err != nil:
+		// The socket is gone: the writer closes it (no close frame after a failed write).
+		p.closeLocked(websocket.CloseAbnormalClosure, "")
+		go p.write()
+	case left || len(p.queue) > 0 || p.closed:
+		go p.write()
+	default:
+		p.writing = false
+	}
 	return true
 }
 
@@ -396,14 +438,18 @@ func (p *peer) kick() {
 // Close ends the socket; code is one of realtime's close reasons (sent as RFC 6455's code
 // for it) or a close code.
 func (p *peer) Close(code int, reason string) {
-	code = wireCode(code)
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	p.closeLocked(code, reason)
+}
+
+// closeLocked is Close with p.mu held.
+func (p *peer) closeLocked(code int, reason string) {
 	if p.closed {
 		return
 	}
 	p.closed = true
-	p.code, p.reason = int16(code), truncateReason(reason)
+	p.code, p.reason = int16(wireCode(code)), truncateReason(reason)
 	p.kick()
 }
 
@@ -432,6 +478,13 @@ func (p *peer) finished() <-chan struct{} {
 func (p *peer) write() {
 	lingered := false
 	for {
+		// The rest of a frame written through goes first; none is left behind after it
+		// (only a writer that finds none running writes through).
+		if p.flushPending() != nil {
+			p.Close(websocket.CloseAbnormalClosure, "")
+			p.finish(false)
+			return
+		}
 		p.mu.Lock()
 		batch := p.queue
 		p.queue = nil // the next frames get a fresh queue; an idle peer holds none
@@ -474,54 +527,81 @@ func (p *peer) write() {
 	}
 }
 
+// flushPending writes what a write through left of a frame, if anything.
+func (p *peer) flushPending() error {
+	if sc, ok := p.conn.NetConn().(*socketConn); ok {
+		return sc.flushPending()
+	}
+	return nil
+}
+
 // writeBatch writes the frames that were queued together, in one write to the network
 // when there are several.
 func (p *peer) writeBatch(batch []any) error {
-	sc, _ := p.conn.NetConn().(*socketConn)
-	if len(batch) < 2 {
-		sc = nil
+	sc, ok := p.conn.NetConn().(*socketConn)
+	if !ok {
+		// Not a socket the handlers upgraded (tests): gorilla writes the frames.
+		for _, msg := range batch {
+			_ = p.conn.SetWriteDeadline(time.Now().Add(wsWriteWait))
+			if err := p.conn.WriteMessage(websocket.TextMessage, textOf(msg)); err != nil {
+				return err
+			}
+		}
+		return nil
 	}
-	if sc != nil {
+	corked := len(batch) > 1
+	if corked {
 		sc.cork()
 	}
 	for _, msg := range batch {
-		_ = p.conn.SetWriteDeadline(time.Now().Add(wsWriteWait))
-		if err := p.writeFrame(msg); err != nil {
-			if sc != nil {
+		_ = sc.SetWriteDeadline(time.Now().Add(wsWriteWait))
+		var err error
+		if m, ok := msg.(*realtime.Shared); ok {
+			err = sc.writeData(sharedFrame(m))
+		} else {
+			err = sc.writeText(textOf(msg))
+		}
+		if err != nil {
+			if corked {
 				_ = sc.uncork()
 			}
 			return err
 		}
 	}
-	if sc != nil {
+	if corked {
 		return sc.uncork()
 	}
 	return nil
 }
 
-// writeFrame writes one queued frame; a shared one through its prepared form.
-func (p *peer) writeFrame(msg any) error {
+// textOf is the text of a queued frame.
+func textOf(msg any) []byte {
 	switch m := msg.(type) {
 	case []byte:
-		return p.conn.WriteMessage(websocket.TextMessage, m)
+		return m
 	case *realtime.Shared:
-		if pm, ok := m.Prepared(prepare).(*websocket.PreparedMessage); ok {
-			return p.conn.WritePreparedMessage(pm)
-		}
-		return p.conn.WriteMessage(websocket.TextMessage, m.Msg)
+		return m.Msg
 	}
 	return nil
 }
 
-// prepare encodes a broadcast's frame once (nil when it cannot: each socket then writes
-// it as usual).
-func prepare(msg []byte) any {
-	pm, err := websocket.NewPreparedMessage(websocket.TextMessage, msg)
-	if err != nil {
-		return nil
+// dataFrame is the frame of a queued message: a broadcast's encoded once for every
+// socket that gets it.
+func dataFrame(msg any) []byte {
+	if m, ok := msg.(*realtime.Shared); ok {
+		return sharedFrame(m)
 	}
-	return pm
+	text := textOf(msg)
+	return appendFrame(make([]byte, 0, frameSize(text)), text)
 }
+
+// sharedFrame is a broadcast's frame, encoded by the first socket that writes it.
+func sharedFrame(m *realtime.Shared) []byte {
+	f, _ := m.Prepared(prepare).([]byte)
+	return f
+}
+
+func prepare(msg []byte) any { return appendFrame(make([]byte, 0, frameSize(msg)), msg) }
 
 // finish sends the close frame (when the socket can still take it) and closes the socket.
 func (p *peer) finish(frame bool) {
