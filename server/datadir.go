@@ -37,11 +37,14 @@ func ensureDir(dir, what string) error {
 // by an older version, or copied in with a loose umask), logging what it changed. What the
 // server creates afterwards is private from the start.
 func securePrivateDirs(c Config, log *slog.Logger) error {
-	dirs := map[string]string{c.DataDir: "data dir"}
-	if c.SMTP.Host == "" && c.MailOutbox != "" {
-		dirs[c.MailOutbox] = "mail outbox"
+	// In this order: the data dir's own failure is the one to report when both fail (the
+	// outbox is under it by default).
+	dirs := []struct{ dir, what string }{{c.DataDir, "data dir"}}
+	if c.SMTP.Host == "" && c.MailOutbox != "" && c.MailOutbox != c.DataDir {
+		dirs = append(dirs, struct{ dir, what string }{c.MailOutbox, "mail outbox"})
 	}
-	for dir, what := range dirs {
+	for _, d := range dirs {
+		dir, what := d.dir, d.what
 		if err := ensureDir(dir, what); err != nil {
 			return err
 		}
