@@ -23,8 +23,10 @@ import (
 // restarted, protoactor stops its children first: the new incarnation spawns them again
 // from the registry (the state lives in the Socket values the registry keeps, not in the
 // actors), under the same names, so a Ref made before the restart reaches the new actor.
-// Messages that were in a child's mailbox at that moment are lost (a reader waiting on
-// one gives up at its deadline).
+// The results of the sockets' I/O come back through the AppActor, whose mailbox keeps
+// them through its restart, so none is lost; other messages that were in a child's
+// mailbox at that moment are (a frame a reader handed over: the reader goes on at its
+// deadline; a delivery).
 
 // Socket is one socket's state and rules, run by its actor.
 type Socket interface {
@@ -131,8 +133,13 @@ func (a *socketActor) receive(ctx actor.Context) {
 	}
 }
 
+// Go's result comes back through the AppActor (toSocket), not straight to the socket's
+// actor: while the AppActor restarts, its children are stopped and spawned again, and a
+// message sent to a child in between would be dropped, leaving the socket waiting for
+// the end of its I/O for ever. The AppActor's mailbox holds messages through its
+// restart, and it hands this one to the socket's actor of the moment.
 func (a *socketActor) Go(fn func(ctx context.Context) any) {
-	self, root := a.ctx.Self(), a.ctx.ActorSystem().Root
+	self, parent, root := a.ctx.Self(), a.ctx.Parent(), a.ctx.ActorSystem().Root
 	id := childID(self)
 	a.dir.run(id, func(ctx context.Context) {
 		var out any
@@ -141,7 +148,7 @@ func (a *socketActor) Go(fn func(ctx context.Context) any) {
 				out = goFailed{reason: fmt.Sprintf("socket %s: %v\n%s", id, p, debug.Stack())}
 			}
 			if out != nil {
-				root.Send(self, out)
+				root.Send(parent, toSocket{id: id, msg: out})
 			}
 		}()
 		out = fn(ctx)

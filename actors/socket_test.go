@@ -2,10 +2,12 @@ package actors
 
 import (
 	"context"
+	"io"
 	"log/slog"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
@@ -134,3 +136,50 @@ func TestSocketActorPanicClosesOnlyItsSocket(t *testing.T) {
 type writerFunc func(p []byte) (int, error)
 
 func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
+
+// stallingSocket starts an I/O that ends while its AppActor restarts: the I/O is let go
+// when the actor is stopped for the restart, and the actor waits until the result was
+// sent before it finishes stopping.
+type stallingSocket struct {
+	testSocket
+	gate chan struct{}
+	sent chan struct{}
+	once sync.Once
+}
+
+func (s *stallingSocket) Receive(sc SocketContext, msg any) {
+	switch msg {
+	case "slow io":
+		sc.Go(func(context.Context) any {
+			<-s.gate
+			defer close(s.sent)
+			return "slow io done"
+		})
+		return
+	}
+	if _, ok := msg.(SocketStopping); ok {
+		s.once.Do(func() {
+			close(s.gate)
+			<-s.sent
+			time.Sleep(20 * time.Millisecond) // the result is on its way
+		})
+	}
+	s.testSocket.Receive(sc, msg)
+}
+
+// TestIOResultDuringAnAppActorRestartIsNotLost: the result of a socket's I/O that comes
+// back while its AppActor restarts (its actor stopped, not yet spawned again) reaches the
+// socket's new actor.
+func TestIOResultDuringAnAppActorRestartIsNotLost(t *testing.T) {
+	f := &fakeApps{version: map[string]int{"a": 1}}
+	dir := NewApps(f.load, AppsConfig{Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	defer dir.Close()
+	s := &stallingSocket{gate: make(chan struct{}), sent: make(chan struct{})}
+	if err := dir.Join(context.Background(), "a", "s", s); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the actor's start", func() bool { return s.has(SocketStarted{}) })
+	s.ref.Tell("slow io")
+	dir.Each("a", func([]any) { panic("on purpose") })
+	waitFor(t, "the I/O's result after the restart", func() bool { return s.has("slow io done") })
+}

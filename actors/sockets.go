@@ -88,7 +88,12 @@ type (
 	each       struct{ fn func(sockets []any) }
 	members    struct{}
 	tickNow    struct{ i int }
-	tickDone   struct{ i int }
+	// toSocket is a message for the actor of socket id (a SocketContext.Go's result).
+	toSocket struct {
+		id  string
+		msg any
+	}
+	tickDone struct{ i int }
 )
 
 // SetTicks sets the periodic work on every app's sockets; it is called once, before the
@@ -259,6 +264,10 @@ func (s *appActor[S]) receiveSockets(ctx actor.Context) bool {
 		}
 	case members:
 		ctx.Respond(append([]any(nil), r.members()...))
+	case toSocket:
+		if pid := r.live[m.id]; pid != nil {
+			ctx.Send(pid, m.msg)
+		}
 	case tickNow:
 		if m.i < len(s.ticks) && !r.running[m.i] {
 			s.startTick(ctx, m.i)
