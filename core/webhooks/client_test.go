@@ -294,14 +294,15 @@ func TestDeliverIgnoresEnvironmentProxy(t *testing.T) {
 }
 
 func TestDeliverTimeoutIsRetryable(t *testing.T) {
+	// The receiver answers only when the test is over (not when it sees the client go:
+	// a 200 written then could still win the race with the client's timer), so the 1 s
+	// timeout must end the attempt (generous, so that a loaded machine's slow TLS
+	// handshake is not what times out).
+	release := make(chan struct{})
+	defer close(release)
 	srv, pool, _ := newReceiver(t, func(w http.ResponseWriter, r *http.Request) {
-		select {
-		case <-r.Context().Done():
-		case <-time.After(5 * time.Second):
-		}
+		<-release
 	})
-	// The receiver answers after 5 s; a 1 s timeout must end the attempt first (generous,
-	// so that a loaded machine's slow TLS handshake is not what times out).
 	client := NewClient(Config{AllowPrivate: true, RootCAs: pool, Timeout: time.Second})
 	a := Deliver(context.Background(), client, mustBuild(t, KindCustom, srv.URL+"/slow", sampleEvent(), "k"))
 	if a.OK() || !a.Retryable || a.StatusCode != 0 || !strings.HasPrefix(a.Err, "timeout") {
