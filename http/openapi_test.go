@@ -31,6 +31,17 @@ type describedAPI struct {
 
 func newDescribedAPI(t *testing.T, s *ts.Server) *describedAPI {
 	t.Helper()
+	doc, model := servedDescription(t, s)
+	v, errs := validator.NewValidator(doc)
+	if len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	return &describedAPI{t: t, s: s, v: v, model: model, checked: map[string]bool{}}
+}
+
+// servedDescription reads the OpenAPI description s serves, as a document and its model.
+func servedDescription(t *testing.T, s *ts.Server) (libopenapi.Document, *v3.Document) {
+	t.Helper()
 	specResp, err := http.Get(s.URL + "/api/openapi.json")
 	if err != nil {
 		t.Fatal(err)
@@ -41,15 +52,11 @@ func newDescribedAPI(t *testing.T, s *ts.Server) *describedAPI {
 	if err != nil {
 		t.Fatal(err)
 	}
-	v, errs := validator.NewValidator(doc)
-	if len(errs) > 0 {
-		t.Fatal(errs)
-	}
 	model, err := doc.BuildV3Model()
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &describedAPI{t: t, s: s, v: v, model: &model.Model, checked: map[string]bool{}}
+	return doc, &model.Model
 }
 
 // check sends r, wants the status, and validates the request (path, query, body) and the
@@ -306,26 +313,13 @@ func TestRealResponsesMatchOpenAPI(t *testing.T) {
 // the WebSocket message schemas of the served description (WSClientOut, WSDashboardOut).
 func TestRealSocketMessagesMatchOpenAPI(t *testing.T) {
 	s := ts.Start(t, ts.Pairs[0])
-	specResp, err := http.Get(s.URL + "/api/openapi.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	raw, _ := io.ReadAll(specResp.Body)
-	specResp.Body.Close()
-	doc, err := libopenapi.NewDocument(raw)
-	if err != nil {
-		t.Fatal(err)
-	}
-	model, err := doc.BuildV3Model()
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, model := servedDescription(t, s)
 	sv := schema_validation.NewSchemaValidator()
 	// expect reads c's messages, each validated against the schema, until every type of
 	// want was seen (bounded by the read deadline).
 	expect := func(c *wsConn, schema string, want ...string) {
 		t.Helper()
-		proxy, found := model.Model.Components.Schemas.Get(schema)
+		proxy, found := model.Components.Schemas.Get(schema)
 		if !found {
 			t.Fatalf("no schema %s", schema)
 		}

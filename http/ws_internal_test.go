@@ -3,8 +3,6 @@ package httpapi
 import (
 	"context"
 	"log/slog"
-	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -50,27 +48,18 @@ func (p panicky) Send(msg []byte) bool {
 // serverConn answers the server side of a real socket on loopback.
 func serverConn(t *testing.T) *websocket.Conn {
 	t.Helper()
-	conns := make(chan *websocket.Conn, 1)
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		c, err := (&websocket.Upgrader{}).Upgrade(w, r, nil)
-		if err == nil {
-			conns <- c
+	sc, cc, _ := loopbackSocket(t, false)
+	go readUntilClosed(cc)
+	return sc
+}
+
+// readUntilClosed reads c's messages until its socket closes (a client that keeps up).
+func readUntilClosed(c *websocket.Conn) {
+	for {
+		if _, _, err := c.ReadMessage(); err != nil {
+			return
 		}
-	}))
-	t.Cleanup(srv.Close)
-	cc, _, err := websocket.DefaultDialer.Dial("ws"+strings.TrimPrefix(srv.URL, "http"), nil)
-	if err != nil {
-		t.Fatal(err)
 	}
-	t.Cleanup(func() { cc.Close() })
-	go func() { // the client reads until its socket closes
-		for {
-			if _, _, err := cc.ReadMessage(); err != nil {
-				return
-			}
-		}
-	}()
-	return <-conns
 }
 
 // TestPanicClosesOnlyItsSocket: a panic while one socket's SessionActor handles a message
@@ -142,18 +131,7 @@ func TestPanicClosesOnlyItsSocket(t *testing.T) {
 // pings it when the slot's timer runs (run here by hand: the period is 25 s), and lets go
 // of it, and of the slot, once the socket ends.
 func TestPingerPingsStartedSockets(t *testing.T) {
-	conns := make(chan *websocket.Conn, 1)
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if c, err := (&websocket.Upgrader{}).Upgrade(w, r, nil); err == nil {
-			conns <- c
-		}
-	}))
-	t.Cleanup(srv.Close)
-	cc, _, err := websocket.DefaultDialer.Dial("ws"+strings.TrimPrefix(srv.URL, "http"), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cc.Close() })
+	sc, cc, _ := loopbackSocket(t, false)
 	pinged := make(chan struct{}, 1)
 	cc.SetPingHandler(func(string) error {
 		select {
@@ -162,18 +140,12 @@ func TestPingerPingsStartedSockets(t *testing.T) {
 		}
 		return nil
 	})
-	go func() {
-		for {
-			if _, _, err := cc.ReadMessage(); err != nil {
-				return
-			}
-		}
-	}()
+	go readUntilClosed(cc)
 
 	g := &pinger{}
 	p := newPeer()
 	p.clocks = &socketClocks{pinger: g}
-	p.start(<-conns)
+	p.start(sc)
 	slot := func() (int, bool) {
 		p.mu.Lock()
 		i := int(p.slot)

@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"bufio"
 	"fmt"
 	"net"
 	"net/http"
@@ -41,15 +42,23 @@ func upgradedPair(t *testing.T) (*websocket.Conn, *countingConn, *websocket.Conn
 	return sc, counted, cc
 }
 
-// upgradedSocket answers the server side of a real loopback socket upgraded as the
-// handlers do (socketWriter), and the client side.
-func upgradedSocket(t *testing.T) (*websocket.Conn, *websocket.Conn) {
+// loopbackSocket answers the server and the client side of a real socket on loopback,
+// upgraded through socketWriter as the handlers do when asHandlers is set (br is then the
+// read buffer it kept for the socket's reader; nil otherwise).
+func loopbackSocket(t *testing.T, asHandlers bool) (server, client *websocket.Conn, br *bufio.Reader) {
 	t.Helper()
-	conns := make(chan *websocket.Conn, 1)
+	type upgraded struct {
+		conn *websocket.Conn
+		br   *bufio.Reader
+	}
+	ups := make(chan upgraded, 1)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		c, err := (&websocket.Upgrader{}).Upgrade(&socketWriter{ResponseWriter: w}, r, nil)
-		if err == nil {
-			conns <- c
+		sw := &socketWriter{ResponseWriter: w}
+		if asHandlers {
+			w = sw
+		}
+		if c, err := (&websocket.Upgrader{}).Upgrade(w, r, nil); err == nil {
+			ups <- upgraded{c, sw.br}
 		}
 	}))
 	t.Cleanup(srv.Close)
@@ -58,7 +67,15 @@ func upgradedSocket(t *testing.T) (*websocket.Conn, *websocket.Conn) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { cc.Close() })
-	sc := <-conns
+	up := <-ups
+	return up.conn, cc, up.br
+}
+
+// upgradedSocket answers the server side of a real loopback socket upgraded as the
+// handlers do (socketWriter), and the client side.
+func upgradedSocket(t *testing.T) (*websocket.Conn, *websocket.Conn) {
+	t.Helper()
+	sc, cc, _ := loopbackSocket(t, true)
 	if _, ok := sc.NetConn().(*socketConn); !ok {
 		t.Fatalf("the upgraded connection is a %T, not a socketConn", sc.NetConn())
 	}

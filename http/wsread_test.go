@@ -1,10 +1,7 @@
 package httpapi
 
 import (
-	"bufio"
 	"net"
-	"net/http"
-	"net/http/httptest"
 	"runtime"
 	"strings"
 	"testing"
@@ -19,32 +16,14 @@ import (
 // two). The channel is closed when the reader ends.
 func readingPair(t *testing.T) (<-chan string, net.Conn, *websocket.Conn) {
 	t.Helper()
-	type upgraded struct {
-		conn *websocket.Conn
-		br   *bufio.Reader
-	}
-	ups := make(chan upgraded, 1)
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		sw := &socketWriter{ResponseWriter: w}
-		c, err := (&websocket.Upgrader{}).Upgrade(sw, r, nil)
-		if err == nil {
-			ups <- upgraded{c, sw.br}
-		}
-	}))
-	t.Cleanup(srv.Close)
-	cc, _, err := websocket.DefaultDialer.Dial("ws"+strings.TrimPrefix(srv.URL, "http"), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cc.Close() })
-	up := <-ups
-	if up.br == nil {
+	sc, cc, br := loopbackSocket(t, true)
+	if br == nil {
 		t.Fatal("the upgrade kept no read buffer for the reader")
 	}
 	p := newPeer()
-	p.start(up.conn)
+	p.start(sc)
 	got := make(chan string, 16)
-	p.read(up.br, func(msg []byte) { got <- string(msg) }, func() { close(got) })
+	p.read(br, func(msg []byte) { got <- string(msg) }, func() { close(got) })
 	t.Cleanup(func() { p.Close(websocket.CloseNormalClosure, "") })
 	return got, cc.NetConn(), cc
 }
@@ -80,13 +59,7 @@ func TestReaderHandlesFramesWrittenTogether(t *testing.T) {
 	got, raw, cc := readingPair(t)
 	pongs := make(chan string, 4)
 	cc.SetPongHandler(func(s string) error { pongs <- s; return nil })
-	go func() {
-		for {
-			if _, _, err := cc.ReadMessage(); err != nil {
-				return
-			}
-		}
-	}()
+	go readUntilClosed(cc)
 	var together []byte
 	together = append(together, clientFrame(websocket.TextMessage, `{"type":"a"}`)...)
 	together = append(together, clientFrame(websocket.PingMessage, "p1")...)
@@ -144,13 +117,7 @@ func TestReaderRefusesBadControlFramesAsGorilla(t *testing.T) {
 // socket instead of 2 KiB).
 func TestIdleReaderWaitsOutsideGorilla(t *testing.T) {
 	got, raw, cc := readingPair(t)
-	go func() {
-		for {
-			if _, _, err := cc.ReadMessage(); err != nil {
-				return
-			}
-		}
-	}()
+	go readUntilClosed(cc)
 	for _, f := range [][]byte{
 		clientFrame(websocket.TextMessage, `{"type":"a"}`),
 		clientFrame(websocket.PingMessage, "p"),

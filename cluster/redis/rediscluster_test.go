@@ -180,26 +180,10 @@ func TestRedisClusterShardedBus(t *testing.T) {
 func TestRedisClusterFailover(t *testing.T) {
 	c := testenv.StartRedisCluster(t, time.Second)
 	prefix := testenv.UniqueName("kwtest:") + ":"
-	e := newEngineWithPrefix(t, c.URL, prefix)
+	e, raw := engineAndClusterClient(t, c.URL, prefix)
 	calls := newEngineWithPrefix(t, c.URL, prefix)
-	target, err := kwredis.ParseURL(c.URL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	raw := goredis.NewClusterClient(target.Cluster)
-	t.Cleanup(func() { _ = raw.Close() })
 	ctx := context.Background()
-
-	got := make(chan []byte, 100)
-	if _, err := e.Subscribe(ctx, "t", func(p []byte) { got <- p }); err != nil {
-		t.Fatalf("Subscribe before the failover: %v", err)
-	}
-	awaitDelivery(t, e, "t", got)
-	busNode, err := raw.MasterForKey(ctx, e.BusChannel("t"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	old := busNode.Options().Addr
+	got, old := subscribeOnAMaster(t, e, raw, "t")
 	key := ""
 	for i := 0; key == "" && i < 1000; i++ {
 		k := "f" + strconv.Itoa(i)
@@ -261,25 +245,8 @@ func TestRedisClusterFailover(t *testing.T) {
 // subscriptions of its slots, and the engine's subscription follows to the new master.
 func TestRedisClusterManualFailover(t *testing.T) {
 	c := testenv.StartRedisCluster(t, time.Second)
-	e := newEngine(t, c.URL)
-	target, err := kwredis.ParseURL(c.URL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	raw := goredis.NewClusterClient(target.Cluster)
-	t.Cleanup(func() { _ = raw.Close() })
-	ctx := context.Background()
-
-	got := make(chan []byte, 100)
-	if _, err := e.Subscribe(ctx, "t", func(p []byte) { got <- p }); err != nil {
-		t.Fatal(err)
-	}
-	awaitDelivery(t, e, "t", got)
-	node, err := raw.MasterForKey(ctx, e.BusChannel("t"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	old := node.Options().Addr
+	e, raw := engineAndClusterClient(t, c.URL, testenv.UniqueName("kwtest:")+":")
+	got, old := subscribeOnAMaster(t, e, raw, "t")
 	replica := c.ReplicaOf(old)
 	if replica == "" {
 		t.Fatalf("no replica of %s", old)
@@ -324,4 +291,21 @@ func engineAndClusterClient(t *testing.T, url, prefix string) (*kwredis.Engine, 
 	raw := goredis.NewClusterClient(target.Cluster)
 	t.Cleanup(func() { _ = raw.Close() })
 	return e, raw
+}
+
+// subscribeOnAMaster subscribes e to topic, waits until a delivery comes through, and
+// answers the deliveries and the address of the master that holds the topic's channel.
+func subscribeOnAMaster(t *testing.T, e *kwredis.Engine, raw *goredis.ClusterClient, topic string) (got chan []byte, master string) {
+	t.Helper()
+	ctx := context.Background()
+	got = make(chan []byte, 100)
+	if _, err := e.Subscribe(ctx, topic, func(p []byte) { got <- p }); err != nil {
+		t.Fatalf("Subscribe: %v", err)
+	}
+	awaitDelivery(t, e, topic, got)
+	node, err := raw.MasterForKey(ctx, e.BusChannel(topic))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return got, node.Options().Addr
 }
