@@ -11,6 +11,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
+
+	"github.com/keyward/keyward/internal/testenv"
 )
 
 // testSocket records what its actor hands it; a "boom" message panics.
@@ -66,13 +68,8 @@ func (s *testSocket) failure() any {
 // kind session; the app's other socket and the app's actor go on, and the failed socket
 // leaves as usual.
 func TestSocketActorPanicClosesOnlyItsSocket(t *testing.T) {
-	var logged strings.Builder
-	var logMu sync.Mutex
-	log := slog.New(slog.NewTextHandler(writerFunc(func(p []byte) (int, error) {
-		logMu.Lock()
-		defer logMu.Unlock()
-		return logged.Write(p)
-	}), nil))
+	var logged testenv.LogBuffer
+	log := slog.New(slog.NewTextHandler(&logged, nil))
 	m := NewMetrics(prometheus.NewRegistry())
 	f := &fakeApps{version: map[string]int{"a": 1}}
 	dir := NewApps(f.load, AppsConfig{Log: log, Metrics: m})
@@ -104,9 +101,7 @@ func TestSocketActorPanicClosesOnlyItsSocket(t *testing.T) {
 	if n := value(t, m.failures.WithLabelValues("session")); n != 1 {
 		t.Fatalf("session failures counted: %v", n)
 	}
-	logMu.Lock()
 	line := logged.String()
-	logMu.Unlock()
 	if !strings.Contains(line, "app=a") || !strings.Contains(line, "socket=bad") || !strings.Contains(line, "socket bug") {
 		t.Fatalf("log: %s", line)
 	}
@@ -132,10 +127,6 @@ func TestSocketActorPanicClosesOnlyItsSocket(t *testing.T) {
 		t.Fatalf("after leaving: %v session actors alive, %v messages in their mailboxes", n, q)
 	}
 }
-
-type writerFunc func(p []byte) (int, error)
-
-func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
 
 // stallingSocket starts an I/O that ends while its AppActor restarts: the I/O is let go
 // when the actor is stopped for the restart, and the actor waits until the result was

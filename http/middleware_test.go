@@ -1,12 +1,10 @@
 package httpapi
 
 import (
-	"bytes"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -14,30 +12,14 @@ import (
 	"github.com/gorilla/websocket"
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
+
+	"github.com/keyward/keyward/internal/testenv"
 )
-
-// lockedBuffer is a log sink read by the test while the server writes to it.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
 
 // TestAccessLogShowsUpgradeStatus upgrades a real socket and checks the access log line
 // says 101, not the 200 gin's writer holds after the upgrader hijacked the connection.
 func TestAccessLogShowsUpgradeStatus(t *testing.T) {
-	var logs lockedBuffer
+	var logs testenv.LogBuffer
 	log := slog.New(slog.NewTextHandler(&logs, nil))
 	r := gin.New()
 	r.Use(requestID(), trackUpgrades(), recovery(log), accessLog(log))

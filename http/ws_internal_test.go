@@ -17,6 +17,7 @@ import (
 	"github.com/keyward/keyward/core"
 	"github.com/keyward/keyward/core/client"
 	"github.com/keyward/keyward/core/realtime"
+	"github.com/keyward/keyward/internal/testenv"
 )
 
 // knownSessions admits the tokens it knows as users of app "app-1".
@@ -66,7 +67,7 @@ func readUntilClosed(c *websocket.Conn) {
 // closes that socket with 1011, counts it and logs the app and the socket; another socket
 // of the same app is untouched, and the process goes on.
 func TestPanicClosesOnlyItsSocket(t *testing.T) {
-	var logged lockedBuffer
+	var logged testenv.LogBuffer
 	log := slog.New(slog.NewTextHandler(&logged, nil))
 	h := &wsHandlers{log: log, metrics: newWSMetrics(prometheus.NewRegistry())}
 	engine := memory.New(memory.Config{})

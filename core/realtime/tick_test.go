@@ -14,6 +14,7 @@ import (
 	"github.com/keyward/keyward/cluster/memory"
 	"github.com/keyward/keyward/core"
 	"github.com/keyward/keyward/core/client"
+	"github.com/keyward/keyward/internal/testenv"
 )
 
 // countingEngine counts the lease writes and value reads of the memory engine.
@@ -79,13 +80,8 @@ func TestTickIsOneCallPerApp(t *testing.T) {
 	checker := &countingSessions{sessions: known, revoked: map[string]bool{}}
 	engine := &countingEngine{Engine: memory.New(memory.Config{})}
 	t.Cleanup(func() { engine.Close() })
-	var logged strings.Builder
-	var logMu sync.Mutex
-	log := slog.New(slog.NewTextHandler(writerFunc(func(p []byte) (int, error) {
-		logMu.Lock()
-		defer logMu.Unlock()
-		return logged.Write(p)
-	}), nil))
+	var logged testenv.LogBuffer
+	log := slog.New(slog.NewTextHandler(&logged, nil))
 	s := New(Deps{Engine: engine, Sessions: checker, Log: log})
 	if err := s.Start(t.Context()); err != nil {
 		t.Fatal(err)
@@ -146,8 +142,6 @@ func TestTickIsOneCallPerApp(t *testing.T) {
 	checker.panicky = true
 	checker.mu.Unlock()
 	s.eachApp(s.recheckApp)
-	logMu.Lock()
-	defer logMu.Unlock()
 	if !strings.Contains(logged.String(), "panic in the periodic work") || !strings.Contains(logged.String(), "app=app") {
 		t.Fatalf("a panicking check was not logged: %s", logged.String())
 	}
@@ -155,7 +149,3 @@ func TestTickIsOneCallPerApp(t *testing.T) {
 		t.Fatal("a panicking check closed a socket")
 	}
 }
-
-type writerFunc func([]byte) (int, error)
-
-func (f writerFunc) Write(p []byte) (int, error) { return f(p) }

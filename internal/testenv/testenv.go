@@ -55,14 +55,7 @@ func MongoURI(t testing.TB) string {
 // KEYWARD_TEST_SENTINEL=1 (`make test` sets it); without it the test is skipped.
 func SentinelURL(t testing.TB) string {
 	t.Helper()
-	if v := os.Getenv(EnvSentinelURL); v != "" {
-		return v
-	}
-	if os.Getenv(EnvSentinel) == "1" && os.Getenv(EnvRequireServers) == "1" {
-		t.Fatalf("%s is not set: the Sentinel group did not start", EnvSentinelURL)
-	}
-	t.Skipf("%s is not set: run the tests under `KEYWARD_TEST_SENTINEL=1 deploy/testenv.sh` (as `make test` does)", EnvSentinelURL)
-	return ""
+	return optionalServer(t, EnvSentinelURL, EnvSentinel, "the Sentinel group")
 }
 
 // RedisClusterURL returns the URL of the test Redis Cluster, in the form KEYWARD_REDIS_URL
@@ -70,13 +63,21 @@ func SentinelURL(t testing.TB) string {
 // (`make test` sets it); without it the test is skipped.
 func RedisClusterURL(t testing.TB) string {
 	t.Helper()
-	if v := os.Getenv(EnvRedisClusterURL); v != "" {
+	return optionalServer(t, EnvRedisClusterURL, EnvRedisCluster, "the Redis Cluster")
+}
+
+// optionalServer returns the URL in urlVar of a test server that deploy/testenv.sh starts
+// only when switchVar is 1. Without it the test is skipped; with it, a missing URL (the
+// server did not start) fails the test where the servers are required.
+func optionalServer(t testing.TB, urlVar, switchVar, what string) string {
+	t.Helper()
+	if v := os.Getenv(urlVar); v != "" {
 		return v
 	}
-	if os.Getenv(EnvRedisCluster) == "1" && os.Getenv(EnvRequireServers) == "1" {
-		t.Fatalf("%s is not set: the Redis Cluster did not start", EnvRedisClusterURL)
+	if os.Getenv(switchVar) == "1" && os.Getenv(EnvRequireServers) == "1" {
+		t.Fatalf("%s is not set: %s did not start", urlVar, what)
 	}
-	t.Skipf("%s is not set: run the tests under `KEYWARD_TEST_REDIS_CLUSTER=1 deploy/testenv.sh` (as `make test` does)", EnvRedisClusterURL)
+	t.Skipf("%s is not set: run the tests under `%s=1 deploy/testenv.sh` (as `make test` does)", urlVar, switchVar)
 	return ""
 }
 
