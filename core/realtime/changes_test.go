@@ -8,10 +8,8 @@ import (
 
 	"github.com/keyward/keyward/actors"
 	"github.com/keyward/keyward/cluster/memory"
-	kwredis "github.com/keyward/keyward/cluster/redis"
 	"github.com/keyward/keyward/core"
 	"github.com/keyward/keyward/core/client"
-	"github.com/keyward/keyward/internal/testenv"
 )
 
 // pausable checks sockets as the client service does: against the app's snapshot held by
@@ -50,15 +48,7 @@ func TestAppPausedOnANodeClosesSocketsOnTheOther(t *testing.T) {
 				t.Cleanup(func() { e.Close() })
 				engines = [2]Engine{e, e}
 			} else {
-				url, prefix := testenv.RedisURL(t), testenv.UniqueName("kwtest:")+":"
-				for i := range engines {
-					e, err := kwredis.New(t.Context(), kwredis.Config{URL: url, Prefix: prefix})
-					if err != nil {
-						t.Fatal(err)
-					}
-					t.Cleanup(func() { e.Close() })
-					engines[i] = e
-				}
+				engines = redisEngines(t)
 			}
 			var paused atomic.Bool
 			known := sessions{"tok-u1": user("u1"), "tok-u2": user("u2")}

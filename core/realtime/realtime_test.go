@@ -109,6 +109,14 @@ func memoryPair(t testing.TB, known sessions) (*Service, *Service) {
 
 func redisPair(t testing.TB, known sessions) (*Service, *Service) {
 	t.Helper()
+	engines := redisEngines(t)
+	return startNodes(t, known, engines[0], engines[1])
+}
+
+// redisEngines answers two engines on the test Redis under one prefix: two nodes' views
+// of one cluster.
+func redisEngines(t testing.TB) [2]Engine {
+	t.Helper()
 	url := testenv.RedisURL(t)
 	prefix := testenv.UniqueName("kwtest:") + ":"
 	var engines [2]Engine
@@ -120,7 +128,7 @@ func redisPair(t testing.TB, known sessions) (*Service, *Service) {
 		t.Cleanup(func() { e.Close() })
 		engines[i] = e
 	}
-	return startNodes(t, known, engines[0], engines[1])
+	return engines
 }
 
 func startNodes(t testing.TB, known sessions, ea, eb Engine) (*Service, *Service) {

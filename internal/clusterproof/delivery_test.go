@@ -2,14 +2,10 @@ package clusterproof_test
 
 import (
 	"encoding/json"
-	"net/http"
-	"net/url"
 	"slices"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/gorilla/websocket"
 
 	"github.com/keyward/keyward/internal/testenv"
 )
@@ -24,10 +20,7 @@ type arrival struct {
 // time of arrival, once the socket is admitted (its ping answered).
 func timedSocket(t *testing.T, nd *node, p program) <-chan arrival {
 	t.Helper()
-	h := http.Header{}
-	h.Set("X-Forwarded-For", p.ip)
-	d := websocket.Dialer{HandshakeTimeout: 15 * time.Second}
-	conn, _, err := d.Dial("ws"+strings.TrimPrefix(nd.url, "http")+"/api/client/ws?token="+url.QueryEscape(p.session), h)
+	conn, _, err := dialClient(nd, p)
 	if err != nil {
 		t.Fatalf("socket on %s: %v", nd.name, err)
 	}

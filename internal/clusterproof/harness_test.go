@@ -376,13 +376,18 @@ type sock struct {
 	lastReason string
 }
 
-// dialSocket opens a client socket on nd for p; an error is a refused upgrade.
-func dialSocket(t *testing.T, nd *node, p program) (*sock, error) {
-	t.Helper()
+// dialClient dials p's client socket on nd, from p's address.
+func dialClient(nd *node, p program) (*websocket.Conn, *http.Response, error) {
 	h := http.Header{}
 	h.Set("X-Forwarded-For", p.ip)
 	d := websocket.Dialer{HandshakeTimeout: 15 * time.Second}
-	conn, resp, err := d.Dial("ws"+strings.TrimPrefix(nd.url, "http")+"/api/client/ws?token="+url.QueryEscape(p.session), h)
+	return d.Dial("ws"+strings.TrimPrefix(nd.url, "http")+"/api/client/ws?token="+url.QueryEscape(p.session), h)
+}
+
+// dialSocket opens a client socket on nd for p; an error is a refused upgrade.
+func dialSocket(t *testing.T, nd *node, p program) (*sock, error) {
+	t.Helper()
+	conn, resp, err := dialClient(nd, p)
 	if err != nil {
 		if resp != nil {
 			return nil, fmt.Errorf("upgrade refused with %d: %w", resp.StatusCode, err)
