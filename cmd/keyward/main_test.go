@@ -10,7 +10,6 @@ import (
 	"os"
 	"os/exec"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -33,29 +32,11 @@ func freeAddr(t *testing.T) string {
 	return l.Addr().String()
 }
 
-// syncBuffer is a bytes.Buffer safe to read while exec's copier goroutine writes it.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // node is a keyward serve process.
 type node struct {
 	cmd    *exec.Cmd
 	url    string
-	stderr *syncBuffer
+	stderr *testenv.LogBuffer
 	done   chan error
 }
 
@@ -64,7 +45,7 @@ func startNode(t *testing.T, env []string) *node {
 	addr := freeAddr(t)
 	cmd := exec.Command(binary, "serve")
 	cmd.Env = append(append(os.Environ(), env...), "KEYWARD_ADDR="+addr, "KEYWARD_ARGON2_MEMORY_KIB=1024", "KEYWARD_ARGON2_ITERATIONS=1")
-	n := &node{cmd: cmd, url: "http://" + addr, stderr: &syncBuffer{}, done: make(chan error, 1)}
+	n := &node{cmd: cmd, url: "http://" + addr, stderr: &testenv.LogBuffer{}, done: make(chan error, 1)}
 	cmd.Stderr = n.stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

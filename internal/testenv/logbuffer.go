@@ -5,8 +5,9 @@ import (
 	"sync"
 )
 
-// LogBuffer collects what a logger under test writes, from any goroutine (a slog text
-// handler over it: slog.New(slog.NewTextHandler(&buf, nil))).
+// LogBuffer collects what a logger under test or a child process writes, from any
+// goroutine (a slog text handler over it, or exec's copier of a process's output), and
+// can be read meanwhile.
 type LogBuffer struct {
 	mu  sync.Mutex
 	buf bytes.Buffer

@@ -54,24 +54,7 @@ func chromium(t *testing.T) string {
 // node is a keyward serve process on the embedded default.
 type node struct {
 	url, dataDir string
-	stderr       *syncBuffer
-}
-
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
+	stderr       *testenv.LogBuffer
 }
 
 func startNode(t *testing.T, env ...string) *node {
@@ -82,7 +65,7 @@ func startNode(t *testing.T, env ...string) *node {
 	}
 	addr := l.Addr().String()
 	l.Close()
-	n := &node{url: "http://" + addr, dataDir: t.TempDir(), stderr: &syncBuffer{}}
+	n := &node{url: "http://" + addr, dataDir: t.TempDir(), stderr: &testenv.LogBuffer{}}
 	cmd := exec.Command(binary, "serve")
 	cmd.Env = append(os.Environ(), "KEYWARD_ADDR="+addr, "KEYWARD_DATA_DIR="+n.dataDir, "KEYWARD_PUBLIC_URL="+n.url,
 		"KEYWARD_ARGON2_MEMORY_KIB=1024", "KEYWARD_ARGON2_ITERATIONS=1", "KEYWARD_MONGO_URI=", "KEYWARD_REDIS_URL=", "KEYWARD_SMTP_HOST=")
