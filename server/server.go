@@ -367,7 +367,7 @@ func OpenCore(ctx context.Context, c Config, log *slog.Logger) (_ *Core, err err
 	filesSvc := files.New(store, blobStore, appsSvc, bus, c.MaxUploadBytes, c.Clock)
 	appsSvc.OnDelete(filesSvc.DeleteAppFiles)
 	svc, err := accounts.New(accounts.Deps{Store: store, Hasher: hasher, Plans: catalogue, Mailer: mailq,
-		Apps: appsSvc, Log: log}, accounts.Config{JWTSecret: secret, TokenTTL: c.JWTTTL, PublicURL: c.PublicURL, Now: c.Clock})
+		Apps: appsSvc, Log: log}, accounts.Config{JWTSecret: secret, TokenTTL: c.JWTTTL, TokenLeeway: c.JWTLeeway, PublicURL: c.PublicURL, Now: c.Clock})
 	if err != nil {
 		return nil, err
 	}

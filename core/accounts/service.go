@@ -46,6 +46,10 @@ type Config struct {
 	JWTSecret []byte
 	// TokenTTL is the JWT lifetime; default DefaultTokenTTL.
 	TokenTTL time.Duration
+	// TokenLeeway is how long after its expiry a JWT is still accepted (clock differences
+	// between the nodes of a cluster); zero accepts none; at most MaxTokenLeeway. The
+	// server's default is --jwt-leeway's.
+	TokenLeeway time.Duration
 	// PublicURL is where owners reach this server, for links in mails.
 	PublicURL string
 	// Now is the clock; default time.Now. Tests move it.
@@ -92,6 +96,9 @@ func New(d Deps, cfg Config) (*Service, error) {
 	if cfg.TokenTTL <= 0 {
 		cfg.TokenTTL = DefaultTokenTTL
 	}
+	if cfg.TokenLeeway < 0 || cfg.TokenLeeway > MaxTokenLeeway {
+		return nil, fmt.Errorf("accounts: token leeway must be from 0 to %s, got %s", MaxTokenLeeway, cfg.TokenLeeway)
+	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
@@ -100,7 +107,7 @@ func New(d Deps, cfg Config) (*Service, error) {
 		return nil, errors.New("accounts: missing dependency")
 	}
 	return &Service{store: d.Store, hasher: d.Hasher, plans: d.Plans, mailer: d.Mailer,
-		apps: d.Apps, tokens: tokenIssuer{secret: cfg.JWTSecret, ttl: cfg.TokenTTL}, cfg: cfg, log: d.Log}, nil
+		apps: d.Apps, tokens: tokenIssuer{secret: cfg.JWTSecret, ttl: cfg.TokenTTL, leeway: cfg.TokenLeeway}, cfg: cfg, log: d.Log}, nil
 }
 
 func (s *Service) now() time.Time { return storage.Truncate(s.cfg.Now()) }
