@@ -351,6 +351,7 @@ var operationSchemas = withVariableRoutes(map[string]opSchema{
 	"POST /api/auth/reset-password":      op("Set a new password with the mailed token", props("token!:string", "newPassword!:string"), msgData),
 	"POST /api/auth/reset-password-2fa":  op("Set a new password with a 2FA code", props("username!:string", "twoFactorCode!:string", "newPassword!:string"), msgData),
 	"GET /api/auth/me":                   op("The signed-in account", noBody, ref("Account")),
+	"GET /api/auth/mail-outbox":          op("The folder this server writes its mails to when no SMTP server is set (empty otherwise)", noBody, props("outbox!:string")),
 	"POST /api/auth/change-password": op("Change the password (every other session ends; a new token is answered)",
 		props("currentPassword!:string", "newPassword!:string", "twoFactorCode:string"), props("message!:string", "token!:string", "expiresAt:string")),
 	"POST /api/auth/logout":             op("End this session", noBody, msgData),

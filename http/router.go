@@ -55,6 +55,14 @@ type Deps struct {
 	// Metrics is where request metrics are registered and what /metrics serves.
 	Metrics *prometheus.Registry
 	Log     *slog.Logger
+	// Pages, when set, answers the requests no route matches that ask for a page or an
+	// asset of the dashboard (web.Pages), after the middleware; the rest get the 404.
+	Pages PageServer
+}
+
+// PageServer answers the dashboard's pages and assets; Serve reports whether it did.
+type PageServer interface {
+	Serve(w http.ResponseWriter, r *http.Request) bool
 }
 
 // Config tunes the edge.
@@ -72,6 +80,9 @@ type Config struct {
 	// DefaultBodyMinRate.
 	BodyTimeout time.Duration
 	BodyMinRate int64
+	// MailOutbox is the folder mails are written to when no SMTP server is set; only
+	// signed-in owners are told it (GET /api/auth/mail-outbox). Empty with SMTP.
+	MailOutbox string
 }
 
 // DefaultMaxBodyBytes is the default cap of a JSON request body.
@@ -116,6 +127,9 @@ func New(d Deps, cfg Config) (http.Handler, error) {
 		// Uploads stream through, capped by the upload limit plus room for the multipart framing.
 		bodyLimit(cfg.MaxBodyBytes, map[string]int64{"POST " + uploadRoute: d.Files.MaxBytes() + 64<<10}))
 	r.NoRoute(func(c *gin.Context) {
+		if d.Pages != nil && d.Pages.Serve(c.Writer, c.Request) {
+			return
+		}
 		fail(c, core.E(core.CodeNotFound, "no route %s %s", c.Request.Method, c.Request.URL.Path))
 	})
 	r.NoMethod(func(c *gin.Context) {
@@ -133,7 +147,7 @@ func New(d Deps, cfg Config) (http.Handler, error) {
 	// Changes through the owner and admin routes go to the audit log (after requireOwner:
 	// refused requests are not recorded).
 	audited := auditChanges(d.Audit, r)
-	h := &accountHandlers{svc: d.Accounts, limiter: d.Limiter}
+	h := &accountHandlers{svc: d.Accounts, limiter: d.Limiter, outbox: cfg.MailOutbox}
 	api := r.Group("/api")
 	docs, err := newAPIDocs()
 	if err != nil {
@@ -152,6 +166,7 @@ func New(d Deps, cfg Config) (http.Handler, error) {
 
 	owner := auth.Group("", requireOwner(owners), audited)
 	owner.GET("/me", h.me)
+	owner.GET("/mail-outbox", h.mailOutbox)
 	owner.POST("/change-password", h.changePassword)
 	owner.POST("/logout", h.logout)
 	owner.POST("/api-key/regenerate", h.regenerateAPIKey)

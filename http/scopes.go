@@ -46,6 +46,7 @@ func buildRouteScopes() map[string]string {
 		"POST /api/auth/reset-password-2fa": scopePublic,
 
 		"GET /api/auth/me":                  "account:read",
+		"GET /api/auth/mail-outbox":         "account:read",
 		"POST /api/auth/change-password":    apikeys.Credentials,
 		"POST /api/auth/logout":             apikeys.Credentials,
 		"POST /api/auth/api-key/regenerate": apikeys.Credentials,

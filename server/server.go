@@ -204,8 +204,8 @@ func configuredOrKept(configured, dataDir, name, what string) ([]byte, error) {
 	return []byte(s), nil
 }
 
-// dashboardOutbox is the outbox folder the dashboard names on its sign-up page: set only when
-// mails go there (no SMTP host), so the owner can find the verification link.
+// dashboardOutbox is the outbox folder the dashboard names to signed-in owners (its sign-up
+// page only says mails go to files): set only when mails go there (no SMTP host).
 func dashboardOutbox(c Config) string {
 	if c.SMTP.Host != "" {
 		return ""
@@ -493,16 +493,18 @@ func New(ctx context.Context, c Config, log *slog.Logger) (*Server, error) {
 				}
 				return float64(n)
 			}))
+	// The owners' dashboard answers "/" and its assets, behind the API's middleware.
+	pages, err := web.New(web.Options{MailToFiles: dashboardOutbox(c) != ""})
+	if err != nil {
+		_ = core.Close()
+		return nil, err
+	}
 	handler, err := httpapi.New(httpapi.Deps{
 		Accounts: core.Accounts, APIKeys: apikeys.New(core.Store, c.Clock), Audit: core.Audit, Apps: core.Apps, Variables: core.Variables, Rules: core.Rules, Logs: core.Logs, Analytics: core.Analytics, Files: core.Files,
 		Integrations: core.Integrations, Client: core.Client, Realtime: core.Realtime, WSHooks: core.WSHooks, Limiter: core.Engine, Metrics: reg, Log: log,
-		Ready: []httpapi.Checker{{Name: "storage", Ping: core.Store.Ping}, {Name: "cluster", Ping: core.Engine.Ping}},
+		Ready: []httpapi.Checker{{Name: "storage", Ping: core.Store.Ping}, {Name: "cluster", Ping: core.Engine.Ping}}, Pages: pages,
 	}, httpapi.Config{CountryHeader: c.CountryHeader, TrustedProxies: c.TrustedProxies, MaxBodyBytes: c.MaxBodyBytes, MetricsOnMain: c.MetricsAddr == "",
-		BodyTimeout: c.BodyTimeout, BodyMinRate: c.BodyMinRate})
-	if err == nil {
-		// The owners' dashboard answers "/" and its assets; every other request is the API's.
-		handler, err = web.Mount(handler, web.Options{Outbox: dashboardOutbox(c)})
-	}
+		BodyTimeout: c.BodyTimeout, BodyMinRate: c.BodyMinRate, MailOutbox: dashboardOutbox(c)})
 	if err != nil {
 		_ = core.Close()
 		return nil, err
