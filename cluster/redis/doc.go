@@ -35,9 +35,11 @@
 //
 // Failure: an error that comes from reaching Redis (dial, timeouts, closed connections,
 // pool exhaustion, a closed engine, Redis loading or read-only) wraps
-// cluster.ErrUnavailable, and short dial/read/write/pool timeouts with a single retry make
-// it arrive within a second for a frozen Redis (two 400 ms read timeouts; immediately when the port refuses
-// connections), so callers answer 503 instead of hanging. A caller's context deadline also
+// cluster.ErrUnavailable. Short read and write timeouts (300 ms) bound each attempt, and a
+// hook bounds each command or pipeline as a whole at 400 ms (Config.CommandTimeout: the
+// wait for a pooled connection, the single retry and a new connection's handshake
+// included), so a request that meets a frozen Redis twice still answers 503 within a
+// second, and at once when the port refuses connections, instead of hanging. A caller's context deadline also
 // bounds each command and counts as unavailability; the caller's own cancellation does not
 // (the request is gone, Redis is not to blame). The client reconnects by itself once
 // Redis is back.
