@@ -15,6 +15,13 @@
 //	<prefix>val:<key>   string, SET ... PX ttl, touched with PEXPIRE ... XX
 //	<prefix>set:<set>   sorted set member → expiry in microseconds of Redis's TIME
 //	                    (sets.lua), expires with its latest member
+//	<prefix>prs:{<app>}:live   sorted set socket → expiry (µs of TIME): the app's live
+//	                    client sockets (presence.lua); with :owner (hash socket → user),
+//	                    :user (hash user → socket) and :info (hash socket → what the
+//	                    session list shows), one hash slot per app, all expiring with the
+//	                    latest socket. Every Presence call is one script run: a renewal of
+//	                    all of an app's sockets is one round trip and one command sent
+//	                    (TestPresenceRenewalRoundTrips, BenchmarkPresenceRenewal)
 //	<prefix>bus:<topic> Pub/Sub channel (not a key: channels ignore the database number,
 //	                    so the prefix is what keeps deployments apart)
 //	<prefix>bus:{N}:<topic>  on a Redis Cluster: sharded Pub/Sub channel (Redis 7), N
