@@ -156,7 +156,9 @@ func (s *Supervisor) supervise(ctx context.Context, c *child, run Func) {
 	wait := s.minWait
 	for {
 		err := s.runOnce(ctx, c, run)
-		if ctx.Err() != nil {
+		var panicked *PanicError
+		stopping := ctx.Err() != nil
+		if stopping && !errors.As(err, &panicked) {
 			return // asked to stop: whatever it answered is its last word
 		}
 		if err == nil {
@@ -169,6 +171,9 @@ func (s *Supervisor) supervise(ctx context.Context, c *child, run Func) {
 			s.failures = append(s.failures, fmt.Errorf("%s: %w", c.kind, err))
 			s.mu.Unlock()
 			return
+		}
+		if stopping {
+			return // a panic while stopping is logged and counted, and not run again
 		}
 		s.log.Warn("goroutine failed, restarting", "kind", c.kind, "in", wait, "err", err)
 		t := time.NewTimer(wait)
