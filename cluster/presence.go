@@ -50,6 +50,13 @@ type Renewal struct {
 // dies leaves the counts and lists within one ttl. Every method is atomic across nodes;
 // expired sockets are never counted, listed or answered. An app's state lives in one place
 // of the engine (on a Redis Cluster, one hash slot), so each call is one round trip.
+//
+// It replaces the expiring sets core/realtime kept per app and per user with a value per
+// socket: the admission's lease, count and user-set read become one Admit (whose Replaced
+// is the earlier socket to close, so two sockets of one user racing need no tie-break), the
+// PutLeases renewal one Renew, the three-key release one Release, the status write one
+// Describe, and the count, the session list and the user's online check Count, List and
+// SocketOf.
 type Presence interface {
 	// Admit puts socket s in app for ttl when the app holds fewer than limit live sockets,
 	// not counting the user's earlier socket, which the admission replaces (Admission
