@@ -67,6 +67,7 @@ func Run(t *testing.T, newEngine func(t *testing.T) cluster.Engine) {
 		{"Presence/OneSocketPerUser", testPresenceOneSocketPerUser},
 		{"Presence/Limit", testPresenceLimit},
 		{"Presence/Expiry", testPresenceExpiry},
+		{"Presence/RenewShortens", testPresenceRenewShortens},
 		{"Presence/RenewRestores", testPresenceRenewRestores},
 		{"Presence/RenewMany", testPresenceRenewMany},
 		{"Presence/ConcurrentAdmit", testPresenceConcurrentAdmit},

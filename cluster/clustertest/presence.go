@@ -1,6 +1,7 @@
 package clustertest
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"slices"
@@ -178,6 +179,18 @@ func testPresenceExpiry(t *testing.T, e cluster.Engine) {
 	if a := admit(t, e, "app", "waiting", "u3", longWindow, 2); !a.Admitted || a.Replaced != "" {
 		t.Fatalf("Admit after an expiry = %+v, want admitted", a)
 	}
+}
+
+// testPresenceRenewShortens: a renewal sets the ttl it is given, shorter ones too.
+func testPresenceRenewShortens(t *testing.T, e cluster.Engine) {
+	admit(t, e, "app", "s1", "u1", longWindow, 5)
+	admit(t, e, "app", "s2", "u2", longWindow, 5)
+	if _, err := e.Renew(ctxT(t), "app", []cluster.SocketLease{{ID: "s1", User: "u1"}}, shortWindow); err != nil {
+		t.Fatal(err)
+	}
+	wantPresent(t, e, "app", "s1", "s2")
+	time.Sleep(shortWindow + margin)
+	wantPresent(t, e, "app", "s2")
 }
 
 // testPresenceRenewRestores: a socket that lapsed is put back by its renewal when its user
@@ -382,4 +395,18 @@ func testPresenceInvalid(t *testing.T, e cluster.Engine) {
 		}
 	}
 	wantPresent(t, e, "app")
+}
+
+// BenchmarkPresenceAdmit measures one admission into an app that grows to b.N sockets (the
+// cost of opening many sockets of one app), each of its own user.
+func BenchmarkPresenceAdmit(b *testing.B, e cluster.Engine) {
+	ctx := context.Background()
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		id := fmt.Sprintf("s%d", i)
+		if _, err := e.Admit(ctx, "bench", cluster.PresentSocket{ID: id, User: "u" + id, Info: []byte(`{"status":"online"}`)}, time.Minute, b.N+1); err != nil {
+			b.Fatalf("Admit: %v", err)
+		}
+	}
 }

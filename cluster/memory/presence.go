@@ -14,6 +14,10 @@ import (
 type appPresence struct {
 	sockets map[string]presentEntry
 	byUser  map[string]string
+	// soonest is at most the earliest expiry of the sockets (kept so by put and Renew), so
+	// that a call walks the app's sockets to drop the expired ones only when one
+	// may have expired: once per renewal period, not on every admission of a large app.
+	soonest time.Duration
 }
 
 type presentEntry struct {
@@ -36,8 +40,27 @@ func (p *appPresence) forget(id string) {
 
 // put makes id the user's live socket until expires.
 func (p *appPresence) put(id, user string, info []byte, expires time.Duration) {
+	if len(p.sockets) == 0 || expires < p.soonest {
+		p.soonest = expires
+	}
 	p.sockets[id] = presentEntry{user: user, info: info, expires: expires}
 	p.byUser[user] = id
+}
+
+// prune drops the sockets expired at now, when one may have.
+func (p *appPresence) prune(now time.Duration) {
+	if len(p.sockets) == 0 || now < p.soonest {
+		return
+	}
+	first := true
+	for id, ent := range p.sockets {
+		switch {
+		case now >= ent.expires:
+			p.forget(id)
+		case first || ent.expires < p.soonest:
+			p.soonest, first = ent.expires, false
+		}
+	}
 }
 
 // presenceOf answers app's presence with its expired sockets dropped, creating it when
@@ -45,11 +68,7 @@ func (p *appPresence) put(id, user string, info []byte, expires time.Duration) {
 func (e *Engine) presenceOf(app string, now time.Duration, create bool) *appPresence {
 	p := e.presence[app]
 	if p != nil {
-		for id, ent := range p.sockets {
-			if now >= ent.expires {
-				p.forget(id)
-			}
-		}
+		p.prune(now)
 		if len(p.sockets) == 0 && !create {
 			delete(e.presence, app)
 			return nil
@@ -134,6 +153,7 @@ func (e *Engine) Renew(_ context.Context, app string, sockets []cluster.SocketLe
 		if ent, live := p.sockets[s.ID]; live {
 			ent.expires = now + ttl
 			p.sockets[s.ID] = ent
+			p.soonest = min(p.soonest, ent.expires) // a shorter ttl than before
 			continue
 		}
 		if p.byUser[s.User] != "" {

@@ -61,6 +61,10 @@ func BenchmarkAllow(b *testing.B) {
 	clustertest.BenchmarkAllow(b, newEngine(b, testenv.RedisURL(b)))
 }
 
+func BenchmarkPresenceAdmit(b *testing.B) {
+	clustertest.BenchmarkPresenceAdmit(b, newEngine(b, testenv.RedisURL(b)))
+}
+
 // TestPrefixesIsolate: two engines on one Redis with different prefixes share nothing, and
 // two with the same prefix share everything (that is how nodes cooperate).
 func TestPrefixesIsolate(t *testing.T) {
