@@ -66,7 +66,9 @@ func engines(t *testing.T) []engine {
 	coll := mg.Database().Collection("auditLog")
 	return []engine{
 		{"sqlite", lite,
-			func(t *testing.T, id, after string) { sqlExec(t, `UPDATE audit_log SET after = ? WHERE id = ?`, after, id) },
+			func(t *testing.T, id, after string) {
+				sqlExec(t, `UPDATE audit_log SET after = ? WHERE id = ?`, after, id)
+			},
 			func(t *testing.T, id string) { sqlExec(t, `DELETE FROM audit_log WHERE id = ?`, id) }},
 		{"ferretdb", mg,
 			func(t *testing.T, id, after string) {
