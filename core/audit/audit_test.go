@@ -69,6 +69,7 @@ func BenchmarkRecord(b *testing.B) {
 	}
 	defer store.Close()
 	svc := audit.New(store, audit.Config{}, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	b.SetParallelism(16) // concurrent requests, whose entries share group commits
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
 			_ = svc.Record(b.Context(), storage.AuditEntry{AccountID: "acc", Method: "PATCH", Route: "/api/apps/:appId/users/:userId", Before: `{"level":1}`, After: `{"level":2}`})

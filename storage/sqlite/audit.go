@@ -34,20 +34,14 @@ func (s *Store) AppendAudit(ctx context.Context, entries []storage.AuditEntry) e
 		return nil
 	}
 	return s.inWriteTx(ctx, "append audit", func(tx *sql.Tx) error {
-		insert, err := tx.PrepareContext(ctx, `INSERT INTO audit_log (`+auditCols+`) VALUES (`+placeholders(19)+`)`)
+		// An id stored already inserts nothing (a retried batch) and leaves the chain's end.
+		insert, err := tx.PrepareContext(ctx, `INSERT INTO audit_log (`+auditCols+`) VALUES (`+placeholders(19)+`) ON CONFLICT (id) DO NOTHING`)
 		if err != nil {
 			return wrap("append audit", err)
 		}
 		defer insert.Close()
 		tails := map[string]chainLink{}
 		for _, e := range entries {
-			var stored int
-			if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM audit_log WHERE id = ?`, e.ID).Scan(&stored); err != nil {
-				return wrap("append audit: find id", err)
-			}
-			if stored > 0 {
-				continue
-			}
 			tail, known := tails[e.AccountID]
 			if !known {
 				err := tx.QueryRowContext(ctx, `SELECT seq, hash FROM audit_log WHERE account_id = ? AND seq > 0 ORDER BY seq DESC LIMIT 1`,
@@ -59,12 +53,18 @@ func (s *Store) AppendAudit(ctx context.Context, entries []storage.AuditEntry) e
 			e.Seq, e.PrevHash = tail.seq+1, tail.hash
 			e.CreatedAt = storage.Truncate(e.CreatedAt)
 			e.Hash = storage.AuditHash(e)
-			if _, err := insert.ExecContext(ctx, e.ID, e.AccountID, e.AppID, e.ActorType, e.ActorID, e.ActorName, e.IP, e.Method,
+			res, err := insert.ExecContext(ctx, e.ID, e.AccountID, e.AppID, e.ActorType, e.ActorID, e.ActorName, e.IP, e.Method,
 				e.Route, e.Path, e.RecordType, e.RecordID, e.Status, e.Before, e.After, toMillis(e.CreatedAt), e.Seq, e.PrevHash,
-				e.Hash); err != nil {
+				e.Hash)
+			if err != nil {
 				return wrap("append audit", err)
 			}
-			tails[e.AccountID] = chainLink{e.Seq, e.Hash}
+			tails[e.AccountID] = tail
+			if n, err := res.RowsAffected(); err != nil {
+				return wrap("append audit", err)
+			} else if n == 1 {
+				tails[e.AccountID] = chainLink{e.Seq, e.Hash}
+			}
 		}
 		return nil
 	})
