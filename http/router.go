@@ -146,7 +146,7 @@ func New(d Deps, cfg Config) (http.Handler, error) {
 	owners := ownerAuth{Authenticator: d.Accounts, keys: d.APIKeys}
 	// Changes through the owner and admin routes go to the audit log (after requireOwner:
 	// refused requests are not recorded).
-	audited := auditChanges(d.Audit, r)
+	audited := auditChanges(d.Audit, d.Log)
 	h := &accountHandlers{svc: d.Accounts, limiter: d.Limiter, outbox: cfg.MailOutbox}
 	api := r.Group("/api")
 	docs, err := newAPIDocs()

@@ -228,7 +228,7 @@ func (h *wsHandlers) dashboard(c *gin.Context) {
 		return
 	}
 	if h.audit != nil {
-		d.Audit = socketAuditor(h.audit, c, p)
+		d.Audit = socketAuditor(h.audit, h.log, c, p)
 	}
 	peer.read(br, func(msg []byte) { h.rt.DashboardMessage(ctx, d, msg) }, func() {
 		h.rt.DisconnectDashboard(d)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/keyward/keyward/core"
 	"github.com/keyward/keyward/core/apps"
+	"github.com/keyward/keyward/core/audit"
 	"github.com/keyward/keyward/core/realtime"
 	"github.com/keyward/keyward/hooks"
 	"github.com/keyward/keyward/storage"
@@ -191,7 +192,7 @@ func (s *Service) Update(ctx context.Context, o apps.Owner, appID, hookID string
 	if _, err := s.apps.WebSocketApp(ctx, o, appID); err != nil {
 		return Hook{}, err
 	}
-	rec, err := s.store.UpdateWSHook(ctx, appID, hookID, func(r *storage.WSHook) error {
+	rec, err := s.store.UpdateWSHook(ctx, appID, hookID, audit.Track(ctx, func(r *storage.WSHook) error {
 		cur, err := decode(*r)
 		if err != nil {
 			return err
@@ -210,7 +211,7 @@ func (s *Service) Update(ctx context.Context, o apps.Owner, appID, hookID string
 		}
 		r.UpdatedAt = storage.Truncate(s.now())
 		return encode(h, r)
-	})
+	}))
 	if errors.Is(err, storage.ErrNotFound) {
 		return Hook{}, errHookNotFound
 	}

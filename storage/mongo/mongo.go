@@ -303,6 +303,10 @@ func (s *Store) createIndexes(ctx context.Context) error {
 		{s.audit, []mongo.IndexModel{
 			{Keys: bson.D{{Key: "accountId", Value: 1}, {Key: "createdAt", Value: 1}, {Key: "_id", Value: 1}}, Options: plain("accountId_createdAt_id")},
 			{Keys: bson.D{{Key: "createdAt", Value: 1}, {Key: "_id", Value: 1}}, Options: plain("createdAt_id")},
+			// The chain: its end per account (AppendAudit), its walk (AuditChain), and the id
+			// a retried append looks for. Uniqueness per account and seq is the _id's.
+			{Keys: bson.D{{Key: "accountId", Value: 1}, {Key: "seq", Value: 1}}, Options: plain("accountId_seq")},
+			{Keys: bson.D{{Key: "entryId", Value: 1}}, Options: plain("entryId")},
 		}},
 		// Revocations are looked up by token id, purged by expiry.
 		{s.revocations, []mongo.IndexModel{
