@@ -116,13 +116,23 @@ func (p *Conn) writeThrough(msg any) bool {
 	p.mu.Unlock()
 	taken, left, err := sc.tryWrite(dataFrame(msg))
 	p.mu.Lock()
-	switch {
-	case !taken:
+	if !taken {
 		// Someone was writing (a ping, a pong): the writer writes msg first, then what
 		// was queued meanwhile.
 		q := make([]any, 0, len(p.queue)+1)
 		p.queue = append(append(q, msg), p.queue...)
 		go p.write()
+		return true
+	}
+	p.afterWriteThrough(left, err)
+	return true
+}
+
+// afterWriteThrough leaves to a writer what a write through that the socket took left
+// to do: the rest of its frame, frames queued meanwhile, a Close, or the end of a socket
+// whose write failed. p.mu is held, and p.writing is set.
+func (p *Conn) afterWriteThrough(left bool, err error) {
+	switch {
 	case err != nil:
 		// The socket is gone: the writer closes it (no close frame after a failed write).
 		p.closeLocked(websocket.CloseAbnormalClosure, "")
@@ -132,6 +142,38 @@ func (p *Conn) writeThrough(msg any) bool {
 	default:
 		p.writing = false
 	}
+}
+
+// pingThrough writes a ping to an idle socket from the pinger's goroutine, as
+// writeThrough writes a frame: without blocking and without a goroutine of its own
+// (most of what an idle socket costs the node beside its revalidation). It answers false
+// when the socket is not idle or could not take it at once (the caller pings it from a
+// goroutine, sendPing).
+func (p *Conn) pingThrough() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed || p.writing || len(p.queue) > 0 || p.conn == nil {
+		return false
+	}
+	sc, ok := p.conn.NetConn().(*socketConn)
+	if !ok || sc.fd < 0 {
+		return false
+	}
+	p.writing = true
+	p.mu.Unlock()
+	ping := [2]byte{finalBit | websocket.PingMessage, 0}
+	taken, left, err := sc.tryWrite(ping[:])
+	p.mu.Lock()
+	if !taken {
+		p.writing = false
+		if len(p.queue) > 0 || p.closed {
+			// Queued or closed meanwhile: a writer takes over, as kick would have.
+			p.writing = true
+			go p.write()
+		}
+		return false
+	}
+	p.afterWriteThrough(left, err)
 	return true
 }
 

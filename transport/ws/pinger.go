@@ -8,7 +8,8 @@ import (
 
 // pinger pings every started socket of the node every period (give or take the second
 // of its slot): a socket joins the slot of the second it starts in, and each slot's
-// timer, running while the slot holds sockets, pings them all, each in a goroutine of its
+// timer, running while the slot holds sockets, pings them all: an idle socket's ping is
+// written at once without blocking (Conn.pingThrough), any other's in a goroutine of its
 // own as a socket's own timer did (a socket slow to take a ping delays no other). The
 // node has a timer per slot of a second, not one per socket (a timer costs each idle
 // socket more than a hundred bytes).
@@ -75,7 +76,9 @@ func (g *pinger) ping(i int) {
 		return
 	}
 	for p := range s.peers {
-		go p.sendPing()
+		if !p.pingThrough() {
+			go p.sendPing()
+		}
 	}
 	s.timer.Reset(g.period)
 }

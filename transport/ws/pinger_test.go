@@ -75,3 +75,79 @@ func TestPeerSize(t *testing.T) {
 		t.Fatalf("a Conn is %d bytes, more than the 96-byte size class", n)
 	}
 }
+
+// TestPingerWritesPingsThrough: the pinger writes an idle socket's ping itself, without
+// starting a writer, and a busy socket's from a goroutine of its own; both arrive, and
+// the frames around them arrive whole and in order.
+func TestPingerWritesPingsThrough(t *testing.T) {
+	sc, cc := upgradedSocket(t)
+	// The client's reader tells what it read, pings included, in order.
+	events := make(chan string, 16)
+	cc.SetPingHandler(func(string) error {
+		events <- "ping"
+		return nil
+	})
+	go func() {
+		defer close(events)
+		for {
+			_, msg, err := cc.ReadMessage()
+			if err != nil {
+				return
+			}
+			events <- string(msg)
+		}
+	}()
+	next := func(want ...string) {
+		t.Helper()
+		got := map[string]bool{}
+		for range want {
+			select {
+			case e := <-events:
+				got[e] = true
+			case <-time.After(5 * time.Second):
+				t.Fatalf("read %v, want %q", got, want)
+			}
+		}
+		for _, w := range want {
+			if !got[w] {
+				t.Fatalf("read %v, want %q", got, want)
+			}
+		}
+	}
+	g := newPinger(DefaultPingEvery)
+	p := newConn()
+	p.node = &Transport{pinger: g}
+	p.start(sc)
+	waitIdle(t, p)
+	p.mu.Lock()
+	i := int(p.slot)
+	p.mu.Unlock()
+
+	if !p.pingThrough() {
+		t.Fatal("an idle socket's ping was not written through")
+	}
+	if p.mu.Lock(); p.writing {
+		t.Fatal("a ping written through started a writer")
+	}
+	p.mu.Unlock()
+	p.Send(msgText(0))
+	next("ping")
+	next(string(msgText(0)))
+
+	// A busy socket (a writer runs) is pinged from a goroutine.
+	p.mu.Lock()
+	p.writing = true
+	p.mu.Unlock()
+	if p.pingThrough() {
+		t.Fatal("a busy socket's ping was written through")
+	}
+	g.ping(i)
+	next("ping")
+	p.mu.Lock()
+	p.writing = false
+	p.mu.Unlock()
+	p.Send(msgText(1))
+	next(string(msgText(1)))
+	p.Close(websocket.CloseNormalClosure, "bye")
+	p.Wait()
+}
