@@ -190,9 +190,17 @@ func idleSockets(ctx context.Context, node *server.Server, c *client, owner apps
 		rssPer, float64(before.rss)/(1<<20), float64(after.rss)/(1<<20))
 	idleUS := -1.0
 	if opts.cpuWindow > 0 {
+		stopIdleProfile := func() {}
+		if profileRun == "idle" && profileFile != "" {
+			if f, err := os.Create(profileFile); err == nil {
+				_ = pprof.StartCPUProfile(f)
+				stopIdleProfile = func() { pprof.StopCPUProfile(); _ = f.Close() }
+			}
+		}
 		cpu0, t0 := cpuTime(), time.Now()
 		time.Sleep(opts.cpuWindow)
 		cpu, wall := cpuTime()-cpu0, time.Since(t0)
+		stopIdleProfile()
 		share := cpu.Seconds() / wall.Seconds()
 		idleUS = share * 1e6 / float64(n)
 		fmt.Printf("  idle server CPU over %.0f s (pings every 25 s, lease renewals, revalidation): %.2f %% of a core, %.3f µs per socket per second\n",

@@ -72,7 +72,7 @@ func main() {
 	conc := flag.Int("concurrency", 32, "concurrent client connections")
 	sessions := flag.Int("sessions", 4000, "client sessions for the heartbeat run")
 	profile := flag.String("cpuprofile", "", "write a CPU profile to this file (of the whole run, or of -profile-run)")
-	flag.StringVar(&profileRun, "profile-run", "", "profile only this run: heartbeat, license, password, broadcast or connect (the opening of -idle-sockets)")
+	flag.StringVar(&profileRun, "profile-run", "", "profile only this run: heartbeat, license, password, broadcast, connect (the opening of -idle-sockets) or idle (-idle-cpu-window)")
 	flag.BoolVar(&wsOnly, "ws-only", false, "run only the WebSocket broadcast run")
 	flag.IntVar(&idleCount, "idle-sockets", 0, "measure only the server's memory per idle client socket, with this many sockets")
 	flag.StringVar(&idleProfile, "idle-memprofile", "", "with -idle-sockets, write a heap profile with the sockets open to this file, one before they open to this file + \".before\" (for pprof -diff_base), and their goroutines to this file + \".goroutines\"")
