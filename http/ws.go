@@ -48,7 +48,7 @@ type wsMetrics struct {
 	refusals *prometheus.CounterVec
 	panics   prometheus.Counter
 	// onClose counts a socket's close, by channel: one function per channel that every
-	// socket of it shares (a closure per peer would cost each socket an allocation).
+	// socket of it shares (a closure per socket would cost each an allocation).
 	onClose map[string]func(code int)
 }
 
@@ -106,8 +106,11 @@ func newWSHandlers(rt *realtime.Service, hk *wshooks.Service, a *apps.Service, a
 // missing or wrong Sec-WebSocket-Key or version, a method other than GET).
 func refusedUpgrade(status int, reason string) []byte {
 	code := core.CodeValidation
-	if status == http.StatusMethodNotAllowed {
+	switch status {
+	case http.StatusMethodNotAllowed:
 		code = core.CodeNoMethod
+	case http.StatusForbidden:
+		code = core.CodeForbidden
 	}
 	body, _ := json.Marshal(errorBody{Error: errorObject{Code: code, Message: reason}})
 	return append(body, '\n')
