@@ -84,8 +84,12 @@ func NewApps[S any](load Loader[S], cfg AppsConfig) *Apps[S] {
 	return a
 }
 
+// ErrUnavailable wraps the errors of a request an actor could not answer (the directory
+// closed, the actor did not answer in time): a part that did not answer, not a bug.
+var ErrUnavailable = errors.New("actors: unavailable")
+
 // ErrClosed is answered after Close.
-var ErrClosed = errors.New("actors: directory closed")
+var ErrClosed = fmt.Errorf("actors: directory closed: %w", ErrUnavailable)
 
 // Messages of the AppActor.
 type (
@@ -125,12 +129,12 @@ func (a *Apps[S]) Snapshot(ctx context.Context, appID string) (S, error) {
 			continue
 		}
 		if err != nil {
-			return zero, fmt.Errorf("app actor %s: %w", appID, err)
+			return zero, fmt.Errorf("app actor %s: %w: %w", appID, ErrUnavailable, err)
 		}
 		r := res.(snapshotReply[S])
 		return r.snap, r.err
 	}
-	return zero, fmt.Errorf("app actor %s: stopped repeatedly", appID)
+	return zero, fmt.Errorf("app actor %s: stopped repeatedly: %w", appID, ErrUnavailable)
 }
 
 // Invalidate tells the application's actor, if it runs on this node, that the application

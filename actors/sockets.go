@@ -125,11 +125,11 @@ func (a *Apps[S]) ask(ctx context.Context, appID string, msg any) (any, error) {
 			continue
 		}
 		if err != nil {
-			return nil, fmt.Errorf("app actor %s: %w", appID, err)
+			return nil, fmt.Errorf("app actor %s: %w: %w", appID, ErrUnavailable, err)
 		}
 		return res, nil
 	}
-	return nil, fmt.Errorf("app actor %s: stopped repeatedly", appID)
+	return nil, fmt.Errorf("app actor %s: stopped repeatedly: %w", appID, ErrUnavailable)
 }
 
 // Join registers a socket of the app with the app's actor; it returns once the socket is

@@ -14,6 +14,7 @@ import (
 	"github.com/gorilla/websocket"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/keyward/keyward/actors/wire"
 	"github.com/keyward/keyward/cluster"
 	"github.com/keyward/keyward/core"
 	"github.com/keyward/keyward/core/apps"
@@ -165,7 +166,7 @@ func (h *wsHandlers) client(c *gin.Context, ch *clientHandlers) {
 	if err != nil {
 		// The upgrader answered the request; the socket never opened.
 		if refused == nil {
-			p.Close(websocket.CloseAbnormalClosure, "")
+			p.shut(websocket.CloseAbnormalClosure, "")
 			h.rt.DisconnectClient(sock)
 		}
 		return
@@ -173,9 +174,9 @@ func (h *wsHandlers) client(c *gin.Context, ch *clientHandlers) {
 	p.start(conn)
 	if refused != nil {
 		h.metrics.refused("client", refused)
-		msg, reason := realtime.Refusal(refused)
+		msg, closing := realtime.Refusal(refused)
 		p.Send(msg)
-		p.Close(realtime.ClosePolicy, reason)
+		p.Close(closing)
 		p.wait()
 		return
 	}
@@ -222,8 +223,8 @@ func (h *wsHandlers) dashboard(c *gin.Context) {
 	if err != nil {
 		cancel()
 		h.log.Warn("cannot open a dashboard socket", "app", c.Param("appId"), "err", err)
-		peer.Send(realtime.ErrorMessage("the server cannot list the sessions now; try again"))
-		peer.Close(realtime.ClosePolicy, "unavailable")
+		peer.Send(wire.ErrorMessage("the server cannot list the sessions now; try again"))
+		peer.Close(wire.Policy("unavailable"))
 		peer.wait()
 		return
 	}
@@ -285,30 +286,6 @@ func (h *wsHandlers) newPeer(channel string) *peer {
 	return p
 }
 
-// wireCode is the close code sent for realtime's close reason why; close codes (RFC
-// 6455's, SPEC's 4000 range) pass as they are.
-func wireCode(why int) int {
-	switch why {
-	case realtime.CloseNormal:
-		return websocket.CloseNormalClosure
-	case realtime.ClosePolicy:
-		return websocket.ClosePolicyViolation
-	case realtime.CloseInternal:
-		return websocket.CloseInternalServerErr
-	case realtime.CloseGoingAway:
-		return websocket.CloseGoingAway
-	}
-	return why
-}
-
-func truncateReason(s string) string {
-	// A close frame's reason is at most 123 bytes.
-	if len(s) > 120 {
-		s = s[:120]
-	}
-	return strings.ToValidUTF8(s, "")
-}
-
 // peer is a socket's writer. It holds little while the socket is idle: a queue that is
 // allocated when something is queued (bounded: wsQueue frames), a place in the node's
 // pinger, and no goroutine: a frame sent to an idle socket is written at once by the
@@ -319,7 +296,7 @@ func truncateReason(s string) string {
 type peer struct {
 	mu      sync.Mutex
 	conn    *websocket.Conn // set by start
-	queue   []any           // []byte or *realtime.Shared
+	queue   []any           // []byte or *wire.Shared
 	writing bool            // a writer goroutine runs (or the socket is not started yet: none may)
 	closed  bool            // Close was called: nothing more is queued
 	ended   bool            // closed and written for the last time (done is closed then)
@@ -340,7 +317,7 @@ type peer struct {
 	onClose func(code int)
 }
 
-var _ realtime.Peer = (*peer)(nil)
+var _ wire.Peer = (*peer)(nil)
 
 func newPeer() *peer {
 	// writing is true until start: frames queue up, nobody writes them yet.
@@ -361,7 +338,7 @@ func (p *peer) start(conn *websocket.Conn) {
 func (p *peer) Send(msg []byte) bool { return p.enqueue(msg) }
 
 // SendShared queues a broadcast's frame, encoded once for every socket that gets it.
-func (p *peer) SendShared(f *realtime.Shared) bool { return p.enqueue(f) }
+func (p *peer) SendShared(f *wire.Shared) bool { return p.enqueue(f) }
 
 func (p *peer) enqueue(msg any) bool {
 	p.mu.Lock()
@@ -372,7 +349,7 @@ func (p *peer) enqueue(msg any) bool {
 	if len(p.queue) >= wsQueue {
 		p.mu.Unlock()
 		// A reader this slow would hold memory for everyone: it is dropped.
-		p.Close(websocket.CloseTryAgainLater, "too slow to receive")
+		p.shut(websocket.CloseTryAgainLater, "too slow to receive")
 		return false
 	}
 	if !p.writing && len(p.queue) == 0 && p.writeThrough(msg) {
@@ -435,9 +412,12 @@ func (p *peer) kick() {
 	}
 }
 
-// Close ends the socket; code is one of realtime's close reasons (sent as RFC 6455's code
-// for it) or a close code.
-func (p *peer) Close(code int, reason string) {
+// Close ends the socket with d's close code and reason, after the queued frames.
+func (p *peer) Close(d wire.Disconnect) { p.shut(d.Code, d.FrameReason()) }
+
+// shut ends the socket with a close code of the transport's own (a failed write, a slow
+// reader) or of a Disconnect.
+func (p *peer) shut(code int, reason string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.closeLocked(code, reason)
@@ -449,7 +429,7 @@ func (p *peer) closeLocked(code int, reason string) {
 		return
 	}
 	p.closed = true
-	p.code, p.reason = int16(wireCode(code)), truncateReason(reason)
+	p.code, p.reason = int16(code), wire.Disconnect{Reason: reason}.FrameReason()
 	p.kick()
 }
 
@@ -481,7 +461,7 @@ func (p *peer) write() {
 		// The rest of a frame written through goes first; none is left behind after it
 		// (only a writer that finds none running writes through).
 		if p.flushPending() != nil {
-			p.Close(websocket.CloseAbnormalClosure, "")
+			p.shut(websocket.CloseAbnormalClosure, "")
 			p.finish(false)
 			return
 		}
@@ -520,7 +500,7 @@ func (p *peer) write() {
 		p.mu.Unlock()
 		lingered = false
 		if p.writeBatch(batch) != nil {
-			p.Close(websocket.CloseAbnormalClosure, "")
+			p.shut(websocket.CloseAbnormalClosure, "")
 			p.finish(false)
 			return
 		}
@@ -556,7 +536,7 @@ func (p *peer) writeBatch(batch []any) error {
 	for _, msg := range batch {
 		_ = sc.SetWriteDeadline(time.Now().Add(wsWriteWait))
 		var err error
-		if m, ok := msg.(*realtime.Shared); ok {
+		if m, ok := msg.(*wire.Shared); ok {
 			err = sc.writeData(sharedFrame(m))
 		} else {
 			err = sc.writeText(textOf(msg))
@@ -579,7 +559,7 @@ func textOf(msg any) []byte {
 	switch m := msg.(type) {
 	case []byte:
 		return m
-	case *realtime.Shared:
+	case *wire.Shared:
 		return m.Msg
 	}
 	return nil
@@ -588,7 +568,7 @@ func textOf(msg any) []byte {
 // dataFrame is the frame of a queued message: a broadcast's encoded once for every
 // socket that gets it.
 func dataFrame(msg any) []byte {
-	if m, ok := msg.(*realtime.Shared); ok {
+	if m, ok := msg.(*wire.Shared); ok {
 		return sharedFrame(m)
 	}
 	text := textOf(msg)
@@ -596,7 +576,7 @@ func dataFrame(msg any) []byte {
 }
 
 // sharedFrame is a broadcast's frame, encoded by the first socket that writes it.
-func sharedFrame(m *realtime.Shared) []byte {
+func sharedFrame(m *wire.Shared) []byte {
 	f, _ := m.Prepared(prepare).([]byte)
 	return f
 }
@@ -636,7 +616,7 @@ func (p *peer) sendPing() {
 		return
 	}
 	if p.conn.WriteControl(websocket.PingMessage, nil, time.Now().Add(wsWriteWait)) != nil {
-		p.Close(websocket.CloseAbnormalClosure, "")
+		p.shut(websocket.CloseAbnormalClosure, "")
 	}
 }
 
@@ -717,7 +697,7 @@ func (g *pinger) ping(i int) {
 // new goroutine with a new small stack; it answers pings and pongs in full control
 // frames itself, because gorilla would wait for the next data frame within.
 func (p *peer) read(br *bufio.Reader, fn func([]byte), end func()) {
-	p.conn.SetReadLimit(realtime.MaxMessageBytes)
+	p.conn.SetReadLimit(wire.MaxMessageBytes)
 	_ = p.conn.SetReadDeadline(time.Now().Add(wsPongWait))
 	p.conn.SetPongHandler(func(string) error { return p.conn.SetReadDeadline(time.Now().Add(wsPongWait)) })
 	go p.reader(br, fn, end)
@@ -743,7 +723,7 @@ func (p *peer) reader(br *bufio.Reader, fn func([]byte), end func()) {
 
 // endReading closes the socket once its reader ends.
 func (p *peer) endReading(end func()) {
-	p.Close(websocket.CloseNormalClosure, "")
+	p.shut(websocket.CloseNormalClosure, "")
 	p.wait()
 	end()
 }

@@ -13,6 +13,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/keyward/keyward/actors"
+	"github.com/keyward/keyward/actors/wire"
 	"github.com/keyward/keyward/cluster/memory"
 	"github.com/keyward/keyward/core"
 	"github.com/keyward/keyward/core/client"
@@ -166,7 +167,7 @@ func TestPingerPingsStartedSockets(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("the slot's run sent no ping")
 	}
-	p.Close(realtime.CloseNormal, "")
+	p.Close(wire.Normal(""))
 	<-p.finished()
 	if _, held := slot(); held {
 		t.Fatal("an ended socket is still in its ping slot")

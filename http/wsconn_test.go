@@ -14,7 +14,7 @@ import (
 
 	"github.com/gorilla/websocket"
 
-	"github.com/keyward/keyward/core/realtime"
+	"github.com/keyward/keyward/actors/wire"
 )
 
 // countingConn counts the writes to the network.
@@ -112,7 +112,7 @@ func TestPeerWritesQueuedFramesTogether(t *testing.T) {
 	if _, msg, err := cc.ReadMessage(); err != nil || !strings.Contains(string(msg), "last") {
 		t.Fatalf("the next frame: %s, %v", msg, err)
 	}
-	p.Close(websocket.CloseNormalClosure, "bye")
+	p.Close(wire.Normal("bye"))
 	p.wait()
 	if _, _, err := cc.ReadMessage(); !websocket.IsCloseError(err, websocket.CloseNormalClosure) {
 		t.Fatalf("close: %v", err)
@@ -149,7 +149,7 @@ func TestPeerWriterLingersThenEnds(t *testing.T) {
 	if _, msg, err := cc.ReadMessage(); err != nil || !strings.Contains(string(msg), "again") {
 		t.Fatalf("a frame after the writer ended: %s, %v", msg, err)
 	}
-	p.Close(websocket.CloseNormalClosure, "bye")
+	p.Close(wire.Normal("bye"))
 	p.wait()
 	if _, _, err := cc.ReadMessage(); !websocket.IsCloseError(err, websocket.CloseNormalClosure) {
 		t.Fatalf("close while lingering: %v", err)
@@ -201,7 +201,7 @@ func TestPeerWritesThroughWithoutAWriter(t *testing.T) {
 	p.clocks = &socketClocks{linger: &lingerClock{}}
 	p.start(sc)
 	waitIdle(t, p)
-	shared := &realtime.Shared{Msg: msgText(1)}
+	shared := &wire.Shared{Msg: msgText(1)}
 	if !p.Send(msgText(0)) || !p.SendShared(shared) {
 		t.Fatal("a frame was refused")
 	}
@@ -210,7 +210,7 @@ func TestPeerWritesThroughWithoutAWriter(t *testing.T) {
 	}
 	p.mu.Unlock()
 	readInOrder(t, cc, 0, 2)
-	p.Close(websocket.CloseNormalClosure, "bye")
+	p.Close(wire.Normal("bye"))
 	p.wait()
 	if _, _, err := cc.ReadMessage(); !websocket.IsCloseError(err, websocket.CloseNormalClosure) {
 		t.Fatalf("close: %v", err)
@@ -271,7 +271,7 @@ func TestPeerWriteThroughLeavesTheRestToTheWriter(t *testing.T) {
 	}
 	<-done
 	<-pings
-	p.Close(websocket.CloseNormalClosure, "bye")
+	p.Close(wire.Normal("bye"))
 	p.wait()
 }
 
@@ -387,7 +387,7 @@ func TestPeerEndsWhileFramesAreWrittenThrough(t *testing.T) {
 		if round%2 == 0 {
 			time.Sleep(time.Duration(round) * 50 * time.Microsecond)
 		}
-		p.Close(websocket.CloseNormalClosure, "bye")
+		p.Close(wire.Normal("bye"))
 		select {
 		case <-p.finished():
 		case <-time.After(5 * time.Second):
@@ -422,7 +422,7 @@ func TestPeerFramesOfEveryLengthForm(t *testing.T) {
 				p.writing = true // as if a writer ran: the frame is queued
 				p.mu.Unlock()
 			}
-			if !p.SendShared(&realtime.Shared{Msg: msg}) {
+			if !p.SendShared(&wire.Shared{Msg: msg}) {
 				t.Fatalf("a frame of %d bytes was refused", n)
 			}
 			if queued {

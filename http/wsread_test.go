@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/gorilla/websocket"
+
+	"github.com/keyward/keyward/actors/wire"
 )
 
 // readingPair answers a real loopback socket upgraded as the handlers do (socketWriter),
@@ -24,7 +26,7 @@ func readingPair(t *testing.T) (<-chan string, net.Conn, *websocket.Conn) {
 	p.start(sc)
 	got := make(chan string, 16)
 	p.read(br, func(msg []byte) { got <- string(msg) }, func() { close(got) })
-	t.Cleanup(func() { p.Close(websocket.CloseNormalClosure, "") })
+	t.Cleanup(func() { p.Close(wire.Normal("")) })
 	return got, cc.NetConn(), cc
 }
 

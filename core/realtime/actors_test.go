@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/keyward/keyward/actors"
+	"github.com/keyward/keyward/actors/wire"
 	"github.com/keyward/keyward/cluster/memory"
 	"github.com/keyward/keyward/core"
 	"github.com/keyward/keyward/core/client"
@@ -75,8 +76,8 @@ func TestSessionActorKeepsTheOrder(t *testing.T) {
 	if _, err := s.Push(ctx, "app", "u1", map[string]any{"n": 1.0}); err != nil {
 		t.Fatal(err)
 	}
-	waitUntil(t, "the delivery", func() bool { return slices.Contains(p.types(), TypeCustom) })
-	if got := p.types(); slices.Contains(got, TypePong) || slices.Contains(got, TypeMessage) {
+	waitUntil(t, "the delivery", func() bool { return slices.Contains(p.types(), wire.TypeCustom) })
+	if got := p.types(); slices.Contains(got, wire.TypePong) || slices.Contains(got, wire.TypeMessage) {
 		t.Fatalf("the ping was answered before the frame before it: %v", got)
 	}
 	select {
@@ -92,9 +93,9 @@ func TestSessionActorKeepsTheOrder(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitUntil(t, "the kick", func() bool { return p.closedWith() != 0 })
-	want := []string{TypeCustom, TypeMessage, TypePong, TypeForceLogout}
-	if got := p.types(); !slices.Equal(got, want) || p.closedWith() != CloseKicked {
-		t.Fatalf("socket saw %v then close %d; want %v then %d", got, p.closedWith(), want, CloseKicked)
+	want := []string{wire.TypeCustom, wire.TypeMessage, wire.TypePong, wire.TypeForceLogout}
+	if got := p.types(); !slices.Equal(got, want) || p.closedWith() != wire.CodeKicked {
+		t.Fatalf("socket saw %v then close %d; want %v then %d", got, p.closedWith(), want, wire.CodeKicked)
 	}
 	s.DisconnectClient(c)
 }
@@ -130,7 +131,7 @@ func TestAppActorRestartKeepsSessionState(t *testing.T) {
 	s.ClientMessage(ctx, c, []byte(`{"type":"ping"}`))
 	s.ClientMessage(ctx, c, []byte(`{"type":"ping"}`))
 	got := p.types()
-	if n := len(got); n < 2 || got[n-2] != TypePong || got[n-1] != TypeError {
+	if n := len(got); n < 2 || got[n-2] != wire.TypePong || got[n-1] != wire.TypeError {
 		t.Fatalf("after the restart the socket answered %v; want a pong, then the rate error", got)
 	}
 	s.eachApp(s.renewApp)
@@ -139,13 +140,13 @@ func TestAppActorRestartKeepsSessionState(t *testing.T) {
 		t.Fatalf("sessions after the restart: %+v %v", list, err)
 	}
 	// The dashboard still filters: a chat does not reach it, a status does.
-	for _, typ := range []string{TypeChat, TypeStatus} {
-		if err := s.toDashboardsMsg(ctx, "app", Outgoing{Type: typ, Data: map[string]any{"userId": "u1"}}); err != nil {
+	for _, typ := range []string{wire.TypeChat, wire.TypeStatus} {
+		if err := s.toDashboardsMsg(ctx, "app", wire.Outgoing{Type: typ, Data: map[string]any{"userId": "u1"}}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	waitUntil(t, "the status at the dashboard", func() bool { return slices.Contains(dp.types(), TypeStatus) })
-	if slices.Contains(dp.types(), TypeChat) {
+	waitUntil(t, "the status at the dashboard", func() bool { return slices.Contains(dp.types(), wire.TypeStatus) })
+	if slices.Contains(dp.types(), wire.TypeChat) {
 		t.Fatalf("the filtered dashboard got a chat after the restart: %v", dp.types())
 	}
 	s.DisconnectClient(c)
@@ -184,7 +185,7 @@ func TestDashboardActorRecheck(t *testing.T) {
 	}
 	state.Store(2)
 	waitUntil(t, "the close", func() bool { return dp.closedWith() != 0 })
-	if got := dp.types(); dp.closedWith() != ClosePolicy || got[len(got)-1] != TypeError {
+	if got := dp.types(); dp.closedWith() != wire.CodePolicy || got[len(got)-1] != wire.TypeError {
 		t.Fatalf("revoked: closed with %d after %v", dp.closedWith(), got)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/keyward/keyward/actors"
+	"github.com/keyward/keyward/actors/wire"
 	"github.com/keyward/keyward/core"
 )
 
@@ -22,7 +23,7 @@ type Dashboard struct {
 	Audit func(action, userID string, details map[string]any)
 
 	svc  *Service
-	peer Peer
+	peer wire.Peer
 	ref  actors.Ref
 	rate window
 	turn turn
@@ -99,8 +100,8 @@ func (d *Dashboard) Receive(sc actors.SocketContext, msg any) {
 		// not be made changes nothing.
 		var de *core.Error
 		if m.err != nil && errors.As(m.err, &de) && de.Code == core.CodeUnauthorized {
-			d.peer.Send(ErrorMessage("your session ended; sign in again"))
-			d.peer.Close(ClosePolicy, "token no longer valid")
+			d.peer.Send(wire.ErrorMessage("your session ended; sign in again"))
+			d.peer.Close(wire.Policy("token no longer valid"))
 		}
 	case actors.Leaving:
 		d.turn.leave(sc)
@@ -111,7 +112,7 @@ func (d *Dashboard) handle(raw []byte) work { return d.svc.dashboardMessage(d, r
 
 // Failed closes a socket whose actor failed (1011) and frees its waiting reader.
 func (d *Dashboard) Failed(_, msg any) {
-	d.peer.Close(CloseInternal, "internal error")
+	d.peer.Close(wire.Internal("internal error"))
 	d.turn.failed(msg)
 }
 
@@ -146,7 +147,7 @@ func (s *Service) dashboardRecheck() time.Duration {
 
 // ConnectDashboard registers an admitted dashboard socket (its actor starts) and sends it
 // online_count and sessions at once (SPEC 4.11).
-func (s *Service) ConnectDashboard(ctx context.Context, appID string, peer Peer, opts ...DashboardOption) (*Dashboard, error) {
+func (s *Service) ConnectDashboard(ctx context.Context, appID string, peer wire.Peer, opts ...DashboardOption) (*Dashboard, error) {
 	d := &Dashboard{ID: newID(), AppID: appID, svc: s, peer: peer, rate: window{limit: DashboardMessages, per: DashboardWindow}, holding: true}
 	for _, o := range opts {
 		o(d)
@@ -170,8 +171,8 @@ func (s *Service) ConnectDashboard(ctx context.Context, appID string, peer Peer,
 	// they are queued.
 	done := make(chan struct{})
 	d.ref.Tell(greet{done: done, first: [][]byte{
-		encode(Outgoing{Type: TypeOnlineCount, Data: map[string]any{"count": len(list)}}),
-		encode(Outgoing{Type: TypeSessions, Data: map[string]any{"sessions": list}}),
+		wire.Encode(wire.Outgoing{Type: wire.TypeOnlineCount, Data: map[string]any{"count": len(list)}}),
+		wire.Encode(wire.Outgoing{Type: wire.TypeSessions, Data: map[string]any{"sessions": list}}),
 	}})
 	wait, cancel := context.WithTimeout(ctx, messageDeadline)
 	defer cancel()
@@ -205,33 +206,33 @@ func (s *Service) DashboardMessage(ctx context.Context, d *Dashboard, raw []byte
 func (s *Service) dashboardMessage(d *Dashboard, raw []byte) work {
 	if now := s.d.Now(); !d.rate.allow(now) {
 		if d.rate.warn(now) {
-			d.peer.Send(ErrorMessage(fmt.Sprintf("rate limited: at most %d messages per %s", DashboardMessages, DashboardWindow)))
+			d.peer.Send(wire.ErrorMessage(fmt.Sprintf("rate limited: at most %d messages per %s", DashboardMessages, DashboardWindow)))
 		}
 		return nil
 	}
-	in, ok := decode(raw)
+	in, ok := wire.Decode(raw)
 	if !ok {
-		d.peer.Send(ErrorMessage("a message is a JSON object with a string type"))
+		d.peer.Send(wire.ErrorMessage("a message is a JSON object with a string type"))
 		return nil
 	}
 	// A userId that is not a string must not read as "none": push_json would go to everyone.
-	if v, present := in.member("userId"); present && v != nil {
+	if v, present := in.Member("userId"); present && v != nil {
 		if _, isStr := v.(string); !isStr {
-			d.peer.Send(ErrorMessage("userId must be a string"))
+			d.peer.Send(wire.ErrorMessage("userId must be a string"))
 			return nil
 		}
 	}
-	userID := in.str("userId")
+	userID := in.Str("userId")
 	var call func(ctx context.Context) error
 	switch in.Type {
 	case "ping":
-		d.peer.Send(encode(Outgoing{Type: TypePong}))
+		d.peer.Send(wire.Encode(wire.Outgoing{Type: wire.TypePong}))
 		return nil
 	case "get_online":
 		call = func(ctx context.Context) error {
 			n, err := s.Online(ctx, d.AppID)
 			if err == nil {
-				d.peer.Send(encode(Outgoing{Type: TypeOnlineCount, Data: map[string]any{"count": n}}))
+				d.peer.Send(wire.Encode(wire.Outgoing{Type: wire.TypeOnlineCount, Data: map[string]any{"count": n}}))
 			}
 			return err
 		}
@@ -239,71 +240,75 @@ func (s *Service) dashboardMessage(d *Dashboard, raw []byte) work {
 		call = func(ctx context.Context) error {
 			list, err := s.Sessions(ctx, d.AppID)
 			if err == nil {
-				d.peer.Send(encode(Outgoing{Type: TypeSessions, Data: map[string]any{"sessions": list}}))
+				d.peer.Send(wire.Encode(wire.Outgoing{Type: wire.TypeSessions, Data: map[string]any{"sessions": list}}))
 			}
 			return err
 		}
 	case "chat":
-		msg := in.str("message")
+		msg := in.Str("message")
 		call = func(ctx context.Context) error { _, err := s.Chat(ctx, d.AppID, userID, msg); return err }
 	case "push_json":
-		p, _ := in.member("payload")
+		p, _ := in.Member("payload")
 		payload, _ := p.(map[string]any)
 		call = func(ctx context.Context) error { _, err := s.Push(ctx, d.AppID, userID, payload); return err }
 	case "typing":
-		v, _ := in.member("typing")
+		v, _ := in.Member("typing")
 		typing, isBool := v.(bool)
 		if userID == "" || !isBool {
-			d.peer.Send(ErrorMessage("typing needs userId and a boolean typing"))
+			d.peer.Send(wire.ErrorMessage("typing needs userId and a boolean typing"))
 			return nil
 		}
 		call = func(ctx context.Context) error {
-			return s.toUserMsg(ctx, d.AppID, userID, Outgoing{Type: TypeTyping, Data: map[string]any{"typing": typing}}, 0, "")
+			return s.toUserMsg(ctx, d.AppID, userID, wire.Outgoing{Type: wire.TypeTyping, Data: map[string]any{"typing": typing}}, 0, "")
 		}
 	case "kick":
-		reason := in.str("reason")
+		reason := in.Str("reason")
 		call = func(ctx context.Context) error { _, err := s.Kick(ctx, d.AppID, userID, reason); return err }
 	case "ban":
-		reason := in.str("reason")
+		reason := in.Str("reason")
 		call = func(ctx context.Context) error { return s.Ban(ctx, d.AppID, userID, reason) }
 	case "command":
-		p, _ := in.member("payload")
+		p, _ := in.Member("payload")
 		payload, _ := p.(map[string]any)
-		command := in.str("command")
+		command := in.Str("command")
 		call = func(ctx context.Context) error {
 			_, err := s.Command(ctx, d.AppID, userID, command, payload)
 			return err
 		}
 	case "set_filters":
-		v, _ := in.member("events")
+		v, _ := in.Member("events")
 		list, isList := v.([]any)
 		if !isList || len(list) > 100 {
-			d.peer.Send(ErrorMessage("events must be an array of at most 100 event types"))
+			d.peer.Send(wire.ErrorMessage("events must be an array of at most 100 event types"))
 			return nil
 		}
 		filters := make(map[string]bool, len(list))
 		for _, e := range list {
 			name, isStr := e.(string)
 			if !isStr {
-				d.peer.Send(ErrorMessage("events must be an array of event types"))
+				d.peer.Send(wire.ErrorMessage("events must be an array of event types"))
 				return nil
 			}
 			filters[name] = true
 		}
 		// pong and error always come through: they answer the dashboard itself.
-		filters[TypePong], filters[TypeError] = true, true
+		filters[wire.TypePong], filters[wire.TypeError] = true, true
 		d.filters = filters
 		return nil
 	default:
-		d.peer.Send(ErrorMessage(fmt.Sprintf("unknown message type %q", in.Type)))
+		d.peer.Send(wire.ErrorMessage(fmt.Sprintf("unknown message type %q", in.Type)))
 		return nil
 	}
 	audited := d.Audit != nil && changesSomething(in.Type)
-	details := map[string]any{"reason": in.str("reason"), "command": in.str("command")}
+	details := map[string]any{"reason": in.Str("reason"), "command": in.Str("command")}
 	return func(ctx context.Context) any {
 		if err := call(ctx); err != nil {
-			_, reason := explain(err)
-			d.peer.Send(ErrorMessage(reason))
+			code, reason := explain(err)
+			if code == core.CodeInternal {
+				// The action failed on a bug: the owner is told "internal error", not "try again".
+				s.bug("dashboard "+in.Type, err)
+			}
+			d.peer.Send(wire.ErrorMessage(reason))
 			return ioDone{}
 		}
 		if audited {

@@ -32,10 +32,17 @@
 // which sends it to the matching sockets' actors. A REST call, a ban or a variable change
 // on any node therefore reaches a socket on any other.
 //
-// The http package owns the frames and the close codes' meaning on the wire: it admits a
-// client socket (ConnectClient, with a Peer whose queue exists before its socket) before
-// it answers the upgrade, so that a program holding its 101 receives every delivery made
-// after it; it runs one reader goroutine per socket that hands each message to the
-// socket's actor (ClientMessage, DashboardMessage: they return once the message is
-// handled, which holds back a fast sender), and a writer with a bounded queue behind Peer.
+// What crosses the wire is actors/wire's: message types, encoding and decoding, the
+// Peer a socket is written through and why it closes (wire.Disconnect, the close code
+// sent). A refusal or a check that fails tells the socket the domain error's code; a
+// part that did not answer (engine, storage, actor, deadline) is UNAVAILABLE ("try
+// again"), and anything else is a bug: INTERNAL, closed with 1011, logged and counted
+// (Stats.InternalErrors).
+//
+// The http package admits a client socket (ConnectClient, with a Peer whose queue exists
+// before its socket) before it answers the upgrade, so that a program holding its 101
+// receives every delivery made after it; it runs one reader goroutine per socket that
+// hands each message to the socket's actor (ClientMessage, DashboardMessage: they return
+// once the message is handled, which holds back a fast sender), and a writer with a
+// bounded queue behind Peer.
 package realtime

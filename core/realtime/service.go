@@ -14,39 +14,11 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/keyward/keyward/actors"
+	"github.com/keyward/keyward/actors/wire"
 	"github.com/keyward/keyward/cluster"
 	"github.com/keyward/keyward/core/client"
 	"github.com/keyward/keyward/core/events"
 )
-
-// Peer is the edge's writer of one socket.
-type Peer interface {
-	// Send queues a text frame. It answers false when the socket is gone or too slow to
-	// keep up (the edge then closes it): a send never blocks.
-	Send(msg []byte) bool
-	// SendShared queues a text frame that goes to many sockets (a broadcast): the edge
-	// may encode it once for all of them (Shared.Prepared). Same answer as Send.
-	SendShared(f *Shared) bool
-	// Close sends a close frame after the queued frames, then ends the socket; code is
-	// one of the Close reasons (the edge sends the matching close code) and reason its
-	// text. Calling it again does nothing.
-	Close(code int, reason string)
-}
-
-// Shared is one message delivered to many sockets of this node.
-type Shared struct {
-	Msg []byte
-
-	once     sync.Once
-	prepared any
-}
-
-// Prepared answers the edge's encoded form of the message, made by prepare the first time
-// it is asked for: one encoding for every socket that gets it.
-func (f *Shared) Prepared(prepare func(msg []byte) any) any {
-	f.once.Do(func() { f.prepared = prepare(f.Msg) })
-	return f.prepared
-}
 
 // Engine is what the channels need from the cluster engine.
 type Engine interface {
@@ -168,7 +140,8 @@ type delivery struct {
 	Msg  json.RawMessage `json:"m,omitempty"`
 	// Type is the message type, for dashboards' filters.
 	Type string `json:"y,omitempty"`
-	// Close ends the socket after the message with this close code (0: it stays open).
+	// Close ends the socket after the message with this close code of SPEC 6.3's 4000
+	// range (wire.Code*; 0: it stays open), and Reason is its reason.
 	Close  int    `json:"x,omitempty"`
 	Reason string `json:"r,omitempty"`
 	// Session narrows a delivery to a user's sockets opened with one session (sessionRef
@@ -260,13 +233,13 @@ func (s *Service) Close() {
 				if s.reg.Leave(appID, x.ID) {
 					s.heldDashboards.Add(-1)
 				}
-				x.peer.Close(CloseGoingAway, "server shutting down")
+				x.peer.Close(wire.GoingAway("server shutting down"))
 			case *Client:
 				if s.reg.Leave(appID, x.ID) {
 					s.heldClients.Add(-1)
 				}
 				x.gone.Store(true)
-				x.peer.Close(CloseGoingAway, "server shutting down")
+				x.peer.Close(wire.GoingAway("server shutting down"))
 				s.left(ctx, x)
 			}
 		}
@@ -310,7 +283,7 @@ func (s *Service) deliver(d delivery, sockets []any) {
 	dp := &d
 	var msg any = dp
 	if d.To == toClients && d.Close == 0 && len(d.Msg) > 0 {
-		msg = &Shared{Msg: d.Msg}
+		msg = &wire.Shared{Msg: d.Msg}
 	}
 	for _, sock := range sockets {
 		if x, ok := sock.(*Dashboard); ok {
@@ -347,17 +320,18 @@ func clientsOf(list []any) []*Client {
 	return out
 }
 
-// toUserMsg delivers m to a user's client sockets, closing them after it when close != 0.
-func (s *Service) toUserMsg(ctx context.Context, appID, userID string, m Outgoing, close int, reason string) error {
-	return s.publish(ctx, delivery{App: appID, To: toUser, User: userID, Msg: encode(m), Type: m.Type, Close: close, Reason: reason})
+// toUserMsg delivers m to a user's client sockets, closing them after it with close code
+// close (one of wire's 4000 range) when it is not 0.
+func (s *Service) toUserMsg(ctx context.Context, appID, userID string, m wire.Outgoing, close int, reason string) error {
+	return s.publish(ctx, delivery{App: appID, To: toUser, User: userID, Msg: wire.Encode(m), Type: m.Type, Close: close, Reason: reason})
 }
 
-func (s *Service) toClientsMsg(ctx context.Context, appID string, m Outgoing) error {
-	return s.publish(ctx, delivery{App: appID, To: toClients, Msg: encode(m), Type: m.Type})
+func (s *Service) toClientsMsg(ctx context.Context, appID string, m wire.Outgoing) error {
+	return s.publish(ctx, delivery{App: appID, To: toClients, Msg: wire.Encode(m), Type: m.Type})
 }
 
-func (s *Service) toDashboardsMsg(ctx context.Context, appID string, m Outgoing) error {
-	return s.publish(ctx, delivery{App: appID, To: toDashboards, Msg: encode(m), Type: m.Type})
+func (s *Service) toDashboardsMsg(ctx context.Context, appID string, m wire.Outgoing) error {
+	return s.publish(ctx, delivery{App: appID, To: toDashboards, Msg: wire.Encode(m), Type: m.Type})
 }
 
 func newID() string { return uuid.NewString() }
@@ -384,8 +358,8 @@ func sessionRef(token string) string {
 // end call), on whatever node they are, with force_logout.
 func (s *Service) SessionEnded(ctx context.Context, appID, userID, token string) {
 	err := s.publish(ctx, delivery{App: appID, To: toUser, User: userID, Session: sessionRef(token),
-		Msg:   encode(Outgoing{Type: TypeForceLogout, Data: map[string]any{"reason": "the session ended"}}),
-		Close: CloseForceLogout, Reason: "session ended"})
+		Msg:   wire.Encode(wire.Outgoing{Type: wire.TypeForceLogout, Data: map[string]any{"reason": "the session ended"}}),
+		Close: wire.CodeForceLogout, Reason: "session ended"})
 	if err != nil {
 		s.d.Log.Warn("realtime: cannot end the sockets of an ended session; the 30 s check will", "app", appID, "err", err)
 	}

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/keyward/keyward/actors/wire"
 	"github.com/keyward/keyward/cluster"
 	"github.com/keyward/keyward/cluster/memory"
 	"github.com/keyward/keyward/core"
@@ -115,13 +116,13 @@ func TestTickIsOneCallPerApp(t *testing.T) {
 	for i, p := range peers {
 		want := 0
 		if i == 7 {
-			want = CloseForceLogout
+			want = wire.CodeForceLogout
 		}
 		if got := p.closedWith(); got != want {
 			t.Fatalf("socket %d closed with %d, want %d", i, got, want)
 		}
 	}
-	if got := peers[7].types(); len(got) != 1 || got[0] != TypeForceLogout {
+	if got := peers[7].types(); len(got) != 1 || got[0] != wire.TypeForceLogout {
 		t.Fatalf("revoked socket got %v", got)
 	}
 
@@ -131,7 +132,7 @@ func TestTickIsOneCallPerApp(t *testing.T) {
 	calls := checker.calls
 	checker.mu.Unlock()
 	s.AppChanged("app")
-	waitUntil(t, "the revalidation of an app change", func() bool { return peers[8].closedWith() == CloseForceLogout })
+	waitUntil(t, "the revalidation of an app change", func() bool { return peers[8].closedWith() == wire.CodeForceLogout })
 	checker.mu.Lock()
 	if checker.calls != calls+1 {
 		t.Fatalf("an app change made %d batched checks, want 1", checker.calls-calls)
