@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"runtime/debug"
 	"sync"
 	"time"
 
@@ -180,6 +181,12 @@ func (a *Apps[S]) Close() {
 	a.system.Shutdown()
 }
 
+// panicked logs and counts a panic in work an AppActor ran outside its Receive.
+func (a *Apps[S]) panicked(what, appID string, p any) {
+	a.cfg.Metrics.WorkPanicked(appKind)
+	a.cfg.Log.Error("actors: panic in "+what, "app", appID, "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
+}
+
 func (a *Apps[S]) pid(appID string) (*actor.PID, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -331,12 +338,24 @@ func (s *appActor[S]) startLoad(ctx actor.Context) {
 	s.gen++
 	s.loading = true
 	gen, self, root, dir := s.gen, ctx.Self(), ctx.ActorSystem().Root, s.dir
+	appID := s.appID
 	dir.loads.Add(1)
 	go func() {
 		defer dir.loads.Done()
+		var snap S
+		var err error
+		// A loader that panics answers the waiters with an error (they never hang) and is
+		// logged and counted; the process goes on.
+		defer func() {
+			if p := recover(); p != nil {
+				dir.panicked("the loader of an app", appID, p)
+				var zero S
+				snap, err = zero, fmt.Errorf("actors: loading app %s panicked: %v", appID, p)
+			}
+			root.Send(self, loaded[S]{gen: gen, snap: snap, err: err})
+		}()
 		lctx, cancel := context.WithTimeout(dir.base, askTimeout)
 		defer cancel()
-		snap, err := dir.load(lctx, s.appID)
-		root.Send(self, loaded[S]{gen: gen, snap: snap, err: err})
+		snap, err = dir.load(lctx, appID)
 	}()
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"runtime/debug"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -319,7 +318,7 @@ func (s *appActor[S]) runAdmission(ctx actor.Context, m admitReq) {
 		err := errors.New("actors: the admission failed")
 		defer func() {
 			if p := recover(); p != nil {
-				dir.cfg.Log.Error("actors: panic in an admission", "app", s.appID, "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
+				dir.panicked("an admission", s.appID, p)
 			}
 			root.Send(self, admitted{req: m, err: err, waiter: waiter})
 		}()
@@ -362,7 +361,7 @@ func (s *appActor[S]) runTick(ctx actor.Context, i int, sockets []any) {
 		defer root.Send(self, tickDone{i: i})
 		defer func() {
 			if p := recover(); p != nil {
-				dir.cfg.Log.Error("actors: panic in the periodic work of an app", "app", appID, "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
+				dir.panicked("the periodic work of an app", appID, p)
 			}
 		}()
 		run(dir.base, appID, sockets)

@@ -219,7 +219,12 @@ func (h *wsHandlers) dashboard(c *gin.Context) {
 		_, err := h.auth.Authenticate(ctx, token)
 		return err
 	})
-	d, err := h.rt.ConnectDashboard(ctx, c.Param("appId"), peer, recheck)
+	opts := []realtime.DashboardOption{recheck}
+	if h.audit != nil {
+		// What the socket audits is the socket's from its connection on.
+		opts = append(opts, realtime.WithAudit(socketAuditor(h.audit, c, p)))
+	}
+	d, err := h.rt.ConnectDashboard(ctx, c.Param("appId"), peer, opts...)
 	if err != nil {
 		cancel()
 		h.log.Warn("cannot open a dashboard socket", "app", c.Param("appId"), "err", err)
@@ -227,9 +232,6 @@ func (h *wsHandlers) dashboard(c *gin.Context) {
 		peer.Close(wire.Policy("unavailable"))
 		peer.wait()
 		return
-	}
-	if h.audit != nil {
-		d.Audit = socketAuditor(h.audit, c, p)
 	}
 	peer.read(br, func(msg []byte) { h.rt.DashboardMessage(ctx, d, msg) }, func() {
 		h.rt.DisconnectDashboard(d)

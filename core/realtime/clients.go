@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"sync"
 	"sync/atomic"
 	"time"
 	"unique"
@@ -20,8 +19,9 @@ import (
 )
 
 // Client is a client socket held by this node: the state and rules of its SessionActor
-// (turns.go). Its actor alone changes it; status and metadata are also read, under mu, by
-// the app's periodic work (the lease carries them).
+// (turns.go). Its actor alone reads and changes its state: the app's periodic lease
+// renewal asks the actor for the socket's lease (presenceAsk), and a status or metadata
+// change is encoded in the actor before its write leaves it. There is no lock.
 type Client struct {
 	ID     string
 	User   client.SocketUser
@@ -41,7 +41,8 @@ type Client struct {
 	// gone is set when the socket left its app's actor.
 	gone atomic.Bool
 
-	mu       sync.Mutex
+	// status and metadata are what the session list shows; metadata is replaced whole,
+	// never changed in place.
 	status   string
 	metadata map[string]any
 }
@@ -70,6 +71,9 @@ func (c *Client) Receive(sc actors.SocketContext, msg any) {
 		}
 	case verdict:
 		c.svc.handle(c, m.err)
+	case presenceAsk:
+		l, err := c.svc.leaseOf(c)
+		m.into <- presenceAnswer{id: c.ID, lease: l, err: err} // room for every answer: never blocks
 	case actors.Leaving:
 		c.turn.leave(sc)
 	}
@@ -83,9 +87,9 @@ func (c *Client) Failed(_, msg any) {
 	c.turn.failed(msg)
 }
 
+// info is what the session list shows of the socket; only its actor (or its admission,
+// before the actor exists) calls it.
 func (c *Client) info() SessionInfo {
-	c.mu.Lock()
-	defer c.mu.Unlock()
 	return SessionInfo{ID: c.ID, UserID: c.User.UserID, Username: c.User.Username, IP: c.User.IP,
 		ConnectedAt: time.UnixMilli(c.connectedAt).UTC(), Status: c.status, Metadata: maps.Clone(c.metadata)}
 }
@@ -329,11 +333,10 @@ func (s *Service) clientMessage(c *Client, raw []byte) work {
 			c.peer.Send(wire.ErrorMessage(fmt.Sprintf("status must be a string of 1 to %d characters", maxStatus)))
 			return nil
 		}
-		c.mu.Lock()
 		c.status = st
-		c.mu.Unlock()
+		info := c.info()
 		return func(ctx context.Context) any {
-			_ = s.describe(ctx, c)
+			_ = s.describe(ctx, info)
 			_ = s.toDashboardsMsg(ctx, appID, wire.Outgoing{Type: wire.TypeStatus, Data: with("status", st)})
 			return ioDone{}
 		}
@@ -363,11 +366,10 @@ func (s *Service) clientMessage(c *Client, raw []byte) work {
 			c.peer.Send(wire.ErrorMessage(err))
 			return nil
 		}
-		c.mu.Lock()
 		c.metadata = meta
-		c.mu.Unlock()
+		info := c.info()
 		return func(ctx context.Context) any {
-			_ = s.describe(ctx, c)
+			_ = s.describe(ctx, info)
 			return ioDone{}
 		}
 	default:

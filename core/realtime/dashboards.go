@@ -17,10 +17,6 @@ import (
 type Dashboard struct {
 	ID    string
 	AppID string
-	// Audit, set by the edge before the socket's first message, is told of each action
-	// that changed something (kick, ban, command, push_json, chat) once it succeeded;
-	// refused actions are not told. details holds the action's reason or command name.
-	Audit func(action, userID string, details map[string]any)
 
 	svc  *Service
 	peer wire.Peer
@@ -35,7 +31,11 @@ type Dashboard struct {
 	held    [][]byte
 	// recheck checks the owner's token again every Deps.DashboardRecheck (nil: never);
 	// stopRecheck stops its timer, checking is true while a check runs.
-	recheck     func(ctx context.Context) error
+	recheck func(ctx context.Context) error
+	// audit, given at the socket's connection (WithAudit), is told of each action that
+	// changed something (kick, ban, command, push_json, chat) once it succeeded; refused
+	// actions are not told. nil: nothing is audited.
+	audit       Auditor
 	stopRecheck func()
 	checking    bool
 }
@@ -136,6 +136,16 @@ type DashboardOption func(*Dashboard)
 // told and closed.
 func WithRecheck(recheck func(ctx context.Context) error) DashboardOption {
 	return func(d *Dashboard) { d.recheck = recheck }
+}
+
+// Auditor records a dashboard action that changed something: its type, the user it
+// concerned, and its reason or command name (details).
+type Auditor func(action, userID string, details map[string]any)
+
+// WithAudit has the socket's actor tell audit of each action that changed something, once
+// it succeeded. It is part of the socket from its connection: no action goes unaudited.
+func WithAudit(audit Auditor) DashboardOption {
+	return func(d *Dashboard) { d.audit = audit }
 }
 
 func (s *Service) dashboardRecheck() time.Duration {
@@ -299,7 +309,7 @@ func (s *Service) dashboardMessage(d *Dashboard, raw []byte) work {
 		d.peer.Send(wire.ErrorMessage(fmt.Sprintf("unknown message type %q", in.Type)))
 		return nil
 	}
-	audited := d.Audit != nil && changesSomething(in.Type)
+	audited := d.audit != nil && changesSomething(in.Type)
 	details := map[string]any{"reason": in.Str("reason"), "command": in.Str("command")}
 	return func(ctx context.Context) any {
 		if err := call(ctx); err != nil {
@@ -312,7 +322,7 @@ func (s *Service) dashboardMessage(d *Dashboard, raw []byte) work {
 			return ioDone{}
 		}
 		if audited {
-			d.Audit(in.Type, userID, details)
+			d.audit(in.Type, userID, details)
 		}
 		return ioDone{}
 	}

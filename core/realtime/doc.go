@@ -11,7 +11,7 @@
 // sockets within Deps.LeaseTTL (30 s by default). The node's periodic work runs per app,
 // not per socket (tick.go, on the app actor's timers): one lease renewal call for all its
 // sockets of an app, and one batched revalidation every RevalidateEvery and at once when
-// the app changed (the change reaches the app's actor as a message, AppChanged). The
+// the app changed (the change reaches the app's actor as a message, Registry.Invalidate). The
 // online count, the session list (one read of the app's set and one batched read of the
 // sockets' values) and whether a user is online are asked of the app's actor, which reads
 // them from the cluster engine outside its Receive and shares a read among the requests
