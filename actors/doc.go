@@ -50,6 +50,13 @@
 // a lock-free mailbox that holds one node when empty, and the metrics run by the actor,
 // not as a props middleware (which gives every actor a context extension).
 //
+// Work an actor runs outside its Receive (a snapshot load, an admission, a read, a tick)
+// has a recover: a panic is logged and counted (Metrics: work panics) and its waiters are
+// answered with an error, never left waiting. A request an actor could not answer (the
+// directory closed, no answer in time) wraps ErrUnavailable: a part that did not answer,
+// which a socket is told to try again; anything else is a bug. The wire format of the
+// sockets is the wire subpackage's.
+//
 // Metrics counts, per kind of actor (app, session, dashboard), the actors alive, spawned,
 // stopped and passivated, the messages handled and their handling time, the messages in
 // the mailboxes, failures, restarts and dead letters. Any kind gets them from two props

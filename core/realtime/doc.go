@@ -10,7 +10,8 @@
 // leases that the node renews while the socket is open, so a node that dies releases its
 // sockets within Deps.LeaseTTL (30 s by default). The node's periodic work runs per app,
 // not per socket (tick.go, on the app actor's timers): one lease renewal call for all its
-// sockets of an app, and one batched revalidation every RevalidateEvery and at once when
+// sockets of an app (each socket's actor is asked for its lease: status and metadata are
+// its own, under no lock), and one batched revalidation every RevalidateEvery and at once when
 // the app changed (the change reaches the app's actor as a message, Registry.Invalidate). The
 // online count, the session list (one read of the app's set and one batched read of the
 // sockets' values) and whether a user is online are asked of the app's actor, which reads
