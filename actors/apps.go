@@ -53,6 +53,8 @@ type Apps[S any] struct {
 	closed bool
 	// ticks is the periodic work on the apps' sockets (sockets.go).
 	ticks []Tick
+	// plan makes a hook plan from a snapshot (plans.go); nil: no planning.
+	plan Planner[S]
 
 	// propsOpts are the options of every AppActor (the metrics' middlewares).
 	propsOpts      []actor.PropsOption
@@ -232,6 +234,8 @@ type appActor[S any] struct {
 	gen     uint64
 	loading bool
 	waiters []*actor.PID
+	// planWaiters are the hook plans asked for while the snapshot loads (plans.go).
+	planWaiters []planWaiter
 	// failed is the load error of an actor that never had a snapshot; it has left the
 	// directory and stops after failedLinger.
 	failed error
@@ -245,7 +249,7 @@ type appActor[S any] struct {
 const failedLinger = 200 * time.Millisecond
 
 func (s *appActor[S]) Receive(ctx actor.Context) {
-	if s.receiveSockets(ctx) || s.receiveReads(ctx) {
+	if s.receiveSockets(ctx) || s.receiveReads(ctx) || s.receivePlans(ctx) {
 		return
 	}
 	switch m := ctx.Message().(type) {
@@ -282,7 +286,7 @@ func (s *appActor[S]) Receive(ctx actor.Context) {
 		s.loading = false
 		// The app's sockets are revalidated against the new snapshot, so it loads now.
 		s.changed = s.changed || len(s.reg.sockets) > 0
-		if len(s.waiters) > 0 || s.changed {
+		if len(s.waiters) > 0 || len(s.planWaiters) > 0 || s.changed {
 			s.startLoad(ctx)
 		}
 	case loaded[S]:
@@ -314,6 +318,7 @@ func (s *appActor[S]) Receive(ctx actor.Context) {
 			ctx.Send(w, snapshotReply[S]{snap: m.snap, err: m.err})
 		}
 		s.waiters = s.waiters[:0]
+		s.answerPlans(ctx, m.err)
 	case *actor.ReceiveTimeout:
 		// An actor that holds sockets is never passivated, nor one that has reads to answer.
 		if !s.loading && len(s.reg.sockets) == 0 && len(s.reg.reads) == 0 {
@@ -329,6 +334,7 @@ func (s *appActor[S]) Receive(ctx actor.Context) {
 			ctx.Send(w, snapshotReply[S]{err: ErrClosed})
 		}
 		s.waiters = nil
+		s.answerPlans(ctx, ErrClosed)
 		s.failReads(ctx, ErrClosed)
 	}
 }
