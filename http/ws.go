@@ -228,8 +228,9 @@ func (h *wsHandlers) dashboard(c *gin.Context) {
 	if err != nil {
 		cancel()
 		h.log.Warn("cannot open a dashboard socket", "app", c.Param("appId"), "err", err)
-		peer.Send(wire.ErrorMessage("the server cannot list the sessions now; try again"))
-		peer.Close(wire.Policy("unavailable"))
+		msg, closing := realtime.DashboardRefusal(err)
+		peer.Send(msg)
+		peer.Close(closing)
 		peer.wait()
 		return
 	}

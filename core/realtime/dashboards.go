@@ -156,8 +156,30 @@ func (s *Service) dashboardRecheck() time.Duration {
 }
 
 // ConnectDashboard registers an admitted dashboard socket (its actor starts) and sends it
-// online_count and sessions at once (SPEC 4.11).
+// online_count and sessions at once (SPEC 4.11). An error that is a bug is logged and
+// counted here; DashboardRefusal tells the socket.
 func (s *Service) ConnectDashboard(ctx context.Context, appID string, peer wire.Peer, opts ...DashboardOption) (*Dashboard, error) {
+	d, err := s.connectDashboard(ctx, appID, peer, opts...)
+	if err != nil {
+		if code, _ := explain(err); code == core.CodeInternal {
+			s.bug("dashboard connection", err)
+		}
+		return nil, err
+	}
+	return d, nil
+}
+
+// DashboardRefusal answers the error message and the close of a dashboard socket that
+// ConnectDashboard could not open: "try again" with the policy code when a part did not
+// answer, "internal error" with 1011 for a bug.
+func DashboardRefusal(err error) (msg []byte, closing wire.Disconnect) {
+	if code, _ := explain(err); code == core.CodeInternal {
+		return wire.ErrorMessage("internal error"), wire.Internal("internal error")
+	}
+	return wire.ErrorMessage("the server cannot list the sessions now; try again"), wire.Policy("unavailable")
+}
+
+func (s *Service) connectDashboard(ctx context.Context, appID string, peer wire.Peer, opts ...DashboardOption) (*Dashboard, error) {
 	d := &Dashboard{ID: newID(), AppID: appID, svc: s, peer: peer, rate: window{limit: DashboardMessages, per: DashboardWindow}, holding: true}
 	for _, o := range opts {
 		o(d)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/keyward/keyward/actors"
@@ -111,5 +112,40 @@ func TestRevalidationOfABug(t *testing.T) {
 	}
 	if waiting.closedWith() != 0 {
 		t.Fatalf("a socket whose check could not be made closed with %d", waiting.closedWith())
+	}
+}
+
+// buggyMembers is a memory engine whose set reads fail with an error no part would
+// answer (a bug), so that the session list of a dashboard's greeting fails.
+type buggyMembers struct{ *memory.Engine }
+
+func (buggyMembers) Members(context.Context, string) ([]string, error) {
+	return nil, errors.New("decoding went wrong")
+}
+
+// TestDashboardRefusalOfABug: a dashboard socket that cannot be opened because of a bug is
+// told "internal error" and closed with 1011, and the node counts it; one whose parts did
+// not answer is told to try again and closed with the policy code.
+func TestDashboardRefusalOfABug(t *testing.T) {
+	e := buggyMembers{memory.New(memory.Config{})}
+	t.Cleanup(func() { e.Close() })
+	s := New(Deps{Engine: e, Sessions: sessions{}})
+	if err := s.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Close)
+	_, err := s.ConnectDashboard(t.Context(), "app", &recorder{})
+	if err == nil {
+		t.Fatal("a dashboard opened without its session list")
+	}
+	if got := s.Stats().InternalErrors; got != 1 {
+		t.Fatalf("internal errors counted: %d, want 1", got)
+	}
+	if msg, closing := DashboardRefusal(err); closing.Code != wire.CodeInternal || !strings.Contains(string(msg), "internal error") {
+		t.Fatalf("a bug refused with %s and %+v", msg, closing)
+	}
+	msg, closing := DashboardRefusal(fmt.Errorf("list: %w", cluster.ErrUnavailable))
+	if closing.Code != wire.CodePolicy || !strings.Contains(string(msg), "try again") {
+		t.Fatalf("an unavailable engine refused with %s and %+v", msg, closing)
 	}
 }
