@@ -55,6 +55,10 @@ type Apps[S any] struct {
 	ticks []Tick
 	// plan makes a hook plan from a snapshot (plans.go); nil: no planning.
 	plan Planner[S]
+	// bus is how the AppActors subscribe to their apps' deliveries; topics counts their
+	// subscriptions (bus.go).
+	bus    BusConfig
+	topics int
 
 	// propsOpts are the options of every AppActor (the metrics' middlewares).
 	propsOpts      []actor.PropsOption
@@ -249,7 +253,7 @@ type appActor[S any] struct {
 const failedLinger = 200 * time.Millisecond
 
 func (s *appActor[S]) Receive(ctx actor.Context) {
-	if s.receiveSockets(ctx) || s.receiveReads(ctx) || s.receivePlans(ctx) {
+	if s.receiveSockets(ctx) || s.receiveBus(ctx) || s.receiveReads(ctx) || s.receivePlans(ctx) {
 		return
 	}
 	switch m := ctx.Message().(type) {
@@ -321,7 +325,7 @@ func (s *appActor[S]) Receive(ctx actor.Context) {
 		s.answerPlans(ctx, m.err)
 	case *actor.ReceiveTimeout:
 		// An actor that holds sockets is never passivated, nor one that has reads to answer.
-		if !s.loading && len(s.reg.sockets) == 0 && len(s.reg.reads) == 0 {
+		if !s.loading && len(s.reg.sockets) == 0 && len(s.reg.reads) == 0 && !s.reg.subscribing && s.reg.admitting == 0 {
 			if s.failed == nil {
 				s.dir.cfg.Metrics.Passivated(appKind)
 			}
@@ -329,11 +333,19 @@ func (s *appActor[S]) Receive(ctx actor.Context) {
 		}
 	case *actor.Stopping:
 		s.stopTimers()
+		s.unsubscribe()
 		s.dir.forget(s.appID, ctx.Self())
 		for _, w := range s.waiters {
 			ctx.Send(w, snapshotReply[S]{err: ErrClosed})
 		}
 		s.waiters = nil
+		for _, j := range s.reg.pendingJoins {
+			ctx.Send(j.sender, joinReply{err: ErrClosed})
+		}
+		for _, a := range s.reg.pendingAdmits {
+			ctx.Send(a.sender, admitReply{err: ErrClosed})
+		}
+		s.reg.pendingJoins, s.reg.pendingAdmits = nil, nil
 		s.answerPlans(ctx, ErrClosed)
 		s.failReads(ctx, ErrClosed)
 	}

@@ -19,8 +19,11 @@
 // The AppActor also holds the registry of its application's sockets on this node
 // (sockets.go): a client socket's admission runs through it (Admit: the admission's I/O on
 // a goroutine, the socket registered in the same step as the answer), a socket joins and
-// leaves with a message to it (Join, Leave), a delivery is handed to it and fanned out
-// inside Receive (Each: it only sends messages), and its timers drive the periodic work on
+// leaves with a message to it (Join, Leave), it owns the app's subscription to the cluster
+// bus (bus.go, SetBus: made before its first socket registers, a registration waiting for
+// it; ended with its last socket; one subscription per app, not a second registry beside
+// the actor's) and fans each delivery out inside Receive (it only sends messages), and
+// its timers drive the periodic work on
 // the app's sockets (SetTicks: lease renewal and revalidation, one batch per app, run on a
 // goroutine whose end comes back as a message). An actor that holds sockets is never
 // passivated. Reads of the app's live state (online count, session list, whether a user

@@ -31,7 +31,9 @@ func TestPlanRunsInTheAppActor(t *testing.T) {
 		}
 		return []hooks.Step{{HookID: strconv.Itoa(snap), HookName: msg.Type}}
 	})
-	plan := func(typ string) ([]hooks.Step, error) { return dir.Plan(context.Background(), "a", hooks.Message{Type: typ}) }
+	plan := func(typ string) ([]hooks.Step, error) {
+		return dir.Plan(context.Background(), "a", hooks.Message{Type: typ})
+	}
 
 	waiting := make(chan error, 1)
 	go func() {

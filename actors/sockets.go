@@ -46,6 +46,14 @@ type registry struct {
 	spawning Socket
 	// reads are the reads of the app's live state under way or waiting (reads.go).
 	reads map[string]*readState
+	// sub is the app's bus subscription, subscribing is true while one is being made, and
+	// the registrations that wait for it are pending (bus.go); admitting counts the
+	// admissions under way.
+	sub           *subscription
+	subscribing   bool
+	pendingJoins  []pendingJoin
+	pendingAdmits []pendingAdmit
+	admitting     int
 }
 
 // leaver is a socket that left, until its actor stopped.
@@ -134,8 +142,12 @@ func (a *Apps[S]) ask(ctx context.Context, appID string, msg any) (any, error) {
 // Join registers a socket of the app with the app's actor; it returns once the socket is
 // registered (a delivery handed to the actor after that reaches it).
 func (a *Apps[S]) Join(ctx context.Context, appID, id string, socket any) error {
-	_, err := a.ask(ctx, appID, join{id: id, socket: socket})
-	return err
+	res, err := a.ask(ctx, appID, join{id: id, socket: socket})
+	if err != nil {
+		return err
+	}
+	r, _ := res.(joinReply)
+	return r.err
 }
 
 // Admit drives a socket's admission through the app's actor: the actor runs admit (the
@@ -215,29 +227,29 @@ func (s *appActor[S]) receiveSockets(ctx actor.Context) bool {
 	r := s.reg
 	switch m := ctx.Message().(type) {
 	case join:
-		r.sockets[m.id] = m.socket
-		r.list = nil
-		if len(r.sockets) == 1 {
-			s.startTimers(ctx)
+		if s.needsSubscription(ctx) {
+			r.pendingJoins = append(r.pendingJoins, pendingJoin{m: m, sender: ctx.Sender()})
+			return true
 		}
-		s.spawnSocket(ctx, m.id, m.socket, true)
-		ctx.Respond(struct{}{})
+		s.register(ctx, m.id, m.socket)
+		ctx.Respond(joinReply{})
 	case admitReq:
-		s.runAdmission(ctx, m)
+		if s.needsSubscription(ctx) {
+			r.pendingAdmits = append(r.pendingAdmits, pendingAdmit{m: m, sender: ctx.Sender()})
+			return true
+		}
+		s.runAdmission(ctx, m, ctx.Sender())
 	case admitted:
+		r.admitting--
 		err := m.err
 		if err == nil {
 			err = m.req.ctx.Err() // the caller gave up: it is not registered
 		}
 		if err == nil {
-			r.sockets[m.req.id] = m.req.socket
-			r.list = nil
-			if len(r.sockets) == 1 {
-				s.startTimers(ctx)
-			}
-			s.spawnSocket(ctx, m.req.id, m.req.socket, true)
+			s.register(ctx, m.req.id, m.req.socket)
 		}
 		ctx.Send(m.waiter, admitReply{err: err})
+		s.maybeUnsubscribe()
 	case leave:
 		socket, held := r.sockets[m.id]
 		delete(r.sockets, m.id)
@@ -245,6 +257,7 @@ func (s *appActor[S]) receiveSockets(ctx actor.Context) bool {
 		if held && len(r.sockets) == 0 {
 			s.stopTimers()
 		}
+		s.maybeUnsubscribe()
 		if pid := r.live[m.id]; held && pid != nil {
 			// The socket's actor finishes its work first; the answer follows its end.
 			if r.leaving == nil {
@@ -285,6 +298,17 @@ func (s *appActor[S]) receiveSockets(ctx actor.Context) bool {
 	return true
 }
 
+// register registers a socket (its admission passed, or it joined) and spawns its actor.
+func (s *appActor[S]) register(ctx actor.Context, id string, socket any) {
+	r := s.reg
+	r.sockets[id] = socket
+	r.list = nil
+	if len(r.sockets) == 1 {
+		s.startTimers(ctx)
+	}
+	s.spawnSocket(ctx, id, socket, true)
+}
+
 // startTimers starts the actor's periodic ticks (with its first socket, or after a restart).
 func (s *appActor[S]) startTimers(ctx actor.Context) {
 	s.stopTimers()
@@ -310,8 +334,9 @@ func (s *appActor[S]) stopTimers() {
 
 // runAdmission runs an admission on a goroutine; its answer comes back as admitted (to
 // this actor, or to the incarnation that replaced it after a restart).
-func (s *appActor[S]) runAdmission(ctx actor.Context, m admitReq) {
-	self, root, dir, waiter := ctx.Self(), ctx.ActorSystem().Root, s.dir, ctx.Sender()
+func (s *appActor[S]) runAdmission(ctx actor.Context, m admitReq, waiter *actor.PID) {
+	s.reg.admitting++
+	self, root, dir := ctx.Self(), ctx.ActorSystem().Root, s.dir
 	dir.loads.Add(1)
 	go func() {
 		defer dir.loads.Done()

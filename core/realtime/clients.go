@@ -173,17 +173,12 @@ func (s *Service) connectClient(ctx context.Context, caller client.Caller, token
 	for _, id := range earlier {
 		s.replace(ctx, u, id)
 	}
-	// The node listens to the app's deliveries before the socket counts, so that none made
-	// after its admission is missed.
-	if err := s.hold(ctx, u.AppID); err != nil {
-		return nil, err
-	}
-	// The app's actor runs the admission and holds the socket from the moment it passes
-	// (deliveries, the periodic work).
+	// The app's actor subscribes to the app's deliveries before the admission, so that none
+	// made after it is missed; it runs the admission and holds the socket from the moment
+	// it passes (deliveries, the periodic work).
 	if err := s.reg.Admit(ctx, u.AppID, c.ID, c, func(ctx context.Context) error { return s.admit(ctx, c) }); err != nil {
 		s.reg.Leave(u.AppID, c.ID)
 		s.release(ctx, c)
-		s.letGo(u.AppID)
 		return nil, err
 	}
 	s.heldClients.Add(1)
@@ -247,7 +242,6 @@ func (s *Service) DisconnectClient(c *Client) {
 		return // released already (by Close)
 	}
 	s.heldClients.Add(-1)
-	s.letGo(c.User.AppID)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	s.left(ctx, c)

@@ -184,13 +184,9 @@ func (s *Service) connectDashboard(ctx context.Context, appID string, peer wire.
 	for _, o := range opts {
 		o(d)
 	}
-	if err := s.hold(ctx, appID); err != nil {
-		return nil, err
-	}
 	// Registered first, so that nothing published from now on is missed; what arrives
 	// before the two first messages are sent waits in the actor.
 	if err := s.reg.Join(ctx, appID, d.ID, d); err != nil {
-		s.letGo(appID)
 		return nil, fmt.Errorf("realtime: register the socket: %w", err)
 	}
 	s.heldDashboards.Add(1)
@@ -222,7 +218,6 @@ func (s *Service) connectDashboard(ctx context.Context, appID string, peer wire.
 func (s *Service) DisconnectDashboard(d *Dashboard) {
 	if s.reg.Leave(d.AppID, d.ID) {
 		s.heldDashboards.Add(-1)
-		s.letGo(d.AppID)
 	}
 }
 

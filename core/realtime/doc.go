@@ -29,8 +29,8 @@
 // frames and closes it.
 //
 // A delivery for a user, an app's clients or an app's dashboards is published on the
-// cluster bus; every node that holds sockets of the app hands it to its app's actor,
-// which sends it to the matching sockets' actors. A REST call, a ban or a variable change
+// cluster bus; on every node that holds sockets of the app, the app's actor, which owns
+// the subscription, sends it to the matching sockets' actors. A REST call, a ban or a variable change
 // on any node therefore reaches a socket on any other.
 //
 // What crosses the wire is actors/wire's: message types, encoding and decoding, the

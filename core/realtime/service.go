@@ -65,13 +65,18 @@ type HookAction struct {
 }
 
 // Registry holds this node's sockets of each app: the app's actor (actors.Apps). A socket
-// joins and leaves with a message to it, a delivery is handed to it (Each, which runs in
-// the actor), and it drives the periodic work on its sockets (SetTicks).
+// joins and leaves with a message to it, it owns the app's bus subscription and hands each
+// delivery to its sockets in its Receive (SetBus), and it drives the periodic work on its
+// sockets (SetTicks).
 type Registry interface {
+	// SetBus has the apps' actors subscribe to their apps' deliveries: each subscribes
+	// before its first socket registers and leaves with its last (actors.BusConfig).
+	SetBus(cfg actors.BusConfig)
+	// Topics answers how many app topics the actors are subscribed to.
+	Topics() int
 	Join(ctx context.Context, appID, id string, socket any) error
 	Admit(ctx context.Context, appID, id string, socket any, admit func(ctx context.Context) error) error
 	Leave(appID, id string) bool
-	Each(appID string, fn func(sockets []any))
 	Sockets(ctx context.Context, appID string) ([]any, error)
 	AllSockets(ctx context.Context) map[string][]any
 	SetTicks(ticks ...actors.Tick)
@@ -111,9 +116,9 @@ type Deps struct {
 }
 
 // Deliveries cross the cluster bus on one topic per app, so that a node receives only the
-// deliveries of the apps it holds sockets of: it subscribes to an app's topic with its
-// first socket of the app (before that socket is admitted, so nothing published after is
-// missed) and leaves it with its last.
+// deliveries of the apps it holds sockets of: the app's actor subscribes to the app's topic
+// before its first socket of the app registers (before that socket is admitted, so nothing
+// published after is missed) and leaves it with its last (actors.BusConfig).
 func busTopic(appID string) string { return "ws:" + appID }
 
 // busVersion is the format of a bus delivery. Members are only ever added (a node ignores
@@ -162,9 +167,7 @@ type Service struct {
 	// heldClients and heldDashboards count the sockets registered, for metrics.
 	heldClients, heldDashboards atomic.Int64
 
-	mu sync.RWMutex
-	// topics holds this node's subscriptions to the apps' bus topics (under mu).
-	topics   map[string]*topic
+	mu       sync.RWMutex
 	leaseTTL time.Duration
 
 	// stopped is set (under mu) by Close: the periodic work stops.
@@ -193,7 +196,7 @@ func New(d Deps) *Service {
 		ttl = DefaultLeaseTTL
 	}
 	ttl = max(ttl, MinLeaseTTL)
-	s := &Service{d: d, leaseTTL: ttl, reg: d.Registry, ownReg: func() {}, topics: map[string]*topic{}}
+	s := &Service{d: d, leaseTTL: ttl, reg: d.Registry, ownReg: func() {}}
 	if s.reg == nil {
 		dir := actors.NewApps(func(context.Context, string) (struct{}, error) { return struct{}{}, nil }, actors.AppsConfig{Log: d.Log})
 		s.reg, s.ownReg = dir, dir.Close
@@ -205,6 +208,7 @@ func New(d Deps) *Service {
 // revalidation, batched per app; the revalidation also runs as soon as the app changed). The service subscribes to an app's bus topic when it
 // takes the app's first socket.
 func (s *Service) Start(context.Context) error {
+	s.reg.SetBus(actors.BusConfig{Bus: s.d.Engine, Topic: busTopic, Deliver: s.receive})
 	s.reg.SetTicks(actors.Tick{Every: s.leaseTTL / 3, Run: s.tickWork(s.renewApp)},
 		actors.Tick{Every: RevalidateEvery, Run: s.tickWork(s.recheckApp), OnChange: true})
 	return nil
@@ -214,13 +218,6 @@ func (s *Service) Start(context.Context) error {
 // again, to another node). The clients' presence is released here, before the engine
 // closes, so that the cluster does not count them until their leases run out.
 func (s *Service) Close() {
-	s.mu.Lock()
-	topics := s.topics
-	s.topics = map[string]*topic{}
-	s.mu.Unlock()
-	for _, t := range topics {
-		t.leave()
-	}
 	s.mu.Lock()
 	s.stopped = true // the periodic work stops
 	s.mu.Unlock()
@@ -262,18 +259,21 @@ func (s *Service) publish(ctx context.Context, d delivery) error {
 	return nil
 }
 
-// receive hands a bus delivery to this node's matching sockets. It runs on the engine's
-// goroutine and never blocks: sends are queued.
-func (s *Service) receive(raw []byte) {
+// receive hands a bus delivery of app appID to this node's matching sockets. It runs in
+// the app's actor, which owns the subscription (actors.BusConfig), and never blocks:
+// sends are queued.
+func (s *Service) receive(appID string, raw []byte, sockets []any) {
 	s.received.Add(1)
 	var d delivery
 	if err := json.Unmarshal(raw, &d); err != nil {
-		s.d.Log.Warn("realtime: undecodable bus message", "err", err)
+		s.d.Log.Warn("realtime: undecodable bus message", "app", appID, "err", err)
 		return
 	}
-	// The app's actor hands it to the sockets it holds (queueing only: nothing blocks).
-	s.reg.Each(d.App, func(sockets []any) { s.deliver(d, sockets) })
+	s.deliver(d, sockets)
 }
+
+// Topics answers how many app topics this node is subscribed to, for metrics and tests.
+func (s *Service) Topics() int { return s.reg.Topics() }
 
 // deliver hands delivery d to the actors of the matching sockets of its app; it runs in
 // the app's actor and only sends messages. A broadcast goes to every client as one
