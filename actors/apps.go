@@ -59,6 +59,8 @@ type Apps[S any] struct {
 	// subscriptions (bus.go).
 	bus    BusConfig
 	topics int
+	// held counts the registered sockets by kind (Socket.Kind), for metrics.
+	held map[string]int
 
 	// propsOpts are the options of every AppActor (the metrics' middlewares).
 	propsOpts      []actor.PropsOption

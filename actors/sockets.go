@@ -189,6 +189,28 @@ func (a *Apps[S]) Each(appID string, fn func(sockets []any)) {
 	}
 }
 
+// Held answers how many sockets of kind (Socket.Kind: "session", "dashboard") the node's
+// AppActors hold, for metrics.
+func (a *Apps[S]) Held(kind string) int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.held[kind]
+}
+
+// countHeld counts a socket registered (delta 1) or gone (-1) under its kind.
+func (a *Apps[S]) countHeld(socket any, delta int) {
+	sock, ok := socket.(Socket)
+	if !ok {
+		return
+	}
+	a.mu.Lock()
+	if a.held == nil {
+		a.held = map[string]int{}
+	}
+	a.held[sock.Kind()] += delta
+	a.mu.Unlock()
+}
+
 // Sockets answers a copy of the app's sockets on this node.
 func (a *Apps[S]) Sockets(ctx context.Context, appID string) ([]any, error) {
 	a.mu.Lock()
@@ -253,6 +275,9 @@ func (s *appActor[S]) receiveSockets(ctx actor.Context) bool {
 	case leave:
 		socket, held := r.sockets[m.id]
 		delete(r.sockets, m.id)
+		if held {
+			s.dir.countHeld(socket, -1)
+		}
 		r.list = nil
 		if held && len(r.sockets) == 0 {
 			s.stopTimers()
@@ -301,6 +326,9 @@ func (s *appActor[S]) receiveSockets(ctx actor.Context) bool {
 // register registers a socket (its admission passed, or it joined) and spawns its actor.
 func (s *appActor[S]) register(ctx actor.Context, id string, socket any) {
 	r := s.reg
+	if _, again := r.sockets[id]; !again {
+		s.dir.countHeld(socket, 1)
+	}
 	r.sockets[id] = socket
 	r.list = nil
 	if len(r.sockets) == 1 {

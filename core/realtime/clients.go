@@ -181,7 +181,6 @@ func (s *Service) connectClient(ctx context.Context, caller client.Caller, token
 		s.release(ctx, c)
 		return nil, err
 	}
-	s.heldClients.Add(1)
 	_ = s.toDashboardsMsg(ctx, u.AppID, wire.Outgoing{Type: wire.TypeSessionConnect,
 		Data: map[string]any{"userId": u.UserID, "username": u.Username, "ip": u.IP, "id": c.ID}})
 	s.logEvent(events.Event{Name: "ws.connect", AppID: u.AppID, Username: u.Username, IP: u.IP, Level: events.LevelDebug,
@@ -241,7 +240,6 @@ func (s *Service) DisconnectClient(c *Client) {
 	if !held {
 		return // released already (by Close)
 	}
-	s.heldClients.Add(-1)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	s.left(ctx, c)

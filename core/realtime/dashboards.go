@@ -189,7 +189,6 @@ func (s *Service) connectDashboard(ctx context.Context, appID string, peer wire.
 	if err := s.reg.Join(ctx, appID, d.ID, d); err != nil {
 		return nil, fmt.Errorf("realtime: register the socket: %w", err)
 	}
-	s.heldDashboards.Add(1)
 	list, err := s.Sessions(ctx, appID)
 	if err != nil {
 		s.DisconnectDashboard(d)
@@ -216,9 +215,7 @@ func (s *Service) connectDashboard(ctx context.Context, appID string, peer wire.
 
 // DisconnectDashboard forgets a dashboard socket that ended.
 func (s *Service) DisconnectDashboard(d *Dashboard) {
-	if s.reg.Leave(d.AppID, d.ID) {
-		s.heldDashboards.Add(-1)
-	}
+	s.reg.Leave(d.AppID, d.ID)
 }
 
 // DashboardMessage hands one message from a dashboard socket (SPEC 4.11, dashboard to

@@ -74,6 +74,8 @@ type Registry interface {
 	SetBus(cfg actors.BusConfig)
 	// Topics answers how many app topics the actors are subscribed to.
 	Topics() int
+	// Held answers how many sockets of a kind ("session", "dashboard") the actors hold.
+	Held(kind string) int
 	Join(ctx context.Context, appID, id string, socket any) error
 	Admit(ctx context.Context, appID, id string, socket any, admit func(ctx context.Context) error) error
 	Leave(appID, id string) bool
@@ -164,8 +166,6 @@ type Service struct {
 	// made it.
 	reg    Registry
 	ownReg func()
-	// heldClients and heldDashboards count the sockets registered, for metrics.
-	heldClients, heldDashboards atomic.Int64
 
 	mu       sync.RWMutex
 	leaseTTL time.Duration
@@ -227,14 +227,10 @@ func (s *Service) Close() {
 		for _, sock := range list {
 			switch x := sock.(type) {
 			case *Dashboard:
-				if s.reg.Leave(appID, x.ID) {
-					s.heldDashboards.Add(-1)
-				}
+				s.reg.Leave(appID, x.ID)
 				x.peer.Close(wire.GoingAway("server shutting down"))
 			case *Client:
-				if s.reg.Leave(appID, x.ID) {
-					s.heldClients.Add(-1)
-				}
+				s.reg.Leave(appID, x.ID)
 				x.gone.Store(true)
 				x.peer.Close(wire.GoingAway("server shutting down"))
 				s.left(ctx, x)
@@ -343,8 +339,9 @@ func (s *Service) logEvent(e events.Event) {
 }
 
 // Held answers how many client and dashboard sockets this node holds, for metrics.
+// The apps' actors count them as they register and leave.
 func (s *Service) Held() (clients, dashboards int) {
-	return int(s.heldClients.Load()), int(s.heldDashboards.Load())
+	return s.reg.Held("session"), s.reg.Held("dashboard")
 }
 
 // sessionRef names a client session on the bus without its token: the first 16 bytes of
