@@ -72,3 +72,37 @@ func TestAppActorOwnsItsSubscription(t *testing.T) {
 		t.Fatalf("after a failed subscription: sockets %v, topics %d", socks, down.Topics())
 	}
 }
+
+// probe is a bus whose deliveries to an app's actor make it panic ("panic") or report how
+// many sockets it holds ("count", on counts): a way for a test to act inside an
+// AppActor's Receive with messages alone.
+type probe struct {
+	bus    *memory.Engine
+	counts chan int
+}
+
+func newProbe(t *testing.T, dirs ...*Apps[int]) *probe {
+	t.Helper()
+	p := &probe{bus: memory.New(memory.Config{}), counts: make(chan int, 16)}
+	t.Cleanup(func() { p.bus.Close() })
+	for _, dir := range dirs {
+		dir.SetBus(BusConfig{Bus: p.bus, Topic: func(appID string) string { return "probe:" + appID },
+			Deliver: func(_ string, payload []byte, sockets []any) {
+				switch string(payload) {
+				case "panic":
+					panic("on purpose")
+				case "count":
+					p.counts <- len(sockets)
+				}
+			}})
+	}
+	return p
+}
+
+// send publishes payload to appID's actor.
+func (p *probe) send(t *testing.T, appID, payload string) {
+	t.Helper()
+	if err := p.bus.Publish(context.Background(), "probe:"+appID, []byte(payload)); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -11,8 +11,9 @@ import (
 )
 
 // An AppActor holds the registry of its application's sockets on this node: a client
-// socket is admitted through it (Admit), a socket joins and leaves with a message to it, deliveries are handed to the actor
-// (Each), and the actor drives the periodic work on them (Tick) with its own timers. An
+// socket is admitted through it (Admit), a socket joins and leaves with a message to it,
+// deliveries from the app's bus subscription are handed to its sockets in the actor
+// (bus.go), and the actor drives the periodic work on them (Tick) with its own timers. An
 // actor that holds sockets is not passivated. The registry is made with the actor's
 // props, not by the actor, so that an actor restarted by its supervisor after a panic
 // finds its sockets (and restarts their timers).
@@ -92,7 +93,6 @@ type (
 	admitReply struct{ err error }
 	leave      struct{ id string }
 	left       struct{ held bool }
-	each       struct{ fn func(sockets []any) }
 	members    struct{}
 	tickNow    struct{ i int }
 	// toSocket is a message for the actor of socket id (a SocketContext.Go's result).
@@ -175,18 +175,6 @@ func (a *Apps[S]) Leave(appID, id string) bool {
 	}
 	l, _ := res.(left)
 	return l.held
-}
-
-// Each hands fn the app's sockets on this node, in the app's actor, if the node holds
-// any: fn runs in Receive, so it must not block (queueing frames is what it is for), and
-// must not keep or change the slice.
-func (a *Apps[S]) Each(appID string, fn func(sockets []any)) {
-	a.mu.Lock()
-	pid := a.pids[appID]
-	a.mu.Unlock()
-	if pid != nil {
-		a.system.Root.Send(pid, each{fn: fn})
-	}
 }
 
 // Held answers how many sockets of kind (Socket.Kind: "session", "dashboard") the node's
@@ -281,6 +269,10 @@ func (s *appActor[S]) receiveSockets(ctx actor.Context) bool {
 		r.list = nil
 		if held && len(r.sockets) == 0 {
 			s.stopTimers()
+			// The idle time counts from the last socket's leaving: the timer is armed again
+			// (protoactor cancels it once it fired, and an actor holding sockets then stayed,
+			// which a restart can bring about).
+			ctx.SetReceiveTimeout(s.dir.cfg.Idle)
 		}
 		s.maybeUnsubscribe()
 		if pid := r.live[m.id]; held && pid != nil {
@@ -295,10 +287,6 @@ func (s *appActor[S]) receiveSockets(ctx actor.Context) bool {
 		ctx.Respond(left{held: held})
 	case *actor.Terminated:
 		s.childTerminated(ctx, m.Who)
-	case each:
-		if len(r.sockets) > 0 {
-			m.fn(r.members())
-		}
 	case members:
 		ctx.Respond(append([]any(nil), r.members()...))
 	case toSocket:

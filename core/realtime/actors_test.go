@@ -47,7 +47,29 @@ func oneNode(t *testing.T, d Deps) (*Service, *actors.Apps[struct{}]) {
 		t.Fatal(err)
 	}
 	t.Cleanup(s.Close)
+	withPanicOnPurpose(s, dir)
 	return s, dir
+}
+
+// withPanicOnPurpose has a delivery of panicOnPurpose make the app's actor panic
+// (failAppActor); the other deliveries go to the service as usual.
+func withPanicOnPurpose(s *Service, dir *actors.Apps[struct{}]) {
+	dir.SetBus(actors.BusConfig{Bus: s.d.Engine, Topic: busTopic, Deliver: func(appID string, raw []byte, sockets []any) {
+		if string(raw) == panicOnPurpose {
+			panic("on purpose")
+		}
+		s.receive(appID, raw, sockets)
+	}})
+}
+
+const panicOnPurpose = "panic on purpose"
+
+// failAppActor makes the app's actor on s's node panic, with a message.
+func failAppActor(t *testing.T, s *Service, appID string) {
+	t.Helper()
+	if err := s.d.Engine.Publish(t.Context(), busTopic(appID), []byte(panicOnPurpose)); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // TestSessionActorKeepsTheOrder: what happens to a client socket happens in order in its
@@ -122,7 +144,7 @@ func TestAppActorRestartKeepsSessionState(t *testing.T) {
 		s.ClientMessage(ctx, c, []byte(`{"type":"ping"}`))
 	}
 
-	dir.Each("app", func([]any) { panic("on purpose") })
+	failAppActor(t, s, "app")
 	if _, err := dir.Sockets(ctx, "app"); err != nil { // answered once the restart is over
 		t.Fatal(err)
 	}

@@ -33,6 +33,7 @@ func TestAppActorRestartLosesNoSocket(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(s.Close)
+	withPanicOnPurpose(s, dir)
 	ctx := t.Context()
 	peers := make([]*recorder, 3)
 	clients := make([]*Client, 3)
@@ -49,7 +50,7 @@ func TestAppActorRestartLosesNoSocket(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	dir.Each("app", func([]any) { panic("on purpose") })
+	failAppActor(t, s, "app")
 
 	if _, err := s.Broadcast(ctx, "app", "after the restart", ""); err != nil {
 		t.Fatal(err)
