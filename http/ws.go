@@ -13,6 +13,7 @@ import (
 	"github.com/gorilla/websocket"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/keyward/keyward/actors/wire"
 	"github.com/keyward/keyward/cluster"
 	"github.com/keyward/keyward/core"
 	"github.com/keyward/keyward/core/apps"
@@ -92,7 +93,7 @@ func (m *wsMetrics) refused(channel string, err error) {
 func newWSHandlers(rt *realtime.Service, hk *wshooks.Service, a *apps.Service, auth Authenticator, l cluster.RateLimiter, reg prometheus.Registerer, log *slog.Logger) *wsHandlers {
 	return &wsHandlers{rt: rt, hooks: hk, apps: a, auth: auth, limiter: l, log: log, metrics: newWSMetrics(reg),
 		transport: ws.New(ws.Config{
-			ReadLimit: realtime.MaxMessageBytes,
+			ReadLimit: wire.MaxMessageBytes,
 			// Clients are programs that send any Origin or none (CLIENT-SDKS.md §6.1) and
 			// authenticate with the token in the URL, not with cookies, so the origin
 			// proves nothing and is not checked (the transport's default).
@@ -171,9 +172,9 @@ func (h *wsHandlers) client(c *gin.Context, ch *clientHandlers) {
 	}
 	if refused != nil {
 		h.metrics.refused("client", refused)
-		msg, reason := realtime.Refusal(refused)
+		msg, closing := realtime.Refusal(refused)
 		conn.Send(msg)
-		socketPeer{conn}.Close(realtime.ClosePolicy, reason)
+		socketPeer{conn}.Close(closing)
 		conn.Wait()
 		return
 	}
@@ -217,17 +218,20 @@ func (h *wsHandlers) dashboard(c *gin.Context) {
 		_, err := h.auth.Authenticate(ctx, token)
 		return err
 	})
-	d, err := h.rt.ConnectDashboard(ctx, c.Param("appId"), peer, recheck)
+	opts := []realtime.DashboardOption{recheck}
+	if h.audit != nil {
+		// What the socket audits is the socket's from its connection on.
+		opts = append(opts, realtime.WithAudit(socketAuditor(h.audit, h.log, c, p)))
+	}
+	d, err := h.rt.ConnectDashboard(ctx, c.Param("appId"), peer, opts...)
 	if err != nil {
 		cancel()
 		h.log.Warn("cannot open a dashboard socket", "app", c.Param("appId"), "err", err)
-		peer.Send(realtime.ErrorMessage("the server cannot list the sessions now; try again"))
-		peer.Close(realtime.ClosePolicy, "unavailable")
+		msg, closing := realtime.DashboardRefusal(err)
+		peer.Send(msg)
+		peer.Close(closing)
 		conn.Wait()
 		return
-	}
-	if h.audit != nil {
-		d.Audit = socketAuditor(h.audit, h.log, c, p)
 	}
 	conn.Read(func(msg []byte) { h.rt.DashboardMessage(ctx, d, msg) }, func() {
 		h.rt.DisconnectDashboard(d)
@@ -278,36 +282,20 @@ func (h *wsHandlers) newConn(channel string) *ws.Conn {
 	return h.transport.NewConn(h.metrics.onClose[channel])
 }
 
-// wireCode is the close code sent for realtime's close reason why; close codes (RFC
-// 6455's, SPEC's 4000 range) pass as they are.
-func wireCode(why int) int {
-	switch why {
-	case realtime.CloseNormal:
-		return websocket.CloseNormalClosure
-	case realtime.ClosePolicy:
-		return websocket.ClosePolicyViolation
-	case realtime.CloseInternal:
-		return websocket.CloseInternalServerErr
-	case realtime.CloseGoingAway:
-		return websocket.CloseGoingAway
-	}
-	return why
-}
-
 // socketPeer is a socket's transport connection as realtime sends to it and closes it
-// (realtime.Peer). A struct of one pointer: it goes into the interface without an
+// (wire.Peer). A struct of one pointer: it goes into the interface without an
 // allocation of its own.
 type socketPeer struct{ *ws.Conn }
 
-var _ realtime.Peer = socketPeer{}
+var _ wire.Peer = socketPeer{}
 
 // SendShared sends a broadcast's frame, encoded once for every socket that gets it.
-func (p socketPeer) SendShared(f *realtime.Shared) bool {
+func (p socketPeer) SendShared(f *wire.Shared) bool {
 	frame, _ := f.Prepared(prepareFrame).(*ws.Frame)
 	return p.SendFrame(frame)
 }
 
 func prepareFrame(msg []byte) any { return ws.NewFrame(msg) }
 
-// Close closes the socket for realtime's close reason why (or with a close code).
-func (p socketPeer) Close(why int, reason string) { p.Conn.Close(wireCode(why), reason) }
+// Close closes the socket with the disconnect's code and reason.
+func (p socketPeer) Close(d wire.Disconnect) { p.Conn.Close(d.Code, d.FrameReason()) }

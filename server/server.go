@@ -404,7 +404,7 @@ func openCore(ctx context.Context, c Config, log *slog.Logger, wrap wrapFunc) (_
 	clientSvc := client.New(client.Deps{Store: store, Apps: appActors, Sessions: engine, Hasher: hasher, Bus: bus,
 		Country: country, Quota: meter, Archive: store, Blobs: blobStore,
 		Reset: client.ResetDeps{Tokens: engine, Mailer: mailq, PublicURL: c.PublicURL}, Now: c.Clock, Log: log})
-	wsHooks := wshooks.New(store, appsSvc, appActors.Pipeline, appActors.announce, c.Clock, log)
+	wsHooks := wshooks.New(store, appsSvc, appActors.PlanHooks, appActors.announce, c.Clock, log)
 	queueDelay := prometheus.NewHistogram(prometheus.HistogramOpts{Name: "keyward_ws_delivery_queue_seconds",
 		Help:    "Time from a delivery's publication (a REST call, an event, a hook) to its frame in the socket queues of this node.",
 		Buckets: []float64{.0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1}})
@@ -489,6 +489,9 @@ func newServer(ctx context.Context, c Config, log *slog.Logger, wrap wrapFunc) (
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "keyward_ws_revalidation_failures_total",
 			Help: "Client socket checks that could not be made (the cluster engine or storage did not answer)."},
 			func() float64 { return float64(core.Realtime.Stats().RevalidationFailed) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "keyward_ws_internal_errors_total",
+			Help: "Socket admissions, revalidations and dashboard actions that failed on a bug (closed or answered with INTERNAL, logged)."},
+			func() float64 { return float64(core.Realtime.Stats().InternalErrors) }),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "keyward_ws_lease_renewal_errors_total",
 			Help: "Failed presence lease renewals (one per app and attempt)."},
 			func() float64 { return float64(core.Realtime.Stats().LeaseErrors) }),
