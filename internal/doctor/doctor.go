@@ -76,6 +76,9 @@ func Run(ctx context.Context, cfg server.Config, o Options) []Result {
 	o = o.withDefaults()
 	var out []Result
 	out = append(out, DataDirModes(cfg.DataDir)...)
+	if outbox := separateOutbox(cfg); outbox != "" {
+		out = append(out, modes("mail outbox", outbox))
+	}
 	keyRes, keyUsable := secretsKey(cfg)
 	out = append(out, keyRes)
 	out = append(out, storage(ctx, cfg, o, keyUsable)...)
@@ -113,7 +116,26 @@ func DataDirModes(dir string) []Result {
 	if !info.IsDir() {
 		return []Result{{"data dir", Fail, dir + " is not a folder; point --data-dir / KEYWARD_DATA_DIR at a folder"}}
 	}
-	res := []Result{writable(dir)}
+	return []Result{writable(dir), modes("data dir modes", dir)}
+}
+
+// separateOutbox is the mail outbox when mails go to files in a folder outside the data dir
+// (it holds mailed reset and verification links, so it is kept private as well).
+func separateOutbox(cfg server.Config) string {
+	if cfg.SMTP.Host != "" || cfg.MailOutbox == "" {
+		return ""
+	}
+	if rel, err := filepath.Rel(cfg.DataDir, cfg.MailOutbox); err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+		return "" // inside the data dir: walked with it
+	}
+	return cfg.MailOutbox
+}
+
+// modes checks that nothing under dir is open to group or others.
+func modes(check, dir string) Result {
+	if _, err := os.Stat(dir); errors.Is(err, fs.ErrNotExist) {
+		return Result{check, OK, dir + " does not exist yet; keyward serve creates it (mode 0700)"}
+	}
 	var loose []string
 	walkErr := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
@@ -140,18 +162,16 @@ func DataDirModes(dir string) []Result {
 	})
 	switch {
 	case walkErr != nil:
-		res = append(res, Result{"data dir modes", Fail, fmt.Sprintf("cannot walk %s: %v", dir, walkErr)})
+		return Result{check, Fail, fmt.Sprintf("cannot walk %s: %v", dir, walkErr)}
 	case len(loose) > 0:
 		shown := loose
 		if len(shown) > 5 {
 			shown = append(shown[:5:5], fmt.Sprintf("and %d more", len(loose)-5))
 		}
-		res = append(res, Result{"data dir modes", Fail, "group or others can reach what the server keeps: " + strings.Join(shown, "; ") +
-			fmt.Sprintf(" (run chmod -R go-rwx %s, or restart keyward serve, which tightens them)", dir)})
-	default:
-		res = append(res, Result{"data dir modes", OK, dir + ": folders 0700, files 0600"})
+		return Result{check, Fail, "group or others can reach what the server keeps: " + strings.Join(shown, "; ") +
+			fmt.Sprintf(" (run chmod -R go-rwx %s, or restart keyward serve, which tightens them)", dir)}
 	}
-	return res
+	return Result{check, OK, dir + ": folders 0700, files 0600"}
 }
 
 func writable(dir string) Result {

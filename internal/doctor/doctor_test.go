@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/keyward/keyward/internal/doctor"
+	"github.com/keyward/keyward/internal/testenv"
 	"github.com/keyward/keyward/internal/testserver"
 )
 
@@ -149,4 +150,32 @@ func TestMongoAndRedisAreHealthy(t *testing.T) {
 		t.Error("Print reported a failure")
 	}
 	t.Logf("doctor:\n%s", out.String())
+}
+
+// A mail outbox outside the data dir is checked too (it holds mailed links).
+func TestLoosenedOutboxOutsideTheDataDirFails(t *testing.T) {
+	env := testserver.Env(t, testserver.Pairs[0])
+	outbox := filepath.Join(t.TempDir(), "outbox")
+	env["KEYWARD_MAIL_OUTBOX"] = outbox
+	node := testserver.StartEnv(t, env)
+	node.Stop()
+	requireAllOK(t, doctor.Run(context.Background(), node.Config, doctor.Options{}), "mail outbox")
+	if err := os.Chmod(outbox, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	r := byCheck(doctor.Run(context.Background(), node.Config, doctor.Options{}))["mail outbox"]
+	if r.Status != doctor.Fail || !strings.Contains(r.Detail, outbox+" is 0755, want 0700") {
+		t.Fatalf("loosened outbox: %s %s", r.Status, r.Detail)
+	}
+}
+
+// The Sentinel and Redis Cluster forms of the URL are checked through their master and
+// seeds (make test starts both).
+func TestRedisSentinelAndClusterAreHealthy(t *testing.T) {
+	t.Run("sentinel", func(t *testing.T) {
+		requireAllOK(t, doctor.Redis(context.Background(), testenv.SentinelURL(t), doctor.Options{}), "redis", "clock skew")
+	})
+	t.Run("cluster", func(t *testing.T) {
+		requireAllOK(t, doctor.Redis(context.Background(), testenv.RedisClusterURL(t), doctor.Options{}), "redis", "clock skew")
+	})
 }
