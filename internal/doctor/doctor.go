@@ -80,7 +80,7 @@ func Run(ctx context.Context, cfg server.Config, o Options) []Result {
 		out = append(out, modes("mail outbox", outbox))
 	}
 	keyRes, keyUsable := secretsKey(cfg)
-	out = append(out, keyRes)
+	out = append(out, keyRes, jwtSecret(cfg))
 	out = append(out, storage(ctx, cfg, o, keyUsable)...)
 	if cfg.RedisURL != "" {
 		out = append(out, Redis(ctx, cfg.RedisURL, o)...)
@@ -95,7 +95,7 @@ func Settings(cfg server.Config, err error) Result {
 	}
 	storage := "embedded SQLite in " + cfg.DataDir
 	if cfg.MongoURI != "" {
-		storage = "MongoDB database " + cfg.MongoDatabase
+		storage = "MongoDB"
 	}
 	clusterEngine := "in-process memory (one node)"
 	if cfg.RedisURL != "" {
@@ -208,6 +208,30 @@ func secretsKey(cfg server.Config) (Result, bool) {
 	return Result{"secrets key", OK, "kept in " + path}, true
 }
 
+// jwtSecret says where the owners' token signing secret comes from. A missing kept secret
+// on a node that ran before means a new one at the next start: every signed-in owner signs
+// in again.
+func jwtSecret(cfg server.Config) Result {
+	if cfg.JWTSecret != "" {
+		return Result{"jwt secret", OK, "configured (--jwt-secret / KEYWARD_JWT_SECRET)"}
+	}
+	path := filepath.Join(cfg.DataDir, jwtSecretFile)
+	b, err := os.ReadFile(path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		if storeExists(cfg) {
+			return Result{"jwt secret", Warn, path + " is missing: the next start makes a new one and every signed-in owner must sign in again " +
+				"(restore it from a backup to avoid that)"}
+		}
+		return Result{"jwt secret", OK, "none yet: keyward serve writes " + path + " on first start"}
+	case err != nil:
+		return Result{"jwt secret", Fail, fmt.Sprintf("cannot read %s: %v", path, err)}
+	case len(strings.TrimSpace(string(b))) < 32:
+		return Result{"jwt secret", Fail, path + " is shorter than 32 bytes; the server refuses it: delete it (owners sign in again) or restore it"}
+	}
+	return Result{"jwt secret", OK, "kept in " + path}
+}
+
 // storeExists reports whether the embedded database file is there (MongoDB: assumed).
 func storeExists(cfg server.Config) bool {
 	if cfg.MongoURI != "" {
@@ -246,7 +270,7 @@ func storage(ctx context.Context, cfg server.Config, o Options, keyUsable bool) 
 		if info.FerretDBVersion != "" && info.FerretDBVersion != "unknown" {
 			v += " (FerretDB " + info.FerretDBVersion + ")"
 		}
-		return append(res, Result{"storage", OK, v + ", database " + cfg.MongoDatabase})
+		return append(res, Result{"storage", OK, v + ", database " + m.Database().Name()})
 	}
 	path := strings.TrimPrefix(desc, "sqlite:")
 	v, err := sqliteVersion(ctx, path)

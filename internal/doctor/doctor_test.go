@@ -2,6 +2,7 @@ package doctor_test
 
 import (
 	"context"
+	"io"
 	"net"
 	"os"
 	"path/filepath"
@@ -12,6 +13,7 @@ import (
 	"github.com/keyward/keyward/internal/doctor"
 	"github.com/keyward/keyward/internal/testenv"
 	"github.com/keyward/keyward/internal/testserver"
+	"github.com/keyward/keyward/server"
 )
 
 // byCheck indexes results by check name (the last of a name wins).
@@ -44,7 +46,7 @@ func TestEmbeddedDefaultIsHealthy(t *testing.T) {
 	node := testserver.Start(t, testserver.Pairs[0])
 	node.Stop()
 	rs := append([]doctor.Result{doctor.Settings(node.Config, nil)}, doctor.Run(context.Background(), node.Config, doctor.Options{})...)
-	requireAllOK(t, rs, "settings", "data dir", "data dir modes", "secrets key", "stored secrets", "storage")
+	requireAllOK(t, rs, "settings", "data dir", "data dir modes", "secrets key", "jwt secret", "stored secrets", "storage")
 	if s := byCheck(rs)["storage"].Detail; !strings.HasPrefix(s, "SQLite 3.") {
 		t.Errorf("storage line %q does not name SQLite's version", s)
 	}
@@ -178,4 +180,32 @@ func TestRedisSentinelAndClusterAreHealthy(t *testing.T) {
 	t.Run("cluster", func(t *testing.T) {
 		requireAllOK(t, doctor.Redis(context.Background(), testenv.RedisClusterURL(t), doctor.Options{}), "redis", "clock skew")
 	})
+}
+
+// An unreachable MongoDB fails within the check's timeout, naming its address.
+func TestUnreachableMongoFailsWithinTheBound(t *testing.T) {
+	env := testserver.Env(t, testserver.Pairs[0])
+	env["KEYWARD_MONGO_URI"] = "mongodb://127.0.0.1:1/"
+	env["KEYWARD_SECRETS_KEY"] = strings.Repeat("k", 40)
+	cfg := loadConfig(t, env)
+	done := make(chan []doctor.Result, 1)
+	go func() { done <- doctor.Run(context.Background(), cfg, doctor.Options{Timeout: time.Second}) }()
+	select {
+	case rs := <-done:
+		r := byCheck(rs)["storage"]
+		if r.Status != doctor.Fail || !strings.Contains(r.Detail, "127.0.0.1:1") {
+			t.Fatalf("unreachable MongoDB: %s %s", r.Status, r.Detail)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the storage check did not end within 30 s with a 1 s timeout")
+	}
+}
+
+func loadConfig(t *testing.T, env map[string]string) server.Config {
+	t.Helper()
+	cfg, err := server.LoadConfig("test", nil, func(k string) string { return env[k] }, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg
 }
