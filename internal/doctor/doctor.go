@@ -252,6 +252,16 @@ func storage(ctx context.Context, cfg server.Config, o Options, keyUsable bool) 
 	}
 	ctx, cancel := context.WithTimeout(ctx, o.Timeout)
 	defer cancel()
+	// The schema version as stored, read before OpenStore (which applies the migrations
+	// this build has and the file lacks, as keyward admin's opening does).
+	stored := ""
+	if cfg.MongoURI == "" {
+		v, err := sqliteSchema(ctx, filepath.Join(cfg.DataDir, sqliteFile))
+		if err != nil {
+			return []Result{{"storage", Fail, err.Error()}}
+		}
+		stored = v
+	}
 	store, desc, err := server.OpenStore(ctx, cfg)
 	if err != nil {
 		return []Result{{"storage", Fail, err.Error()}}
@@ -273,24 +283,46 @@ func storage(ctx context.Context, cfg server.Config, o Options, keyUsable bool) 
 		return append(res, Result{"storage", OK, v + ", database " + m.Database().Name()})
 	}
 	path := strings.TrimPrefix(desc, "sqlite:")
-	v, err := sqliteVersion(ctx, path)
+	v, now, err := sqliteVersions(ctx, path)
 	if err != nil {
 		return append(res, Result{"storage", Fail, fmt.Sprintf("SQLite %s: %v", path, err)})
 	}
-	return append(res, Result{"storage", OK, "SQLite " + v + " at " + path})
+	line := "SQLite " + v + " at " + path + ", schema version " + now
+	if stored != now {
+		line += " (migrated from " + stored + " when opened: this binary is newer than the node's last start)"
+	}
+	return append(res, Result{"storage", OK, line})
 }
 
-func sqliteVersion(ctx context.Context, path string) (string, error) {
-	db, err := sql.Open("sqlite", "file:"+path+"?mode=ro")
+// sqliteSchema reads the schema version of the database file without writing to it.
+func sqliteSchema(ctx context.Context, path string) (string, error) {
+	_, v, err := sqliteVersions(ctx, path)
 	if err != nil {
-		return "", err
-	}
-	defer db.Close()
-	var v string
-	if err := db.QueryRowContext(ctx, "select sqlite_version()").Scan(&v); err != nil {
-		return "", err
+		return "", fmt.Errorf("SQLite at %s cannot be read: %w", path, err)
 	}
 	return v, nil
+}
+
+// sqliteVersions answers SQLite's version and the database's schema version (the last
+// migration recorded), through a read-only connection.
+func sqliteVersions(ctx context.Context, path string) (sqliteVersion, schema string, err error) {
+	db, err := sql.Open("sqlite", "file:"+path+"?mode=ro")
+	if err != nil {
+		return "", "", err
+	}
+	defer db.Close()
+	if err := db.QueryRowContext(ctx, "select sqlite_version()").Scan(&sqliteVersion); err != nil {
+		return "", "", err
+	}
+	var n sql.NullInt64
+	if err := db.QueryRowContext(ctx, "select max(version) from schema_migrations").Scan(&n); err != nil {
+		return "", "", fmt.Errorf("read the schema version: %w", err)
+	}
+	schema = "none"
+	if n.Valid {
+		schema = fmt.Sprint(n.Int64)
+	}
+	return sqliteVersion, schema, nil
 }
 
 // Redis checks the configured Redis (server, Sentinel group or cluster): it answers, its

@@ -47,8 +47,8 @@ func TestEmbeddedDefaultIsHealthy(t *testing.T) {
 	node.Stop()
 	rs := append([]doctor.Result{doctor.Settings(node.Config, nil)}, doctor.Run(context.Background(), node.Config, doctor.Options{})...)
 	requireAllOK(t, rs, "settings", "data dir", "data dir modes", "secrets key", "jwt secret", "stored secrets", "storage")
-	if s := byCheck(rs)["storage"].Detail; !strings.HasPrefix(s, "SQLite 3.") {
-		t.Errorf("storage line %q does not name SQLite's version", s)
+	if s := byCheck(rs)["storage"].Detail; !strings.HasPrefix(s, "SQLite 3.") || !strings.Contains(s, ", schema version ") || strings.Contains(s, "migrated") {
+		t.Errorf("storage line %q does not name SQLite's version and the schema's (unchanged)", s)
 	}
 	if _, ok := byCheck(rs)["redis"]; ok {
 		t.Error("a node without Redis got a Redis check")
