@@ -145,6 +145,10 @@ func (s *Supervisor) Go(kind string, policy Policy, run Func) error {
 	c := &child{kind: kind, policy: policy, cancel: cancel, done: make(chan struct{})}
 	s.children = append(s.children, c)
 	s.running.WithLabelValues(kind).Inc()
+	// Shown at 0 from the start: an alert on increase() sees the first panic only when
+	// the series existed before it.
+	s.panics.WithLabelValues(kind)
+	s.restarts.WithLabelValues(kind)
 	go s.supervise(ctx, c, run)
 	return nil
 }
