@@ -85,6 +85,7 @@ const (
 	collAudit         = "auditLog"
 	collEvents        = "events"
 	collEventCursors  = "eventCursors"
+	collEventHeads    = "eventHeads"
 )
 
 // Store is the MongoDB-wire engine. It is safe for concurrent use.
@@ -113,6 +114,7 @@ type Store struct {
 	audit          *mongo.Collection // the audit log
 	events         *mongo.Collection // the durable event log, by position
 	eventCursors   *mongo.Collection // the event log consumers' cursors
+	eventHeads     *mongo.Collection // hints of the log's last position and seqs
 	sealer         storage.Sealer
 }
 
@@ -194,6 +196,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		audit:          db.Collection(collAudit),
 		events:         db.Collection(collEvents),
 		eventCursors:   db.Collection(collEventCursors),
+		eventHeads:     db.Collection(collEventHeads),
 		sealer:         cfg.Sealer,
 	}
 	if err := s.createIndexes(ctx); err != nil {
