@@ -258,11 +258,12 @@ type Core struct {
 	// WSHooks keeps the apps' WebSocket hooks and plans their actions with the pipeline
 	// of the app's actor.
 	WSHooks *wshooks.Service
-	// Bus carries domain events to the log writer (and, later, webhooks and sockets).
+	// Bus is the durable event log: every change stores its events there before it is
+	// acknowledged; its consumers write log entries, queue webhook deliveries, push to
+	// sockets and reload app actors (Server starts them).
 	Bus *events.Bus
-	// LogWriter batches log entries; Janitor enforces log retention (serve only).
-	LogWriter *logs.Writer
-	Janitor   *logs.Janitor
+	// Janitor enforces log retention (serve only).
+	Janitor *logs.Janitor
 	// Country resolves client addresses to countries; nil when not configured.
 	Country rules.CountryResolver
 	// Audit writes the audit log off the request path; Close writes what is queued.
@@ -270,6 +271,9 @@ type Core struct {
 	// Meter counts client API calls; Server starts its flusher.
 	Meter         *usage.Meter
 	stopAppActors func()
+	// stopEventNotify ends this node's subscription to the other nodes' event
+	// notifications.
+	stopEventNotify func()
 	// stopPurge ends the purge of expired logout revocations (serve only; nil otherwise).
 	stopPurge func()
 	// Metrics is the node's Prometheus registry: OpenCore registers the services' own
@@ -298,9 +302,10 @@ func (c *Core) Close() error {
 	// The HTTP server is shut down before Close: every change it recorded is queued, and
 	// written here.
 	c.Audit.Close()
-	// The bus drains into the log writer, which then writes its last batch.
+	// The event log's consumers catch up for a few seconds; what they leave waits in the
+	// log for the next start.
+	c.stopEventNotify()
 	c.Bus.Close()
-	c.LogWriter.Close()
 	c.Mail.Close()
 	var geoErr error
 	if g, ok := c.Country.(*rules.GeoIP); ok {
@@ -354,10 +359,12 @@ func OpenCore(ctx context.Context, c Config, log *slog.Logger) (_ *Core, err err
 		closers = append(closers, g.Close)
 		country = g
 	}
-	bus := events.NewBus(c.Clock)
-	writer := logs.NewWriter(store, logs.WriterConfig{}, log)
-	bus.Subscribe("logs", 10_000, writer.Handle)
-	closers = append(closers, func() error { bus.Close(); writer.Close(); return nil })
+	bus, stopNotify, err := openEventLog(ctx, c, store, engine, log)
+	if err != nil {
+		return nil, err
+	}
+	closers = append(closers, func() error { stopNotify(); bus.Close(); return nil })
+	bus.Consume(events.ConsumerConfig{Name: "logs", Shared: true, Handle: logs.NewWriter(store, log).HandleBatch})
 	blobStore, err := openBlobs(ctx, c, store)
 	if err != nil {
 		return nil, err
@@ -378,9 +385,9 @@ func OpenCore(ctx context.Context, c Config, log *slog.Logger) (_ *Core, err err
 	}
 	worker := integrations.NewWorker(store, integrations.WorkerConfig{Client: hooksClient, Now: c.Clock, Log: log, Bus: bus})
 	dispatcher := integrations.NewDispatcher(store, worker.Wake, log, c.Clock)
-	bus.Subscribe("webhooks", 10_000, dispatcher.Handle)
+	bus.Consume(events.ConsumerConfig{Name: "webhooks", Shared: true, Handle: dispatcher.HandleBatch})
 	reg := prometheus.NewRegistry()
-	appActors, err := startAppActors(ctx, store, engine, bus, appsSvc, svc, catalogue, actors.NewMetrics(reg), client.SnapshotDefaults{
+	appActors, err := startAppActors(ctx, store, engine, bus, svc, catalogue, actors.NewMetrics(reg), client.SnapshotDefaults{
 		SessionTTL: c.ClientSessionTTL, EncryptFiles: c.ClientFileEncryption, CountryAvailable: country != nil || c.CountryHeader != ""}, c.Clock, log)
 	if err != nil {
 		return nil, err
@@ -396,11 +403,16 @@ func OpenCore(ctx context.Context, c Config, log *slog.Logger) (_ *Core, err err
 	reg.MustRegister(queueDelay)
 	rt := realtime.New(realtime.Deps{Engine: engine, Sessions: clientSvc, Hooks: wsHooks, Ban: appsSvc.BanAsOwner, Events: bus, Registry: appActors.dir, Now: c.Clock, Log: log, LeaseTTL: c.WSLeaseTTL,
 		DeliveryDelay: func(d time.Duration) { queueDelay.Observe(d.Seconds()) }})
-	// The sockets subscribe before the client sessions: a ban reaches the sockets'
-	// queue (banned) before the session kill it causes (force_logout), because the bus
-	// hands an event to its subscribers in the order they subscribed.
-	bus.Subscribe("realtime", 10_000, rt.HandleEvent)
-	bus.Subscribe("client-sessions", 10_000, clientSvc.HandleEvent)
+	// One consumer for the sockets and the client sessions, event by event: a ban reaches
+	// the sockets' queue (banned) before the session kill it causes (force_logout).
+	bus.Consume(events.ConsumerConfig{Name: "sockets", Shared: true, Types: socketEvents,
+		Handle: func(_ context.Context, evs []events.Event) error {
+			for _, e := range evs {
+				rt.HandleEvent(e)
+				clientSvc.HandleEvent(e)
+			}
+			return nil
+		}})
 	clientSvc.OnEnd(rt.SessionEnded)
 	auditLog := audit.New(store, audit.Config{Retention: c.AuditRetention, Now: c.Clock}, log)
 	closers = append(closers, func() error { auditLog.Close(); return nil })
@@ -411,7 +423,7 @@ func OpenCore(ctx context.Context, c Config, log *slog.Logger) (_ *Core, err err
 		Webhooks:  worker,
 		Variables: variables.New(store, appsSvc, catalogue, bus, c.Clock),
 		Rules:     rules.NewService(store, appsSvc, bus, country != nil || c.CountryHeader != "", c.Clock),
-		Logs:      logs.NewService(store, appsSvc, c.Clock), Analytics: analytics.New(store, appsSvc, c.Clock), Files: filesSvc, Bus: bus, LogWriter: writer, Country: country,
+		Logs:      logs.NewService(store, appsSvc, c.Clock), Analytics: analytics.New(store, appsSvc, c.Clock), Files: filesSvc, Bus: bus, stopEventNotify: stopNotify, Country: country,
 		Engines: []any{"storage", storeDesc, "cluster", engineDesc, "mail", mailDesc}}, nil
 }
 
@@ -446,12 +458,6 @@ func New(ctx context.Context, c Config, log *slog.Logger) (*Server, error) {
 	s := &Server{cfg: c, log: log, core: core, serveErrCh: make(chan error, 2)}
 	reg := core.Metrics
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "keyward_log_entries_dropped_total",
-			Help: "Application log entries dropped because the write queue was full."},
-			func() float64 { return float64(core.LogWriter.Dropped()) }),
-		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "keyward_log_entries_failed_total",
-			Help: "Application log entries lost because their bulk write failed."},
-			func() float64 { return float64(core.LogWriter.Failed()) }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "keyward_ws_sockets", Help: "WebSocket sockets held by this node.",
 			ConstLabels: prometheus.Labels{"channel": "client"}},
 			func() float64 { n, _ := core.Realtime.Held(); return float64(n) }),
@@ -484,15 +490,7 @@ func New(ctx context.Context, c Config, log *slog.Logger) (*Server, error) {
 				}
 				return 0
 			}),
-		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "keyward_events_dropped_total",
-			Help: "Events a slow consumer of the event bus did not receive."},
-			func() float64 {
-				var n uint64
-				for _, s := range core.Bus.Subscribers() {
-					n += s.Dropped()
-				}
-				return float64(n)
-			}))
+		eventLogMetrics{core.Bus})
 	handler, err := httpapi.New(httpapi.Deps{
 		Accounts: core.Accounts, APIKeys: apikeys.New(core.Store, c.Clock), Audit: core.Audit, Apps: core.Apps, Variables: core.Variables, Rules: core.Rules, Logs: core.Logs, Analytics: core.Analytics, Files: core.Files,
 		Integrations: core.Integrations, Client: core.Client, Realtime: core.Realtime, WSHooks: core.WSHooks, Limiter: core.Engine, Metrics: reg, Log: log,
@@ -527,6 +525,7 @@ func New(ctx context.Context, c Config, log *slog.Logger) (*Server, error) {
 		s.metrics = &http.Server{Handler: promhttp.HandlerFor(reg, promhttp.HandlerOpts{}), ReadHeaderTimeout: 10 * time.Second}
 	}
 	core.Meter.Start()
+	core.Bus.Start()
 	core.Webhooks.Start()
 	core.Client.Start()
 	if err := core.Realtime.Start(ctx); err != nil {

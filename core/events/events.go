@@ -1,14 +1,25 @@
-// Package events is Keyward's event pipeline: every domain change and client action
-// (SPEC 6.1: user.login, variable.update, …) is published once here, and each consumer
-// (the log writer, webhooks, analytics, later the WebSocket fan-out) subscribes with its own
-// bounded queue and goroutine. Publish never blocks: a consumer that falls behind loses
-// events (counted per subscriber), it never slows the request that caused them.
+// Package events is Keyward's durable event log (issue 21). Every domain change and
+// client action (SPEC 6.1: user.login, variable.update, …) is published here, and Publish
+// returns once the event is stored (storage.EventLogStore), so an acknowledged change
+// never loses its events to a crash. Concurrent publishes share one write (group
+// commit). Consumers (log entries, webhook deliveries, socket pushes, app actors, client
+// sessions) read the stored log after their cursor, in order, at least once; each is
+// idempotent by event id. A consumer that falls behind catches up; nothing is dropped.
 package events
 
 import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
 	"sync"
-	"sync/atomic"
 	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/keyward/keyward/storage"
 )
 
 // Levels of events and log entries (SPEC 2, Log entry).
@@ -22,7 +33,14 @@ const (
 
 // Event is one thing that happened in an application.
 type Event struct {
-	Name     string // dotted name, e.g. user.login
+	// ID is the event's id (a UUID, given by Publish when empty): a log entry and a
+	// webhook delivery of the event carry it, so a consumer that sees the event twice
+	// writes them once.
+	ID string
+	// Pos is the event's position in the log and Seq its number among its app's events,
+	// both set when it is stored.
+	Pos, Seq int64
+	Name     Type
 	AppID    string
 	Username string
 	IP       string
@@ -33,104 +51,418 @@ type Event struct {
 	At       time.Time
 }
 
-// Publisher is what producers of events need (Bus implements it).
-type Publisher interface{ Publish(e Event) }
-
-// Subscriber consumes events on its own goroutine.
-type Subscriber struct {
-	name    string
-	ch      chan Event
-	fn      func(Event)
-	dropped atomic.Uint64
-	done    chan struct{}
+// Publisher is what producers of events need (Bus implements it). Publish returns once
+// the event is stored; a change whose event could not be stored must not be
+// acknowledged (the caller answers its error: storage.ErrUnavailable, a 503).
+type Publisher interface {
+	Publish(ctx context.Context, es ...Event) error
 }
 
-// Dropped counts the events this subscriber lost because its queue was full.
-func (s *Subscriber) Dropped() uint64 { return s.dropped.Load() }
+// ErrClosed is answered by Publish after Close.
+var ErrClosed = fmt.Errorf("events: the event log is closed: %w", storage.ErrUnavailable)
 
-// Name is the subscriber's name, for metrics.
-func (s *Subscriber) Name() string { return s.name }
+// payload is the stored form of what an event carries besides its id, type, app and time.
+type payload struct {
+	Username string         `json:"username,omitempty"`
+	IP       string         `json:"ip,omitempty"`
+	Country  string         `json:"country,omitempty"`
+	Level    string         `json:"level,omitempty"`
+	Message  string         `json:"message,omitempty"`
+	Data     map[string]any `json:"data,omitempty"`
+}
 
-// Bus fans events out to subscribers.
+// Encode turns an event into its stored record.
+func Encode(e Event) (storage.EventRecord, error) {
+	b, err := json.Marshal(payload{Username: e.Username, IP: e.IP, Country: e.Country, Level: e.Level, Message: e.Message, Data: e.Data})
+	if err != nil {
+		return storage.EventRecord{}, fmt.Errorf("events: encode %s: %w", e.Name, err)
+	}
+	return storage.EventRecord{ID: e.ID, Pos: e.Pos, Seq: e.Seq, Type: string(e.Name), AppID: e.AppID, Payload: b, At: storage.Truncate(e.At)}, nil
+}
+
+// Decode turns a stored record back into the event. Numbers in Data come back as
+// json.Number, which encodes to JSON as it was.
+func Decode(r storage.EventRecord) (Event, error) {
+	var p payload
+	if len(r.Payload) > 0 {
+		d := json.NewDecoder(bytes.NewReader(r.Payload))
+		d.UseNumber()
+		if err := d.Decode(&p); err != nil {
+			return Event{}, fmt.Errorf("events: decode event %s: %w", r.ID, err)
+		}
+	}
+	return Event{ID: r.ID, Pos: r.Pos, Seq: r.Seq, Name: Type(r.Type), AppID: r.AppID, Username: p.Username, IP: p.IP,
+		Country: p.Country, Level: p.Level, Message: p.Message, Data: p.Data, At: r.At}, nil
+}
+
+// Config configures the log. Zero values take the defaults shown.
+type Config struct {
+	Store storage.EventLogStore
+	// Leases elect the node that runs each shared consumer (the cluster engine); nil runs
+	// every shared consumer here (a single node).
+	Leases Leases
+	// Node names this node in the leases; default a random id.
+	Node string
+	// Notify, when set, is called (on the log's own goroutine) after events were stored,
+	// so that the other nodes' consumers wake at once (the server publishes it on the
+	// cluster bus; they call Wake).
+	Notify func()
+	// KeepFor is how long events every shared consumer has handled are kept; default 1 h.
+	KeepFor time.Duration
+	// MaxAge bounds the log: events older than it are removed even if a consumer has not
+	// handled them (it was stopped that long); default 7 days.
+	MaxAge time.Duration
+	// CompactEvery is how often compaction runs; default 1 minute.
+	CompactEvery time.Duration
+	Now          func() time.Time
+	Log          *slog.Logger
+}
+
+// Leases is what shared consumers are elected with (cluster.Leases).
+type Leases interface {
+	AcquireMember(ctx context.Context, set, member string, ttl time.Duration, limit int) (bool, error)
+}
+
+// Bus is the durable event log of a node: producers publish to it, consumers read it.
 type Bus struct {
-	mu     sync.RWMutex
-	subs   []*Subscriber
-	closed bool
-	now    func() time.Time
+	cfg Config
+
+	mu        sync.Mutex
+	next      *round // the round publishers join; nil when none waits
+	closed    bool
+	local     []func(Event)
+	consumers []*Consumer
+	appended  chan struct{} // closed and replaced after each stored round
+	started   bool
+
+	wake   chan struct{}
+	notify chan struct{}
+	stop   chan struct{}
+	done   sync.WaitGroup
+	once   sync.Once
 }
 
-// NewBus returns an empty bus; now stamps events published without a time (time.Now when nil).
-func NewBus(now func() time.Time) *Bus {
-	if now == nil {
-		now = time.Now
+// round is one write that publishers wait for.
+type round struct {
+	records []storage.EventRecord
+	events  []Event
+	done    chan struct{}
+	err     error
+}
+
+// writeTimeout bounds one append round.
+const writeTimeout = 10 * time.Second
+
+// NewBus starts the log's writer. Consumers registered with Consume run after Start.
+func NewBus(cfg Config) *Bus {
+	if cfg.Now == nil {
+		cfg.Now = time.Now
 	}
-	return &Bus{now: now}
+	if cfg.Log == nil {
+		cfg.Log = slog.Default()
+	}
+	if cfg.Node == "" {
+		cfg.Node = uuid.NewString()
+	}
+	if cfg.KeepFor <= 0 {
+		cfg.KeepFor = time.Hour
+	}
+	if cfg.MaxAge <= 0 {
+		cfg.MaxAge = 7 * 24 * time.Hour
+	}
+	if cfg.CompactEvery <= 0 {
+		cfg.CompactEvery = time.Minute
+	}
+	b := &Bus{cfg: cfg, appended: make(chan struct{}), wake: make(chan struct{}, 1), notify: make(chan struct{}, 1), stop: make(chan struct{})}
+	b.done.Add(2)
+	go b.runWriter()
+	go b.runNotifier()
+	return b
 }
 
-// Subscribe starts a consumer with a queue of buffer events. fn runs on the subscriber's
-// goroutine, one event at a time, in publish order.
-func (b *Bus) Subscribe(name string, buffer int, fn func(Event)) *Subscriber {
-	s := &Subscriber{name: name, ch: make(chan Event, buffer), fn: fn, done: make(chan struct{})}
-	go func() {
-		defer close(s.done)
-		for e := range s.ch {
-			fn(e)
-		}
-	}()
+// OnStored registers fn to run for each event this node publishes, once it is stored and
+// before Publish returns (the app actors of this node reload at once). fn runs on the
+// log's writer goroutine and must not block. Register before publishing.
+func (b *Bus) OnStored(fn func(Event)) {
 	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.closed {
-		close(s.ch)
-		return s
-	}
-	b.subs = append(b.subs, s)
-	return s
+	b.local = append(b.local, fn)
+	b.mu.Unlock()
 }
 
-// Publish hands e to every subscriber without blocking.
-func (b *Bus) Publish(e Event) {
-	if e.At.IsZero() {
-		e.At = b.now()
+// Publish stores the events and returns once they are stored: concurrent publishes
+// share one write. A cancelled ctx stops the wait, not the write.
+func (b *Bus) Publish(ctx context.Context, es ...Event) error {
+	if len(es) == 0 {
+		return nil
 	}
-	if e.Level == "" {
-		e.Level = LevelInfo
+	r, err := b.enqueue(es)
+	if err != nil {
+		return err
 	}
-	b.mu.RLock()
-	defer b.mu.RUnlock()
-	if b.closed {
-		return
+	select {
+	case <-r.done:
+		return r.err
+	case <-ctx.Done():
+		return ctx.Err()
 	}
-	for _, s := range b.subs {
-		select {
-		case s.ch <- e:
-		default:
-			s.dropped.Add(1)
+}
+
+func (b *Bus) enqueue(es []Event) (*round, error) {
+	recs := make([]storage.EventRecord, len(es))
+	stamped := make([]Event, len(es))
+	for i, e := range es {
+		if e.ID == "" {
+			e.ID = uuid.NewString()
 		}
+		if e.At.IsZero() {
+			e.At = b.cfg.Now()
+		}
+		e.At = storage.Truncate(e.At)
+		if e.Level == "" {
+			e.Level = LevelInfo
+		}
+		rec, err := Encode(e)
+		if err != nil {
+			return nil, err
+		}
+		recs[i], stamped[i] = rec, e
 	}
-}
-
-// Subscribers lists the current subscribers, for metrics.
-func (b *Bus) Subscribers() []*Subscriber {
-	b.mu.RLock()
-	defer b.mu.RUnlock()
-	return append([]*Subscriber(nil), b.subs...)
-}
-
-// Close stops accepting events and waits until every subscriber has handled what was
-// queued. Idempotent.
-func (b *Bus) Close() {
 	b.mu.Lock()
 	if b.closed {
 		b.mu.Unlock()
+		return nil, ErrClosed
+	}
+	r := b.next
+	if r == nil {
+		r = &round{done: make(chan struct{})}
+		b.next = r
+	}
+	r.records = append(r.records, recs...)
+	r.events = append(r.events, stamped...)
+	b.mu.Unlock()
+	select {
+	case b.wake <- struct{}{}:
+	default: // a wake-up is queued already
+	}
+	return r, nil
+}
+
+// runWriter writes a round whenever publishers wait: the publishers that arrive while a
+// round is written share the next one.
+func (b *Bus) runWriter() {
+	defer b.done.Done()
+	for {
+		select {
+		case <-b.wake:
+			b.writeRound()
+		case <-b.stop:
+			b.writeRound()
+			return
+		}
+	}
+}
+
+func (b *Bus) writeRound() {
+	b.mu.Lock()
+	r := b.next
+	b.next = nil
+	local := b.local
+	b.mu.Unlock()
+	if r == nil {
 		return
 	}
-	b.closed = true
-	subs := b.subs
-	for _, s := range subs {
-		close(s.ch)
+	ctx, cancel := context.WithTimeout(context.Background(), writeTimeout)
+	defer cancel()
+	r.err = b.safeAppend(ctx, r.records)
+	if r.err == nil {
+		for i := range r.events {
+			r.events[i].Pos, r.events[i].Seq = r.records[i].Pos, r.records[i].Seq
+			for _, fn := range local {
+				b.safeLocal(fn, r.events[i])
+			}
+		}
+		b.signal()
+	} else {
+		b.cfg.Log.Error("events: cannot store events; their changes are refused", "events", len(r.records), "err", r.err)
 	}
+	close(r.done)
+}
+
+func (b *Bus) safeAppend(ctx context.Context, recs []storage.EventRecord) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("events: append panicked: %v", p)
+		}
+	}()
+	if err := b.cfg.Store.AppendEvents(ctx, recs); err != nil {
+		return fmt.Errorf("events: store: %w", err)
+	}
+	return nil
+}
+
+func (b *Bus) safeLocal(fn func(Event), e Event) {
+	defer func() {
+		if p := recover(); p != nil {
+			b.cfg.Log.Error("events: a stored-event hook panicked", "event", e.Name, "panic", p)
+		}
+	}()
+	fn(e)
+}
+
+// signal wakes this node's consumers and, through Notify, the other nodes'.
+func (b *Bus) signal() {
+	b.mu.Lock()
+	close(b.appended)
+	b.appended = make(chan struct{})
 	b.mu.Unlock()
-	for _, s := range subs {
-		<-s.done
+	select {
+	case b.notify <- struct{}{}:
+	default:
 	}
+}
+
+// Wake wakes this node's consumers: another node stored events.
+func (b *Bus) Wake() {
+	b.mu.Lock()
+	close(b.appended)
+	b.appended = make(chan struct{})
+	b.mu.Unlock()
+}
+
+func (b *Bus) changed() <-chan struct{} {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.appended
+}
+
+func (b *Bus) runNotifier() {
+	defer b.done.Done()
+	for {
+		select {
+		case <-b.stop:
+			return
+		case <-b.notify:
+			if b.cfg.Notify != nil {
+				func() {
+					defer func() {
+						if p := recover(); p != nil {
+							b.cfg.Log.Error("events: notify panicked", "panic", p)
+						}
+					}()
+					b.cfg.Notify()
+				}()
+			}
+		}
+	}
+}
+
+// Start runs the consumers registered so far and the compaction. Idempotent.
+func (b *Bus) Start() {
+	b.mu.Lock()
+	if b.started || b.closed {
+		b.mu.Unlock()
+		return
+	}
+	b.started = true
+	cs := append([]*Consumer(nil), b.consumers...)
+	b.mu.Unlock()
+	for _, c := range cs {
+		c.start()
+	}
+	b.done.Add(1)
+	go b.runCompaction()
+}
+
+// Consumers lists the registered consumers, for metrics.
+func (b *Bus) Consumers() []*Consumer {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return append([]*Consumer(nil), b.consumers...)
+}
+
+// drainTimeout bounds how long Close lets consumers catch up with what was stored.
+const drainTimeout = 5 * time.Second
+
+// Close writes what is being published, lets the consumers catch up for a few seconds
+// (what they have not handled then waits in the log for the next start) and stops them.
+// Publish fails with ErrClosed afterwards. Idempotent.
+func (b *Bus) Close() {
+	b.once.Do(func() {
+		b.mu.Lock()
+		b.closed = true
+		cs := append([]*Consumer(nil), b.consumers...)
+		started := b.started
+		b.mu.Unlock()
+		close(b.stop)
+		b.done.Wait()
+		if started {
+			deadline := time.Now().Add(drainTimeout)
+			for _, c := range cs {
+				c.close(deadline)
+			}
+		}
+	})
+}
+
+// runCompaction removes, every CompactEvery, the events every shared consumer handled
+// more than KeepFor ago, and the events older than MaxAge whoever handled them.
+func (b *Bus) runCompaction() {
+	defer b.done.Done()
+	t := time.NewTicker(b.cfg.CompactEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-b.stop:
+			return
+		case <-t.C:
+			if err := b.Compact(context.Background()); err != nil {
+				b.cfg.Log.Warn("events: compaction failed; retrying later", "err", err)
+			}
+		}
+	}
+}
+
+// compactChunk and compactChunks bound one compaction pass.
+const (
+	compactChunk  = 10_000
+	compactChunks = 100
+)
+
+// Compact runs one compaction pass (see runCompaction).
+func (b *Bus) Compact(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	head, err := b.cfg.Store.LastEventPos(ctx)
+	if err != nil {
+		return err
+	}
+	through := head
+	for _, c := range b.Consumers() {
+		if !c.cfg.Shared {
+			continue
+		}
+		pos, err := b.cfg.Store.EventCursor(ctx, c.cfg.Name)
+		if err != nil {
+			return err
+		}
+		through = min(through, pos)
+	}
+	now := b.cfg.Now()
+	var errs []error
+	for _, pass := range []struct {
+		through int64
+		before  time.Time
+	}{{through, now.Add(-b.cfg.KeepFor)}, {head, now.Add(-b.cfg.MaxAge)}} {
+		for range compactChunks {
+			n, err := b.cfg.Store.CompactEvents(ctx, pass.through, pass.before, compactChunk)
+			if err != nil {
+				errs = append(errs, err)
+				break
+			}
+			if n < compactChunk {
+				break
+			}
+		}
+	}
+	return errors.Join(errs...)
 }
