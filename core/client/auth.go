@@ -410,9 +410,6 @@ func (s *Service) login(ctx context.Context, call Call, in LoginInput) (AuthResu
 		return AuthResult{}, err
 	}
 	s.registerDevice(ctx, call, u, b, in.PCName, now)
-	if err := s.signIn(ctx, call, u, now); err != nil {
-		return AuthResult{}, err
-	}
 	var evs []events.Event
 	if activate {
 		evs = append(evs, activated(call, u, grant))
@@ -424,7 +421,7 @@ func (s *Service) login(ctx context.Context, call Call, in LoginInput) (AuthResu
 		key = grant.lic.Key
 	}
 	warn, evs := signInWarnings(call, u, now, evs)
-	if err := s.publish(ctx, evs...); err != nil {
+	if err := s.withEvents(ctx, func() error { return s.signIn(ctx, call, u, now) }, evs...); err != nil {
 		return AuthResult{}, err
 	}
 	return AuthResult{User: u, Key: key, LicenseActivated: activate, Warnings: warn}, nil
@@ -531,12 +528,9 @@ func (s *Service) register(ctx context.Context, call Call, in RegisterInput) (Au
 		evs = append(evs, activated(call, u, grant))
 	}
 	s.registerDevice(ctx, call, u, b, in.PCName, now)
-	if err := s.signIn(ctx, call, u, now); err != nil {
-		return AuthResult{}, err
-	}
 	evs = append([]events.Event{{Name: events.UserRegister, AppID: appID, Username: u.Username, IP: call.Caller.IP, Country: call.Country,
 		Message: "user registered", Data: map[string]any{"userId": u.ID, "licenseActivated": activate}}}, evs...)
-	if err := s.publish(ctx, evs...); err != nil {
+	if err := s.withEvents(ctx, func() error { return s.signIn(ctx, call, u, now) }, evs...); err != nil {
 		return AuthResult{}, err
 	}
 	return AuthResult{User: u, Key: key, LicenseActivated: activate, Warnings: warnings(u, now)}, nil
@@ -626,10 +620,7 @@ func (s *Service) license(ctx context.Context, call Call, in LicenseInput) (Auth
 		return AuthResult{}, err
 	}
 	s.registerDevice(ctx, call, u, b, in.PCName, now)
-	if err := s.signIn(ctx, call, u, now); err != nil {
-		return AuthResult{}, err
-	}
-	if err := s.publish(ctx, activated(call, u, grant), events.Event{Name: events.UserLogin, AppID: appID, Username: u.Username, IP: call.Caller.IP, Country: call.Country,
+	if err := s.withEvents(ctx, func() error { return s.signIn(ctx, call, u, now) }, activated(call, u, grant), events.Event{Name: events.UserLogin, AppID: appID, Username: u.Username, IP: call.Caller.IP, Country: call.Country,
 		Message: "user logged in with a license key", Data: map[string]any{"userId": u.ID, "licenseActivated": true}}); err != nil {
 		return AuthResult{}, err
 	}
@@ -663,12 +654,9 @@ func (s *Service) licenseReturning(ctx context.Context, call Call, l storage.Lic
 		return AuthResult{}, err
 	}
 	s.registerDevice(ctx, call, u, b, in.PCName, now)
-	if err := s.signIn(ctx, call, u, now); err != nil {
-		return AuthResult{}, err
-	}
 	warn, evs := signInWarnings(call, u, now, []events.Event{{Name: events.UserLogin, AppID: u.AppID, Username: u.Username, IP: call.Caller.IP, Country: call.Country,
 		Message: "user logged in with a license key", Data: map[string]any{"userId": u.ID, "licenseActivated": false}}})
-	if err := s.publish(ctx, evs...); err != nil {
+	if err := s.withEvents(ctx, func() error { return s.signIn(ctx, call, u, now) }, evs...); err != nil {
 		return AuthResult{}, err
 	}
 	return AuthResult{User: u, Key: l.Key, Returning: true, Warnings: warn}, nil

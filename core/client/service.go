@@ -80,9 +80,16 @@ func New(d Deps) *Service {
 	if d.Archive != nil {
 		s.sessions.arch = newArchive(d.Archive, d.Log, d.Now)
 	}
+	st, _ := d.Bus.(stager)
 	s.commit = newGroupCommit(func(ctx context.Context, final bool) error {
-		// Logins first: a login waits for the round that writes both.
-		return errors.Join(s.logins.flush(ctx), s.sessions.arch.flush(ctx, final))
+		// Logins first: a login waits for the round that writes both. Then the events
+		// staged by the sign-ins of the round (withEvents), after their sessions: an
+		// event stored is a session stored. Their errors reach them through their tickets.
+		err := errors.Join(s.logins.flush(ctx), s.sessions.arch.flush(ctx, final))
+		if st != nil {
+			st.WritePending()
+		}
+		return err
 	})
 	s.sessions.durable = s.commit.wait
 	return s
@@ -153,6 +160,37 @@ func (s *Service) publish(ctx context.Context, es ...events.Event) error {
 		return nil
 	}
 	return s.d.Bus.Publish(ctx, es...)
+}
+
+// stager is what the event log offers beyond Publisher (events.Bus): events staged in the
+// round it is gathering, and that round written by the client's own group commit.
+type stager interface {
+	Stage(es ...events.Event) (*events.Ticket, error)
+	WritePending()
+}
+
+// withEvents runs a sign-in's durable write (a session put, which waits for the client's
+// group commit) and stores its events in the same round: they are staged first, the
+// round that writes the session copies writes them next (events.Bus.WritePending), and
+// the call waits for both; a write that fails withdraws its events. Without a stager the
+// events are published after the write.
+func (s *Service) withEvents(ctx context.Context, write func() error, es ...events.Event) error {
+	st, ok := s.d.Bus.(stager)
+	if !ok || s.d.Bus == nil {
+		if err := write(); err != nil {
+			return err
+		}
+		return s.publish(ctx, es...)
+	}
+	t, err := st.Stage(es...)
+	if err != nil {
+		return err
+	}
+	if err := write(); err != nil {
+		t.Cancel()
+		return err
+	}
+	return t.Wait(ctx)
 }
 
 // noteTimeout bounds the write of an event of a refusal.
@@ -231,11 +269,9 @@ func (s *Service) Init(ctx context.Context, c Caller, in InitInput) (InitResult,
 	now := s.now()
 	sess := Session{Token: newToken(), AppID: snap.App.ID, AccountID: snap.App.AccountID, HWID: in.HWID, IP: c.IP,
 		Country: country, Version: in.Version, CreatedAt: now, FileKey: fileKeyOf(in.Secret)}
-	if err := s.sessions.put(ctx, sess, snap.SessionTTL); err != nil {
-		return InitResult{}, err
-	}
-	if err := s.publish(ctx, events.Event{Name: events.SessionInit, AppID: snap.App.ID, IP: c.IP, Country: country, Level: events.LevelDebug,
-		Message: "session started", Data: map[string]any{"version": in.Version}}); err != nil {
+	if err := s.withEvents(ctx, func() error { return s.sessions.put(ctx, sess, snap.SessionTTL) },
+		events.Event{Name: events.SessionInit, AppID: snap.App.ID, IP: c.IP, Country: country, Level: events.LevelDebug,
+			Message: "session started", Data: map[string]any{"version": in.Version}}); err != nil {
 		return InitResult{}, err
 	}
 	return InitResult{Token: sess.Token, App: snap.App, ExpiresAt: now.Add(snap.SessionTTL)}, nil

@@ -56,6 +56,11 @@ const (
 	gapWait = 2 * time.Second
 	// maxBackoff bounds the wait between two failed attempts.
 	maxBackoff = 5 * time.Second
+	// coalesce is the least time between two reads of a consumer that has caught up: under
+	// load a consumer woken by every group-commit round would read the log a thousand
+	// times a second for a few events each; it reads once per coalesce for all of them.
+	// An idle consumer's first read after a wake-up is not delayed.
+	coalesce = 5 * time.Millisecond
 )
 
 // Consume registers a consumer; it runs from Start (at once if the log started already).
@@ -147,7 +152,8 @@ func (c *Consumer) runLoop() (stopped bool) {
 	store := c.bus.cfg.Store
 	var leaseUntil time.Time
 	started := false
-	var gapSince time.Time
+	var gapSince, lastRead time.Time
+	caughtUp := false
 	failures := 0
 	for {
 		if c.stopping() && (!started || time.Now().UnixNano() > c.drainBy.Load()) {
@@ -182,7 +188,12 @@ func (c *Consumer) runLoop() (stopped bool) {
 			}
 			started = true
 		}
+		if since := time.Since(lastRead); caughtUp && since < coalesce && !c.stopping() {
+			c.wait(nil, coalesce-since)
+		}
+		lastRead = time.Now()
 		recs, err := store.ReadEvents(ctx, c.cursor.Load(), c.cfg.Batch)
+		caughtUp = len(recs) < c.cfg.Batch
 		if err != nil {
 			if c.stopping() {
 				return true

@@ -135,8 +135,9 @@ type Bus struct {
 	appended  chan struct{} // closed and replaced after each stored round
 	started   bool
 
-	wake   chan struct{}
-	notify chan struct{}
+	writing sync.Mutex // one round is written at a time (the writer, WritePending)
+	wake    chan struct{}
+	notify  chan struct{}
 	stop   chan struct{}
 	done   sync.WaitGroup
 	once   sync.Once
@@ -146,6 +147,7 @@ type Bus struct {
 type round struct {
 	records []storage.EventRecord
 	events  []Event
+	dropped []bool // events a Ticket cancelled before the round was taken
 	done    chan struct{}
 	err     error
 }
@@ -208,6 +210,75 @@ func (b *Bus) Publish(ctx context.Context, es ...Event) error {
 }
 
 func (b *Bus) enqueue(es []Event) (*round, error) {
+	r, _, err := b.stage(es)
+	if err != nil {
+		return nil, err
+	}
+	b.kick()
+	return r, nil
+}
+
+// kick wakes the writer.
+func (b *Bus) kick() {
+	select {
+	case b.wake <- struct{}{}:
+	default: // a wake-up is queued already
+	}
+}
+
+// Ticket is the wait of staged events (Stage).
+type Ticket struct {
+	b        *Bus
+	r        *round
+	from, to int
+}
+
+// Stage adds the events to the round being gathered without waking the writer: another
+// group commit that writes with WritePending (the client's session writes) carries them
+// in its own round, so a login's session and its events cost one wait. Wait returns once
+// they are stored; Cancel withdraws them if the change failed before they were written.
+func (b *Bus) Stage(es ...Event) (*Ticket, error) {
+	r, from, err := b.stage(es)
+	if err != nil {
+		return nil, err
+	}
+	return &Ticket{b: b, r: r, from: from, to: from + len(es)}, nil
+}
+
+// Wait returns once the staged events are stored (waking the writer if no other round
+// took them).
+func (t *Ticket) Wait(ctx context.Context) error {
+	if t == nil {
+		return nil
+	}
+	t.b.kick()
+	select {
+	case <-t.r.done:
+		return t.r.err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Cancel withdraws the staged events unless their round is being written already.
+func (t *Ticket) Cancel() {
+	if t == nil {
+		return
+	}
+	t.b.mu.Lock()
+	defer t.b.mu.Unlock()
+	if t.b.next == t.r {
+		for i := t.from; i < t.to; i++ {
+			t.r.dropped[i] = true
+		}
+	}
+}
+
+// WritePending writes, on the caller's goroutine, the round being gathered: staged and
+// published events alike.
+func (b *Bus) WritePending() { b.writeRound() }
+
+func (b *Bus) stage(es []Event) (*round, int, error) {
 	recs := make([]storage.EventRecord, len(es))
 	stamped := make([]Event, len(es))
 	for i, e := range es {
@@ -223,28 +294,25 @@ func (b *Bus) enqueue(es []Event) (*round, error) {
 		}
 		rec, err := Encode(e)
 		if err != nil {
-			return nil, err
+			return nil, 0, err
 		}
 		recs[i], stamped[i] = rec, e
 	}
 	b.mu.Lock()
+	defer b.mu.Unlock()
 	if b.closed {
-		b.mu.Unlock()
-		return nil, ErrClosed
+		return nil, 0, ErrClosed
 	}
 	r := b.next
 	if r == nil {
 		r = &round{done: make(chan struct{})}
 		b.next = r
 	}
+	from := len(r.records)
 	r.records = append(r.records, recs...)
 	r.events = append(r.events, stamped...)
-	b.mu.Unlock()
-	select {
-	case b.wake <- struct{}{}:
-	default: // a wake-up is queued already
-	}
-	return r, nil
+	r.dropped = append(r.dropped, make([]bool, len(es))...)
+	return r, from, nil
 }
 
 // runWriter writes a round whenever publishers wait: the publishers that arrive while a
@@ -263,6 +331,8 @@ func (b *Bus) runWriter() {
 }
 
 func (b *Bus) writeRound() {
+	b.writing.Lock()
+	defer b.writing.Unlock()
 	b.mu.Lock()
 	r := b.next
 	b.next = nil
@@ -273,16 +343,25 @@ func (b *Bus) writeRound() {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), writeTimeout)
 	defer cancel()
-	r.err = b.safeAppend(ctx, r.records)
-	if r.err == nil {
-		for i := range r.events {
-			r.events[i].Pos, r.events[i].Seq = r.records[i].Pos, r.records[i].Seq
+	recs := make([]storage.EventRecord, 0, len(r.records))
+	evs := make([]Event, 0, len(r.events))
+	for i := range r.records {
+		if !r.dropped[i] {
+			recs, evs = append(recs, r.records[i]), append(evs, r.events[i])
+		}
+	}
+	if len(recs) > 0 {
+		r.err = b.safeAppend(ctx, recs)
+	}
+	if r.err == nil && len(recs) > 0 {
+		for i := range evs {
+			evs[i].Pos, evs[i].Seq = recs[i].Pos, recs[i].Seq
 			for _, fn := range local {
-				b.safeLocal(fn, r.events[i])
+				b.safeLocal(fn, evs[i])
 			}
 		}
 		b.signal()
-	} else {
+	} else if r.err != nil {
 		b.cfg.Log.Error("events: cannot store events; their changes are refused", "events", len(r.records), "err", r.err)
 	}
 	close(r.done)
