@@ -138,9 +138,9 @@ type Bus struct {
 	writing sync.Mutex // one round is written at a time (the writer, WritePending)
 	wake    chan struct{}
 	notify  chan struct{}
-	stop   chan struct{}
-	done   sync.WaitGroup
-	once   sync.Once
+	stop    chan struct{}
+	done    sync.WaitGroup
+	once    sync.Once
 }
 
 // round is one write that publishers wait for.
