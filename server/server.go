@@ -289,6 +289,11 @@ func (c *Core) Close() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	meterErr := c.Meter.Close(ctx)
+	// The event log's consumers catch up for a few seconds while what they call (sockets,
+	// actors, sessions, webhooks) still runs; what they leave waits in the log for the
+	// next start.
+	c.stopEventNotify()
+	c.Bus.Close()
 	if c.stopPurge != nil {
 		c.stopPurge()
 	}
@@ -302,10 +307,6 @@ func (c *Core) Close() error {
 	// The HTTP server is shut down before Close: every change it recorded is queued, and
 	// written here.
 	c.Audit.Close()
-	// The event log's consumers catch up for a few seconds; what they leave waits in the
-	// log for the next start.
-	c.stopEventNotify()
-	c.Bus.Close()
 	c.Mail.Close()
 	var geoErr error
 	if g, ok := c.Country.(*rules.GeoIP); ok {
