@@ -61,6 +61,11 @@ const (
 	// times a second for a few events each; it reads once per coalesce for all of them.
 	// An idle consumer's first read after a wake-up is not delayed.
 	coalesce = 5 * time.Millisecond
+	// cursorEvery is how often a shared consumer stores its cursor while it works (and
+	// when it stops): every batch would be a write per consumer per group-commit round on
+	// the database's one writer. After a crash the consumer handles again at most that
+	// much, idempotently.
+	cursorEvery = time.Second
 )
 
 // Consume registers a consumer; it runs from Start (at once if the log started already).
@@ -152,7 +157,23 @@ func (c *Consumer) runLoop() (stopped bool) {
 	store := c.bus.cfg.Store
 	var leaseUntil time.Time
 	started := false
-	var gapSince, lastRead time.Time
+	var gapSince, lastRead, lastSaved time.Time
+	saved := c.cursor.Load()
+	save := func() {
+		pos := c.cursor.Load()
+		if !c.cfg.Shared || pos == saved {
+			return
+		}
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := store.SetEventCursor(sctx, c.cfg.Name, pos); err != nil {
+			// The events are handled; another holder would handle them again (idempotent).
+			log.Warn("events: cannot store the consumer's cursor", "err", err)
+			return
+		}
+		saved, lastSaved = pos, time.Now()
+	}
+	defer save()
 	caughtUp := false
 	failures := 0
 	for {
@@ -165,6 +186,9 @@ func (c *Consumer) runLoop() (stopped bool) {
 			if err != nil || !ok {
 				if err != nil {
 					log.Warn("events: cannot take the consumer's lease; retrying", "err", err)
+				}
+				if started {
+					save() // what this node handled, for the next holder
 				}
 				leaseUntil = time.Time{}
 				started = false // another node may move the cursor meanwhile
@@ -263,13 +287,9 @@ func (c *Consumer) runLoop() (stopped bool) {
 			c.handled.Add(uint64(len(evs)))
 		}
 		failures = 0
-		last := recs[len(recs)-1].Pos
-		c.cursor.Store(last)
-		if c.cfg.Shared {
-			if err := store.SetEventCursor(ctx, c.cfg.Name, last); err != nil {
-				// The events are handled; another holder would handle them again (idempotent).
-				log.Warn("events: cannot store the consumer's cursor", "err", err)
-			}
+		c.cursor.Store(recs[len(recs)-1].Pos)
+		if time.Since(lastSaved) >= cursorEvery {
+			save()
 		}
 	}
 }
