@@ -5,6 +5,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/keyward/keyward/storage"
 )
 
 // ConsumerConfig describes one consumer of the log. Zero values take the defaults shown.
@@ -216,7 +218,19 @@ func (c *Consumer) runLoop() (stopped bool) {
 			c.wait(nil, coalesce-since)
 		}
 		lastRead = time.Now()
-		recs, err := store.ReadEvents(ctx, c.cursor.Load(), c.cfg.Batch)
+		var (
+			recs    []storage.EventRecord
+			decoded []Event
+			err     error
+		)
+		if cached := c.bus.recentAfter(c.cursor.Load(), c.cfg.Batch); len(cached) > 0 {
+			recs, decoded = make([]storage.EventRecord, len(cached)), make([]Event, len(cached))
+			for i, ce := range cached {
+				recs[i], decoded[i] = ce.rec, ce.ev
+			}
+		} else {
+			recs, err = store.ReadEvents(ctx, c.cursor.Load(), c.cfg.Batch)
+		}
 		caughtUp = len(recs) < c.cfg.Batch
 		if err != nil {
 			if c.stopping() {
@@ -262,8 +276,12 @@ func (c *Consumer) runLoop() (stopped bool) {
 		gapSince = time.Time{}
 		recs = recs[:n]
 		evs := make([]Event, 0, len(recs))
-		for _, r := range recs {
+		for i, r := range recs {
 			if c.cfg.Types != nil && !c.cfg.Types.Has(Type(r.Type)) {
+				continue
+			}
+			if decoded != nil {
+				evs = append(evs, decoded[i])
 				continue
 			}
 			e, err := Decode(r)

@@ -9,11 +9,13 @@ package events
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 
@@ -81,7 +83,8 @@ func Encode(e Event) (storage.EventRecord, error) {
 }
 
 // Decode turns a stored record back into the event. Numbers in Data come back as
-// json.Number, which encodes to JSON as it was.
+// json.Number, which encodes to JSON as it was (consumers handed this node's recent
+// events get Data as published: they treat it as JSON values, never by Go type).
 func Decode(r storage.EventRecord) (Event, error) {
 	var p payload
 	if len(r.Payload) > 0 {
@@ -134,6 +137,10 @@ type Bus struct {
 	consumers []*Consumer
 	appended  chan struct{} // closed and replaced after each stored round
 	started   bool
+	// recent are the last events this node stored, in position order: a consumer that
+	// has caught up reads the next ones here instead of from the database (the log is
+	// read once per node, not once per consumer).
+	recent []cachedEvent
 
 	writing sync.Mutex // one round is written at a time (the writer, WritePending)
 	wake    chan struct{}
@@ -150,6 +157,50 @@ type round struct {
 	dropped []bool // events a Ticket cancelled before the round was taken
 	done    chan struct{}
 	err     error
+}
+
+// cachedEvent is a stored event with its record.
+type cachedEvent struct {
+	rec storage.EventRecord
+	ev  Event
+}
+
+// recentMax bounds Bus.recent; half is dropped when it is full.
+const recentMax = 8192
+
+// remember adds stored events to recent.
+func (b *Bus) remember(recs []storage.EventRecord, evs []Event) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if len(b.recent)+len(recs) > recentMax {
+		keep := b.recent[len(b.recent)/2:]
+		b.recent = append(make([]cachedEvent, 0, recentMax), keep...)
+	}
+	for i := range recs {
+		if n := len(b.recent); n > 0 && b.recent[n-1].rec.Pos >= recs[i].Pos {
+			b.recent = b.recent[:0] // out of order (cannot happen on one writer): start again
+		}
+		b.recent = append(b.recent, cachedEvent{rec: recs[i], ev: evs[i]})
+	}
+}
+
+// recentAfter answers up to n stored events from position after+1 on, without holes, from
+// recent; nil when recent does not hold after+1 (the consumer reads the database).
+func (b *Bus) recentAfter(after int64, n int) []cachedEvent {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	i, found := slices.BinarySearchFunc(b.recent, after+1, func(c cachedEvent, pos int64) int { return cmp.Compare(c.rec.Pos, pos) })
+	if !found {
+		return nil
+	}
+	out := make([]cachedEvent, 0, min(n, len(b.recent)-i))
+	for j := i; j < len(b.recent) && len(out) < n; j++ {
+		if b.recent[j].rec.Pos != after+1+int64(len(out)) {
+			break
+		}
+		out = append(out, b.recent[j])
+	}
+	return out
 }
 
 // writeTimeout bounds one append round.
@@ -360,6 +411,7 @@ func (b *Bus) writeRound() {
 				b.safeLocal(fn, evs[i])
 			}
 		}
+		b.remember(recs, evs)
 		b.signal()
 	} else if r.err != nil {
 		b.cfg.Log.Error("events: cannot store events; their changes are refused", "events", len(r.records), "err", r.err)
