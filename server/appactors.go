@@ -3,13 +3,11 @@ package server
 import (
 	"context"
 	"log/slog"
-	"strings"
 	"time"
 
 	"github.com/keyward/keyward/actors"
 	"github.com/keyward/keyward/cluster"
 	"github.com/keyward/keyward/core/accounts"
-	"github.com/keyward/keyward/core/apps"
 	"github.com/keyward/keyward/core/client"
 	"github.com/keyward/keyward/core/events"
 	"github.com/keyward/keyward/core/plans"
@@ -17,11 +15,6 @@ import (
 	"github.com/keyward/keyward/hooks"
 	"github.com/keyward/keyward/storage"
 )
-
-// snapshotChanges reports whether an event changes what an app's snapshot holds.
-func snapshotChanges(name string) bool {
-	return name == "app.update" || name == "app.secret_reset" || name == "app.signing_key_reset" || strings.HasPrefix(name, "rule.") && name != "rule.triggered"
-}
 
 // AppState is what a node's AppActor holds of its application: the client API's
 // snapshot and the compiled WebSocket hooks, loaded together and reloaded on the same
@@ -53,10 +46,10 @@ func (a *appActors) PlanHooks(ctx context.Context, appID string, m hooks.Message
 }
 
 // startAppActors starts the node's AppActors and wires the app changes to them as
-// messages: events of this node (the event pipeline), hook changes, and changes of other
-// nodes (the cluster bus) reach the actor of the app they concern, which reloads the app's
-// state and revalidates its sockets at once; a deleted app's actor drops it.
-func startAppActors(ctx context.Context, store storage.Store, engine cluster.Engine, bus *events.Bus, appsSvc *apps.Service,
+// messages: the events of events.SnapshotChanges in the event log, whichever node stored
+// them, reach the actor of the app they concern, which reloads the app's state and
+// revalidates its sockets at once; a deleted app's actor drops it.
+func startAppActors(ctx context.Context, store storage.Store, engine cluster.Engine, bus *events.Bus,
 	accountsSvc *accounts.Service, catalogue *plans.Catalogue, metrics *actors.Metrics, def client.SnapshotDefaults, now func() time.Time, log *slog.Logger) (*appActors, error) {
 	loadClient := client.NewLoader(store, catalogue, def)
 	load := func(ctx context.Context, appID string) (AppState, error) {
@@ -72,27 +65,44 @@ func startAppActors(ctx context.Context, store storage.Store, engine cluster.Eng
 	}
 	dir := actors.NewApps(load, actors.AppsConfig{Now: now, Log: log, Metrics: metrics})
 	dir.SetPlanner(func(st AppState, m hooks.Message) []hooks.Step { return st.Hooks.Plan(m) })
-	announce := func(appID string) {
-		pctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		if err := dir.Announce(pctx, engine, appID); err != nil {
-			log.Warn("cannot announce an app change to the cluster; other nodes pick it up within a minute", "app", appID, "err", err)
-		}
-	}
+	// Announcements of nodes of the previous release (the cluster bus); this release
+	// announces through the event log.
 	unsubscribe, err := dir.ListenChanges(ctx, engine)
 	if err != nil {
 		dir.Close()
 		return nil, err
 	}
-	bus.Subscribe("app-actors", 10_000, func(e events.Event) {
-		if e.AppID != "" && snapshotChanges(e.Name) {
-			announce(e.AppID)
+	// The one change signal: an event of events.SnapshotChanges in the event log (app
+	// updates, key resets, rules, deletion, plan and hook changes). This node's actor
+	// hears of it when it is stored, before the change is acknowledged; every node's
+	// (this one's again) when its "app-actors" consumer reads it from the log: at once
+	// when the cluster bus says events were stored, within a second otherwise, and after
+	// being cut off from the others, everything stored meanwhile.
+	bus.OnStored(func(e events.Event) {
+		if e.AppID != "" && events.SnapshotChanges.Has(e.Name) {
+			dir.Invalidate(e.AppID)
 		}
 	})
-	appsSvc.OnDelete(func(_ context.Context, appID string) error {
-		announce(appID)
-		return nil
-	})
+	bus.Consume(events.ConsumerConfig{Name: "app-actors", Types: events.SnapshotChanges,
+		Handle: func(_ context.Context, evs []events.Event) error {
+			seen := make(map[string]bool, len(evs))
+			for _, e := range evs {
+				if e.AppID != "" && !seen[e.AppID] {
+					seen[e.AppID] = true
+					dir.Invalidate(e.AppID)
+				}
+			}
+			return nil
+		}})
+	// A hook change (wshooks' changed callback) is such an event.
+	announce := func(appID string) {
+		pctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := bus.Publish(pctx, events.Event{Name: events.AppHooksChange, AppID: appID, Message: "WebSocket hooks changed"}); err != nil {
+			dir.Invalidate(appID)
+			log.Warn("cannot store a hook change; the other nodes reload the app's hooks within a minute", "app", appID, "err", err)
+		}
+	}
 	// A plan change changes what the owner's apps may do (license variables, user limit).
 	accountsSvc.OnPlanChange(func(ctx context.Context, accountID string) {
 		list, err := store.ListApps(ctx, accountID)
@@ -100,8 +110,12 @@ func startAppActors(ctx context.Context, store storage.Store, engine cluster.Eng
 			log.Warn("cannot list the apps of an account whose plan changed; they refresh within a minute", "account", accountID, "err", err)
 			return
 		}
+		evs := make([]events.Event, 0, len(list))
 		for _, a := range list {
-			announce(a.ID)
+			evs = append(evs, events.Event{Name: events.AppPlanChange, AppID: a.ID, Message: "owner's plan changed"})
+		}
+		if err := bus.Publish(ctx, evs...); err != nil {
+			log.Warn("cannot store a plan change; the apps refresh within a minute", "account", accountID, "err", err)
 		}
 	})
 	stop := func() {

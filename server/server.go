@@ -259,10 +259,10 @@ type Core struct {
 	// WSHooks keeps the apps' WebSocket hooks and plans their actions with the pipeline
 	// of the app's actor.
 	WSHooks *wshooks.Service
-	// Bus carries domain events to the log writer (and, later, webhooks and sockets).
+	// Bus is the durable event log: every change stores its events there before it is
+	// acknowledged; its consumers write log entries, queue webhook deliveries, push to
+	// sockets and reload app actors (Server starts them).
 	Bus *events.Bus
-	// LogWriter batches log entries.
-	LogWriter *logs.Writer
 	// Country resolves client addresses to countries; nil when not configured.
 	Country rules.CountryResolver
 	// Audit writes the audit log off the request path; Close writes what is queued.
@@ -274,6 +274,9 @@ type Core struct {
 	// the mail queue's, Server the rest; Close stops them in dependency order.
 	Goroutines *supervise.Supervisor
 	wrap       wrapFunc
+	// stopEventNotify ends this node's subscription to the other nodes' event
+	// notifications.
+	stopEventNotify func()
 	// Metrics is the node's Prometheus registry: OpenCore registers the services' own
 	// metrics, Server the rest.
 	Metrics *prometheus.Registry
@@ -288,6 +291,11 @@ type Core struct {
 func (c *Core) Close() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
+	// The event log's consumers catch up for a few seconds while what they call (sockets,
+	// actors, sessions, webhooks) still runs; what they leave waits in the log for the
+	// next start.
+	c.stopEventNotify()
+	c.Bus.Close()
 	c.Realtime.Close()
 	c.stopAppActors()
 	c.Client.Close()
@@ -296,9 +304,6 @@ func (c *Core) Close() error {
 	// The HTTP server is shut down before Close: every change it recorded is queued, and
 	// written here.
 	c.Audit.Close()
-	// The bus drains into the log writer, which then writes its last batch.
-	c.Bus.Close()
-	c.LogWriter.Close()
 	c.Mail.Close()
 	var geoErr error
 	if g, ok := c.Country.(*rules.GeoIP); ok {
@@ -370,10 +375,12 @@ func openCore(ctx context.Context, c Config, log *slog.Logger, wrap wrapFunc) (_
 		closers = append(closers, g.Close)
 		country = g
 	}
-	bus := events.NewBus(c.Clock)
-	writer := logs.NewWriter(store, logs.WriterConfig{}, log)
-	bus.Subscribe("logs", 10_000, writer.Handle)
-	closers = append(closers, func() error { bus.Close(); writer.Close(); return nil })
+	bus, stopNotify, err := openEventLog(ctx, c, store, engine, log)
+	if err != nil {
+		return nil, err
+	}
+	closers = append(closers, func() error { stopNotify(); bus.Close(); return nil })
+	bus.Consume(events.ConsumerConfig{Name: "logs", Shared: true, Handle: logs.NewWriter(store, log).HandleBatch})
 	blobStore, err := openBlobs(ctx, c, store)
 	if err != nil {
 		return nil, err
@@ -394,8 +401,8 @@ func openCore(ctx context.Context, c Config, log *slog.Logger, wrap wrapFunc) (_
 	}
 	worker := integrations.NewWorker(store, integrations.WorkerConfig{Client: hooksClient, Now: c.Clock, Log: log, Bus: bus})
 	dispatcher := integrations.NewDispatcher(store, worker.Wake, log, c.Clock)
-	bus.Subscribe("webhooks", 10_000, dispatcher.Handle)
-	appActors, err := startAppActors(ctx, store, engine, bus, appsSvc, svc, catalogue, actors.NewMetrics(reg), client.SnapshotDefaults{
+	bus.Consume(events.ConsumerConfig{Name: "webhooks", Shared: true, Handle: dispatcher.HandleBatch})
+	appActors, err := startAppActors(ctx, store, engine, bus, svc, catalogue, actors.NewMetrics(reg), client.SnapshotDefaults{
 		SessionTTL: c.ClientSessionTTL, EncryptFiles: c.ClientFileEncryption, CountryAvailable: country != nil || c.CountryHeader != ""}, c.Clock, log)
 	if err != nil {
 		return nil, err
@@ -411,11 +418,16 @@ func openCore(ctx context.Context, c Config, log *slog.Logger, wrap wrapFunc) (_
 	reg.MustRegister(queueDelay)
 	rt := realtime.New(realtime.Deps{Engine: engine, Sessions: clientSvc, Hooks: wsHooks, Ban: appsSvc.BanAsOwner, Events: bus, Registry: appActors.dir, Now: c.Clock, Log: log, LeaseTTL: c.WSLeaseTTL,
 		DeliveryDelay: func(d time.Duration) { queueDelay.Observe(d.Seconds()) }})
-	// The sockets subscribe before the client sessions: a ban reaches the sockets'
-	// queue (banned) before the session kill it causes (force_logout), because the bus
-	// hands an event to its subscribers in the order they subscribed.
-	bus.Subscribe("realtime", 10_000, rt.HandleEvent)
-	bus.Subscribe("client-sessions", 10_000, clientSvc.HandleEvent)
+	// One consumer for the sockets and the client sessions, event by event: a ban reaches
+	// the sockets' queue (banned) before the session kill it causes (force_logout).
+	bus.Consume(events.ConsumerConfig{Name: "sockets", Shared: true, Types: socketEvents,
+		Handle: func(_ context.Context, evs []events.Event) error {
+			for _, e := range evs {
+				rt.HandleEvent(e)
+				clientSvc.HandleEvent(e)
+			}
+			return nil
+		}})
 	clientSvc.OnEnd(rt.SessionEnded)
 	auditLog := audit.New(store, audit.Config{Retention: c.AuditRetention, Now: c.Clock}, log)
 	closers = append(closers, func() error { auditLog.Close(); return nil })
@@ -426,7 +438,7 @@ func openCore(ctx context.Context, c Config, log *slog.Logger, wrap wrapFunc) (_
 		Webhooks:  worker,
 		Variables: variables.New(store, appsSvc, catalogue, bus, c.Clock),
 		Rules:     rules.NewService(store, appsSvc, bus, country != nil || c.CountryHeader != "", c.Clock),
-		Logs:      logs.NewService(store, appsSvc, c.Clock), Analytics: analytics.New(store, appsSvc, c.Clock), Files: filesSvc, Bus: bus, LogWriter: writer, Country: country,
+		Logs:      logs.NewService(store, appsSvc, c.Clock), Analytics: analytics.New(store, appsSvc, c.Clock), Files: filesSvc, Bus: bus, stopEventNotify: stopNotify, Country: country,
 		Engines: []any{"storage", storeDesc, "cluster", engineDesc, "mail", mailDesc}}, nil
 }
 
@@ -465,12 +477,6 @@ func newServer(ctx context.Context, c Config, log *slog.Logger, wrap wrapFunc) (
 	s := &Server{cfg: c, log: log, core: core, serveErrCh: make(chan error, 2)}
 	reg := core.Metrics
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "keyward_log_entries_dropped_total",
-			Help: "Application log entries dropped because the write queue was full."},
-			func() float64 { return float64(core.LogWriter.Dropped()) }),
-		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "keyward_log_entries_failed_total",
-			Help: "Application log entries lost because their bulk write failed."},
-			func() float64 { return float64(core.LogWriter.Failed()) }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "keyward_ws_sockets", Help: "WebSocket sockets held by this node.",
 			ConstLabels: prometheus.Labels{"channel": "client"}},
 			func() float64 { n, _ := core.Realtime.Held(); return float64(n) }),
@@ -506,15 +512,7 @@ func newServer(ctx context.Context, c Config, log *slog.Logger, wrap wrapFunc) (
 				}
 				return 0
 			}),
-		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "keyward_events_dropped_total",
-			Help: "Events a slow consumer of the event bus did not receive."},
-			func() float64 {
-				var n uint64
-				for _, s := range core.Bus.Subscribers() {
-					n += s.Dropped()
-				}
-				return float64(n)
-			}))
+		eventLogMetrics{core.Bus})
 	// The owners' dashboard answers "/" and its assets, behind the API's middleware.
 	pages, err := web.New(web.Options{MailToFiles: dashboardOutbox(c) != ""})
 	if err != nil {
@@ -550,6 +548,7 @@ func newServer(ctx context.Context, c Config, log *slog.Logger, wrap wrapFunc) (
 		}
 		s.metrics = &http.Server{Handler: promhttp.HandlerFor(reg, promhttp.HandlerOpts{}), ReadHeaderTimeout: 10 * time.Second}
 	}
+	core.Bus.Start()
 	core.Client.Start()
 	if err := core.Realtime.Start(ctx); err != nil {
 		_ = s.apiLn.Close()

@@ -69,6 +69,7 @@ type Store interface {
 	DeliveryStore
 	ClientSessionStore
 	WSHookStore
+	EventLogStore
 	// Ping reports whether the database answers, for readiness checks.
 	Ping(ctx context.Context) error
 	// Close releases the engine's connections. It is safe to call once.

@@ -12,6 +12,7 @@ import (
 
 	"github.com/keyward/keyward/core"
 	"github.com/keyward/keyward/core/audit"
+	"github.com/keyward/keyward/core/events"
 	"github.com/keyward/keyward/storage"
 )
 
@@ -96,7 +97,9 @@ func (s *Service) CreateLicenses(ctx context.Context, o Owner, appID string, in 
 	if err := s.store.CreateLicenses(ctx, out); err != nil {
 		return nil, fmt.Errorf("apps: create licenses: %w", err)
 	}
-	s.publish(appID, "license.create", "", fmt.Sprintf("%d license(s) created", count), map[string]any{"count": count})
+	if err := s.publish(ctx, appID, events.LicenseCreate, "", fmt.Sprintf("%d license(s) created", count), map[string]any{"count": count}); err != nil {
+		return nil, err
+	}
 	return out, nil
 }
 
@@ -206,7 +209,9 @@ func (s *Service) UpdateLicense(ctx context.Context, o Owner, appID, id string, 
 	if err != nil {
 		return storage.License{}, notFound(err, "license")
 	}
-	s.publish(appID, "license.update", l.UsedBy, "license "+l.Key+" updated", map[string]any{"licenseId": l.ID})
+	if err := s.publish(ctx, appID, events.LicenseUpdate, l.UsedBy, "license "+l.Key+" updated", map[string]any{"licenseId": l.ID}); err != nil {
+		return storage.License{}, err
+	}
 	return l, nil
 }
 
@@ -219,7 +224,9 @@ func (s *Service) DeleteLicense(ctx context.Context, o Owner, appID, id string) 
 	if err := s.store.DeleteLicense(ctx, appID, id); err != nil {
 		return notFound(err, "license")
 	}
-	s.publish(appID, "license.delete", l.UsedBy, "license "+l.Key+" deleted", map[string]any{"licenseId": l.ID})
+	if err := s.publish(ctx, appID, events.LicenseDelete, l.UsedBy, "license "+l.Key+" deleted", map[string]any{"licenseId": l.ID}); err != nil {
+		return err
+	}
 	return nil
 }
 
@@ -252,7 +259,9 @@ func (s *Service) BulkDeleteLicenses(ctx context.Context, o Owner, appID string,
 		n, err = s.store.DeleteLicenses(ctx, appID, ids)
 	}
 	if err == nil && n > 0 {
-		s.publish(appID, "license.delete", "", fmt.Sprintf("%d license(s) deleted", n), map[string]any{"count": n, "filter": filter})
+		if err := s.publish(ctx, appID, events.LicenseDelete, "", fmt.Sprintf("%d license(s) deleted", n), map[string]any{"count": n, "filter": filter}); err != nil {
+			return n, err
+		}
 	}
 	return n, err
 }

@@ -58,10 +58,12 @@ func New(store Store, catalogue *plans.Catalogue, hasher *passwords.Hasher, bus 
 }
 
 // publish emits an event of the app (SPEC 6.1 names).
-func (s *Service) publish(appID, name, username, message string, data map[string]any) {
-	if s.bus != nil {
-		s.bus.Publish(events.Event{Name: name, AppID: appID, Username: username, Message: message, Data: data})
+// The change is acknowledged only once its event is stored: the error is the caller's.
+func (s *Service) publish(ctx context.Context, appID string, name events.Type, username, message string, data map[string]any) error {
+	if s.bus == nil {
+		return nil
 	}
+	return s.bus.Publish(ctx, events.Event{Name: name, AppID: appID, Username: username, Message: message, Data: data})
 }
 
 func (s *Service) clock() time.Time { return storage.Truncate(s.now()) }
@@ -275,7 +277,9 @@ func (s *Service) UpdateApp(ctx context.Context, o Owner, appID string, in Updat
 	case err != nil:
 		return storage.App{}, notFound(err, "application")
 	}
-	s.publish(a.ID, "app.update", "", "application settings changed", map[string]any{"paused": a.Paused, "enabled": a.Enabled})
+	if err := s.publish(ctx, a.ID, events.AppUpdate, "", "application settings changed", map[string]any{"paused": a.Paused, "enabled": a.Enabled}); err != nil {
+		return storage.App{}, err
+	}
 	return a, nil
 }
 
@@ -289,6 +293,10 @@ func (s *Service) DeleteApp(ctx context.Context, o Owner, appID string, confirm 
 	}
 	if err := s.store.DeleteApp(ctx, o.AccountID, appID); err != nil {
 		return notFound(err, "application")
+	}
+	// Every node's actor of the app drops it (events.SnapshotChanges).
+	if err := s.publish(ctx, appID, events.AppDelete, "", "application deleted", nil); err != nil {
+		return err
 	}
 	for _, fn := range s.onDelete {
 		if err := fn(ctx, appID); err != nil {
@@ -311,7 +319,9 @@ func (s *Service) RegenerateSecret(ctx context.Context, o Owner, appID string) (
 	if err != nil {
 		return "", notFound(err, "application")
 	}
-	s.publish(appID, "app.secret_reset", "", "application secret regenerated", nil)
+	if err := s.publish(ctx, appID, events.AppSecretReset, "", "application secret regenerated", nil); err != nil {
+		return "", err
+	}
 	return secret, nil
 }
 

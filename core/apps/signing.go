@@ -7,6 +7,7 @@ import (
 
 	"github.com/keyward/keyward/core"
 	"github.com/keyward/keyward/core/audit"
+	"github.com/keyward/keyward/core/events"
 	"github.com/keyward/keyward/core/licensing"
 	"github.com/keyward/keyward/storage"
 )
@@ -73,7 +74,9 @@ func (s *Service) RegenerateSigningKey(ctx context.Context, o Owner, appID strin
 	if err != nil {
 		return storage.App{}, notFound(err, "application")
 	}
-	s.publish(appID, "app.signing_key_reset", "", "application signing key regenerated", nil)
+	if err := s.publish(ctx, appID, events.AppSigningKeyReset, "", "application signing key regenerated", nil); err != nil {
+		return storage.App{}, err
+	}
 	return a, nil
 }
 

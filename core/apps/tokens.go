@@ -9,6 +9,7 @@ import (
 
 	"github.com/keyward/keyward/core"
 	"github.com/keyward/keyward/core/audit"
+	"github.com/keyward/keyward/core/events"
 	"github.com/keyward/keyward/core/secrets"
 	"github.com/keyward/keyward/storage"
 )
@@ -52,7 +53,9 @@ func (s *Service) CreateTokens(ctx context.Context, o Owner, appID string, in Cr
 	if err := s.store.CreateTokens(ctx, out); err != nil {
 		return nil, fmt.Errorf("apps: create tokens: %w", err)
 	}
-	s.publish(appID, "token.create", "", fmt.Sprintf("%d token(s) created", count), map[string]any{"count": count})
+	if err := s.publish(ctx, appID, events.TokenCreate, "", fmt.Sprintf("%d token(s) created", count), map[string]any{"count": count}); err != nil {
+		return nil, err
+	}
 	return out, nil
 }
 
@@ -107,7 +110,9 @@ func (s *Service) DeleteToken(ctx context.Context, o Owner, appID, id string) er
 	if err := s.store.DeleteToken(ctx, appID, id); err != nil {
 		return notFound(err, "token")
 	}
-	s.publish(appID, "token.delete", "", "token deleted", map[string]any{"tokenId": id})
+	if err := s.publish(ctx, appID, events.TokenDelete, "", "token deleted", map[string]any{"tokenId": id}); err != nil {
+		return err
+	}
 	return nil
 }
 

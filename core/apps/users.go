@@ -12,6 +12,7 @@ import (
 
 	"github.com/keyward/keyward/core"
 	"github.com/keyward/keyward/core/audit"
+	"github.com/keyward/keyward/core/events"
 	"github.com/keyward/keyward/storage"
 )
 
@@ -68,7 +69,9 @@ func (s *Service) CreateUser(ctx context.Context, o Owner, appID string, in Crea
 		}
 		return storage.AppUser{}, fmt.Errorf("apps: create user: %w", err)
 	}
-	s.publish(appID, "user.create", u.Username, "user created", map[string]any{"userId": u.ID})
+	if err := s.publish(ctx, appID, events.UserCreate, u.Username, "user created", map[string]any{"userId": u.ID}); err != nil {
+		return storage.AppUser{}, err
+	}
 	return u, nil
 }
 
@@ -272,9 +275,13 @@ func (s *Service) UpdateUser(ctx context.Context, o Owner, appID, userID string,
 		return storage.AppUser{}, notFound(err, "user")
 	}
 	if in.Banned != nil && *in.Banned {
-		s.publish(appID, "user.ban", u.Username, "user banned: "+u.BanReason, map[string]any{"userId": u.ID, "reason": u.BanReason})
+		if err := s.publish(ctx, appID, events.UserBan, u.Username, "user banned: "+u.BanReason, map[string]any{"userId": u.ID, "reason": u.BanReason}); err != nil {
+			return storage.AppUser{}, err
+		}
 	}
-	s.publish(appID, "user.update", u.Username, "user updated", map[string]any{"userId": u.ID})
+	if err := s.publish(ctx, appID, events.UserUpdate, u.Username, "user updated", map[string]any{"userId": u.ID}); err != nil {
+		return storage.AppUser{}, err
+	}
 	return u, nil
 }
 
@@ -287,7 +294,9 @@ func (s *Service) DeleteUser(ctx context.Context, o Owner, appID, userID string)
 	if err := s.store.DeleteUser(ctx, appID, userID); err != nil {
 		return notFound(err, "user")
 	}
-	s.publish(appID, "user.delete", u.Username, "user deleted", map[string]any{"userId": u.ID})
+	if err := s.publish(ctx, appID, events.UserDelete, u.Username, "user deleted", map[string]any{"userId": u.ID}); err != nil {
+		return err
+	}
 	return nil
 }
 
@@ -321,7 +330,9 @@ func (s *Service) ResetHWID(ctx context.Context, o Owner, appID, userID string) 
 	if err != nil {
 		return storage.AppUser{}, 0, fmt.Errorf("apps: reset devices: %w", err)
 	}
-	s.publish(appID, "user.hwid_reset", u.Username, "hardware id reset", map[string]any{"userId": u.ID, "devicesRemoved": n})
+	if err := s.publish(ctx, appID, events.UserHWIDReset, u.Username, "hardware id reset", map[string]any{"userId": u.ID, "devicesRemoved": n}); err != nil {
+		return storage.AppUser{}, 0, err
+	}
 	return u, n, nil
 }
 
@@ -350,8 +361,10 @@ func (s *Service) ExtendUser(ctx context.Context, o Owner, appID, userID string,
 	if err != nil {
 		return storage.AppUser{}, notFound(err, "user")
 	}
-	s.publish(appID, "user.extend", u.Username, fmt.Sprintf("access extended by %d seconds", *duration),
-		map[string]any{"userId": u.ID, "duration": *duration, "expiresAt": u.ExpiresAt.Format(time.RFC3339)})
+	if err := s.publish(ctx, appID, events.UserExtend, u.Username, fmt.Sprintf("access extended by %d seconds", *duration),
+		map[string]any{"userId": u.ID, "duration": *duration, "expiresAt": u.ExpiresAt.Format(time.RFC3339)}); err != nil {
+		return storage.AppUser{}, err
+	}
 	return u, nil
 }
 

@@ -55,7 +55,7 @@ type AuthResult struct {
 func (s *Service) failed(call Call, username string, err error) error {
 	var de *core.Error
 	if errors.As(err, &de) {
-		s.publish(events.Event{Name: "user.login_failed", AppID: call.Snap.App.ID, Username: username, IP: call.Caller.IP,
+		s.note(events.Event{Name: events.UserLoginFailed, AppID: call.Snap.App.ID, Username: username, IP: call.Caller.IP,
 			Country: call.Country, Level: events.LevelWarning, Message: "login refused: " + de.Message,
 			Data: map[string]any{"reason": string(de.Code)}})
 	}
@@ -359,10 +359,10 @@ func (s *Service) signIn(ctx context.Context, call Call, u storage.AppUser, now 
 	return s.sessions.put(ctx, sess, call.Snap.SessionTTL)
 }
 
-func (s *Service) activated(call Call, u storage.AppUser, g licenseGrant) {
-	s.publish(events.Event{Name: "license.activate", AppID: call.Snap.App.ID, Username: u.Username, IP: call.Caller.IP,
+func activated(call Call, u storage.AppUser, g licenseGrant) events.Event {
+	return events.Event{Name: events.LicenseActivate, AppID: call.Snap.App.ID, Username: u.Username, IP: call.Caller.IP,
 		Country: call.Country, Message: "license activated",
-		Data: map[string]any{"licenseId": g.lic.ID, "userId": u.ID, "level": g.lic.Level}})
+		Data: map[string]any{"licenseId": g.lic.ID, "userId": u.ID, "level": g.lic.Level}}
 }
 
 // Login signs a user in with username and password, optionally activating a license.
@@ -433,19 +433,21 @@ func (s *Service) login(ctx context.Context, call Call, in LoginInput) (AuthResu
 		return AuthResult{}, err
 	}
 	s.registerDevice(ctx, call, u, b, in.PCName, now)
-	if err := s.signIn(ctx, call, u, now); err != nil {
-		return AuthResult{}, err
-	}
+	var evs []events.Event
 	if activate {
-		s.activated(call, u, grant)
+		evs = append(evs, activated(call, u, grant))
 	}
-	s.publish(events.Event{Name: "user.login", AppID: appID, Username: u.Username, IP: call.Caller.IP, Country: call.Country,
+	evs = append(evs, events.Event{Name: events.UserLogin, AppID: appID, Username: u.Username, IP: call.Caller.IP, Country: call.Country,
 		Message: "user logged in", Data: map[string]any{"userId": u.ID, "licenseActivated": activate}})
 	key := u.Username
 	if activate {
 		key = grant.lic.Key
 	}
-	return AuthResult{User: u, Key: key, LicenseActivated: activate, Warnings: s.signInWarnings(call, u, now)}, nil
+	warn, evs := signInWarnings(call, u, now, evs)
+	if err := s.withEvents(ctx, func() error { return s.signIn(ctx, call, u, now) }, evs...); err != nil {
+		return AuthResult{}, err
+	}
+	return AuthResult{User: u, Key: key, LicenseActivated: activate, Warnings: warn}, nil
 }
 
 func isExpired(err error) bool {
@@ -535,6 +537,7 @@ func (s *Service) register(ctx context.Context, call Call, in RegisterInput) (Au
 	activate := in.LicenseKey != ""
 	key := u.Username
 	var grant *licenseGrant
+	var evs []events.Event
 	if activate {
 		g, err := s.consumeLicense(ctx, appID, in.LicenseKey, u.Username, now)
 		if err != nil {
@@ -543,7 +546,7 @@ func (s *Service) register(ctx context.Context, call Call, in RegisterInput) (Au
 			return AuthResult{}, err
 		}
 		grant = &g
-		activated, err := s.d.Store.UpdateUser(ctx, appID, u.ID, func(u *storage.AppUser) error {
+		bound, err := s.d.Store.UpdateUser(ctx, appID, u.ID, func(u *storage.AppUser) error {
 			g.apply(u, now)
 			return nil
 		})
@@ -551,21 +554,20 @@ func (s *Service) register(ctx context.Context, call Call, in RegisterInput) (Au
 			s.undoRegistration(ctx, u, grant)
 			return AuthResult{}, fmt.Errorf("register: activate: %w", err)
 		}
-		u = activated
+		u = bound
 		key = g.lic.Key
+		evs = append(evs, activated(call, u, g))
 	}
 	s.registerDevice(ctx, call, u, b, in.PCName, now)
-	if err := s.signIn(ctx, call, u, now); err != nil {
-		// Refused at sign-in (the key's seats are full, the session store is down): the
-		// account and the key's use go, the device bound above with the user.
+	evs = append([]events.Event{{Name: events.UserRegister, AppID: appID, Username: u.Username, IP: call.Caller.IP, Country: call.Country,
+		Message: "user registered", Data: map[string]any{"userId": u.ID, "licenseActivated": activate}}}, evs...)
+	// The sign-in and its events are one step: refused at sign-in (the key's seats are
+	// full, the session store is down) or with events that could not be stored, the
+	// account and the key's use go, the device bound above with the user.
+	if err := s.withEvents(ctx, func() error { return s.signIn(ctx, call, u, now) }, evs...); err != nil {
 		s.undoRegistration(ctx, u, grant)
 		return AuthResult{}, err
 	}
-	if grant != nil {
-		s.activated(call, u, *grant)
-	}
-	s.publish(events.Event{Name: "user.register", AppID: appID, Username: u.Username, IP: call.Caller.IP, Country: call.Country,
-		Message: "user registered", Data: map[string]any{"userId": u.ID, "licenseActivated": activate}})
 	return AuthResult{User: u, Key: key, LicenseActivated: activate, Warnings: warnings(u, now)}, nil
 }
 
@@ -702,12 +704,10 @@ func (s *Service) license(ctx context.Context, call Call, in LicenseInput) (Auth
 		return AuthResult{}, err
 	}
 	s.registerDevice(ctx, call, u, b, in.PCName, now)
-	if err := s.signIn(ctx, call, u, now); err != nil {
+	if err := s.withEvents(ctx, func() error { return s.signIn(ctx, call, u, now) }, activated(call, u, grant), events.Event{Name: events.UserLogin, AppID: appID, Username: u.Username, IP: call.Caller.IP, Country: call.Country,
+		Message: "user logged in with a license key", Data: map[string]any{"userId": u.ID, "licenseActivated": true}}); err != nil {
 		return AuthResult{}, err
 	}
-	s.activated(call, u, grant)
-	s.publish(events.Event{Name: "user.login", AppID: appID, Username: u.Username, IP: call.Caller.IP, Country: call.Country,
-		Message: "user logged in with a license key", Data: map[string]any{"userId": u.ID, "licenseActivated": true}})
 	return AuthResult{User: u, Key: l.Key, LicenseActivated: true, Warnings: warnings(u, now)}, nil
 }
 
@@ -738,12 +738,12 @@ func (s *Service) licenseReturning(ctx context.Context, call Call, l storage.Lic
 		return AuthResult{}, err
 	}
 	s.registerDevice(ctx, call, u, b, in.PCName, now)
-	if err := s.signIn(ctx, call, u, now); err != nil {
+	warn, evs := signInWarnings(call, u, now, []events.Event{{Name: events.UserLogin, AppID: u.AppID, Username: u.Username, IP: call.Caller.IP, Country: call.Country,
+		Message: "user logged in with a license key", Data: map[string]any{"userId": u.ID, "licenseActivated": false}}})
+	if err := s.withEvents(ctx, func() error { return s.signIn(ctx, call, u, now) }, evs...); err != nil {
 		return AuthResult{}, err
 	}
-	s.publish(events.Event{Name: "user.login", AppID: u.AppID, Username: u.Username, IP: call.Caller.IP, Country: call.Country,
-		Message: "user logged in with a license key", Data: map[string]any{"userId": u.ID, "licenseActivated": false}})
-	return AuthResult{User: u, Key: l.Key, Returning: true, Warnings: s.signInWarnings(call, u, now)}, nil
+	return AuthResult{User: u, Key: l.Key, Returning: true, Warnings: warn}, nil
 }
 
 // Activate applies a license key to the signed-in user.
@@ -775,7 +775,9 @@ func (s *Service) Activate(ctx context.Context, call Call, licenseKey string) (s
 		s.refundLicense(ctx, grant)
 		return storage.AppUser{}, err
 	}
-	s.activated(call, u, grant)
+	if err := s.publish(ctx, activated(call, u, grant)); err != nil {
+		return storage.AppUser{}, err
+	}
 	return u, nil
 }
 

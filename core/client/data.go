@@ -129,7 +129,9 @@ func (s *Service) SetUserVariable(ctx context.Context, call Call, key, value str
 			if err != nil {
 				return storage.Variable{}, err
 			}
-			s.userVariableEvent(call, u, "variable.create", v)
+			if err := s.userVariableEvent(ctx, call, u, events.VariableCreate, v); err != nil {
+				return storage.Variable{}, err
+			}
 			return v, nil
 		}
 		if err != nil {
@@ -148,7 +150,9 @@ func (s *Service) SetUserVariable(ctx context.Context, call Call, key, value str
 		if err != nil {
 			return storage.Variable{}, err
 		}
-		s.userVariableEvent(call, u, "variable.update", v)
+		if err := s.userVariableEvent(ctx, call, u, events.VariableUpdate, v); err != nil {
+			return storage.Variable{}, err
+		}
 		return v, nil
 	}
 	return storage.Variable{}, core.E(core.CodeConflict, "the variable changed concurrently; try again")
@@ -163,12 +167,11 @@ func (s *Service) DeleteUserVariable(ctx context.Context, call Call, key string)
 	if err := s.d.Store.DeleteVariable(ctx, v.AppID, v.ID); err != nil && !errors.Is(err, storage.ErrNotFound) {
 		return err
 	}
-	s.userVariableEvent(call, storage.AppUser{ID: call.Session.UserID, Username: call.Session.Username}, "variable.delete", v)
-	return nil
+	return s.userVariableEvent(ctx, call, storage.AppUser{ID: call.Session.UserID, Username: call.Session.Username}, events.VariableDelete, v)
 }
 
-func (s *Service) userVariableEvent(call Call, u storage.AppUser, name string, v storage.Variable) {
-	s.publish(events.Event{Name: name, AppID: v.AppID, Username: u.Username, IP: call.Caller.IP, Country: call.Country,
+func (s *Service) userVariableEvent(ctx context.Context, call Call, u storage.AppUser, name events.Type, v storage.Variable) error {
+	return s.publish(ctx, events.Event{Name: name, AppID: v.AppID, Username: u.Username, IP: call.Caller.IP, Country: call.Country,
 		Level: events.LevelDebug, Message: "user variable " + v.Key + " changed by the client",
 		Data: map[string]any{"scope": storage.ScopeUser, "userId": u.ID, "key": v.Key, "value": v.Value}})
 }
@@ -190,8 +193,10 @@ func (s *Service) ValidateToken(ctx context.Context, call Call, tokens TokenUser
 	if err != nil {
 		return t, false, err
 	}
-	s.publish(events.Event{Name: "token.validate", AppID: call.Snap.App.ID, Username: call.Session.Username, IP: call.Caller.IP,
-		Country: call.Country, Level: events.LevelDebug, Message: fmt.Sprintf("access token checked: valid=%t", ok)})
+	if err := s.publish(ctx, events.Event{Name: events.TokenValidate, AppID: call.Snap.App.ID, Username: call.Session.Username, IP: call.Caller.IP,
+		Country: call.Country, Level: events.LevelDebug, Message: fmt.Sprintf("access token checked: valid=%t", ok)}); err != nil {
+		return storage.Token{}, false, err
+	}
 	return t, ok, nil
 }
 
@@ -322,9 +327,8 @@ func (s *Service) WriteLog(ctx context.Context, call Call, event, message, level
 			return core.Invalid("data", "data must be a JSON object")
 		}
 	}
-	s.publish(events.Event{Name: event, AppID: call.Snap.App.ID, Username: call.Session.Username, IP: call.Caller.IP,
+	return s.publish(ctx, events.Event{Name: events.Type(event), AppID: call.Snap.App.ID, Username: call.Session.Username, IP: call.Caller.IP,
 		Country: call.Country, Level: lvl, Message: message, Data: fields})
-	return nil
 }
 
 // ChangePassword changes the signed-in user's password.
@@ -357,9 +361,8 @@ func (s *Service) ChangePassword(ctx context.Context, call Call, current, next s
 	if err != nil {
 		return err
 	}
-	s.publish(events.Event{Name: "user.update", AppID: u.AppID, Username: u.Username, IP: call.Caller.IP, Country: call.Country,
+	return s.publish(ctx, events.Event{Name: events.UserUpdate, AppID: u.AppID, Username: u.Username, IP: call.Caller.IP, Country: call.Country,
 		Message: "password changed by the client", Data: map[string]any{"userId": u.ID}})
-	return nil
 }
 
 // Update is the check-update answer.

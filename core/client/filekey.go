@@ -66,9 +66,11 @@ func (s *Service) DownloadFile(ctx context.Context, call Call, name, userAgent s
 	if err != nil {
 		return Download{}, fmt.Errorf("open file bytes: %w", err)
 	}
-	s.publish(events.Event{Name: "file.download", AppID: f.AppID, Username: call.Session.Username, IP: call.Caller.IP,
+	if err := s.publish(ctx, events.Event{Name: events.FileDownload, AppID: f.AppID, Username: call.Session.Username, IP: call.Caller.IP,
 		Country: call.Country, Level: events.LevelDebug, Message: "file " + f.Name + " downloaded",
-		Data: map[string]any{"fileId": f.ID, "name": f.Name, "version": f.Version}})
+		Data: map[string]any{"fileId": f.ID, "name": f.Name, "version": f.Version}}); err != nil {
+		return Download{}, err
+	}
 	format := filecrypt.FormatFor(userAgent, call.Snap.EncryptFiles)
 	key, keyErr := filecrypt.ParseSecretKey(call.Session.FileKey)
 	if !format.Encrypted() || size > MaxEncryptedFile || keyErr != nil {

@@ -98,9 +98,8 @@ func (s *Service) RequestReset(ctx context.Context, call Call, licenseKey, newHW
 		Text: fmt.Sprintf("Someone asked to reset the device (HWID) and IP address bound to your account %q of %s.\n\n"+
 			"To confirm, open this link within an hour (it works once):\n\n%s\n\ntoken: %s\n\nIf it was not you, ignore this mail.\n",
 			u.Username, call.Snap.App.Name, link, token)})
-	s.publish(events.Event{Name: "user.reset_requested", AppID: u.AppID, Username: u.Username, IP: call.Caller.IP,
+	return s.publish(ctx, events.Event{Name: events.UserResetRequested, AppID: u.AppID, Username: u.Username, IP: call.Caller.IP,
 		Country: call.Country, Message: "HWID/IP reset requested; confirmation mailed", Data: map[string]any{"userId": u.ID}})
-	return nil
 }
 
 // ErrResetLink answers an unknown, used or expired reset link.
@@ -145,7 +144,9 @@ func (s *Service) ConfirmReset(ctx context.Context, token string) (storage.AppUs
 	if err != nil {
 		s.d.Log.Warn("client: reset: cannot remove devices", "user", u.ID, "err", err)
 	}
-	s.publish(events.Event{Name: "user.hwid_reset", AppID: u.AppID, Username: u.Username,
-		Message: "HWID and IP reset confirmed by the user", Data: map[string]any{"userId": u.ID, "devicesRemoved": n}})
+	if err := s.publish(ctx, events.Event{Name: events.UserHWIDReset, AppID: u.AppID, Username: u.Username,
+		Message: "HWID and IP reset confirmed by the user", Data: map[string]any{"userId": u.ID, "devicesRemoved": n}}); err != nil {
+		return storage.AppUser{}, err
+	}
 	return u, nil
 }

@@ -80,9 +80,16 @@ func New(d Deps) *Service {
 	if d.Archive != nil {
 		s.sessions.arch = newArchive(d.Archive, d.Log, d.Now)
 	}
+	st, _ := d.Bus.(stager)
 	s.commit = newGroupCommit(func(ctx context.Context, final bool) error {
-		// Logins first: a login waits for the round that writes both.
-		return errors.Join(s.logins.flush(ctx), s.sessions.arch.flush(ctx, final))
+		// Logins first: a login waits for the round that writes both. Then the events
+		// staged by the sign-ins of the round (withEvents), after their sessions: an
+		// event stored is a session stored. Their errors reach them through their tickets.
+		err := errors.Join(s.logins.flush(ctx), s.sessions.arch.flush(ctx, final))
+		if st != nil {
+			st.WritePending()
+		}
+		return err
 	})
 	s.sessions.durable = s.commit.wait
 	return s
@@ -131,7 +138,7 @@ func (s *Service) checkRules(snap Snapshot, c Caller, country, hwid, username st
 	if d.Rule != nil {
 		data["ruleId"], data["value"] = d.Rule.ID, d.Rule.Value
 	}
-	s.publish(events.Event{Name: "rule.triggered", AppID: snap.App.ID, Username: username, IP: c.IP, Country: country,
+	s.note(events.Event{Name: events.RuleTriggered, AppID: snap.App.ID, Username: username, IP: c.IP, Country: country,
 		Level: events.LevelWarning, Message: fmt.Sprintf("access refused by a %s rule (%s)", d.Type, d.Reason), Data: data})
 	return core.E(core.CodeRuleBlocked, "access from this %s is not allowed for this application", ruleSubject(d.Type))
 }
@@ -146,9 +153,59 @@ func ruleSubject(typ string) string {
 	return "country"
 }
 
-func (s *Service) publish(e events.Event) {
-	if s.d.Bus != nil {
-		s.d.Bus.Publish(e)
+// publish stores the events of a change before it is acknowledged: its error is the
+// change's (a 503 when the event log is unavailable).
+func (s *Service) publish(ctx context.Context, es ...events.Event) error {
+	if s.d.Bus == nil {
+		return nil
+	}
+	return s.d.Bus.Publish(ctx, es...)
+}
+
+// stager is what the event log offers beyond Publisher (events.Bus): events staged in the
+// round it is gathering, and that round written by the client's own group commit.
+type stager interface {
+	Stage(es ...events.Event) (*events.Ticket, error)
+	WritePending()
+}
+
+// withEvents runs a sign-in's durable write (a session put, which waits for the client's
+// group commit) and stores its events in the same round: they are staged first, the
+// round that writes the session copies writes them next (events.Bus.WritePending), and
+// the call waits for both; a write that fails withdraws its events. Without a stager the
+// events are published after the write.
+func (s *Service) withEvents(ctx context.Context, write func() error, es ...events.Event) error {
+	st, ok := s.d.Bus.(stager)
+	if !ok || s.d.Bus == nil {
+		if err := write(); err != nil {
+			return err
+		}
+		return s.publish(ctx, es...)
+	}
+	t, err := st.Stage(es...)
+	if err != nil {
+		return err
+	}
+	if err := write(); err != nil {
+		t.Cancel()
+		return err
+	}
+	return t.Wait(ctx)
+}
+
+// noteTimeout bounds the write of an event of a refusal.
+const noteTimeout = 5 * time.Second
+
+// note stores the event of a refusal (a failed login, a rule): the refusal is answered
+// whether or not it is stored, so a failure is only logged.
+func (s *Service) note(e events.Event) {
+	if s.d.Bus == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), noteTimeout)
+	defer cancel()
+	if err := s.d.Bus.Publish(ctx, e); err != nil {
+		s.d.Log.Warn("client: cannot log a refusal", "event", e.Name, "app", e.AppID, "err", err)
 	}
 }
 
@@ -212,11 +269,11 @@ func (s *Service) Init(ctx context.Context, c Caller, in InitInput) (InitResult,
 	now := s.now()
 	sess := Session{Token: newToken(), AppID: snap.App.ID, AccountID: snap.App.AccountID, HWID: in.HWID, IP: c.IP,
 		Country: country, Version: in.Version, CreatedAt: now, FileKey: fileKeyOf(in.Secret)}
-	if err := s.sessions.put(ctx, sess, snap.SessionTTL); err != nil {
+	if err := s.withEvents(ctx, func() error { return s.sessions.put(ctx, sess, snap.SessionTTL) },
+		events.Event{Name: events.SessionInit, AppID: snap.App.ID, IP: c.IP, Country: country, Level: events.LevelDebug,
+			Message: "session started", Data: map[string]any{"version": in.Version}}); err != nil {
 		return InitResult{}, err
 	}
-	s.publish(events.Event{Name: "session.init", AppID: snap.App.ID, IP: c.IP, Country: country, Level: events.LevelDebug,
-		Message: "session started", Data: map[string]any{"version": in.Version}})
 	return InitResult{Token: sess.Token, App: snap.App, ExpiresAt: now.Add(snap.SessionTTL)}, nil
 }
 
@@ -290,8 +347,10 @@ func (s *Service) End(ctx context.Context, c Caller, token string) error {
 	if _, err := s.sessions.end(ctx, sess); err != nil {
 		return err
 	}
-	s.publish(events.Event{Name: "session.end", AppID: sess.AppID, Username: sess.Username, IP: c.IP, Country: sess.Country,
-		Level: events.LevelDebug, Message: "session ended"})
+	if err := s.publish(ctx, events.Event{Name: events.SessionEnd, AppID: sess.AppID, Username: sess.Username, IP: c.IP, Country: sess.Country,
+		Level: events.LevelDebug, Message: "session ended"}); err != nil {
+		return err
+	}
 	if sess.LoggedIn() {
 		for _, fn := range s.endHooks {
 			fn(ctx, sess.AppID, sess.UserID, sess.Token)
@@ -314,8 +373,10 @@ func (s *Service) KillUserSessions(ctx context.Context, appID, userID, username 
 	if err != nil {
 		return n, err
 	}
-	s.publish(events.Event{Name: "user.session_kill", AppID: appID, Username: username,
-		Message: fmt.Sprintf("%d client sessions ended", n), Data: map[string]any{"userId": userID, "deleted": n}})
+	if err := s.publish(ctx, events.Event{Name: events.UserSessionKill, AppID: appID, Username: username,
+		Message: fmt.Sprintf("%d client sessions ended", n), Data: map[string]any{"userId": userID, "deleted": n}}); err != nil {
+		return n, err
+	}
 	return n, nil
 }
 

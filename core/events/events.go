@@ -1,14 +1,27 @@
-// Package events is Keyward's event pipeline: every domain change and client action
-// (SPEC 6.1: user.login, variable.update, …) is published once here, and each consumer
-// (the log writer, webhooks, analytics, later the WebSocket fan-out) subscribes with its own
-// bounded queue and goroutine. Publish never blocks: a consumer that falls behind loses
-// events (counted per subscriber), it never slows the request that caused them.
+// Package events is Keyward's durable event log (issue 21). Every domain change and
+// client action (SPEC 6.1: user.login, variable.update, …) is published here, and Publish
+// returns once the event is stored (storage.EventLogStore), so an acknowledged change
+// never loses its events to a crash. Concurrent publishes share one write (group
+// commit). Consumers (log entries, webhook deliveries, socket pushes, app actors, client
+// sessions) read the stored log after their cursor, in order, at least once; each is
+// idempotent by event id. A consumer that falls behind catches up; nothing is dropped.
 package events
 
 import (
+	"bytes"
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
 	"sync"
-	"sync/atomic"
 	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/keyward/keyward/storage"
 )
 
 // Levels of events and log entries (SPEC 2, Log entry).
@@ -22,7 +35,14 @@ const (
 
 // Event is one thing that happened in an application.
 type Event struct {
-	Name     string // dotted name, e.g. user.login
+	// ID is the event's id (a UUID, given by Publish when empty): a log entry and a
+	// webhook delivery of the event carry it, so a consumer that sees the event twice
+	// writes them once.
+	ID string
+	// Pos is the event's position in the log and Seq its number among its app's events,
+	// both set when it is stored.
+	Pos, Seq int64
+	Name     Type
 	AppID    string
 	Username string
 	IP       string
@@ -33,104 +53,547 @@ type Event struct {
 	At       time.Time
 }
 
-// Publisher is what producers of events need (Bus implements it).
-type Publisher interface{ Publish(e Event) }
-
-// Subscriber consumes events on its own goroutine.
-type Subscriber struct {
-	name    string
-	ch      chan Event
-	fn      func(Event)
-	dropped atomic.Uint64
-	done    chan struct{}
+// Publisher is what producers of events need (Bus implements it). Publish returns once
+// the event is stored; a change whose event could not be stored must not be
+// acknowledged (the caller answers its error: storage.ErrUnavailable, a 503).
+type Publisher interface {
+	Publish(ctx context.Context, es ...Event) error
 }
 
-// Dropped counts the events this subscriber lost because its queue was full.
-func (s *Subscriber) Dropped() uint64 { return s.dropped.Load() }
+// ErrClosed is answered by Publish after Close.
+var ErrClosed = fmt.Errorf("events: the event log is closed: %w", storage.ErrUnavailable)
 
-// Name is the subscriber's name, for metrics.
-func (s *Subscriber) Name() string { return s.name }
-
-// Bus fans events out to subscribers.
-type Bus struct {
-	mu     sync.RWMutex
-	subs   []*Subscriber
-	closed bool
-	now    func() time.Time
+// payload is the stored form of what an event carries besides its id, type, app and time.
+type payload struct {
+	Username string         `json:"username,omitempty"`
+	IP       string         `json:"ip,omitempty"`
+	Country  string         `json:"country,omitempty"`
+	Level    string         `json:"level,omitempty"`
+	Message  string         `json:"message,omitempty"`
+	Data     map[string]any `json:"data,omitempty"`
 }
 
-// NewBus returns an empty bus; now stamps events published without a time (time.Now when nil).
-func NewBus(now func() time.Time) *Bus {
-	if now == nil {
-		now = time.Now
+// Encode turns an event into its stored record.
+func Encode(e Event) (storage.EventRecord, error) {
+	b, err := json.Marshal(payload{Username: e.Username, IP: e.IP, Country: e.Country, Level: e.Level, Message: e.Message, Data: e.Data})
+	if err != nil {
+		return storage.EventRecord{}, fmt.Errorf("events: encode %s: %w", e.Name, err)
 	}
-	return &Bus{now: now}
+	return storage.EventRecord{ID: e.ID, Pos: e.Pos, Seq: e.Seq, Type: string(e.Name), AppID: e.AppID, Payload: b, At: storage.Truncate(e.At)}, nil
 }
 
-// Subscribe starts a consumer with a queue of buffer events. fn runs on the subscriber's
-// goroutine, one event at a time, in publish order.
-func (b *Bus) Subscribe(name string, buffer int, fn func(Event)) *Subscriber {
-	s := &Subscriber{name: name, ch: make(chan Event, buffer), fn: fn, done: make(chan struct{})}
-	go func() {
-		defer close(s.done)
-		for e := range s.ch {
-			fn(e)
+// Decode turns a stored record back into the event. Numbers in Data come back as
+// json.Number, which encodes to JSON as it was (consumers handed this node's recent
+// events get Data as published: they treat it as JSON values, never by Go type).
+func Decode(r storage.EventRecord) (Event, error) {
+	var p payload
+	if len(r.Payload) > 0 {
+		d := json.NewDecoder(bytes.NewReader(r.Payload))
+		d.UseNumber()
+		if err := d.Decode(&p); err != nil {
+			return Event{}, fmt.Errorf("events: decode event %s: %w", r.ID, err)
 		}
-	}()
+	}
+	return Event{ID: r.ID, Pos: r.Pos, Seq: r.Seq, Name: Type(r.Type), AppID: r.AppID, Username: p.Username, IP: p.IP,
+		Country: p.Country, Level: p.Level, Message: p.Message, Data: p.Data, At: r.At}, nil
+}
+
+// Config configures the log. Zero values take the defaults shown.
+type Config struct {
+	Store storage.EventLogStore
+	// Leases elect the node that runs each shared consumer (the cluster engine); nil runs
+	// every shared consumer here (a single node).
+	Leases Leases
+	// Node names this node in the leases; default a random id.
+	Node string
+	// Notify, when set, is called (on the log's own goroutine) after events were stored,
+	// so that the other nodes' consumers wake at once (the server publishes it on the
+	// cluster bus; they call Wake).
+	Notify func()
+	// KeepFor is how long events every shared consumer has handled are kept; default 1 h.
+	KeepFor time.Duration
+	// MaxAge bounds the log: events older than it are removed even if a consumer has not
+	// handled them (it was stopped that long); default 7 days.
+	MaxAge time.Duration
+	// CompactEvery is how often compaction runs; default 1 minute.
+	CompactEvery time.Duration
+	Now          func() time.Time
+	Log          *slog.Logger
+}
+
+// Leases is what shared consumers are elected with (cluster.Leases).
+type Leases interface {
+	AcquireMember(ctx context.Context, set, member string, ttl time.Duration, limit int) (bool, error)
+}
+
+// Bus is the durable event log of a node: producers publish to it, consumers read it.
+type Bus struct {
+	cfg Config
+
+	mu        sync.Mutex
+	next      *round // the round publishers join; nil when none waits
+	closed    bool
+	local     []func(Event)
+	consumers []*Consumer
+	appended  chan struct{} // closed and replaced after each stored round
+	started   bool
+	// recent are the last events this node stored, in position order: a consumer that
+	// has caught up reads the next ones here instead of from the database (the log is
+	// read once per node, not once per consumer).
+	recent []cachedEvent
+
+	writing sync.Mutex // one round is written at a time (the writer, WritePending)
+	wake    chan struct{}
+	notify  chan struct{}
+	stop    chan struct{}
+	done    sync.WaitGroup
+	once    sync.Once
+}
+
+// round is one write that publishers wait for.
+type round struct {
+	records []storage.EventRecord
+	events  []Event
+	dropped []bool // events a Ticket cancelled before the round was taken
+	done    chan struct{}
+	err     error
+}
+
+// cachedEvent is a stored event with its record.
+type cachedEvent struct {
+	rec storage.EventRecord
+	ev  Event
+}
+
+// recentMax bounds Bus.recent; half is dropped when it is full.
+const recentMax = 8192
+
+// remember adds stored events to recent.
+func (b *Bus) remember(recs []storage.EventRecord, evs []Event) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if len(b.recent)+len(recs) > recentMax {
+		keep := b.recent[len(b.recent)/2:]
+		b.recent = append(make([]cachedEvent, 0, recentMax), keep...)
+	}
+	for i := range recs {
+		if n := len(b.recent); n > 0 && b.recent[n-1].rec.Pos >= recs[i].Pos {
+			b.recent = b.recent[:0] // out of order (cannot happen on one writer): start again
+		}
+		b.recent = append(b.recent, cachedEvent{rec: recs[i], ev: evs[i]})
+	}
+}
+
+// recentAfter answers up to n stored events from position after+1 on, without holes, from
+// recent; nil when recent does not hold after+1 (the consumer reads the database).
+func (b *Bus) recentAfter(after int64, n int) []cachedEvent {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	i, found := slices.BinarySearchFunc(b.recent, after+1, func(c cachedEvent, pos int64) int { return cmp.Compare(c.rec.Pos, pos) })
+	if !found {
+		return nil
+	}
+	out := make([]cachedEvent, 0, min(n, len(b.recent)-i))
+	for j := i; j < len(b.recent) && len(out) < n; j++ {
+		if b.recent[j].rec.Pos != after+1+int64(len(out)) {
+			break
+		}
+		out = append(out, b.recent[j])
+	}
+	return out
+}
+
+// writeTimeout bounds one append round.
+const writeTimeout = 10 * time.Second
+
+// NewBus starts the log's writer. Consumers registered with Consume run after Start.
+func NewBus(cfg Config) *Bus {
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Log == nil {
+		cfg.Log = slog.Default()
+	}
+	if cfg.Node == "" {
+		cfg.Node = uuid.NewString()
+	}
+	if cfg.KeepFor <= 0 {
+		cfg.KeepFor = time.Hour
+	}
+	if cfg.MaxAge <= 0 {
+		cfg.MaxAge = 7 * 24 * time.Hour
+	}
+	if cfg.CompactEvery <= 0 {
+		cfg.CompactEvery = time.Minute
+	}
+	b := &Bus{cfg: cfg, appended: make(chan struct{}), wake: make(chan struct{}, 1), notify: make(chan struct{}, 1), stop: make(chan struct{})}
+	b.done.Add(2)
+	go b.runWriter()
+	go b.runNotifier()
+	return b
+}
+
+// OnStored registers fn to run for each event this node publishes, once it is stored and
+// before Publish returns (the app actors of this node reload at once). fn runs on the
+// log's writer goroutine and must not block. Register before publishing.
+func (b *Bus) OnStored(fn func(Event)) {
+	b.mu.Lock()
+	b.local = append(b.local, fn)
+	b.mu.Unlock()
+}
+
+// Publish stores the events and returns once they are stored: concurrent publishes
+// share one write. A cancelled ctx stops the wait, not the write.
+func (b *Bus) Publish(ctx context.Context, es ...Event) error {
+	if len(es) == 0 {
+		return nil
+	}
+	r, err := b.enqueue(es)
+	if err != nil {
+		return err
+	}
+	select {
+	case <-r.done:
+		return r.err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (b *Bus) enqueue(es []Event) (*round, error) {
+	r, _, err := b.stage(es)
+	if err != nil {
+		return nil, err
+	}
+	b.kick()
+	return r, nil
+}
+
+// kick wakes the writer.
+func (b *Bus) kick() {
+	select {
+	case b.wake <- struct{}{}:
+	default: // a wake-up is queued already
+	}
+}
+
+// Ticket is the wait of staged events (Stage).
+type Ticket struct {
+	b        *Bus
+	r        *round
+	from, to int
+}
+
+// Stage adds the events to the round being gathered without waking the writer: another
+// group commit that writes with WritePending (the client's session writes) carries them
+// in its own round, so a login's session and its events cost one wait. Wait returns once
+// they are stored; Cancel withdraws them if the change failed before they were written.
+func (b *Bus) Stage(es ...Event) (*Ticket, error) {
+	r, from, err := b.stage(es)
+	if err != nil {
+		return nil, err
+	}
+	return &Ticket{b: b, r: r, from: from, to: from + len(es)}, nil
+}
+
+// Wait returns once the staged events are stored (waking the writer if no other round
+// took them).
+func (t *Ticket) Wait(ctx context.Context) error {
+	if t == nil {
+		return nil
+	}
+	t.b.kick()
+	select {
+	case <-t.r.done:
+		return t.r.err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Cancel withdraws the staged events unless their round is being written already.
+func (t *Ticket) Cancel() {
+	if t == nil {
+		return
+	}
+	t.b.mu.Lock()
+	defer t.b.mu.Unlock()
+	if t.b.next == t.r {
+		for i := t.from; i < t.to; i++ {
+			t.r.dropped[i] = true
+		}
+	}
+}
+
+// WritePending writes, on the caller's goroutine, the round being gathered: staged and
+// published events alike.
+func (b *Bus) WritePending() { b.writeRound() }
+
+func (b *Bus) stage(es []Event) (*round, int, error) {
+	recs := make([]storage.EventRecord, len(es))
+	stamped := make([]Event, len(es))
+	for i, e := range es {
+		if e.ID == "" {
+			e.ID = uuid.NewString()
+		}
+		if e.At.IsZero() {
+			e.At = b.cfg.Now()
+		}
+		e.At = storage.Truncate(e.At)
+		if e.Level == "" {
+			e.Level = LevelInfo
+		}
+		rec, err := Encode(e)
+		if err != nil {
+			return nil, 0, err
+		}
+		recs[i], stamped[i] = rec, e
+	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.closed {
-		close(s.ch)
-		return s
+		return nil, 0, ErrClosed
 	}
-	b.subs = append(b.subs, s)
-	return s
+	r := b.next
+	if r == nil {
+		r = &round{done: make(chan struct{})}
+		b.next = r
+	}
+	from := len(r.records)
+	r.records = append(r.records, recs...)
+	r.events = append(r.events, stamped...)
+	r.dropped = append(r.dropped, make([]bool, len(es))...)
+	return r, from, nil
 }
 
-// Publish hands e to every subscriber without blocking.
-func (b *Bus) Publish(e Event) {
-	if e.At.IsZero() {
-		e.At = b.now()
-	}
-	if e.Level == "" {
-		e.Level = LevelInfo
-	}
-	b.mu.RLock()
-	defer b.mu.RUnlock()
-	if b.closed {
-		return
-	}
-	for _, s := range b.subs {
+// runWriter writes a round whenever publishers wait: the publishers that arrive while a
+// round is written share the next one.
+func (b *Bus) runWriter() {
+	defer b.done.Done()
+	for {
 		select {
-		case s.ch <- e:
-		default:
-			s.dropped.Add(1)
+		case <-b.wake:
+			b.writeRound()
+		case <-b.stop:
+			b.writeRound()
+			return
 		}
 	}
 }
 
-// Subscribers lists the current subscribers, for metrics.
-func (b *Bus) Subscribers() []*Subscriber {
-	b.mu.RLock()
-	defer b.mu.RUnlock()
-	return append([]*Subscriber(nil), b.subs...)
+func (b *Bus) writeRound() {
+	b.writing.Lock()
+	defer b.writing.Unlock()
+	b.mu.Lock()
+	r := b.next
+	b.next = nil
+	local := b.local
+	b.mu.Unlock()
+	if r == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), writeTimeout)
+	defer cancel()
+	recs := make([]storage.EventRecord, 0, len(r.records))
+	evs := make([]Event, 0, len(r.events))
+	for i := range r.records {
+		if !r.dropped[i] {
+			recs, evs = append(recs, r.records[i]), append(evs, r.events[i])
+		}
+	}
+	if len(recs) > 0 {
+		r.err = b.safeAppend(ctx, recs)
+	}
+	if r.err == nil && len(recs) > 0 {
+		for i := range evs {
+			evs[i].Pos, evs[i].Seq = recs[i].Pos, recs[i].Seq
+			for _, fn := range local {
+				b.safeLocal(fn, evs[i])
+			}
+		}
+		b.remember(recs, evs)
+		b.signal()
+	} else if r.err != nil {
+		b.cfg.Log.Error("events: cannot store events; their changes are refused", "events", len(r.records), "err", r.err)
+	}
+	close(r.done)
 }
 
-// Close stops accepting events and waits until every subscriber has handled what was
-// queued. Idempotent.
-func (b *Bus) Close() {
+func (b *Bus) safeAppend(ctx context.Context, recs []storage.EventRecord) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("events: append panicked: %v", p)
+		}
+	}()
+	if err := b.cfg.Store.AppendEvents(ctx, recs); err != nil {
+		return fmt.Errorf("events: store: %w", err)
+	}
+	return nil
+}
+
+func (b *Bus) safeLocal(fn func(Event), e Event) {
+	defer func() {
+		if p := recover(); p != nil {
+			b.cfg.Log.Error("events: a stored-event hook panicked", "event", e.Name, "panic", p)
+		}
+	}()
+	fn(e)
+}
+
+// signal wakes this node's consumers and, through Notify, the other nodes'.
+func (b *Bus) signal() {
 	b.mu.Lock()
-	if b.closed {
+	close(b.appended)
+	b.appended = make(chan struct{})
+	b.mu.Unlock()
+	select {
+	case b.notify <- struct{}{}:
+	default:
+	}
+}
+
+// Wake wakes this node's consumers: another node stored events.
+func (b *Bus) Wake() {
+	b.mu.Lock()
+	close(b.appended)
+	b.appended = make(chan struct{})
+	b.mu.Unlock()
+}
+
+func (b *Bus) changed() <-chan struct{} {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.appended
+}
+
+func (b *Bus) runNotifier() {
+	defer b.done.Done()
+	for {
+		select {
+		case <-b.stop:
+			return
+		case <-b.notify:
+			if b.cfg.Notify != nil {
+				func() {
+					defer func() {
+						if p := recover(); p != nil {
+							b.cfg.Log.Error("events: notify panicked", "panic", p)
+						}
+					}()
+					b.cfg.Notify()
+				}()
+			}
+		}
+	}
+}
+
+// Start runs the consumers registered so far and the compaction. Idempotent.
+func (b *Bus) Start() {
+	b.mu.Lock()
+	if b.started || b.closed {
 		b.mu.Unlock()
 		return
 	}
-	b.closed = true
-	subs := b.subs
-	for _, s := range subs {
-		close(s.ch)
-	}
+	b.started = true
+	cs := append([]*Consumer(nil), b.consumers...)
 	b.mu.Unlock()
-	for _, s := range subs {
-		<-s.done
+	for _, c := range cs {
+		c.start()
 	}
+	b.done.Add(1)
+	go b.runCompaction()
+}
+
+// Consumers lists the registered consumers, for metrics.
+func (b *Bus) Consumers() []*Consumer {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return append([]*Consumer(nil), b.consumers...)
+}
+
+// drainTimeout bounds how long Close lets consumers catch up with what was stored.
+const drainTimeout = 5 * time.Second
+
+// Close writes what is being published, lets the consumers catch up for a few seconds
+// (what they have not handled then waits in the log for the next start) and stops them.
+// Publish fails with ErrClosed afterwards. Idempotent.
+func (b *Bus) Close() {
+	b.once.Do(func() {
+		b.mu.Lock()
+		b.closed = true
+		cs := append([]*Consumer(nil), b.consumers...)
+		started := b.started
+		b.mu.Unlock()
+		close(b.stop)
+		b.done.Wait()
+		if started {
+			deadline := time.Now().Add(drainTimeout)
+			for _, c := range cs {
+				c.close(deadline)
+			}
+		}
+	})
+}
+
+// runCompaction removes, every CompactEvery, the events every shared consumer handled
+// more than KeepFor ago, and the events older than MaxAge whoever handled them.
+func (b *Bus) runCompaction() {
+	defer b.done.Done()
+	t := time.NewTicker(b.cfg.CompactEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-b.stop:
+			return
+		case <-t.C:
+			if err := b.Compact(context.Background()); err != nil {
+				b.cfg.Log.Warn("events: compaction failed; retrying later", "err", err)
+			}
+		}
+	}
+}
+
+// compactChunk and compactChunks bound one compaction pass.
+const (
+	compactChunk  = 10_000
+	compactChunks = 100
+)
+
+// Compact runs one compaction pass (see runCompaction).
+func (b *Bus) Compact(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	head, err := b.cfg.Store.LastEventPos(ctx)
+	if err != nil {
+		return err
+	}
+	through := head
+	for _, c := range b.Consumers() {
+		if !c.cfg.Shared {
+			continue
+		}
+		pos, err := b.cfg.Store.EventCursor(ctx, c.cfg.Name)
+		if err != nil {
+			return err
+		}
+		through = min(through, pos)
+	}
+	now := b.cfg.Now()
+	var errs []error
+	for _, pass := range []struct {
+		through int64
+		before  time.Time
+	}{{through, now.Add(-b.cfg.KeepFor)}, {head, now.Add(-b.cfg.MaxAge)}} {
+		for range compactChunks {
+			n, err := b.cfg.Store.CompactEvents(ctx, pass.through, pass.before, compactChunk)
+			if err != nil {
+				errs = append(errs, err)
+				break
+			}
+			if n < compactChunk {
+				break
+			}
+		}
+	}
+	return errors.Join(errs...)
 }

@@ -117,7 +117,9 @@ func (s *Service) Commit(ctx context.Context, st Staged, name, version, contentT
 	if err := s.store.CreateFile(ctx, f); err != nil {
 		return storage.File{}, fmt.Errorf("files: record: %w", err)
 	}
-	s.publish(st.appID, "file.upload", f)
+	if err := s.publish(ctx, st.appID, events.FileUpload, f); err != nil {
+		return storage.File{}, err
+	}
 	return f, nil
 }
 
@@ -198,7 +200,9 @@ func (s *Service) Update(ctx context.Context, o apps.Owner, appID, id string, na
 	} else if err != nil {
 		return storage.File{}, err
 	}
-	s.publish(appID, "file.update", f)
+	if err := s.publish(ctx, appID, events.FileUpdate, f); err != nil {
+		return storage.File{}, err
+	}
 	return f, nil
 }
 
@@ -217,7 +221,9 @@ func (s *Service) Delete(ctx context.Context, o apps.Owner, appID, id string) er
 	if err := s.blobs.Delete(ctx, f.BlobKey); err != nil {
 		return fmt.Errorf("files: delete bytes: %w", err)
 	}
-	s.publish(appID, "file.delete", f)
+	if err := s.publish(ctx, appID, events.FileDelete, f); err != nil {
+		return err
+	}
 	return nil
 }
 
@@ -227,9 +233,10 @@ func (s *Service) DeleteAppFiles(ctx context.Context, appID string) error {
 	return err
 }
 
-func (s *Service) publish(appID, name string, f storage.File) {
-	if s.bus != nil {
-		s.bus.Publish(events.Event{Name: name, AppID: appID, Message: fmt.Sprintf("file %s %s", f.Name, f.Version),
-			Data: map[string]any{"fileId": f.ID, "name": f.Name, "version": f.Version, "size": f.Size, "sha256": f.SHA256}})
+func (s *Service) publish(ctx context.Context, appID string, name events.Type, f storage.File) error {
+	if s.bus == nil {
+		return nil
 	}
+	return s.bus.Publish(ctx, events.Event{Name: name, AppID: appID, Message: fmt.Sprintf("file %s %s", f.Name, f.Version),
+		Data: map[string]any{"fileId": f.ID, "name": f.Name, "version": f.Version, "size": f.Size, "sha256": f.SHA256}})
 }

@@ -1,22 +1,23 @@
 package integrations
 
-import "slices"
+import (
+	"github.com/keyward/keyward/core/events"
+)
 
-// EventNames are the subscribable events of SPEC 6.1, in the spec's order.
-var EventNames = []string{
-	"user.login", "user.login_failed", "user.register", "user.create", "user.update", "user.delete",
-	"user.ban", "user.extend", "user.hwid_reset", "user.session_kill",
-	"license.activate", "license.create", "license.update", "license.delete",
-	"session.init", "session.end",
-	"token.validate", "token.create", "token.delete",
-	"file.upload", "file.download", "file.update", "file.delete",
-	"variable.create", "variable.update", "variable.delete",
-	"rule.create", "rule.update", "rule.delete", "rule.triggered",
-	"integration.create", "integration.update", "integration.delete",
-	"app.update", "app.secret_reset",
-	// Beyond SPEC 6.1 (docs/LICENSING.md).
-	"license.file", "user.grace", "app.signing_key_reset",
-}
+// subscribable are the events integrations may subscribe to: SPEC 6.1's, and beyond it
+// (docs/LICENSING.md) license.file, user.grace and app.signing_key_reset.
+var subscribable = append(append([]events.Type(nil), events.SpecNames...), events.LicenseFile, events.UserGrace, events.AppSigningKeyReset)
+
+// EventNames are the subscribable events, in the spec's order, as the API lists them.
+var EventNames = func() []string {
+	out := make([]string, len(subscribable))
+	for i, t := range subscribable {
+		out[i] = string(t)
+	}
+	return out
+}()
+
+var subscribableSet = events.NewSet(subscribable...)
 
 // Subscribable reports whether name is one of EventNames.
-func Subscribable(name string) bool { return slices.Contains(EventNames, name) }
+func Subscribable(name events.Type) bool { return subscribableSet.Has(name) }

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -26,6 +27,8 @@ type fixture struct {
 	client      *http.Client
 	mu          sync.Mutex
 	got         []string // X-Keyward-Delivery of each request
+	// hold is how long the receiver takes to answer, in nanoseconds (a slow receiver).
+	hold atomic.Int64
 }
 
 func newFixture(t *testing.T) *fixture {
@@ -33,6 +36,7 @@ func newFixture(t *testing.T) *fixture {
 	f := &fixture{path: filepath.Join(t.TempDir(), "keyward.db")}
 	ca := testtls.NewCA(t)
 	srv := ca.NewHTTPSServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		time.Sleep(time.Duration(f.hold.Load()))
 		f.mu.Lock()
 		f.got = append(f.got, r.Header.Get(webhooks.HeaderDelivery))
 		f.mu.Unlock()

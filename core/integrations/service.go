@@ -102,7 +102,7 @@ func validEvents(list []string) ([]string, error) {
 	out := make([]string, 0, len(list))
 	seen := map[string]bool{}
 	for i, e := range list {
-		if !Subscribable(e) {
+		if !Subscribable(events.Type(e)) {
 			return nil, core.Invalid(fmt.Sprintf("events[%d]", i), "unknown event %q (GET /api/integrations/events lists them)", e)
 		}
 		if !seen[e] {
@@ -166,7 +166,9 @@ func (s *Service) Create(ctx context.Context, o apps.Owner, appID string, in Inp
 	if err := s.store.CreateIntegration(ctx, i); err != nil {
 		return storage.Integration{}, notFound(err)
 	}
-	s.publish("integration.create", i)
+	if err := s.publish(ctx, events.IntegrationCreate, i); err != nil {
+		return storage.Integration{}, err
+	}
 	return i, nil
 }
 
@@ -244,7 +246,9 @@ func (s *Service) Update(ctx context.Context, o apps.Owner, appID, id string, in
 	if err != nil {
 		return storage.Integration{}, notFound(err)
 	}
-	s.publish("integration.update", i)
+	if err := s.publish(ctx, events.IntegrationUpdate, i); err != nil {
+		return storage.Integration{}, err
+	}
 	return i, nil
 }
 
@@ -257,7 +261,9 @@ func (s *Service) Delete(ctx context.Context, o apps.Owner, appID, id string) er
 	if err := s.store.DeleteIntegration(ctx, appID, id); err != nil {
 		return notFound(err)
 	}
-	s.publish("integration.delete", i)
+	if err := s.publish(ctx, events.IntegrationDelete, i); err != nil {
+		return err
+	}
 	return nil
 }
 
@@ -334,11 +340,11 @@ func attemptRecord(i storage.Integration, deliveryID, event string, n int, a web
 		Error: a.Err, Response: a.Response, CreatedAt: at}
 }
 
-func (s *Service) publish(name string, i storage.Integration) {
+func (s *Service) publish(ctx context.Context, name events.Type, i storage.Integration) error {
 	if s.bus == nil {
-		return
+		return nil
 	}
-	s.bus.Publish(events.Event{Name: name, AppID: i.AppID, Message: fmt.Sprintf("%s integration %s", i.Kind, i.Name),
+	return s.bus.Publish(ctx, events.Event{Name: name, AppID: i.AppID, Message: fmt.Sprintf("%s integration %s", i.Kind, i.Name),
 		Data: map[string]any{"integrationId": i.ID, "name": i.Name, "type": i.Kind, "enabled": i.Enabled}})
 }
 

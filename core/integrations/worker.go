@@ -32,7 +32,7 @@ const (
 )
 
 // EventDisabled is the log event written when the queue disables an integration.
-const EventDisabled = "integration.disabled"
+const EventDisabled = events.IntegrationDisabled
 
 // WorkerConfig configures a Worker; zero members take the defaults.
 type WorkerConfig struct {
@@ -267,9 +267,11 @@ func (w *Worker) countFailure(ctx context.Context, log *slog.Logger, i storage.I
 		return nil
 	})
 	if disabled && w.cfg.Bus != nil {
-		w.cfg.Bus.Publish(events.Event{Name: EventDisabled, AppID: i.AppID, Level: events.LevelWarning,
+		if err := w.cfg.Bus.Publish(ctx, events.Event{Name: EventDisabled, AppID: i.AppID, Level: events.LevelWarning,
 			Message: fmt.Sprintf("integration %s was disabled: %s", i.Name, updated.DisabledReason),
-			Data:    map[string]any{"integrationId": i.ID, "name": i.Name, "type": i.Kind}})
+			Data:    map[string]any{"integrationId": i.ID, "name": i.Name, "type": i.Kind}}); err != nil {
+			w.cfg.Log.Warn("webhooks: cannot log that an integration was disabled", "integration", i.ID, "err", err)
+		}
 	}
 }
 

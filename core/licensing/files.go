@@ -120,9 +120,11 @@ func (f *Files) Issue(ctx context.Context, app storage.App, licenseID string, re
 	}
 	p.Version = licensefile.FormatVersion
 	if f.bus != nil {
-		f.bus.Publish(events.Event{Name: "license.file", AppID: app.ID, Username: p.Username, IP: req.IP,
+		if err := f.bus.Publish(ctx, events.Event{Name: events.LicenseFile, AppID: app.ID, Username: p.Username, IP: req.IP,
 			Message: "license file issued for " + lic.Key,
-			Data:    map[string]any{"licenseId": lic.ID, "key": lic.Key, "by": req.By, "checkInBy": p.CheckInBy, "hwid": p.HWID}})
+			Data:    map[string]any{"licenseId": lic.ID, "key": lic.Key, "by": req.By, "checkInBy": p.CheckInBy, "hwid": p.HWID}}); err != nil {
+			return Issued{}, err
+		}
 	}
 	return Issued{Text: text, Payload: p}, nil
 }

@@ -1,136 +1,74 @@
-// Package logs owns application logs (SPEC 4.8): the writer that turns events into log
-// entries off the request path, in batches; the retention janitor; and the owner's log
-// queries (list, stats, event types, purge).
+// Package logs owns application logs (SPEC 4.8): the writer that turns the event log's
+// events into log entries (a consumer of core/events, in batches, idempotent by event
+// id); the retention janitor; and the owner's log queries (list, stats, event types,
+// purge).
 package logs
 
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"log/slog"
-	"sync"
-	"sync/atomic"
-	"time"
-
-	"github.com/google/uuid"
 
 	"github.com/keyward/keyward/core/events"
 	"github.com/keyward/keyward/storage"
 )
 
-// WriterConfig tunes the writer. Zero values take the defaults shown.
-type WriterConfig struct {
-	Queue    int           // entries waiting at most; default 10,000
-	Batch    int           // entries per bulk write; default 500
-	Interval time.Duration // longest wait before a partial batch is written; default 500 ms
-}
-
-// Writer batches log entries into bulk writes. Add never blocks: when the queue is full the
-// entry is dropped and counted (Dropped), and the request that caused it still succeeds.
+// Writer writes the log entries of events. It keeps no queue: the event log is the queue,
+// and the writer is its "logs" consumer (HandleBatch).
 type Writer struct {
-	store   storage.LogStore
-	cfg     WriterConfig
-	log     *slog.Logger
-	ch      chan storage.LogEntry
-	dropped atomic.Uint64
-	failed  atomic.Uint64
-	stop    chan struct{}
-	done    chan struct{}
-	once    sync.Once
+	store storage.LogStore
+	log   *slog.Logger
 }
 
-// NewWriter starts the writer's goroutine; Close stops it after writing what is queued.
-func NewWriter(store storage.LogStore, cfg WriterConfig, log *slog.Logger) *Writer {
-	if cfg.Queue <= 0 {
-		cfg.Queue = 10_000
+// NewWriter builds the writer.
+func NewWriter(store storage.LogStore, log *slog.Logger) *Writer {
+	if log == nil {
+		log = slog.Default()
 	}
-	if cfg.Batch <= 0 {
-		cfg.Batch = 500
-	}
-	if cfg.Interval <= 0 {
-		cfg.Interval = 500 * time.Millisecond
-	}
-	w := &Writer{store: store, cfg: cfg, log: log, ch: make(chan storage.LogEntry, cfg.Queue),
-		stop: make(chan struct{}), done: make(chan struct{})}
-	go w.run()
-	return w
+	return &Writer{store: store, log: log}
 }
 
-// Add queues an entry.
-func (w *Writer) Add(e storage.LogEntry) {
-	select {
-	case w.ch <- e:
-	default:
-		w.dropped.Add(1)
-	}
-}
-
-// Handle turns an event into a log entry; subscribe it to the event bus.
-func (w *Writer) Handle(e events.Event) {
-	if e.AppID == "" {
-		return
-	}
+// Entry is the log entry of an event: its id is the event's, so an event written twice
+// (handed again after a crash) is one entry.
+func Entry(e events.Event) storage.LogEntry {
 	data := ""
 	if len(e.Data) > 0 {
 		if b, err := json.Marshal(e.Data); err == nil {
 			data = string(b)
 		}
 	}
-	w.Add(storage.LogEntry{ID: uuid.NewString(), AppID: e.AppID, Event: e.Name, Message: e.Message, Username: e.Username,
-		IP: e.IP, Country: e.Country, Level: e.Level, Data: data, CreatedAt: storage.Truncate(e.At)})
+	return storage.LogEntry{ID: e.ID, AppID: e.AppID, Event: string(e.Name), Message: e.Message, Username: e.Username,
+		IP: e.IP, Country: e.Country, Level: e.Level, Data: data, CreatedAt: storage.Truncate(e.At)}
 }
 
-// Dropped counts entries lost to a full queue; Failed counts entries whose bulk write failed.
-func (w *Writer) Dropped() uint64 { return w.dropped.Load() }
-
-// Failed counts entries lost because the database refused their batch.
-func (w *Writer) Failed() uint64 { return w.failed.Load() }
-
-func (w *Writer) run() {
-	defer close(w.done)
-	batch := make([]storage.LogEntry, 0, w.cfg.Batch)
-	t := time.NewTicker(w.cfg.Interval)
-	defer t.Stop()
-	for {
-		select {
-		case e := <-w.ch:
-			batch = append(batch, e)
-			if len(batch) >= w.cfg.Batch {
-				batch = w.flush(batch)
-			}
-		case <-t.C:
-			batch = w.flush(batch)
-		case <-w.stop:
-			for {
-				select {
-				case e := <-w.ch:
-					batch = append(batch, e)
-					if len(batch) >= w.cfg.Batch {
-						batch = w.flush(batch)
-					}
-				default:
-					w.flush(batch)
-					return
-				}
-			}
+// HandleBatch writes the entries of the events of apps in one bulk write. Entries written
+// before (the same event id) are skipped. An error makes the event log hand the same
+// events again.
+func (w *Writer) HandleBatch(ctx context.Context, evs []events.Event) error {
+	entries := make([]storage.LogEntry, 0, len(evs))
+	for _, e := range evs {
+		if e.AppID == "" || events.Internal.Has(e.Name) {
+			continue
+		}
+		entries = append(entries, Entry(e))
+	}
+	if len(entries) == 0 {
+		return nil
+	}
+	err := w.store.InsertLogs(ctx, entries)
+	if !errors.Is(err, storage.ErrConflict) {
+		if err != nil {
+			return fmt.Errorf("logs: write %d entries: %w", len(entries), err)
+		}
+		return nil
+	}
+	// Some were written before a crash: write the others one by one.
+	for _, e := range entries {
+		if err := w.store.InsertLogs(ctx, []storage.LogEntry{e}); err != nil && !errors.Is(err, storage.ErrConflict) {
+			return fmt.Errorf("logs: write entry %s: %w", e.ID, err)
 		}
 	}
-}
-
-func (w *Writer) flush(batch []storage.LogEntry) []storage.LogEntry {
-	if len(batch) == 0 {
-		return batch
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	if err := w.store.InsertLogs(ctx, batch); err != nil {
-		w.failed.Add(uint64(len(batch)))
-		w.log.Error("log entries not written", "entries", len(batch), "err", err)
-	}
-	return batch[:0]
-}
-
-// Close writes what is queued and stops. Idempotent.
-func (w *Writer) Close() {
-	w.once.Do(func() { close(w.stop) })
-	<-w.done
+	return nil
 }

@@ -64,7 +64,7 @@ func (s *Service) carryOut(ctx context.Context, c *Client, st HookAction) {
 		if level == "" {
 			level = events.LevelInfo
 		}
-		s.logEvent(events.Event{Name: "ws.hook", AppID: appID, Username: c.User.Username, IP: c.User.IP, Level: level,
+		s.logEvent(ctx, events.Event{Name: events.WSHook, AppID: appID, Username: c.User.Username, IP: c.User.IP, Level: level,
 			Message: a.Message, Data: map[string]any{"hookId": st.HookID, "hook": st.HookName, "userId": c.User.UserID}})
 	}
 	if err != nil {

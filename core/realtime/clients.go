@@ -183,7 +183,7 @@ func (s *Service) connectClient(ctx context.Context, caller client.Caller, token
 	}
 	_ = s.toDashboardsMsg(ctx, u.AppID, wire.Outgoing{Type: wire.TypeSessionConnect,
 		Data: map[string]any{"userId": u.UserID, "username": u.Username, "ip": u.IP, "id": c.ID}})
-	s.logEvent(events.Event{Name: "ws.connect", AppID: u.AppID, Username: u.Username, IP: u.IP, Level: events.LevelDebug,
+	s.logEvent(ctx, events.Event{Name: events.WSConnect, AppID: u.AppID, Username: u.Username, IP: u.IP, Level: events.LevelDebug,
 		Message: "client socket connected", Data: map[string]any{"userId": u.UserID}})
 	return c, nil
 }

@@ -332,9 +332,14 @@ func (s *Service) toDashboardsMsg(ctx context.Context, appID string, m wire.Outg
 
 func newID() string { return uuid.NewString() }
 
-func (s *Service) logEvent(e events.Event) {
-	if s.d.Events != nil {
-		s.d.Events.Publish(e)
+// logEvent stores an event of the sockets for the application log. Nothing waits on its
+// answer (a socket connected, a hook's log action), so a failure is only logged.
+func (s *Service) logEvent(ctx context.Context, e events.Event) {
+	if s.d.Events == nil {
+		return
+	}
+	if err := s.d.Events.Publish(ctx, e); err != nil {
+		s.d.Log.Warn("realtime: cannot log an event", "event", e.Name, "app", e.AppID, "err", err)
 	}
 }
 

@@ -124,7 +124,9 @@ func (s *Service) CreateMany(ctx context.Context, o apps.Owner, appID string, in
 		return nil, err
 	}
 	for _, r := range out {
-		s.publish("rule.create", r)
+		if err := s.publish(ctx, events.RuleCreate, r); err != nil {
+			return nil, err
+		}
 	}
 	return out, nil
 }
@@ -186,7 +188,9 @@ func (s *Service) Update(ctx context.Context, o apps.Owner, appID, id string, in
 	case err != nil:
 		return storage.Rule{}, err
 	}
-	s.publish("rule.update", r)
+	if err := s.publish(ctx, events.RuleUpdate, r); err != nil {
+		return storage.Rule{}, err
+	}
 	return r, nil
 }
 
@@ -204,14 +208,16 @@ func (s *Service) Delete(ctx context.Context, o apps.Owner, appID, id string) er
 	} else if err != nil {
 		return err
 	}
-	s.publish("rule.delete", r)
+	if err := s.publish(ctx, events.RuleDelete, r); err != nil {
+		return err
+	}
 	return nil
 }
 
-func (s *Service) publish(name string, r storage.Rule) {
+func (s *Service) publish(ctx context.Context, name events.Type, r storage.Rule) error {
 	if s.bus == nil {
-		return
+		return nil
 	}
-	s.bus.Publish(events.Event{Name: name, AppID: r.AppID, Message: fmt.Sprintf("%s %s rule %s", r.Action, r.Type, r.Value),
+	return s.bus.Publish(ctx, events.Event{Name: name, AppID: r.AppID, Message: fmt.Sprintf("%s %s rule %s", r.Action, r.Type, r.Value),
 		Data: map[string]any{"ruleId": r.ID, "type": r.Type, "action": r.Action, "value": r.Value, "enabled": r.Enabled}})
 }

@@ -205,7 +205,9 @@ func (s *Service) Create(ctx context.Context, o apps.Owner, appID string, t Targ
 	if err := s.store.CreateVariables(ctx, []storage.Variable{v}); err != nil {
 		return storage.Variable{}, conflict(err, v.Key)
 	}
-	s.publish("variable.create", v)
+	if err := s.publish(ctx, events.VariableCreate, v); err != nil {
+		return storage.Variable{}, err
+	}
 	return v, nil
 }
 
@@ -237,7 +239,9 @@ func (s *Service) CreateMany(ctx context.Context, o apps.Owner, appID string, t 
 		return nil, err
 	}
 	for _, v := range out {
-		s.publish("variable.create", v)
+		if err := s.publish(ctx, events.VariableCreate, v); err != nil {
+			return nil, err
+		}
 	}
 	return out, nil
 }
@@ -298,7 +302,9 @@ func (s *Service) Update(ctx context.Context, o apps.Owner, appID string, t Targ
 	} else if err != nil {
 		return storage.Variable{}, err
 	}
-	s.publish("variable.update", v)
+	if err := s.publish(ctx, events.VariableUpdate, v); err != nil {
+		return storage.Variable{}, err
+	}
 	return v, nil
 }
 
@@ -317,16 +323,18 @@ func (s *Service) Delete(ctx context.Context, o apps.Owner, appID string, t Targ
 		}
 		return err
 	}
-	s.publish("variable.delete", v)
+	if err := s.publish(ctx, events.VariableDelete, v); err != nil {
+		return err
+	}
 	return nil
 }
 
-func (s *Service) publish(name string, v storage.Variable) {
+func (s *Service) publish(ctx context.Context, name events.Type, v storage.Variable) error {
 	if s.bus == nil {
-		return
+		return nil
 	}
 	data := map[string]any{"scope": v.Scope, "key": v.Key, "type": v.Type}
-	if name != "variable.delete" {
+	if name != events.VariableDelete {
 		data["value"] = v.Value
 	}
 	switch v.Scope {
@@ -335,5 +343,5 @@ func (s *Service) publish(name string, v storage.Variable) {
 	case storage.ScopeLicense:
 		data["licenseId"] = v.OwnerID
 	}
-	s.bus.Publish(events.Event{Name: name, AppID: v.AppID, Message: fmt.Sprintf("%s variable %q", v.Scope, v.Key), Data: data})
+	return s.bus.Publish(ctx, events.Event{Name: name, AppID: v.AppID, Message: fmt.Sprintf("%s variable %q", v.Scope, v.Key), Data: data})
 }

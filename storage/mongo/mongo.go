@@ -120,6 +120,9 @@ const (
 	collRevocations   = "tokenRevocations"
 	collAPIKeys       = "apiKeys"
 	collAudit         = "auditLog"
+	collEvents        = "events"
+	collEventCursors  = "eventCursors"
+	collEventHeads    = "eventHeads"
 )
 
 // Store is the MongoDB-wire engine. It is safe for concurrent use.
@@ -146,6 +149,9 @@ type Store struct {
 	revocations    *mongo.Collection // logged-out dashboard JWTs
 	apiKeys        *mongo.Collection // scoped API keys
 	audit          *mongo.Collection // the audit log
+	events         *mongo.Collection // the durable event log, by position
+	eventCursors   *mongo.Collection // the event log consumers' cursors
+	eventHeads     *mongo.Collection // hints of the log's last position and seqs
 	sealer         storage.Sealer
 }
 
@@ -248,6 +254,9 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		revocations:    db.Collection(collRevocations),
 		apiKeys:        db.Collection(collAPIKeys),
 		audit:          db.Collection(collAudit),
+		events:         db.Collection(collEvents),
+		eventCursors:   db.Collection(collEventCursors),
+		eventHeads:     db.Collection(collEventHeads),
 		sealer:         cfg.Sealer,
 	}
 	if err := s.createIndexes(ctx); err != nil {
@@ -384,6 +393,14 @@ func (s *Store) createIndexes(ctx context.Context) error {
 			{Keys: bson.D{{Key: "appId", Value: 1}, {Key: "level", Value: 1}, {Key: "createdAt", Value: 1}}, Options: plain("appId_level_createdAt")},
 			{Keys: bson.D{{Key: "appId", Value: 1}, {Key: "country", Value: 1}, {Key: "createdAt", Value: 1}}, Options: plain("appId_country_createdAt")},
 			{Keys: bson.D{{Key: "createdAt", Value: 1}}, Options: plain("createdAt")},
+		}},
+		// An event's _id is its position. (appId, seq) is unique: with the _id, it is what
+		// gives a position and an app's seq to one appender only (see AppendEvents); it
+		// also answers an app's last seq. An appender that lost a race finds its own
+		// events by eventId.
+		{s.events, []mongo.IndexModel{
+			{Keys: bson.D{{Key: "appId", Value: 1}, {Key: "seq", Value: 1}}, Options: unique("appId_seq_unique")},
+			{Keys: bson.D{{Key: "eventId", Value: 1}}, Options: plain("eventId")},
 		}},
 		// Integrations are listed oldest first.
 		{s.integrations, []mongo.IndexModel{

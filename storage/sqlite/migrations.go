@@ -522,7 +522,37 @@ CREATE INDEX audit_log_created ON audit_log (created_at, id);
 `,
 	},
 	{
-		// 15, not 14: the durable event log's branch reserves 14.
+		version: 14,
+		name:    "event log",
+		sql: `
+-- The durable event log (issue 21): every event of a change is stored with it, and the
+-- consumers (log entries, webhooks, sockets, actors) read it with their cursors. pos is
+-- the order consumers read in; AUTOINCREMENT keeps a pos from being given twice even
+-- after the newest row is gone. seq numbers an app's events; both are assigned in one
+-- write transaction, so they agree. No foreign key: events outlive their app until
+-- compaction.
+CREATE TABLE events (
+	pos        INTEGER NOT NULL PRIMARY KEY AUTOINCREMENT,
+	id         TEXT    NOT NULL UNIQUE,
+	app_id     TEXT    NOT NULL,
+	seq        INTEGER NOT NULL,
+	type       TEXT    NOT NULL,
+	payload    BLOB    NOT NULL,
+	created_at INTEGER NOT NULL
+) STRICT;
+
+CREATE UNIQUE INDEX events_app_seq ON events (app_id, seq);
+CREATE INDEX events_created ON events (created_at, pos);
+
+-- A consumer's cursor: the pos of the last event it handled.
+CREATE TABLE event_cursors (
+	consumer   TEXT    NOT NULL PRIMARY KEY,
+	pos        INTEGER NOT NULL,
+	updated_at INTEGER NOT NULL
+) STRICT;
+`,
+	},
+	{
 		version: 15,
 		name:    "audit chain",
 		sql: `
