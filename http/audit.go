@@ -90,15 +90,16 @@ type errReader struct{ err error }
 
 func (r errReader) Read([]byte) (int, error) { return 0, r.err }
 
-// auditChanges records every successful change (any method but GET/HEAD/OPTIONS answered
-// 2xx) of the Dashboard and admin routes it is installed on, after requireOwner: refused
-// requests (4xx/5xx, or stopped by authentication) are not recorded. For PATCH/PUT the
-// changed members are recorded before (read through the route's GET twin, in process)
-// and after (the answer's values, else the body's). Secrets are redacted.
+// auditChanges records every successful change (answered 2xx) through a route whose row
+// of the route table audits it (auditOf: its Audit policy, by method and FullPath), after
+// requireOwner: refused requests (4xx/5xx, or stopped by authentication) are not recorded.
+// For an AuditUpdate the changed members are recorded before (read through the route's
+// GET twin, in process) and after (the answer's values, else the body's). Secrets are
+// redacted.
 func auditChanges(rec auditRecorder, router http.Handler) gin.HandlerFunc {
 	return func(c *gin.Context) {
-		switch c.Request.Method {
-		case http.MethodGet, http.MethodHead, http.MethodOptions:
+		policy := auditOf(c.Request.Method, c.FullPath())
+		if !policy.Audited() {
 			c.Next()
 			return
 		}
@@ -112,7 +113,7 @@ func auditChanges(rec auditRecorder, router http.Handler) gin.HandlerFunc {
 			c.Request.Body = io.NopCloser(io.MultiReader(bytes.NewReader(raw), rest))
 			_ = json.Unmarshal(raw, &body)
 		}
-		update := c.Request.Method == http.MethodPatch || c.Request.Method == http.MethodPut
+		update := policy.Action == AuditUpdate
 		var before map[string]any
 		if update && len(body) > 0 {
 			if _, hasGet := scopeOf(http.MethodGet, c.FullPath()); hasGet {
@@ -132,7 +133,7 @@ func auditChanges(rec auditRecorder, router http.Handler) gin.HandlerFunc {
 		}
 		_ = json.Unmarshal(tee.buf.Bytes(), &answer)
 		data, _ := answer.Data.(map[string]any)
-		e := auditEntryOf(c, status, data)
+		e := auditEntryOf(c, status, data, policy)
 		if update && len(body) > 0 {
 			b, a := map[string]any{}, map[string]any{}
 			for k, v := range body {
@@ -187,10 +188,10 @@ func jsonOf(v any) string {
 }
 
 // auditEntryOf describes the request: who, from where, on what.
-func auditEntryOf(c *gin.Context, status int, data map[string]any) storage.AuditEntry {
+func auditEntryOf(c *gin.Context, status int, data map[string]any, policy Audit) storage.AuditEntry {
 	p := principal(c)
 	e := storage.AuditEntry{AccountID: p.Account.ID, AppID: c.Param("appId"), IP: c.ClientIP(), Method: c.Request.Method,
-		Route: c.FullPath(), Path: c.Request.URL.Path, Status: status, RecordType: recordTypeOf(c.Request.Method, c.FullPath())}
+		Route: c.FullPath(), Path: c.Request.URL.Path, Status: status, RecordType: policy.Record}
 	switch k, _ := c.Get(ctxAPIKey); {
 	case k != nil:
 		key := k.(*apikeys.Key)
@@ -243,19 +244,6 @@ func socketAuditor(rec auditRecorder, c *gin.Context, p accounts.Principal) func
 		e.After = jsonOf(redact(after))
 		rec.Record(e)
 	}
-}
-
-// recordTypeOf names the kind of record a route changes: the resource of its scope.
-func recordTypeOf(method, route string) string {
-	if strings.Contains(route, "/api-keys") {
-		return "api_keys"
-	}
-	scope, _ := scopeOf(method, route)
-	res, _, _ := strings.Cut(scope, ":")
-	if res == "admin" {
-		return "account"
-	}
-	return res
 }
 
 // auditHandlers serve the audit log: an owner's own, and any account's for administrators.
