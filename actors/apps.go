@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"runtime/debug"
 	"sync"
 	"time"
 
@@ -52,6 +53,14 @@ type Apps[S any] struct {
 	closed bool
 	// ticks is the periodic work on the apps' sockets (sockets.go).
 	ticks []Tick
+	// plan makes a hook plan from a snapshot (plans.go); nil: no planning.
+	plan Planner[S]
+	// bus is how the AppActors subscribe to their apps' deliveries; topics counts their
+	// subscriptions (bus.go).
+	bus    BusConfig
+	topics int
+	// held counts the registered sockets by kind (Socket.Kind), for metrics.
+	held map[string]int
 
 	// propsOpts are the options of every AppActor (the metrics' middlewares).
 	propsOpts      []actor.PropsOption
@@ -84,8 +93,12 @@ func NewApps[S any](load Loader[S], cfg AppsConfig) *Apps[S] {
 	return a
 }
 
+// ErrUnavailable wraps the errors of a request an actor could not answer (the directory
+// closed, the actor did not answer in time): a part that did not answer, not a bug.
+var ErrUnavailable = errors.New("actors: unavailable")
+
 // ErrClosed is answered after Close.
-var ErrClosed = errors.New("actors: directory closed")
+var ErrClosed = fmt.Errorf("actors: directory closed: %w", ErrUnavailable)
 
 // Messages of the AppActor.
 type (
@@ -125,12 +138,12 @@ func (a *Apps[S]) Snapshot(ctx context.Context, appID string) (S, error) {
 			continue
 		}
 		if err != nil {
-			return zero, fmt.Errorf("app actor %s: %w", appID, err)
+			return zero, fmt.Errorf("app actor %s: %w: %w", appID, ErrUnavailable, err)
 		}
 		r := res.(snapshotReply[S])
 		return r.snap, r.err
 	}
-	return zero, fmt.Errorf("app actor %s: stopped repeatedly", appID)
+	return zero, fmt.Errorf("app actor %s: stopped repeatedly: %w", appID, ErrUnavailable)
 }
 
 // Invalidate tells the application's actor, if it runs on this node, that the application
@@ -174,6 +187,12 @@ func (a *Apps[S]) Close() {
 	a.loads.Wait()
 	a.stopDeadLetter()
 	a.system.Shutdown()
+}
+
+// panicked logs and counts a panic in work an AppActor ran outside its Receive.
+func (a *Apps[S]) panicked(what, appID string, p any) {
+	a.cfg.Metrics.WorkPanicked(appKind)
+	a.cfg.Log.Error("actors: panic in "+what, "app", appID, "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
 }
 
 func (a *Apps[S]) pid(appID string) (*actor.PID, error) {
@@ -221,6 +240,8 @@ type appActor[S any] struct {
 	gen     uint64
 	loading bool
 	waiters []*actor.PID
+	// planWaiters are the hook plans asked for while the snapshot loads (plans.go).
+	planWaiters []planWaiter
 	// failed is the load error of an actor that never had a snapshot; it has left the
 	// directory and stops after failedLinger.
 	failed error
@@ -234,7 +255,7 @@ type appActor[S any] struct {
 const failedLinger = 200 * time.Millisecond
 
 func (s *appActor[S]) Receive(ctx actor.Context) {
-	if s.receiveSockets(ctx) || s.receiveReads(ctx) {
+	if s.receiveSockets(ctx) || s.receiveBus(ctx) || s.receiveReads(ctx) || s.receivePlans(ctx) {
 		return
 	}
 	switch m := ctx.Message().(type) {
@@ -271,7 +292,7 @@ func (s *appActor[S]) Receive(ctx actor.Context) {
 		s.loading = false
 		// The app's sockets are revalidated against the new snapshot, so it loads now.
 		s.changed = s.changed || len(s.reg.sockets) > 0
-		if len(s.waiters) > 0 || s.changed {
+		if len(s.waiters) > 0 || len(s.planWaiters) > 0 || s.changed {
 			s.startLoad(ctx)
 		}
 	case loaded[S]:
@@ -303,9 +324,10 @@ func (s *appActor[S]) Receive(ctx actor.Context) {
 			ctx.Send(w, snapshotReply[S]{snap: m.snap, err: m.err})
 		}
 		s.waiters = s.waiters[:0]
+		s.answerPlans(ctx, m.err)
 	case *actor.ReceiveTimeout:
 		// An actor that holds sockets is never passivated, nor one that has reads to answer.
-		if !s.loading && len(s.reg.sockets) == 0 && len(s.reg.reads) == 0 {
+		if !s.loading && len(s.reg.sockets) == 0 && len(s.reg.reads) == 0 && !s.reg.subscribing && s.reg.admitting == 0 {
 			if s.failed == nil {
 				s.dir.cfg.Metrics.Passivated(appKind)
 			}
@@ -313,11 +335,20 @@ func (s *appActor[S]) Receive(ctx actor.Context) {
 		}
 	case *actor.Stopping:
 		s.stopTimers()
+		s.unsubscribe()
 		s.dir.forget(s.appID, ctx.Self())
 		for _, w := range s.waiters {
 			ctx.Send(w, snapshotReply[S]{err: ErrClosed})
 		}
 		s.waiters = nil
+		for _, j := range s.reg.pendingJoins {
+			ctx.Send(j.sender, joinReply{err: ErrClosed})
+		}
+		for _, a := range s.reg.pendingAdmits {
+			ctx.Send(a.sender, admitReply{err: ErrClosed})
+		}
+		s.reg.pendingJoins, s.reg.pendingAdmits = nil, nil
+		s.answerPlans(ctx, ErrClosed)
 		s.failReads(ctx, ErrClosed)
 	}
 }
@@ -327,12 +358,24 @@ func (s *appActor[S]) startLoad(ctx actor.Context) {
 	s.gen++
 	s.loading = true
 	gen, self, root, dir := s.gen, ctx.Self(), ctx.ActorSystem().Root, s.dir
+	appID := s.appID
 	dir.loads.Add(1)
 	go func() {
 		defer dir.loads.Done()
+		var snap S
+		var err error
+		// A loader that panics answers the waiters with an error (they never hang) and is
+		// logged and counted; the process goes on.
+		defer func() {
+			if p := recover(); p != nil {
+				dir.panicked("the loader of an app", appID, p)
+				var zero S
+				snap, err = zero, fmt.Errorf("actors: loading app %s panicked: %v", appID, p)
+			}
+			root.Send(self, loaded[S]{gen: gen, snap: snap, err: err})
+		}()
 		lctx, cancel := context.WithTimeout(dir.base, askTimeout)
 		defer cancel()
-		snap, err := dir.load(lctx, s.appID)
-		root.Send(self, loaded[S]{gen: gen, snap: snap, err: err})
+		snap, err = dir.load(lctx, appID)
 	}()
 }

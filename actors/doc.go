@@ -19,8 +19,11 @@
 // The AppActor also holds the registry of its application's sockets on this node
 // (sockets.go): a client socket's admission runs through it (Admit: the admission's I/O on
 // a goroutine, the socket registered in the same step as the answer), a socket joins and
-// leaves with a message to it (Join, Leave), a delivery is handed to it and fanned out
-// inside Receive (Each: it only sends messages), and its timers drive the periodic work on
+// leaves with a message to it (Join, Leave), it owns the app's subscription to the cluster
+// bus (bus.go, SetBus: made before its first socket registers, a registration waiting for
+// it; ended with its last socket; one subscription per app, not a second registry beside
+// the actor's) and fans each delivery out inside Receive (it only sends messages), and
+// its timers drive the periodic work on
 // the app's sockets (SetTicks: lease renewal and revalidation, one batch per app, run on a
 // goroutine whose end comes back as a message). An actor that holds sockets is never
 // passivated. Reads of the app's live state (online count, session list, whether a user
@@ -49,6 +52,13 @@
 // heap (BenchmarkSocketActorMemory):
 // a lock-free mailbox that holds one node when empty, and the metrics run by the actor,
 // not as a props middleware (which gives every actor a context extension).
+//
+// Work an actor runs outside its Receive (a snapshot load, an admission, a read, a tick)
+// has a recover: a panic is logged and counted (Metrics: work panics) and its waiters are
+// answered with an error, never left waiting. A request an actor could not answer (the
+// directory closed, no answer in time) wraps ErrUnavailable: a part that did not answer,
+// which a socket is told to try again; anything else is a bug. The wire format of the
+// sockets is the wire subpackage's.
 //
 // Metrics counts, per kind of actor (app, session, dashboard), the actors alive, spawned,
 // stopped and passivated, the messages handled and their handling time, the messages in

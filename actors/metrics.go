@@ -26,9 +26,9 @@ import (
 // actor per socket), and it labels by Go type, not by kind. So these are counted here,
 // by a receiver middleware and a mailbox middleware, without global state.
 type Metrics struct {
-	spawned, stopped, passivated, messages, failures, restarts, deadLetters *prometheus.CounterVec
-	alive, mailbox                                                          *prometheus.GaugeVec
-	handling                                                                *prometheus.HistogramVec
+	spawned, stopped, passivated, messages, failures, restarts, deadLetters, workPanics *prometheus.CounterVec
+	alive, mailbox                                                                      *prometheus.GaugeVec
+	handling                                                                            *prometheus.HistogramVec
 
 	mu    sync.Mutex
 	kinds map[string]*kindMetrics
@@ -50,7 +50,9 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		failures:    counter("keyward_actor_failures_total", "Panics while an actor handled a message, by kind."),
 		restarts:    counter("keyward_actor_restarts_total", "Actors restarted by their supervisor after a failure, by kind."),
 		deadLetters: counter("keyward_actor_dead_letters_total", "Messages sent to an actor that had stopped, by kind of the target."),
-		alive:       gauge("keyward_actors_alive", "Actors alive on this node, by kind."),
+		workPanics: counter("keyward_actor_work_panics_total",
+			"Panics in work an actor ran outside its Receive (a snapshot load, an admission, a read, a tick, a socket's I/O), by kind."),
+		alive: gauge("keyward_actors_alive", "Actors alive on this node, by kind."),
 		mailbox: gauge("keyward_actor_mailbox_messages",
 			"Messages posted to the actors' mailboxes and not yet handled (waiting or being handled), by kind."),
 		handling: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "keyward_actor_message_seconds",
@@ -58,7 +60,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Buckets: []float64{.00001, .000025, .00005, .0001, .00025, .0005, .001, .0025, .005, .01, .05, .1}}, []string{"kind"}),
 		kinds: map[string]*kindMetrics{},
 	}
-	reg.MustRegister(m.spawned, m.stopped, m.passivated, m.messages, m.failures, m.restarts, m.deadLetters, m.alive, m.mailbox, m.handling)
+	reg.MustRegister(m.spawned, m.stopped, m.passivated, m.messages, m.failures, m.restarts, m.deadLetters, m.workPanics, m.alive, m.mailbox, m.handling)
 	return m
 }
 
@@ -103,6 +105,14 @@ func (m *Metrics) Props(kind string) []actor.PropsOption {
 func (m *Metrics) Passivated(kind string) {
 	if m != nil {
 		m.kind(kind).passivated.Inc()
+	}
+}
+
+// WorkPanicked counts a panic in work an actor of kind ran outside its Receive; the work
+// was recovered and its waiters answered.
+func (m *Metrics) WorkPanicked(kind string) {
+	if m != nil {
+		m.workPanics.WithLabelValues(kind).Inc()
 	}
 }
 

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"runtime/debug"
 
 	"github.com/asynkron/protoactor-go/actor"
 )
@@ -112,7 +111,7 @@ func (s *appActor[S]) startRead(ctx actor.Context, key string, st *readState) {
 		)
 		defer func() {
 			if p := recover(); p != nil {
-				dir.cfg.Log.Error("actors: panic in a read of an app's live state", "app", appID, "read", key, "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
+				dir.panicked("a read of an app's live state ("+key+")", appID, p)
 			}
 			root.Send(self, readDone{key: key, val: val, err: err})
 		}()

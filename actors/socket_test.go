@@ -165,12 +165,13 @@ func TestIOResultDuringAnAppActorRestartIsNotLost(t *testing.T) {
 	f := &fakeApps{version: map[string]int{"a": 1}}
 	dir := NewApps(f.load, AppsConfig{Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	defer dir.Close()
+	pr := newProbe(t, dir)
 	s := &stallingSocket{gate: make(chan struct{}), sent: make(chan struct{})}
 	if err := dir.Join(context.Background(), "a", "s", s); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, "the actor's start", func() bool { return s.has(SocketStarted{}) })
 	s.ref.Tell("slow io")
-	dir.Each("a", func([]any) { panic("on purpose") })
+	pr.send(t, "a", "panic")
 	waitFor(t, "the I/O's result after the restart", func() bool { return s.has("slow io done") })
 }

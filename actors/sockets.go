@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"runtime/debug"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -12,8 +11,9 @@ import (
 )
 
 // An AppActor holds the registry of its application's sockets on this node: a client
-// socket is admitted through it (Admit), a socket joins and leaves with a message to it, deliveries are handed to the actor
-// (Each), and the actor drives the periodic work on them (Tick) with its own timers. An
+// socket is admitted through it (Admit), a socket joins and leaves with a message to it,
+// deliveries from the app's bus subscription are handed to its sockets in the actor
+// (bus.go), and the actor drives the periodic work on them (Tick) with its own timers. An
 // actor that holds sockets is not passivated. The registry is made with the actor's
 // props, not by the actor, so that an actor restarted by its supervisor after a panic
 // finds its sockets (and restarts their timers).
@@ -47,6 +47,14 @@ type registry struct {
 	spawning Socket
 	// reads are the reads of the app's live state under way or waiting (reads.go).
 	reads map[string]*readState
+	// sub is the app's bus subscription, subscribing is true while one is being made, and
+	// the registrations that wait for it are pending (bus.go); admitting counts the
+	// admissions under way.
+	sub           *subscription
+	subscribing   bool
+	pendingJoins  []pendingJoin
+	pendingAdmits []pendingAdmit
+	admitting     int
 }
 
 // leaver is a socket that left, until its actor stopped.
@@ -85,7 +93,6 @@ type (
 	admitReply struct{ err error }
 	leave      struct{ id string }
 	left       struct{ held bool }
-	each       struct{ fn func(sockets []any) }
 	members    struct{}
 	tickNow    struct{ i int }
 	// toSocket is a message for the actor of socket id (a SocketContext.Go's result).
@@ -125,18 +132,22 @@ func (a *Apps[S]) ask(ctx context.Context, appID string, msg any) (any, error) {
 			continue
 		}
 		if err != nil {
-			return nil, fmt.Errorf("app actor %s: %w", appID, err)
+			return nil, fmt.Errorf("app actor %s: %w: %w", appID, ErrUnavailable, err)
 		}
 		return res, nil
 	}
-	return nil, fmt.Errorf("app actor %s: stopped repeatedly", appID)
+	return nil, fmt.Errorf("app actor %s: stopped repeatedly: %w", appID, ErrUnavailable)
 }
 
 // Join registers a socket of the app with the app's actor; it returns once the socket is
 // registered (a delivery handed to the actor after that reaches it).
 func (a *Apps[S]) Join(ctx context.Context, appID, id string, socket any) error {
-	_, err := a.ask(ctx, appID, join{id: id, socket: socket})
-	return err
+	res, err := a.ask(ctx, appID, join{id: id, socket: socket})
+	if err != nil {
+		return err
+	}
+	r, _ := res.(joinReply)
+	return r.err
 }
 
 // Admit drives a socket's admission through the app's actor: the actor runs admit (the
@@ -166,16 +177,26 @@ func (a *Apps[S]) Leave(appID, id string) bool {
 	return l.held
 }
 
-// Each hands fn the app's sockets on this node, in the app's actor, if the node holds
-// any: fn runs in Receive, so it must not block (queueing frames is what it is for), and
-// must not keep or change the slice.
-func (a *Apps[S]) Each(appID string, fn func(sockets []any)) {
+// Held answers how many sockets of kind (Socket.Kind: "session", "dashboard") the node's
+// AppActors hold, for metrics.
+func (a *Apps[S]) Held(kind string) int {
 	a.mu.Lock()
-	pid := a.pids[appID]
-	a.mu.Unlock()
-	if pid != nil {
-		a.system.Root.Send(pid, each{fn: fn})
+	defer a.mu.Unlock()
+	return a.held[kind]
+}
+
+// countHeld counts a socket registered (delta 1) or gone (-1) under its kind.
+func (a *Apps[S]) countHeld(socket any, delta int) {
+	sock, ok := socket.(Socket)
+	if !ok {
+		return
 	}
+	a.mu.Lock()
+	if a.held == nil {
+		a.held = map[string]int{}
+	}
+	a.held[sock.Kind()] += delta
+	a.mu.Unlock()
 }
 
 // Sockets answers a copy of the app's sockets on this node.
@@ -216,36 +237,44 @@ func (s *appActor[S]) receiveSockets(ctx actor.Context) bool {
 	r := s.reg
 	switch m := ctx.Message().(type) {
 	case join:
-		r.sockets[m.id] = m.socket
-		r.list = nil
-		if len(r.sockets) == 1 {
-			s.startTimers(ctx)
+		if s.needsSubscription(ctx) {
+			r.pendingJoins = append(r.pendingJoins, pendingJoin{m: m, sender: ctx.Sender()})
+			return true
 		}
-		s.spawnSocket(ctx, m.id, m.socket, true)
-		ctx.Respond(struct{}{})
+		s.register(ctx, m.id, m.socket)
+		ctx.Respond(joinReply{})
 	case admitReq:
-		s.runAdmission(ctx, m)
+		if s.needsSubscription(ctx) {
+			r.pendingAdmits = append(r.pendingAdmits, pendingAdmit{m: m, sender: ctx.Sender()})
+			return true
+		}
+		s.runAdmission(ctx, m, ctx.Sender())
 	case admitted:
+		r.admitting--
 		err := m.err
 		if err == nil {
 			err = m.req.ctx.Err() // the caller gave up: it is not registered
 		}
 		if err == nil {
-			r.sockets[m.req.id] = m.req.socket
-			r.list = nil
-			if len(r.sockets) == 1 {
-				s.startTimers(ctx)
-			}
-			s.spawnSocket(ctx, m.req.id, m.req.socket, true)
+			s.register(ctx, m.req.id, m.req.socket)
 		}
 		ctx.Send(m.waiter, admitReply{err: err})
+		s.maybeUnsubscribe()
 	case leave:
 		socket, held := r.sockets[m.id]
 		delete(r.sockets, m.id)
+		if held {
+			s.dir.countHeld(socket, -1)
+		}
 		r.list = nil
 		if held && len(r.sockets) == 0 {
 			s.stopTimers()
+			// The idle time counts from the last socket's leaving: the timer is armed again
+			// (protoactor cancels it once it fired, and an actor holding sockets then stayed,
+			// which a restart can bring about).
+			ctx.SetReceiveTimeout(s.dir.cfg.Idle)
 		}
+		s.maybeUnsubscribe()
 		if pid := r.live[m.id]; held && pid != nil {
 			// The socket's actor finishes its work first; the answer follows its end.
 			if r.leaving == nil {
@@ -258,10 +287,6 @@ func (s *appActor[S]) receiveSockets(ctx actor.Context) bool {
 		ctx.Respond(left{held: held})
 	case *actor.Terminated:
 		s.childTerminated(ctx, m.Who)
-	case each:
-		if len(r.sockets) > 0 {
-			m.fn(r.members())
-		}
 	case members:
 		ctx.Respond(append([]any(nil), r.members()...))
 	case toSocket:
@@ -284,6 +309,20 @@ func (s *appActor[S]) receiveSockets(ctx actor.Context) bool {
 		return false
 	}
 	return true
+}
+
+// register registers a socket (its admission passed, or it joined) and spawns its actor.
+func (s *appActor[S]) register(ctx actor.Context, id string, socket any) {
+	r := s.reg
+	if _, again := r.sockets[id]; !again {
+		s.dir.countHeld(socket, 1)
+	}
+	r.sockets[id] = socket
+	r.list = nil
+	if len(r.sockets) == 1 {
+		s.startTimers(ctx)
+	}
+	s.spawnSocket(ctx, id, socket, true)
 }
 
 // startTimers starts the actor's periodic ticks (with its first socket, or after a restart).
@@ -311,15 +350,16 @@ func (s *appActor[S]) stopTimers() {
 
 // runAdmission runs an admission on a goroutine; its answer comes back as admitted (to
 // this actor, or to the incarnation that replaced it after a restart).
-func (s *appActor[S]) runAdmission(ctx actor.Context, m admitReq) {
-	self, root, dir, waiter := ctx.Self(), ctx.ActorSystem().Root, s.dir, ctx.Sender()
+func (s *appActor[S]) runAdmission(ctx actor.Context, m admitReq, waiter *actor.PID) {
+	s.reg.admitting++
+	self, root, dir := ctx.Self(), ctx.ActorSystem().Root, s.dir
 	dir.loads.Add(1)
 	go func() {
 		defer dir.loads.Done()
 		err := errors.New("actors: the admission failed")
 		defer func() {
 			if p := recover(); p != nil {
-				dir.cfg.Log.Error("actors: panic in an admission", "app", s.appID, "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
+				dir.panicked("an admission", s.appID, p)
 			}
 			root.Send(self, admitted{req: m, err: err, waiter: waiter})
 		}()
@@ -362,7 +402,7 @@ func (s *appActor[S]) runTick(ctx actor.Context, i int, sockets []any) {
 		defer root.Send(self, tickDone{i: i})
 		defer func() {
 			if p := recover(); p != nil {
-				dir.cfg.Log.Error("actors: panic in the periodic work of an app", "app", appID, "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
+				dir.panicked("the periodic work of an app", appID, p)
 			}
 		}()
 		run(dir.base, appID, sockets)

@@ -47,6 +47,7 @@ func TestAppActorRestartKeepsItsSockets(t *testing.T) {
 	m := NewMetrics(reg)
 	dir := NewApps(f.load, AppsConfig{Idle: 50 * time.Millisecond, Metrics: m, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	defer dir.Close()
+	pr := newProbe(t, dir)
 	var mu sync.Mutex
 	ticked := map[int]int{} // sockets seen by tick
 	var ticks atomic.Int32
@@ -65,7 +66,7 @@ func TestAppActorRestartKeepsItsSockets(t *testing.T) {
 	waitFor(t, "a tick over the 3 sockets", func() bool { mu.Lock(); defer mu.Unlock(); return ticked[3] > 0 })
 
 	// A message that makes the actor panic.
-	dir.Each("a", func([]any) { panic("on purpose") })
+	pr.send(t, "a", "panic")
 	waitFor(t, "the restart", func() bool { return value(t, m.restarts.WithLabelValues(appKind)) == 1 })
 	if got := socketIDs(t, dir, "a"); len(got) != 3 || got[0] != "s1" || got[2] != "s3" {
 		t.Fatalf("sockets after the restart: %v", got)
@@ -74,9 +75,8 @@ func TestAppActorRestartKeepsItsSockets(t *testing.T) {
 		t.Fatalf("failures counted: %v", n)
 	}
 	// Deliveries reach the sockets, the ticks go on, the snapshot still answers.
-	got := make(chan int, 1)
-	dir.Each("a", func(s []any) { got <- len(s) })
-	if n := <-got; n != 3 {
+	pr.send(t, "a", "count")
+	if n := <-pr.counts; n != 3 {
 		t.Fatalf("delivery after the restart reached %d sockets", n)
 	}
 	before := ticks.Load()

@@ -137,6 +137,7 @@ type Engine interface {
 	ExpiringSets
 	Batches
 	Leases
+	Presence
 	Bus
 	// Name says which engine this is ("memory", "redis"), for logs.
 	Name() string

@@ -10,6 +10,7 @@
 #   KEYWARD_TEST_REDIS_SERVER     path of redis-server (to start more servers)
 #   KEYWARD_TEST_FERRETDB_BIN     path of the FerretDB test server binary
 #   KEYWARD_TEST_CHROMIUM         path of Chromium (the dashboard's browser tests, web/e2e)
+#   KEYWARD_TEST_PROMTOOL         path of promtool (deploy/'s check of the alert rules)
 #   KEYWARD_TEST_SENTINEL_URL     with KEYWARD_TEST_SENTINEL=1 only: a Sentinel group
 #                                 (master, replica, three sentinels), in the URL form
 #                                 KEYWARD_REDIS_URL takes
@@ -17,7 +18,7 @@
 #                                 of three masters, each with one replica (six servers), in
 #                                 the URL form KEYWARD_REDIS_URL takes
 #
-# redis-server and Debian's chromium are installed with apt-get when missing. The FerretDB program in
+# redis-server, Debian's chromium and prometheus (for promtool) are installed with apt-get when missing. The FerretDB program in
 # deploy/ferretdb is built once into a cache directory and rebuilt only when
 # its sources change. Both servers are stopped, and their temporary
 # directories removed, when CMD ends, fails or is interrupted; the script
@@ -119,6 +120,31 @@ if [[ -z $chromium_bin ]]; then
 	fi
 	chromium_bin=$(find_chromium)
 	[[ -n $chromium_bin ]] || die "chromium still not found after apt-get install"
+fi
+
+# --- promtool (checks deploy/prometheus/ rules) ------------------------------------
+
+find_promtool() {
+	if [[ -n ${KEYWARD_TEST_PROMTOOL:-} && -x ${KEYWARD_TEST_PROMTOOL} ]]; then
+		echo "$KEYWARD_TEST_PROMTOOL"
+		return
+	fi
+	command -v promtool 2>/dev/null || true
+}
+promtool_bin=$(find_promtool)
+if [[ -z $promtool_bin ]]; then
+	log "promtool not found; installing Debian's prometheus package with apt-get (go test ./deploy/ checks the alert rules with it)"
+	sudo=()
+	if [[ $(id -u) -ne 0 ]]; then sudo=(sudo -n); fi
+	if ! {
+		"${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update -qq &&
+			"${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends prometheus
+	} >"$tmp/apt-prometheus.log" 2>&1; then
+		cat "$tmp/apt-prometheus.log" >&2
+		die "could not install prometheus (apt-get failed, output above); install it by hand or set KEYWARD_TEST_PROMTOOL"
+	fi
+	promtool_bin=$(find_promtool)
+	[[ -n $promtool_bin ]] || die "promtool still not found after apt-get install prometheus"
 fi
 
 # --- FerretDB test server binary ------------------------------------------------
@@ -329,6 +355,7 @@ export KEYWARD_TEST_REQUIRE_SERVERS=1
 export KEYWARD_TEST_REDIS_SERVER="$redis_server"
 export KEYWARD_TEST_FERRETDB_BIN="$ferret_bin"
 export KEYWARD_TEST_CHROMIUM="$chromium_bin"
+export KEYWARD_TEST_PROMTOOL="$promtool_bin"
 log "redis at $KEYWARD_TEST_REDIS_URL, FerretDB at $KEYWARD_TEST_MONGO_URI"
 if [[ -n $sentinel_url ]]; then
 	export KEYWARD_TEST_SENTINEL_URL="$sentinel_url"

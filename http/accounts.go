@@ -15,6 +15,7 @@ import (
 type accountHandlers struct {
 	svc     *accounts.Service
 	limiter cluster.RateLimiter
+	outbox  string // see Config.MailOutbox
 }
 
 func (h *accountHandlers) register(c *gin.Context) {
@@ -184,6 +185,12 @@ func (h *accountHandlers) resetPassword2FA(c *gin.Context) {
 		return
 	}
 	message(c, msg)
+}
+
+// mailOutbox tells a signed-in owner where mails are written when no SMTP server is set;
+// the signed-out pages only say that they are.
+func (h *accountHandlers) mailOutbox(c *gin.Context) {
+	ok(c, http.StatusOK, gin.H{"outbox": h.outbox})
 }
 
 func (h *accountHandlers) me(c *gin.Context) {

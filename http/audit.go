@@ -2,11 +2,11 @@ package httpapi
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
-	"io"
+	"log/slog"
 	"net/http"
-	"net/http/httptest"
-	"strings"
+	"reflect"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -18,165 +18,168 @@ import (
 	"github.com/keyward/keyward/storage"
 )
 
-// auditRecorder takes the entries of the audit log (audit.Service; writes off the path).
+// auditRecorder stores the entries of the audit log (audit.Service): Record returns once
+// the entry is stored, or with the reason it is not.
 type auditRecorder interface {
-	Record(e storage.AuditEntry)
+	Record(ctx context.Context, e storage.AuditEntry) error
 }
 
-// maxAuditBody bounds what is read of a body or an answer to find changed members.
+// maxAuditBody bounds what is read of an answer to find the id of a created record.
 const maxAuditBody = 64 << 10
 
-// redacted replaces the value of a secret member.
-const redacted = "[redacted]"
+// auditWriteTimeout bounds the wait for an entry's write once the change is made; the
+// wait does not end when the client goes away, since the change is made either way.
+const auditWriteTimeout = 15 * time.Second
 
-// secretMember reports a member whose value must never be recorded.
-func secretMember(name string) bool {
-	n := strings.ToLower(name)
-	for _, s := range []string{"password", "secret", "token", "apikey", "hash"} {
-		if strings.Contains(n, s) {
-			return true
-		}
-	}
-	switch n {
-	case "key", "code", "twofactorcode", "maskedkey":
-		return true
-	}
-	return false
-}
-
-// redact answers v with every secret member, at any depth, replaced.
-func redact(v any) any {
-	switch x := v.(type) {
-	case map[string]any:
-		out := make(map[string]any, len(x))
-		for k, val := range x {
-			if secretMember(k) {
-				out[k] = redacted
-				continue
-			}
-			out[k] = redact(val)
-		}
-		return out
-	case []any:
-		out := make([]any, len(x))
-		for i, val := range x {
-			out[i] = redact(val)
-		}
-		return out
-	default:
-		return v
-	}
-}
-
-// teeWriter keeps the start of the answer, to read the id of a created record and the
-// stored values of an update.
-type teeWriter struct {
+// heldWriter keeps the handler's answer (status, body; the headers are the real
+// writer's, unsent) until the audit entry of the change is stored: nothing of a change's
+// answer leaves before its entry is in the log.
+type heldWriter struct {
 	gin.ResponseWriter
-	buf bytes.Buffer
+	status int
+	wrote  bool
+	body   bytes.Buffer
 }
 
-func (w *teeWriter) Write(p []byte) (int, error) {
-	if room := maxAuditBody - w.buf.Len(); room > 0 {
-		w.buf.Write(p[:min(room, len(p))])
+func (w *heldWriter) WriteHeader(code int) {
+	if code > 0 && !w.wrote {
+		w.status = code
 	}
-	return w.ResponseWriter.Write(p)
 }
 
-func (w *teeWriter) WriteString(s string) (int, error) { return w.Write([]byte(s)) }
+func (w *heldWriter) WriteHeaderNow() {
+	if !w.wrote {
+		w.wrote = true
+		if w.status == 0 {
+			w.status = http.StatusOK
+		}
+	}
+}
 
-// errReader answers err after the bytes read before it, so a handler sees a body error
-// (too large, timed out) as it would have.
-type errReader struct{ err error }
+func (w *heldWriter) Write(p []byte) (int, error) {
+	w.WriteHeaderNow()
+	return w.body.Write(p)
+}
 
-func (r errReader) Read([]byte) (int, error) { return 0, r.err }
+func (w *heldWriter) WriteString(s string) (int, error) { return w.Write([]byte(s)) }
 
-// auditChanges records every successful change (answered 2xx) through a route whose row
-// of the route table audits it (auditOf: its Audit policy, by method and FullPath), after
-// requireOwner: refused requests (4xx/5xx, or stopped by authentication) are not recorded.
-// For an AuditUpdate the changed members are recorded before (read through the route's
-// GET twin, in process) and after (the answer's values, else the body's). Secrets are
-// redacted.
-func auditChanges(rec auditRecorder, router http.Handler) gin.HandlerFunc {
+func (w *heldWriter) Status() int {
+	if w.status == 0 {
+		return http.StatusOK
+	}
+	return w.status
+}
+
+func (w *heldWriter) Size() int {
+	if !w.wrote {
+		return -1
+	}
+	return w.body.Len()
+}
+
+func (w *heldWriter) Written() bool { return w.wrote }
+
+// Flush holds too: the answer goes out in release.
+func (w *heldWriter) Flush() {}
+
+// release sends the held answer through the real writer.
+func (w *heldWriter) release() {
+	if w.status != 0 {
+		w.ResponseWriter.WriteHeader(w.status)
+	}
+	if w.wrote {
+		w.ResponseWriter.WriteHeaderNow()
+	}
+	if w.body.Len() > 0 {
+		_, _ = w.ResponseWriter.Write(w.body.Bytes())
+	}
+}
+
+// auditChanges records every successful change (answered 2xx) through a route whose row of
+// the route table audits it (auditOf: the route's Audit, by method and FullPath; its record
+// type names the entry's), after requireOwner: refused requests (4xx/5xx, or stopped by
+// authentication) are not recorded. The services' update
+// paths hand the record they read and the one they wrote to the request's collector
+// (audit.Changed); the entry holds the members that differ, secrets redacted by the
+// record's own fields (audit.Diff). The answer is held until the entry is stored; when it
+// cannot be, the change is answered UNAVAILABLE instead of acknowledged.
+func auditChanges(rec auditRecorder, log *slog.Logger) gin.HandlerFunc {
 	return func(c *gin.Context) {
 		policy := auditOf(c.Request.Method, c.FullPath())
 		if !policy.Audited() {
 			c.Next()
 			return
 		}
-		var body map[string]any
-		if strings.HasPrefix(c.ContentType(), "application/json") && c.Request.Body != nil && c.Request.ContentLength <= maxAuditBody {
-			raw, err := io.ReadAll(io.LimitReader(c.Request.Body, maxAuditBody+1))
-			var rest io.Reader = c.Request.Body
-			if err != nil {
-				rest = errReader{err}
-			}
-			c.Request.Body = io.NopCloser(io.MultiReader(bytes.NewReader(raw), rest))
-			_ = json.Unmarshal(raw, &body)
-		}
-		update := policy.Action == AuditUpdate
-		var before map[string]any
-		if update && len(body) > 0 {
-			if _, hasGet := scopeOf(http.MethodGet, c.FullPath()); hasGet {
-				before = readCurrent(c, router)
-			}
-		}
-		tee := &teeWriter{ResponseWriter: c.Writer}
-		c.Writer = tee
+		ctx, changes := audit.WithChanges(c.Request.Context())
+		c.Request = c.Request.WithContext(ctx)
+		held := &heldWriter{ResponseWriter: c.Writer}
+		c.Writer = held
+		// A panic goes up to the recovery middleware with the real writer back, so that
+		// its answer is sent (the held one is dropped).
+		defer func() { c.Writer = held.ResponseWriter }()
 		c.Next()
-		c.Writer = tee.ResponseWriter
-		status := tee.Status()
+		c.Writer = held.ResponseWriter
+		status := held.Status()
 		if status < 200 || status >= 300 {
+			held.release()
 			return
 		}
 		var answer struct {
 			Data any `json:"data"`
 		}
-		_ = json.Unmarshal(tee.buf.Bytes(), &answer)
+		if held.body.Len() <= maxAuditBody {
+			_ = json.Unmarshal(held.body.Bytes(), &answer)
+		}
 		data, _ := answer.Data.(map[string]any)
 		e := auditEntryOf(c, status, data, policy)
-		if update && len(body) > 0 {
-			b, a := map[string]any{}, map[string]any{}
-			for k, v := range body {
-				if cur, found := before[k]; found {
-					b[k] = cur
-				}
-				if stored, found := data[k]; found {
-					a[k] = stored
-				} else {
-					a[k] = v
-				}
-			}
-			e.Before, e.After = jsonOf(redact(b)), jsonOf(redact(a))
+		if err := describeChanges(&e, changes.List()); err != nil {
+			log.Error("audit entry without its changes", "err", err, "route", e.Method+" "+e.Route)
 		}
-		rec.Record(e)
+		wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), auditWriteTimeout)
+		err := rec.Record(wctx, e)
+		cancel()
+		if err != nil {
+			log.Error("change not acknowledged: its audit entry is not stored", "err", err, "route", e.Method+" "+e.Route,
+				"record", e.RecordType+"/"+e.RecordID, "requestId", c.GetString(ctxRequestID))
+			fail(c, core.E(core.CodeUnavailable, "the change may have been made, but its audit entry could not be stored; try again"))
+			return
+		}
+		held.release()
 	}
 }
 
-// readCurrent reads the record through the route's GET twin with the caller's credentials,
-// answering the data object (nil when it cannot be read, e.g. a key without the read scope).
-func readCurrent(c *gin.Context, router http.Handler) map[string]any {
-	req, err := http.NewRequestWithContext(c.Request.Context(), http.MethodGet, c.Request.URL.Path, nil)
-	if err != nil {
+// describeChanges puts into e the members that changed: of the record e names when the
+// request changed several, else of the first. Without a handed-over record (a creation,
+// a deletion, an action on no record) e has no before and after.
+func describeChanges(e *storage.AuditEntry, list []audit.Change) error {
+	if len(list) == 0 {
 		return nil
 	}
-	for _, h := range []string{"Authorization", "X-API-Key", "X-Forwarded-For"} {
-		if v := c.GetHeader(h); v != "" {
-			req.Header.Set(h, v)
+	pick := list[0]
+	for _, ch := range list {
+		if recordIDOf(ch.After) == e.RecordID {
+			pick = ch
+			break
 		}
 	}
-	req.RemoteAddr = c.Request.RemoteAddr
-	w := httptest.NewRecorder()
-	router.ServeHTTP(w, req)
-	if w.Code != http.StatusOK {
-		return nil
+	before, after, err := audit.Diff(pick.Before, pick.After)
+	if err != nil {
+		return err
 	}
-	var answer struct {
-		Data map[string]any `json:"data"`
+	e.Before, e.After = before, after
+	return nil
+}
+
+// recordIDOf answers the ID field of a record ("" without one).
+func recordIDOf(v any) string {
+	r := reflect.Indirect(reflect.ValueOf(v))
+	if r.Kind() != reflect.Struct {
+		return ""
 	}
-	if json.Unmarshal(w.Body.Bytes(), &answer) != nil {
-		return nil
+	if f := r.FieldByName("ID"); f.IsValid() && f.Kind() == reflect.String {
+		return f.String()
 	}
-	return answer.Data
+	return ""
 }
 
 func jsonOf(v any) string {
@@ -227,8 +230,9 @@ const socketMethod = "WS"
 // socketAuditor records the changes an owner makes over the dashboard socket opened by
 // c (kick, ban, command, push_json, chat), as the REST twins of these actions are: who is
 // the socket's session (p), from the IP that opened it; the record is the user acted on,
-// and after holds the action and its reason or command name.
-func socketAuditor(rec auditRecorder, c *gin.Context, p accounts.Principal) func(action, userID string, details map[string]any) {
+// and after holds the action and its reason or command name. It runs after the action,
+// off the socket's actor, and waits for the entry's write.
+func socketAuditor(rec auditRecorder, log *slog.Logger, c *gin.Context, p accounts.Principal) func(action, userID string, details map[string]any) {
 	base := storage.AuditEntry{AccountID: p.Account.ID, AppID: c.Param("appId"), IP: c.ClientIP(), Method: socketMethod,
 		Route: c.FullPath(), Path: c.Request.URL.Path, Status: http.StatusSwitchingProtocols, RecordType: "realtime",
 		ActorType: storage.ActorSession, ActorID: p.TokenID, ActorName: p.Account.Username}
@@ -241,8 +245,12 @@ func socketAuditor(rec auditRecorder, c *gin.Context, p accounts.Principal) func
 				after[k] = v
 			}
 		}
-		e.After = jsonOf(redact(after))
-		rec.Record(e)
+		e.After = jsonOf(after)
+		ctx, cancel := context.WithTimeout(context.Background(), auditWriteTimeout)
+		defer cancel()
+		if err := rec.Record(ctx, e); err != nil {
+			log.Error("dashboard socket action not in the audit log", "err", err, "action", action, "app", e.AppID, "user", userID)
+		}
 	}
 }
 

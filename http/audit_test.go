@@ -1,6 +1,7 @@
 package httpapi_test
 
 import (
+	"encoding/json"
 	"net/http"
 	"net/url"
 	"strings"
@@ -129,5 +130,77 @@ func TestAuditNothingLostOnStop(t *testing.T) {
 		s.Stop()
 		s2 := ts.StartEnv(t, env)
 		auditEntries(t, s2, login(t, s2, o.Username, o.Password, "").Data()["token"].(string), "/api/audit?limit=200", n+1)
+	})
+}
+
+// TestAuditRecordsTheWriteNotTheRequest (issue 26 item 4): an entry holds what the update
+// wrote, read from the records, never what the request said. Member names are exact, as
+// the client API's are: a folded spelling of "password" ("pa\u017f\u017fword": ſ folds to s
+// in encoding/json) or of "level" is an unknown member, so it changes nothing and is not in
+// the entry; members no user has (role, note) are not changes; a password changed by its
+// own name is in the entry only as redacted.
+func TestAuditRecordsTheWriteNotTheRequest(t *testing.T) {
+	ts.Each(t, func(t *testing.T, e ts.Engines) {
+		s := ts.Start(t, e)
+		o := newOwner(t, s)
+		a := api{t, s, o.Token}
+		appID, secret := a.createApp("Folded")
+		r := a.do("POST", "/api/apps/"+appID+"/users", map[string]any{"username": "fold", "password": "pw-123456", "level": 1})
+		expectOK(t, r, http.StatusCreated)
+		userPath := "/api/apps/" + appID + "/users/" + r.Data()["id"].(string)
+		patch := func(raw string) map[string]any {
+			t.Helper()
+			expectOK(t, s.Do(t, ts.Req{Method: "PATCH", Path: userPath, Token: o.Token, Body: []byte(raw)}), http.StatusOK)
+			return auditEntries(t, s, o.Token, "/api/audit?recordType=users&limit=1", 1)[0]
+		}
+		members := func(entry map[string]any, side string) string {
+			t.Helper()
+			raw, err := json.Marshal(entry[side])
+			if err != nil {
+				t.Fatal(err)
+			}
+			return string(raw)
+		}
+		clientLogin := func(password string) ts.Response {
+			t.Helper()
+			c := newSDK(t, s, secret)
+			c.mustInit()
+			return c.withNonce("login", map[string]any{"username": "fold", "password": password})
+		}
+
+		// Escaped and as UTF-8: both spell "pa\u017f\u017fword".
+		got := patch(`{"pa\u017f\u017fword":"folded-pw-1","level":2}`)
+		if b, a := members(got, "before"), members(got, "after"); b != `{"level":1}` || a != `{"level":2}` {
+			t.Fatalf("folded password: before %s after %s, want only level", b, a)
+		}
+		got = patch(`{"paſſword":"folded-pw-2","LEVEL":9,"Level":9}`)
+		if b, a := members(got, "before"), members(got, "after"); b != `{}` || a != `{}` {
+			t.Fatalf("folded names: before %s after %s, want no change", b, a)
+		}
+		got = patch(`{"role":"admin","note":"vip"}`)
+		if b, a := members(got, "before"), members(got, "after"); b != `{}` || a != `{}` {
+			t.Fatalf("unknown members: before %s after %s, want no change", b, a)
+		}
+		expectOK(t, clientLogin("pw-123456"), http.StatusOK)
+		for _, pw := range []string{"folded-pw-1", "folded-pw-2"} {
+			if r := clientLogin(pw); r.Status == http.StatusOK {
+				t.Fatalf("the password was changed through a folded member name (%s)", pw)
+			}
+		}
+		if lvl := a.do("GET", userPath, nil).Data()["level"]; lvl != float64(2) {
+			t.Fatalf("level %v, want 2: a folded name changed it", lvl)
+		}
+
+		got = patch(`{"password":"plain-pw-3"}`)
+		if b, a := members(got, "before"), members(got, "after"); b != `{"password":"[redacted]"}` || a != `{"password":"[redacted]"}` {
+			t.Fatalf("password change: before %s after %s", b, a)
+		}
+		expectOK(t, clientLogin("plain-pw-3"), http.StatusOK)
+		raw := s.Do(t, ts.Req{Method: "GET", Path: "/api/audit?limit=100", Token: o.Token}).Raw
+		for _, secret := range []string{"folded-pw-1", "folded-pw-2", "plain-pw-3", "pw-123456", "vip"} {
+			if strings.Contains(string(raw), secret) {
+				t.Fatalf("the audit log holds %q: %s", secret, raw)
+			}
+		}
 	})
 }

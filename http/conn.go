@@ -15,6 +15,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/keyward/keyward/core"
+	"github.com/keyward/keyward/transport/ws"
 )
 
 // EnvelopeListener wraps the API listener so that the answers net/http writes by itself,
@@ -43,6 +44,8 @@ func (l *envelopeListener) Accept() (net.Conn, error) {
 	return &envelopeConn{Conn: c, log: l.log}, nil
 }
 
+var _ ws.SocketConner = (*envelopeConn)(nil)
+
 type envelopeConn struct {
 	net.Conn
 	log *slog.Logger
@@ -64,6 +67,11 @@ func (c *envelopeConn) Write(b []byte) (int, error) {
 	}
 	return len(b), nil
 }
+
+// SocketConn answers the wrapped connection: once upgraded, a socket's frames skip the
+// wrapper (they are never net/http's answers), and the transport writes them through to
+// the plain socket (ws.SocketConner).
+func (c *envelopeConn) SocketConn() net.Conn { return c.Conn }
 
 // ReadFrom keeps the kernel copy (sendfile, splice) of the wrapped connection for bodies.
 func (c *envelopeConn) ReadFrom(r io.Reader) (int64, error) { return io.Copy(c.Conn, r) }

@@ -17,20 +17,17 @@
 // The package is named httpapi, not http, so that it does not shadow net/http in its own
 // files or in its importers.
 //
-// Sockets (ws.go): the edge admits a client socket before it answers the upgrade, then
-// hands the socket to a reader goroutine and returns. An idle socket holds one goroutine
-// (its reader, waiting in a shallow peek so that its stack stays at 2 KiB; it goes on in
-// a new goroutine after each frame it handles, pings and pongs included) and a 288-byte
-// read buffer; the node pings its sockets from one timer per second of the ping period
-// (pinger), not one per socket. Its writer (peer) writes a frame sent to an idle socket
-// at once from the sender's goroutine when the socket takes it without blocking (no
-// goroutine to wake: most of a broadcast's server CPU beside the write itself), and
-// otherwise queues frames in a bounded queue allocated only while frames wait, written
-// by a goroutine that runs only while there is something to write, and closes a reader
-// too slow to keep up (1013). The edge encodes its data frames itself (a broadcast's once
-// for all its sockets); gorilla/websocket writes the control frames. A panic while
-// handling one message closes that socket alone (1011). RFC 6455 close codes are chosen
-// here.
+// Sockets (ws.go): the handlers only authenticate and admit. A client socket is admitted
+// before the upgrade is answered, then upgraded through transport/ws, whose Conn goes to
+// the realtime service (as realtime.Peer, through socketPeer, which turns realtime's close
+// reasons into RFC 6455 close codes) and whose reader hands each message to it; a dashboard
+// socket is refused before the upgrade with the envelope, as a REST call is. Everything
+// on the wire (the upgrade's settings, the reader, the bounded writer queue, the pinger,
+// the write-through, the close) is transport/ws's; an upgrade the transport refuses is
+// answered with this package's error envelope (refusedUpgrade).
+//
+// EnvelopeListener (conn.go) rewrites the plain-text answers net/http writes by itself
+// before routing, which no handler sees; sockets skip it once upgraded.
 //
 // Wire rules (SPEC 7, CLIENT-SDKS.md §3): every reply is JSON; success replies are
 // {"success":true,"data":…} with success first and data always present and never null;

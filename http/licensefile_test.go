@@ -3,6 +3,7 @@ package httpapi_test
 import (
 	"errors"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -40,6 +41,19 @@ func TestLicenseFiles(t *testing.T) {
 		}
 		if _, err := licensefile.Verify([]byte(r.Data()["file"].(string)), pub, licensefile.Options{Now: now.Add(8 * 24 * time.Hour)}); !errors.Is(err, licensefile.ErrCheckInDue) {
 			t.Fatalf("after the check-in deadline: %v", err)
+		}
+		// One valid form: the signature's last character has 4 unused bits; setting one
+		// spells the same bytes another way, and that is refused.
+		issued := strings.TrimSpace(r.Data()["file"].(string))
+		_, tail, _ := strings.Cut(issued, ".")
+		sigEnd := strings.Index(issued, "\n"+licensefile.EndLine) - 1
+		if len(strings.Join(strings.Fields(strings.TrimSuffix(tail, licensefile.EndLine)), "")) != 86 || sigEnd < 0 {
+			t.Fatalf("unexpected file layout:\n%s", issued)
+		}
+		const alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
+		respelled := issued[:sigEnd] + string(alphabet[strings.IndexByte(alphabet, issued[sigEnd])^1]) + issued[sigEnd+1:]
+		if _, err := licensefile.Verify([]byte(respelled), pub, licensefile.Options{Now: now}); !errors.Is(err, licensefile.ErrMalformed) {
+			t.Fatalf("respelled signature: %v, want ErrMalformed", err)
 		}
 		entry := waitLog(t, a, appID, "license.file")
 		if entry["message"] == "" {

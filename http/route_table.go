@@ -90,6 +90,8 @@ func routeTable(h *handlerSet) []route {
 
 		{tag: "Account", access: accessOwner, rows: []row{
 			{get, "/api/auth/me", "account:read", notAudited, h.accounts.me, op("The signed-in account", noBody, ref("Account"))},
+			{get, "/api/auth/mail-outbox", "account:read", notAudited, h.accounts.mailOutbox,
+				op("The folder this server writes its mails to when no SMTP server is set (empty otherwise)", noBody, props("outbox!:string"))},
 			{post, "/api/auth/change-password", cred, auditCommand("account"), h.accounts.changePassword,
 				op("Change the password (every other session ends; a new token is answered)",
 					props("currentPassword!:string", "newPassword!:string", "twoFactorCode:string"), props("message!:string", "token!:string", "expiresAt:string"))},

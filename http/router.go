@@ -55,6 +55,14 @@ type Deps struct {
 	// Metrics is where request metrics are registered and what /metrics serves.
 	Metrics *prometheus.Registry
 	Log     *slog.Logger
+	// Pages, when set, answers the requests no route matches that ask for a page or an
+	// asset of the dashboard (web.Pages), after the middleware; the rest get the 404.
+	Pages PageServer
+}
+
+// PageServer answers the dashboard's pages and assets; Serve reports whether it did.
+type PageServer interface {
+	Serve(w http.ResponseWriter, r *http.Request) bool
 }
 
 // Config tunes the edge.
@@ -72,6 +80,9 @@ type Config struct {
 	// DefaultBodyMinRate.
 	BodyTimeout time.Duration
 	BodyMinRate int64
+	// MailOutbox is the folder mails are written to when no SMTP server is set; only
+	// signed-in owners are told it (GET /api/auth/mail-outbox). Empty with SMTP.
+	MailOutbox string
 }
 
 // DefaultMaxBodyBytes is the default cap of a JSON request body.
@@ -116,6 +127,9 @@ func New(d Deps, cfg Config) (http.Handler, error) {
 		// Uploads stream through, capped by the upload limit plus room for the multipart framing.
 		bodyLimit(cfg.MaxBodyBytes, map[string]int64{"POST " + uploadRoute: d.Files.MaxBytes() + 64<<10}))
 	r.NoRoute(func(c *gin.Context) {
+		if d.Pages != nil && d.Pages.Serve(c.Writer, c.Request) {
+			return
+		}
 		fail(c, core.E(core.CodeNotFound, "no route %s %s", c.Request.Method, c.Request.URL.Path))
 	})
 	r.NoMethod(func(c *gin.Context) {
@@ -134,7 +148,7 @@ func New(d Deps, cfg Config) (http.Handler, error) {
 	wsh := newWSHandlers(d.Realtime, d.WSHooks, d.Apps, d.Accounts, d.Limiter, d.Metrics, d.Log)
 	wsh.audit = d.Audit
 	handlers := &handlerSet{
-		accounts:     &accountHandlers{svc: d.Accounts, limiter: d.Limiter},
+		accounts:     &accountHandlers{svc: d.Accounts, limiter: d.Limiter, outbox: cfg.MailOutbox},
 		apiKeys:      &apiKeyHandlers{svc: d.APIKeys},
 		audit:        &auditHandlers{svc: d.Audit},
 		apps:         &appHandlers{svc: d.Apps, sessions: d.Client, files: d.Client.LicenseFiles(), seats: d.Client},
@@ -150,7 +164,7 @@ func New(d Deps, cfg Config) (http.Handler, error) {
 		metrics:      gin.WrapH(promhttp.HandlerFor(d.Metrics, promhttp.HandlerOpts{})),
 	}
 	err = register(r, routeTable(handlers), edge{
-		owner: requireOwner(owners), admin: requireAdmin(), audit: auditChanges(d.Audit, r),
+		owner: requireOwner(owners), admin: requireAdmin(), audit: auditChanges(d.Audit, d.Log),
 		// /metrics has its own listener unless MetricsOnMain.
 		skip: func(rt route) bool { return rt.path == metricsPath && !cfg.MetricsOnMain },
 	})

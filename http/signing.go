@@ -2,7 +2,9 @@ package httpapi
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"encoding/json"
+	"hash"
 	"io"
 	"net/http"
 	"strconv"
@@ -28,7 +30,7 @@ const ctxSigningApp = "keyward.signingApp"
 // stream through.
 type signingWriter struct {
 	gin.ResponseWriter
-	sign    func(payload []byte) (signed bool)
+	sign    func(body []byte) (signed bool)
 	status  int
 	buf     bytes.Buffer
 	passing bool // streaming a download straight through
@@ -48,7 +50,7 @@ func (w *signingWriter) WriteHeaderNow() {}
 func (w *signingWriter) Write(p []byte) (int, error) {
 	if !w.passing && w.buf.Len() == 0 {
 		if hash := w.Header().Get(signedresponse.HeaderFileHash); hash != "" && w.status/100 == 2 {
-			w.sign([]byte(hash))
+			w.sign(nil) // over the hash
 			w.passing = true
 			w.ResponseWriter.WriteHeader(w.status)
 		}
@@ -82,25 +84,60 @@ func (w *signingWriter) Flush() {
 // Unwrap lets http.ResponseController reach the connection.
 func (w *signingWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
-// signClient signs every client answer of an app with signResponses on (docs/LICENSING.md):
-// X-Signature-Timestamp (unix seconds) and X-Signature-Ed25519, the hex Ed25519 signature
-// of the timestamp followed by the exact body bytes, or by X-File-Hash for a download.
+// hashingBody hashes the request body as the handler reads it, so the signature can be
+// bound to the body without keeping a copy of it.
+type hashingBody struct {
+	io.ReadCloser
+	sum hash.Hash
+}
+
+func (b *hashingBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	b.sum.Write(p[:n])
+	return n, err
+}
+
+// digest reads what the handler left of the body (within the body limit the edge
+// applies) and answers the SHA-256 of all of it. A body the server could not read whole
+// (over the limit) is hashed as far as it was read, so its answer does not verify.
+func (b *hashingBody) digest() []byte {
+	_, _ = io.Copy(io.Discard, b)
+	return b.sum.Sum(nil)
+}
+
+// signClient signs every client answer of an app with signResponses on (docs/LICENSING.md,
+// pkg/signedresponse): X-Signature-Version 2, X-Signature-Timestamp (unix seconds) and
+// X-Signature-Ed25519, the hex Ed25519 signature of signedresponse.Message: the timestamp,
+// the status, the request's method, path, body digest, X-Nonce and X-Signature-Challenge,
+// then the exact body bytes, or X-File-Hash for a download. So an answer verifies only for
+// the request it answers. The body is never changed: clients that ignore signatures get
+// the same bytes as from an app without signing.
 // Error envelopes are signed as well, once the app is known: from the call (begin, init),
 // else from the session token of the body. An answer that names no app (a wrong secret,
 // an unknown token) cannot be signed, and a client that expects signatures treats an
 // unsigned answer as forged.
 func (h *clientHandlers) signClient(c *gin.Context) {
 	orig := c.Writer
+	body := &hashingBody{ReadCloser: c.Request.Body, sum: sha256.New()}
+	c.Request.Body = body
 	w := &signingWriter{ResponseWriter: orig, status: http.StatusOK}
 	w.sign = func(payload []byte) bool {
 		snap, ok := h.signingSnapshot(c)
 		if !ok || !snap.SignsResponses() {
 			return false
 		}
+		r := c.Request
+		req := signedresponse.Request{Method: r.Method, Path: r.URL.EscapedPath(), BodySHA256: body.digest(),
+			Nonce: r.Header.Get(signedresponse.HeaderNonce), Challenge: r.Header.Get(signedresponse.HeaderChallenge)}
+		answer := signedresponse.Answer{Status: w.status, Body: payload}
+		if hash := orig.Header().Get(signedresponse.HeaderFileHash); hash != "" && w.status/100 == 2 {
+			answer = signedresponse.Answer{Status: w.status, FileHash: hash}
+		}
 		ts := strconv.FormatInt(h.now().Unix(), 10)
 		hdr := orig.Header()
+		hdr.Set(signedresponse.HeaderVersion, signedresponse.Version)
 		hdr.Set(signedresponse.HeaderTimestamp, ts)
-		hdr.Set(signedresponse.HeaderSignature, signedresponse.Sign(snap.Signer, ts, payload))
+		hdr.Set(signedresponse.HeaderSignature, signedresponse.Sign(snap.Signer, ts, req, answer))
 		return true
 	}
 	c.Writer = w
@@ -111,14 +148,9 @@ func (h *clientHandlers) signClient(c *gin.Context) {
 	if w.passing {
 		return
 	}
-	body := w.buf.Bytes()
-	if hash := orig.Header().Get(signedresponse.HeaderFileHash); hash != "" && w.status/100 == 2 {
-		w.sign([]byte(hash)) // an empty download: no byte went through
-	} else {
-		w.sign(body)
-	}
+	w.sign(w.buf.Bytes()) // an empty download (no byte went through) is signed over its hash
 	orig.WriteHeader(w.status)
-	_, _ = orig.Write(body)
+	_, _ = orig.Write(w.buf.Bytes())
 }
 
 // signingSnapshot finds the app of the call: set by the handler, else from the body's

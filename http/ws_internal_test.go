@@ -3,10 +3,11 @@ package httpapi
 import (
 	"context"
 	"log/slog"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
-	"unsafe"
 
 	"github.com/gorilla/websocket"
 	"github.com/prometheus/client_golang/prometheus"
@@ -18,6 +19,7 @@ import (
 	"github.com/keyward/keyward/core/client"
 	"github.com/keyward/keyward/core/realtime"
 	"github.com/keyward/keyward/internal/testenv"
+	"github.com/keyward/keyward/transport/ws"
 )
 
 // knownSessions admits the tokens it knows as users of app "app-1".
@@ -37,21 +39,29 @@ func (k knownSessions) CheckSockets(context.Context, string, []client.SocketChec
 
 // panicky is a socket writer whose Send panics on a pong: handling a ping panics in the
 // socket's actor.
-type panicky struct{ *peer }
+type panicky struct{ socketPeer }
 
 func (p panicky) Send(msg []byte) bool {
 	if strings.Contains(string(msg), `"pong"`) {
 		panic("handler bug")
 	}
-	return p.peer.Send(msg)
+	return p.socketPeer.Send(msg)
 }
 
-// serverConn answers the server side of a real socket on loopback.
-func serverConn(t *testing.T) *websocket.Conn {
+// startOnLoopback starts conn on a real loopback socket upgraded through tr; the client
+// side reads until the socket closes.
+func startOnLoopback(t *testing.T, tr *ws.Transport, conn *ws.Conn) {
 	t.Helper()
-	sc, cc, _ := loopbackSocket(t, false)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_ = tr.Upgrade(w, r, conn)
+	}))
+	t.Cleanup(srv.Close)
+	cc, _, err := websocket.DefaultDialer.Dial("ws"+strings.TrimPrefix(srv.URL, "http"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cc.Close() })
 	go readUntilClosed(cc)
-	return sc
 }
 
 // readUntilClosed reads c's messages until its socket closes (a client that keeps up).
@@ -69,7 +79,7 @@ func readUntilClosed(c *websocket.Conn) {
 func TestPanicClosesOnlyItsSocket(t *testing.T) {
 	var logged testenv.LogBuffer
 	log := slog.New(slog.NewTextHandler(&logged, nil))
-	h := &wsHandlers{log: log, metrics: newWSMetrics(prometheus.NewRegistry())}
+	h := &wsHandlers{log: log, metrics: newWSMetrics(prometheus.NewRegistry()), transport: ws.New(ws.Config{Log: log})}
 	engine := memory.New(memory.Config{})
 	t.Cleanup(func() { engine.Close() })
 	dir := actors.NewApps(func(context.Context, string) (struct{}, error) { return struct{}{}, nil }, actors.AppsConfig{Log: log})
@@ -80,37 +90,33 @@ func TestPanicClosesOnlyItsSocket(t *testing.T) {
 	}
 	t.Cleanup(rt.Close)
 
-	bad, good := h.newPeer("client"), h.newPeer("client")
+	bad, good := h.newConn("client"), h.newConn("client")
 	ctx := t.Context()
-	badSock, err := rt.ConnectClient(ctx, client.Caller{IP: "192.0.2.1"}, "tok-bad", panicky{bad})
+	badSock, err := rt.ConnectClient(ctx, client.Caller{IP: "192.0.2.1"}, "tok-bad", panicky{socketPeer{bad}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	goodSock, err := rt.ConnectClient(ctx, client.Caller{IP: "192.0.2.2"}, "tok-good", good)
+	goodSock, err := rt.ConnectClient(ctx, client.Caller{IP: "192.0.2.2"}, "tok-good", socketPeer{good})
 	if err != nil {
 		t.Fatal(err)
 	}
-	bad.start(serverConn(t))
-	good.start(serverConn(t))
+	startOnLoopback(t, h.transport, bad)
+	startOnLoopback(t, h.transport, good)
 
 	rt.ClientMessage(ctx, badSock, []byte(`{"type":"ping"}`))
 	select {
-	case <-bad.finished():
+	case <-bad.Done():
 	case <-time.After(5 * time.Second):
 		t.Fatal("the panicking socket was not closed")
 	}
-	bad.mu.Lock()
-	badCode := bad.code
-	bad.mu.Unlock()
+	_, badCode := bad.Closed()
 	if badCode != websocket.CloseInternalServerErr {
 		t.Fatalf("panicking socket closed with %d, want 1011", badCode)
 	}
 
 	// The other socket of the app still answers.
 	rt.ClientMessage(ctx, goodSock, []byte(`{"type":"ping"}`))
-	good.mu.Lock()
-	goodClosed := good.closed
-	good.mu.Unlock()
+	goodClosed, _ := good.Closed()
 	if goodClosed {
 		t.Fatal("the other socket was closed")
 	}
@@ -126,63 +132,4 @@ func TestPanicClosesOnlyItsSocket(t *testing.T) {
 	}
 	rt.DisconnectClient(badSock)
 	rt.DisconnectClient(goodSock)
-}
-
-// TestPingerPingsStartedSockets: the node's pinger holds a started socket in its slot,
-// pings it when the slot's timer runs (run here by hand: the period is 25 s), and lets go
-// of it, and of the slot, once the socket ends.
-func TestPingerPingsStartedSockets(t *testing.T) {
-	sc, cc, _ := loopbackSocket(t, false)
-	pinged := make(chan struct{}, 1)
-	cc.SetPingHandler(func(string) error {
-		select {
-		case pinged <- struct{}{}:
-		default:
-		}
-		return nil
-	})
-	go readUntilClosed(cc)
-
-	g := &pinger{}
-	p := newPeer()
-	p.clocks = &socketClocks{pinger: g}
-	p.start(sc)
-	slot := func() (int, bool) {
-		p.mu.Lock()
-		i := int(p.slot)
-		p.mu.Unlock()
-		g.mu.Lock()
-		defer g.mu.Unlock()
-		_, held := g.slots[i].peers[p]
-		return i, held && g.slots[i].timer != nil
-	}
-	i, held := slot()
-	if !held {
-		t.Fatal("a started socket is not in its ping slot")
-	}
-	g.ping(i)
-	select {
-	case <-pinged:
-	case <-time.After(5 * time.Second):
-		t.Fatal("the slot's run sent no ping")
-	}
-	p.Close(realtime.CloseNormal, "")
-	<-p.finished()
-	if _, held := slot(); held {
-		t.Fatal("an ended socket is still in its ping slot")
-	}
-	g.ping(i)
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if g.slots[i].peers != nil || g.slots[i].timer != nil {
-		t.Fatal("an empty slot keeps its map or its timer")
-	}
-}
-
-// TestPeerSize: every socket holds a peer; it stays in the 96-byte size class (no timer
-// of its own, its flags packed).
-func TestPeerSize(t *testing.T) {
-	if n := unsafe.Sizeof(peer{}); n > 96 {
-		t.Fatalf("a peer is %d bytes, more than the 96-byte size class", n)
-	}
 }

@@ -96,7 +96,7 @@ func (f *flaky) snapshot() (int, []Message) {
 func TestQueueRetriesFailedDeliveries(t *testing.T) {
 	sender := &flaky{failFirst: 2}
 	q := NewQueue(sender, QueueConfig{Backoff: 5 * time.Millisecond, Attempts: 5}, discard())
-	defer q.Close()
+	defer startQueue(t, q)()
 	q.Enqueue(Message{To: "a@example.com", Subject: "s", Text: "t"})
 	deadline := time.Now().Add(10 * time.Second)
 	for {
@@ -117,6 +117,7 @@ func TestQueueRetriesFailedDeliveries(t *testing.T) {
 func TestQueueGivesUpAfterAttempts(t *testing.T) {
 	sender := &flaky{failFirst: 1 << 30}
 	q := NewQueue(sender, QueueConfig{Backoff: time.Millisecond, Attempts: 3}, discard())
+	stop := startQueue(t, q)
 	q.Enqueue(Message{To: "a@example.com", Subject: "s", Text: "t"})
 	deadline := time.Now().Add(10 * time.Second)
 	for {
@@ -128,7 +129,7 @@ func TestQueueGivesUpAfterAttempts(t *testing.T) {
 		}
 		time.Sleep(time.Millisecond)
 	}
-	q.Close()
+	stop()
 	if attempts, delivered := sender.snapshot(); attempts != 3 || len(delivered) != 0 {
 		t.Fatalf("attempts %d delivered %d", attempts, len(delivered))
 	}
@@ -138,6 +139,7 @@ func TestQueueEnqueueNeverBlocks(t *testing.T) {
 	block := make(chan struct{})
 	sender := senderFunc(func(context.Context, string, Message) error { <-block; return nil })
 	q := NewQueue(sender, QueueConfig{Capacity: 2}, discard())
+	stop := startQueue(t, q)
 	done := make(chan struct{})
 	go func() {
 		for i := 0; i < 100; i++ {
@@ -151,7 +153,41 @@ func TestQueueEnqueueNeverBlocks(t *testing.T) {
 		t.Fatal("Enqueue blocked on a full queue")
 	}
 	close(block)
+	stop()
+}
+
+// TestQueueCloseWithoutRun: a queue nobody ran (an admin command's) still tries each
+// waiting message once when it closes.
+func TestQueueCloseWithoutRun(t *testing.T) {
+	sender := &flaky{}
+	q := NewQueue(sender, QueueConfig{}, discard())
+	q.Enqueue(Message{To: "a@example.com"})
+	q.Enqueue(Message{To: "b@example.com"})
 	q.Close()
+	if attempts, delivered := sender.snapshot(); attempts != 2 || len(delivered) != 2 {
+		t.Fatalf("attempts %d delivered %d, want 2 and 2", attempts, len(delivered))
+	}
+}
+
+// startQueue runs q as the node's supervisor does; the returned stop ends Run (which tries
+// what waits once) and closes q.
+func startQueue(t *testing.T, q *Queue) (stop func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = q.Run(ctx)
+	}()
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			cancel()
+			<-done
+			q.Close()
+		})
+	}
+	t.Cleanup(stop)
+	return stop
 }
 
 type senderFunc func(context.Context, string, Message) error

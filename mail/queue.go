@@ -16,18 +16,17 @@ type QueueConfig struct {
 	Backoff  time.Duration // first retry delay, doubled each time; default 2 s
 }
 
-// Queue sends messages in the background. Enqueue never blocks the caller.
+// Queue sends messages in the background: Enqueue never blocks the caller, and Run, on a
+// goroutine its owner starts (the node's supervisor), delivers them with retries.
 type Queue struct {
 	cfg    QueueConfig
 	sender Sender
 	log    *slog.Logger
 	ch     chan Message
-	stop   chan struct{}
-	wg     sync.WaitGroup
 	once   sync.Once
 }
 
-// NewQueue starts the worker; Close stops it.
+// NewQueue builds the queue; Run delivers what it holds, Close what is left.
 func NewQueue(sender Sender, cfg QueueConfig, log *slog.Logger) *Queue {
 	if cfg.From == "" {
 		cfg.From = "Keyward <no-reply@localhost>"
@@ -41,10 +40,7 @@ func NewQueue(sender Sender, cfg QueueConfig, log *slog.Logger) *Queue {
 	if cfg.Backoff <= 0 {
 		cfg.Backoff = 2 * time.Second
 	}
-	q := &Queue{cfg: cfg, sender: sender, log: log, ch: make(chan Message, cfg.Capacity), stop: make(chan struct{})}
-	q.wg.Add(1)
-	go q.run()
-	return q
+	return &Queue{cfg: cfg, sender: sender, log: log, ch: make(chan Message, cfg.Capacity)}
 }
 
 // Enqueue hands a message to the worker. When the queue is full the message is dropped
@@ -57,15 +53,17 @@ func (q *Queue) Enqueue(m Message) {
 	}
 }
 
-func (q *Queue) run() {
-	defer q.wg.Done()
+// Run delivers queued messages until ctx ends, then tries each message still waiting once
+// (a graceful shutdown does not lose mails already accepted) and returns nil. One Run at a
+// time; a panic in it leaves the queue usable by the next.
+func (q *Queue) Run(ctx context.Context) error {
 	for {
 		select {
-		case <-q.stop:
+		case <-ctx.Done():
 			q.drain()
-			return
+			return nil
 		case m := <-q.ch:
-			q.deliver(m)
+			q.deliver(ctx, m)
 		}
 	}
 }
@@ -87,7 +85,7 @@ func (q *Queue) drain() {
 	}
 }
 
-func (q *Queue) deliver(m Message) {
+func (q *Queue) deliver(stop context.Context, m Message) {
 	delay := q.cfg.Backoff
 	for attempt := 1; ; attempt++ {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -105,7 +103,7 @@ func (q *Queue) deliver(m Message) {
 		q.log.Warn("mail delivery failed, will retry", "to", m.To, "subject", m.Subject, "attempt", attempt, "retryIn", wait, "err", err)
 		select {
 		case <-time.After(wait):
-		case <-q.stop:
+		case <-stop.Done():
 			q.log.Error("mail delivery abandoned at shutdown", "to", m.To, "subject", m.Subject, "err", err)
 			return
 		}
@@ -113,8 +111,8 @@ func (q *Queue) deliver(m Message) {
 	}
 }
 
-// Close stops the worker after one last attempt at each waiting message. Idempotent.
+// Close makes one last attempt at each message still waiting, for a queue whose Run has
+// returned or never ran (an admin command). Idempotent.
 func (q *Queue) Close() {
-	q.once.Do(func() { close(q.stop) })
-	q.wg.Wait()
+	q.once.Do(q.drain)
 }

@@ -147,7 +147,7 @@ func TestQueueRetriesATemporarilyFailingSMTPServer(t *testing.T) {
 	r, port := startReceiver(t, 2)
 	s, _ := NewSMTP(SMTPConfig{Host: "127.0.0.1", Port: port, Username: "mailer", Password: "s3cret", InsecureSkipVerify: true})
 	q := NewQueue(s, QueueConfig{Backoff: 10 * time.Millisecond, Attempts: 5}, discard())
-	defer q.Close()
+	defer startQueue(t, q)()
 	q.Enqueue(Message{To: "owner@example.com", Subject: "Retry me", Text: "hello"})
 	deadline := time.Now().Add(20 * time.Second)
 	for len(r.received()) == 0 {

@@ -46,10 +46,10 @@ func (a *appActors) Snapshot(ctx context.Context, appID string) (client.Snapshot
 	return st.Client, err
 }
 
-// Pipeline answers the app's compiled hooks (wshooks.PipelineOf).
-func (a *appActors) Pipeline(ctx context.Context, appID string) (*hooks.Pipeline, error) {
-	st, err := a.dir.Snapshot(ctx, appID)
-	return st.Hooks, err
+// PlanHooks asks the app's actor for the plan of a client message (wshooks.PlanOf): the
+// actor runs the compiled hooks of its snapshot inside its Receive.
+func (a *appActors) PlanHooks(ctx context.Context, appID string, m hooks.Message) ([]hooks.Step, error) {
+	return a.dir.Plan(ctx, appID, m)
 }
 
 // startAppActors starts the node's AppActors and wires the app changes to them as
@@ -71,6 +71,7 @@ func startAppActors(ctx context.Context, store storage.Store, engine cluster.Eng
 		return AppState{Client: snap, Hooks: p}, nil
 	}
 	dir := actors.NewApps(load, actors.AppsConfig{Now: now, Log: log, Metrics: metrics})
+	dir.SetPlanner(func(st AppState, m hooks.Message) []hooks.Step { return st.Hooks.Plan(m) })
 	announce := func(appID string) {
 		pctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()

@@ -14,6 +14,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/event"
 
 	"github.com/keyward/keyward/cluster/redis"
+	"github.com/keyward/keyward/core/accounts"
 	"github.com/keyward/keyward/core/passwords"
 	"github.com/keyward/keyward/core/plans"
 	"github.com/keyward/keyward/core/realtime"
@@ -37,6 +38,8 @@ type Config struct {
 
 	JWTSecret string
 	JWTTTL    time.Duration
+	// JWTLeeway is how long after expiry a dashboard JWT is still accepted.
+	JWTLeeway time.Duration
 	// SecretsKey encrypts at rest the secrets the server reads back (TOTP secrets,
 	// integration signing secrets); generated into the data dir when empty, required in a
 	// cluster (every node must read what another wrote).
@@ -106,6 +109,7 @@ func options() []*option {
 		{flag: "jwt-secret", env: "KEYWARD_JWT_SECRET", usage: "secret (32+ bytes) signing dashboard JWTs; generated once into the data dir when unset; required with --redis-url (all nodes must share it)"},
 		{flag: "secrets-key", env: "KEYWARD_SECRETS_KEY", usage: "key (32+ bytes) encrypting stored TOTP and integration signing secrets; generated once into the data dir (secrets.key) when unset; required with --redis-url (all nodes must share it); keep it with your backups"},
 		{flag: "jwt-ttl", env: "KEYWARD_JWT_TTL", def: "24h", usage: "lifetime of dashboard JWTs"},
+		{flag: "jwt-leeway", env: "KEYWARD_JWT_LEEWAY", def: "5s", usage: "how long after its expiry a dashboard JWT is still accepted, for clock differences between the nodes of a cluster (0s for none, at most 1m)"},
 		{flag: "mail-outbox", env: "KEYWARD_MAIL_OUTBOX", usage: "folder where mails are written as .eml files when no SMTP host is set (default <data dir>/outbox)"},
 		{flag: "mail-from", env: "KEYWARD_MAIL_FROM", def: "Keyward <no-reply@localhost>", usage: "sender address of mails"},
 		{flag: "smtp-host", env: "KEYWARD_SMTP_HOST", usage: "SMTP server host; when set, mails are delivered through it"},
@@ -227,6 +231,11 @@ func parse(v map[string]string) (Config, error) {
 			BusinessMaxUsersPerApp:   int(num("plan-business-max-users", 1)),
 			BusinessMaxAPICallsMonth: int(num("plan-business-max-api-calls", 1)),
 		},
+	}
+	if d, err := time.ParseDuration(v["jwt-leeway"]); err != nil || d < 0 || d > accounts.MaxTokenLeeway {
+		errs = append(errs, fmt.Errorf("--jwt-leeway: %q is not a duration from 0s to %s", v["jwt-leeway"], accounts.MaxTokenLeeway))
+	} else {
+		c.JWTLeeway = d
 	}
 	c.ClientSessionTTL = dur("client-session-ttl")
 	c.WSLeaseTTL = dur("ws-lease-ttl")

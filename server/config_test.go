@@ -48,7 +48,8 @@ func TestHelpListsEverySetting(t *testing.T) {
 		t.Fatalf("help prints the environment's secret:\n%s", out.String())
 	}
 	for _, want := range []string{"KEYWARD_ADDR", "KEYWARD_DATA_DIR", "KEYWARD_MONGO_URI", "KEYWARD_REDIS_URL", "KEYWARD_JWT_SECRET",
-		"KEYWARD_SECRETS_KEY", "KEYWARD_SMTP_HOST", "KEYWARD_MAIL_OUTBOX", "KEYWARD_TRUSTED_PROXIES", "KEYWARD_LOG_LEVEL"} {
+		"KEYWARD_SECRETS_KEY", "KEYWARD_SMTP_HOST", "KEYWARD_MAIL_OUTBOX", "KEYWARD_TRUSTED_PROXIES", "KEYWARD_LOG_LEVEL",
+		"KEYWARD_JWT_LEEWAY"} {
 		if !strings.Contains(out.String(), want) {
 			t.Fatalf("help lacks %s", want)
 		}
@@ -71,7 +72,7 @@ func TestDefaultsAreTheEmbeddedMode(t *testing.T) {
 		t.Fatal(err)
 	}
 	if c.Addr != ":8080" || c.DataDir != "./data" || c.MailOutbox != "data/outbox" || c.MongoURI != "" || c.RedisURL != "" ||
-		c.JWTTTL != 24*time.Hour || c.TrustedProxies != nil {
+		c.JWTTTL != 24*time.Hour || c.JWTLeeway != 5*time.Second || c.TrustedProxies != nil {
 		t.Fatalf("defaults: %+v", c)
 	}
 }
@@ -97,6 +98,8 @@ func TestBadConfigurationIsRefusedClearly(t *testing.T) {
 		// A cluster node without the shared secrets key could not read what others sealed.
 		"redis sans secrets key": {"KEYWARD_REDIS_URL": "redis://127.0.0.1:6379/0", "KEYWARD_JWT_SECRET": strings.Repeat("j", 40)},
 		"duration":               {"KEYWARD_JWT_TTL": "forever"},
+		"negative jwt leeway":    {"KEYWARD_JWT_LEEWAY": "-1s"},
+		"long jwt leeway":        {"KEYWARD_JWT_LEEWAY": "2m"},
 		"smtp tls":               {"KEYWARD_SMTP_HOST": "mail.example.com", "KEYWARD_SMTP_TLS": "maybe"},
 		"body size":              {"KEYWARD_MAX_BODY_BYTES": "ten"},
 		"short lease":            {"KEYWARD_WS_LEASE_TTL": "1s"},

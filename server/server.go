@@ -44,6 +44,7 @@ import (
 	"github.com/keyward/keyward/core/webhooks"
 	"github.com/keyward/keyward/core/wshooks"
 	httpapi "github.com/keyward/keyward/http"
+	"github.com/keyward/keyward/internal/supervise"
 	"github.com/keyward/keyward/mail"
 	"github.com/keyward/keyward/storage"
 	"github.com/keyward/keyward/storage/blobs"
@@ -204,8 +205,8 @@ func configuredOrKept(configured, dataDir, name, what string) ([]byte, error) {
 	return []byte(s), nil
 }
 
-// dashboardOutbox is the outbox folder the dashboard names on its sign-up page: set only when
-// mails go there (no SMTP host), so the owner can find the verification link.
+// dashboardOutbox is the outbox folder the dashboard names to signed-in owners (its sign-up
+// page only says mails go to files): set only when mails go there (no SMTP host).
 func dashboardOutbox(c Config) string {
 	if c.SMTP.Host != "" {
 		return ""
@@ -260,9 +261,8 @@ type Core struct {
 	WSHooks *wshooks.Service
 	// Bus carries domain events to the log writer (and, later, webhooks and sockets).
 	Bus *events.Bus
-	// LogWriter batches log entries; Janitor enforces log retention (serve only).
+	// LogWriter batches log entries.
 	LogWriter *logs.Writer
-	Janitor   *logs.Janitor
 	// Country resolves client addresses to countries; nil when not configured.
 	Country rules.CountryResolver
 	// Audit writes the audit log off the request path; Close writes what is queued.
@@ -270,8 +270,10 @@ type Core struct {
 	// Meter counts client API calls; Server starts its flusher.
 	Meter         *usage.Meter
 	stopAppActors func()
-	// stopPurge ends the purge of expired logout revocations (serve only; nil otherwise).
-	stopPurge func()
+	// Goroutines owns the node's long-lived goroutines (goroutines.go): OpenCore starts
+	// the mail queue's, Server the rest; Close stops them in dependency order.
+	Goroutines *supervise.Supervisor
+	wrap       wrapFunc
 	// Metrics is the node's Prometheus registry: OpenCore registers the services' own
 	// metrics, Server the rest.
 	Metrics *prometheus.Registry
@@ -279,22 +281,18 @@ type Core struct {
 	Engines []any
 }
 
-// Close releases the engines in reverse order of opening, after a last flush of the
-// pending API-call counts.
+// Close releases the engines in reverse order of opening: the sockets and actors, then the
+// supervised goroutines (the last started first: the log janitor, the revocation purge,
+// the webhooks worker, the usage flusher, and the mail queue, which tries what waits),
+// a last flush of the pending API-call counts, then the rest.
 func (c *Core) Close() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	meterErr := c.Meter.Close(ctx)
-	if c.stopPurge != nil {
-		c.stopPurge()
-	}
 	c.Realtime.Close()
 	c.stopAppActors()
 	c.Client.Close()
-	c.Webhooks.Stop()
-	if c.Janitor != nil {
-		c.Janitor.Close()
-	}
+	goroutinesErr := c.Goroutines.Stop(ctx)
+	meterErr := c.Meter.Close(ctx)
 	// The HTTP server is shut down before Close: every change it recorded is queued, and
 	// written here.
 	c.Audit.Close()
@@ -306,11 +304,15 @@ func (c *Core) Close() error {
 	if g, ok := c.Country.(*rules.GeoIP); ok {
 		geoErr = g.Close()
 	}
-	return errors.Join(meterErr, geoErr, c.Engine.Close(), c.Store.Close())
+	return errors.Join(goroutinesErr, meterErr, geoErr, c.Engine.Close(), c.Store.Close())
 }
 
 // OpenCore opens the engines and builds the services, closing what it opened on failure.
-func OpenCore(ctx context.Context, c Config, log *slog.Logger) (_ *Core, err error) {
+func OpenCore(ctx context.Context, c Config, log *slog.Logger) (*Core, error) {
+	return openCore(ctx, c, log, nil)
+}
+
+func openCore(ctx context.Context, c Config, log *slog.Logger, wrap wrapFunc) (_ *Core, err error) {
 	var closers []func() error
 	defer func() {
 		if err != nil {
@@ -340,7 +342,21 @@ func OpenCore(ctx context.Context, c Config, log *slog.Logger) (_ *Core, err err
 	if err != nil {
 		return nil, err
 	}
-	closers = append(closers, func() error { mailq.Close(); return nil })
+	reg := prometheus.NewRegistry()
+	goroutines, err := supervise.New(supervise.Config{Log: log, Metrics: reg})
+	if err != nil {
+		return nil, err
+	}
+	closers = append(closers, func() error {
+		stopCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		err := goroutines.Stop(stopCtx)
+		mailq.Close()
+		return err
+	})
+	if err := startGoroutine(goroutines, wrap, kindMail, supervise.Restart, mailq.Run); err != nil {
+		return nil, err
+	}
 	catalogue, err := plans.New(c.Plans)
 	if err != nil {
 		return nil, err
@@ -367,7 +383,7 @@ func OpenCore(ctx context.Context, c Config, log *slog.Logger) (_ *Core, err err
 	filesSvc := files.New(store, blobStore, appsSvc, bus, c.MaxUploadBytes, c.Clock)
 	appsSvc.OnDelete(filesSvc.DeleteAppFiles)
 	svc, err := accounts.New(accounts.Deps{Store: store, Hasher: hasher, Plans: catalogue, Mailer: mailq,
-		Apps: appsSvc, Log: log}, accounts.Config{JWTSecret: secret, TokenTTL: c.JWTTTL, PublicURL: c.PublicURL, Now: c.Clock})
+		Apps: appsSvc, Log: log}, accounts.Config{JWTSecret: secret, TokenTTL: c.JWTTTL, TokenLeeway: c.JWTLeeway, PublicURL: c.PublicURL, Now: c.Clock})
 	if err != nil {
 		return nil, err
 	}
@@ -379,7 +395,6 @@ func OpenCore(ctx context.Context, c Config, log *slog.Logger) (_ *Core, err err
 	worker := integrations.NewWorker(store, integrations.WorkerConfig{Client: hooksClient, Now: c.Clock, Log: log, Bus: bus})
 	dispatcher := integrations.NewDispatcher(store, worker.Wake, log, c.Clock)
 	bus.Subscribe("webhooks", 10_000, dispatcher.Handle)
-	reg := prometheus.NewRegistry()
 	appActors, err := startAppActors(ctx, store, engine, bus, appsSvc, svc, catalogue, actors.NewMetrics(reg), client.SnapshotDefaults{
 		SessionTTL: c.ClientSessionTTL, EncryptFiles: c.ClientFileEncryption, CountryAvailable: country != nil || c.CountryHeader != ""}, c.Clock, log)
 	if err != nil {
@@ -389,7 +404,7 @@ func OpenCore(ctx context.Context, c Config, log *slog.Logger) (_ *Core, err err
 	clientSvc := client.New(client.Deps{Store: store, Apps: appActors, Sessions: engine, Hasher: hasher, Bus: bus,
 		Country: country, Quota: meter, Archive: store, Blobs: blobStore,
 		Reset: client.ResetDeps{Tokens: engine, Mailer: mailq, PublicURL: c.PublicURL}, Now: c.Clock, Log: log})
-	wsHooks := wshooks.New(store, appsSvc, appActors.Pipeline, appActors.announce, c.Clock, log)
+	wsHooks := wshooks.New(store, appsSvc, appActors.PlanHooks, appActors.announce, c.Clock, log)
 	queueDelay := prometheus.NewHistogram(prometheus.HistogramOpts{Name: "keyward_ws_delivery_queue_seconds",
 		Help:    "Time from a delivery's publication (a REST call, an event, a hook) to its frame in the socket queues of this node.",
 		Buckets: []float64{.0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1}})
@@ -404,7 +419,7 @@ func OpenCore(ctx context.Context, c Config, log *slog.Logger) (_ *Core, err err
 	clientSvc.OnEnd(rt.SessionEnded)
 	auditLog := audit.New(store, audit.Config{Retention: c.AuditRetention, Now: c.Clock}, log)
 	closers = append(closers, func() error { auditLog.Close(); return nil })
-	return &Core{Audit: auditLog, Realtime: rt, WSHooks: wsHooks, Store: store, Engine: engine, Mail: mailq, Accounts: svc, Apps: appsSvc, Meter: meter,
+	return &Core{Goroutines: goroutines, wrap: wrap, Audit: auditLog, Realtime: rt, WSHooks: wsHooks, Store: store, Engine: engine, Mail: mailq, Accounts: svc, Apps: appsSvc, Meter: meter,
 		Client: clientSvc, AppActors: appActors.dir, stopAppActors: appActors.stop, Metrics: reg,
 		Integrations: integrations.NewService(store, appsSvc, bus, integrations.Options{
 			Validator: webhooks.Validator{AllowPrivate: c.WebhooksAllowPrivate}, Client: hooksClient, Now: c.Clock}),
@@ -439,7 +454,11 @@ func webhookClient(c Config) (*http.Client, error) {
 // New opens everything and binds the listeners, so that bad configuration, unreachable
 // engines and a port in use all fail here with a clear message, before Run.
 func New(ctx context.Context, c Config, log *slog.Logger) (*Server, error) {
-	core, err := OpenCore(ctx, c, log)
+	return newServer(ctx, c, log, nil)
+}
+
+func newServer(ctx context.Context, c Config, log *slog.Logger, wrap wrapFunc) (*Server, error) {
+	core, err := openCore(ctx, c, log, wrap)
 	if err != nil {
 		return nil, err
 	}
@@ -470,6 +489,9 @@ func New(ctx context.Context, c Config, log *slog.Logger) (*Server, error) {
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "keyward_ws_revalidation_failures_total",
 			Help: "Client socket checks that could not be made (the cluster engine or storage did not answer)."},
 			func() float64 { return float64(core.Realtime.Stats().RevalidationFailed) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "keyward_ws_internal_errors_total",
+			Help: "Socket admissions, revalidations and dashboard actions that failed on a bug (closed or answered with INTERNAL, logged)."},
+			func() float64 { return float64(core.Realtime.Stats().InternalErrors) }),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "keyward_ws_lease_renewal_errors_total",
 			Help: "Failed presence lease renewals (one per app and attempt)."},
 			func() float64 { return float64(core.Realtime.Stats().LeaseErrors) }),
@@ -493,16 +515,18 @@ func New(ctx context.Context, c Config, log *slog.Logger) (*Server, error) {
 				}
 				return float64(n)
 			}))
+	// The owners' dashboard answers "/" and its assets, behind the API's middleware.
+	pages, err := web.New(web.Options{MailToFiles: dashboardOutbox(c) != ""})
+	if err != nil {
+		_ = core.Close()
+		return nil, err
+	}
 	handler, err := httpapi.New(httpapi.Deps{
 		Accounts: core.Accounts, APIKeys: apikeys.New(core.Store, c.Clock), Audit: core.Audit, Apps: core.Apps, Variables: core.Variables, Rules: core.Rules, Logs: core.Logs, Analytics: core.Analytics, Files: core.Files,
 		Integrations: core.Integrations, Client: core.Client, Realtime: core.Realtime, WSHooks: core.WSHooks, Limiter: core.Engine, Metrics: reg, Log: log,
-		Ready: []httpapi.Checker{{Name: "storage", Ping: core.Store.Ping}, {Name: "cluster", Ping: core.Engine.Ping}},
+		Ready: []httpapi.Checker{{Name: "storage", Ping: core.Store.Ping}, {Name: "cluster", Ping: core.Engine.Ping}}, Pages: pages,
 	}, httpapi.Config{CountryHeader: c.CountryHeader, TrustedProxies: c.TrustedProxies, MaxBodyBytes: c.MaxBodyBytes, MetricsOnMain: c.MetricsAddr == "",
-		BodyTimeout: c.BodyTimeout, BodyMinRate: c.BodyMinRate})
-	if err == nil {
-		// The owners' dashboard answers "/" and its assets; every other request is the API's.
-		handler, err = web.Mount(handler, web.Options{Outbox: dashboardOutbox(c)})
-	}
+		BodyTimeout: c.BodyTimeout, BodyMinRate: c.BodyMinRate, MailOutbox: dashboardOutbox(c)})
 	if err != nil {
 		_ = core.Close()
 		return nil, err
@@ -526,8 +550,6 @@ func New(ctx context.Context, c Config, log *slog.Logger) (*Server, error) {
 		}
 		s.metrics = &http.Server{Handler: promhttp.HandlerFor(reg, promhttp.HandlerOpts{}), ReadHeaderTimeout: 10 * time.Second}
 	}
-	core.Meter.Start()
-	core.Webhooks.Start()
 	core.Client.Start()
 	if err := core.Realtime.Start(ctx); err != nil {
 		_ = s.apiLn.Close()
@@ -537,8 +559,19 @@ func New(ctx context.Context, c Config, log *slog.Logger) (*Server, error) {
 		_ = core.Close()
 		return nil, err
 	}
-	core.stopPurge = core.Accounts.StartRevocationPurge(0)
-	core.Janitor = logs.StartJanitor(core.Store, logs.RetentionConfig{MaxAge: c.LogMaxAge, MaxPerApp: c.LogMaxPerApp, Now: c.Clock}, log)
+	janitor := logs.NewJanitor(core.Store, logs.RetentionConfig{MaxAge: c.LogMaxAge, MaxPerApp: c.LogMaxPerApp, Now: c.Clock}, log)
+	err = errors.Join(core.goroutine(kindUsageFlusher, supervise.Restart, core.Meter.Run),
+		core.goroutine(kindWebhooksWorker, supervise.Restart, core.Webhooks.Run),
+		core.goroutine(kindRevocationPurge, supervise.Restart, revocationPurge(core.Accounts, accounts.RevocationPurgeEvery, log)),
+		core.goroutine(kindLogJanitor, supervise.Restart, janitor.Run))
+	if err != nil {
+		_ = s.apiLn.Close()
+		if s.metricsLn != nil {
+			_ = s.metricsLn.Close()
+		}
+		_ = core.Close()
+		return nil, err
+	}
 	log.Info("keyward ready", append(core.Engines, "listen", s.apiLn.Addr().String(), "metrics", s.metricsAddr())...)
 	return s, nil
 }
@@ -562,16 +595,18 @@ func (s *Server) Core() *Core { return s.core }
 
 // Run serves until ctx is cancelled or a listener fails, then shuts down gracefully.
 func (s *Server) Run(ctx context.Context) error {
-	go func() { s.serveErrCh <- s.api.Serve(s.apiLn) }()
-	if s.metrics != nil {
-		go func() { s.serveErrCh <- s.metrics.Serve(s.metricsLn) }()
-	}
 	var runErr error
-	select {
-	case <-ctx.Done():
-		s.log.Info("shutting down", "timeout", s.cfg.ShutdownTimeout)
-	case err := <-s.serveErrCh:
-		if !errors.Is(err, http.ErrServerClosed) {
+	err := s.listen(kindHTTPAPI, "API", s.api, s.apiLn)
+	if err == nil && s.metrics != nil {
+		err = s.listen(kindHTTPMetrics, "metrics", s.metrics, s.metricsLn)
+	}
+	if err != nil {
+		runErr = fmt.Errorf("serving: %w", err)
+	} else {
+		select {
+		case <-ctx.Done():
+			s.log.Info("shutting down", "timeout", s.cfg.ShutdownTimeout)
+		case err := <-s.serveErrCh:
 			runErr = fmt.Errorf("serving: %w", err)
 		}
 	}

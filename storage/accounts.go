@@ -19,7 +19,7 @@ type Account struct {
 	Username string
 	Email    string
 	// PasswordHash is a PHC-encoded argon2id hash.
-	PasswordHash string
+	PasswordHash string `audit:"password,secret"`
 	Role         string
 	Plan         string
 
@@ -29,30 +29,27 @@ type Account struct {
 	// secret; TwoFactorPending is the secret handed out by setup and not yet confirmed. The
 	// engines store both sealed (see Sealer) and answer them in clear.
 	TwoFactorEnabled bool
-	TwoFactorSecret  string
-	TwoFactorPending string
+	TwoFactorSecret  string `audit:"twoFactorSecret,secret"`
+	TwoFactorPending string `audit:"twoFactorPending,secret"`
 	// TwoFactorLastStep is the TOTP time step of the last accepted code; a code of that
 	// step or an earlier one is refused, so a code works once only.
-	TwoFactorLastStep int64
-
+	TwoFactorLastStep int64 `audit:"-"`
 	// APIKeyHash is the SHA-256 (hex) of the full API key; APIKeyPrefix and APIKeyLast4 keep
 	// what the masked form shows.
-	APIKeyHash   string
-	APIKeyPrefix string
-	APIKeyLast4  string
-
+	APIKeyHash   string `audit:"apiKey,secret"`
+	APIKeyPrefix string `audit:"-"`
+	APIKeyLast4  string `audit:"-"`
 	// TokensValidAfter revokes every JWT of the account issued before it (password change
 	// or reset). Zero means no such cut-off.
 	TokensValidAfter time.Time
 
 	// APICallsUsed counts client API calls of the account's apps in the current month;
 	// APICallsResetAt is when the counter starts again.
-	APICallsUsed    int64
-	APICallsResetAt time.Time
-
-	LastLoginAt time.Time
-	CreatedAt   time.Time
-	UpdatedAt   time.Time
+	APICallsUsed    int64     `audit:"-"`
+	APICallsResetAt time.Time `audit:"-"`
+	LastLoginAt     time.Time `audit:"-"`
+	CreatedAt       time.Time `audit:"-"`
+	UpdatedAt       time.Time `audit:"-"`
 }
 
 // Purposes of account tokens.

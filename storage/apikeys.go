@@ -12,9 +12,9 @@ type APIKey struct {
 	ID        string
 	AccountID string
 	Name      string
-	Hash      string
-	Prefix    string
-	Last4     string
+	Hash      string `audit:"key,secret"`
+	Prefix    string `audit:"-"`
+	Last4     string `audit:"-"`
 	// Scopes are "resource:action" strings or the presets "read" and "full".
 	Scopes []string
 	// Apps restricts the key to these application ids; empty means every app.
@@ -22,10 +22,10 @@ type APIKey struct {
 	// ExpiresAt is the end of the key's life; zero means it never expires.
 	ExpiresAt time.Time
 	// LastUsedAt and LastUsedIP say when and from where the key was last presented.
-	LastUsedAt time.Time
-	LastUsedIP string
-	CreatedAt  time.Time
-	UpdatedAt  time.Time
+	LastUsedAt time.Time `audit:"-"`
+	LastUsedIP string    `audit:"-"`
+	CreatedAt  time.Time `audit:"-"`
+	UpdatedAt  time.Time `audit:"-"`
 }
 
 // APIKeyStore persists scoped API keys. Revocation deletes the record, so that a key

@@ -16,12 +16,12 @@ type App struct {
 	Enabled     bool
 	Paused      bool
 	AntiDebug   bool
-	AntiVM      bool
+	AntiVM      bool `audit:"antiVM"`
 	LockHwid    bool
 	LockIP      bool
 	LockPcName  bool
-	SecretHash  string
-	SecretLast6 string
+	SecretHash  string `audit:"secret,secret"`
+	SecretLast6 string `audit:"-"`
 	// SessionTimeout is the idle timeout of the app's client sessions in seconds; 0 means
 	// the server's default.
 	SessionTimeout int
@@ -31,7 +31,7 @@ type App struct {
 	// SigningKey is the app's Ed25519 private key (the base64 of its 32-byte seed) that
 	// signs client responses and license files; "" until one is made (core/licensing).
 	// The engines seal it at rest like the other secrets they read back.
-	SigningKey string
+	SigningKey string `audit:"signingKey,secret"`
 	// SignResponses adds X-Signature-Ed25519 and X-Signature-Timestamp to every client
 	// API response of the app.
 	SignResponses bool
@@ -40,8 +40,8 @@ type App struct {
 	// LicenseFileDays is how many days an offline license file may be used before the
 	// program must check in online again (0: the default of 30).
 	LicenseFileDays int
-	CreatedAt       time.Time
-	UpdatedAt       time.Time
+	CreatedAt       time.Time `audit:"-"`
+	UpdatedAt       time.Time `audit:"-"`
 }
 
 // AppCounts are the per-app record counts of the application list (SPEC 4.2).

@@ -2,6 +2,9 @@ package storage
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"time"
 )
 
@@ -38,6 +41,27 @@ type AuditEntry struct {
 	Before    string
 	After     string
 	CreatedAt time.Time
+	// Seq, PrevHash and Hash chain the entries of one account (tamper evidence): Seq counts
+	// from 1 without gaps, PrevHash is the Hash of the entry before (of seq-1; "" for the
+	// first), Hash is AuditHash of the entry. The store sets them in AppendAudit; entries
+	// stored before the chain existed have Seq 0 and are outside it.
+	Seq      int64
+	PrevHash string
+	Hash     string
+}
+
+// AuditHash answers the chain hash of e: SHA-256, hex, over a canonical encoding of every
+// member but Hash itself (a JSON array in a fixed order, so that no two different entries
+// encode alike). Editing any stored member, or the link to the entry before, changes it.
+func AuditHash(e AuditEntry) string {
+	b, err := json.Marshal([]any{"keyward-audit-v1", e.AccountID, e.Seq, e.PrevHash, e.ID, e.AppID, e.ActorType, e.ActorID,
+		e.ActorName, e.IP, e.Method, e.Route, e.Path, e.RecordType, e.RecordID, e.Status, e.Before, e.After,
+		Truncate(e.CreatedAt).UnixMilli()})
+	if err != nil { // strings and integers always encode
+		panic("storage: audit hash: " + err.Error())
+	}
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
 }
 
 // AuditQuery selects audit entries, newest first. Empty members do not filter; an empty
@@ -55,11 +79,23 @@ type AuditQuery struct {
 
 // AuditStore persists the audit log.
 type AuditStore interface {
-	// AppendAudit inserts the entries (a batch). An entry whose id is stored already is
-	// skipped, so that a batch retried after an unclear failure writes each entry once.
+	// AppendAudit inserts the entries (a batch), in order, each at the end of its account's
+	// chain: the store sets Seq (the account's last plus one), PrevHash (the last one's
+	// Hash) and Hash, whatever the caller put there. Appends racing on several processes
+	// still form one chain per account (a unique sequence per account, retried on
+	// conflict). An entry whose id is stored already is skipped, so that a batch retried
+	// after an unclear failure writes each entry once.
 	AppendAudit(ctx context.Context, entries []AuditEntry) error
 	// ListAudit answers one page, newest first, and the total of matches.
 	ListAudit(ctx context.Context, q AuditQuery) ([]AuditEntry, int, error)
-	// DeleteAuditBefore removes entries created before t and answers how many.
+	// DeleteAuditBefore removes entries created before t and answers how many. It removes
+	// only the start of each account's chain: never an entry after a kept one (whatever
+	// the clocks of the nodes that wrote them said), and never the last entry of an
+	// account, so that the chain goes on from it and what is kept still verifies.
 	DeleteAuditBefore(ctx context.Context, t time.Time) (int, error)
+	// AuditAccounts answers the accounts that have chained entries (Seq > 0), sorted.
+	AuditAccounts(ctx context.Context) ([]string, error)
+	// AuditChain answers up to limit chained entries of the account with Seq > afterSeq,
+	// in Seq order: the walk of tamper verification.
+	AuditChain(ctx context.Context, accountID string, afterSeq int64, limit int) ([]AuditEntry, error)
 }

@@ -54,8 +54,8 @@ type Token struct {
 	ExpiresAt time.Time // zero = never
 	Note      string
 	Enabled   bool
-	CreatedAt time.Time
-	UpdatedAt time.Time
+	CreatedAt time.Time `audit:"-"`
+	UpdatedAt time.Time `audit:"-"`
 }
 
 // TokenStore persists access tokens.

@@ -11,25 +11,25 @@ type Integration struct {
 	AppID string
 	Name  string
 	// Kind is DISCORD, TELEGRAM, SLACK or CUSTOM (the API's `type`).
-	Kind string
+	Kind string `audit:"type"`
 	// URL is the webhook URL, validated by the caller. It may hold a bot token
 	// (Telegram), so it is only ever shown masked.
-	URL string
+	URL string `audit:"url,secret"`
 	// Events are the subscribed event names, in the order the owner gave them.
 	Events  []string
 	Enabled bool
 	// Secret is the signing secret of a CUSTOM integration ("" for the others). It signs
 	// every delivery, so it cannot be hashed: the engines store it sealed (see Sealer) and
 	// answer it in clear.
-	Secret string
+	Secret string `audit:"secret,secret"`
 	// ConsecutiveFailures counts deliveries that ended failed since the last success; the
 	// delivery queue disables the integration when it reaches webhooks.DisableAfter.
 	ConsecutiveFailures int
 	// DisabledReason says why the queue disabled the integration; "" when it did not, and
 	// cleared when the owner enables it again.
 	DisabledReason string
-	CreatedAt      time.Time
-	UpdatedAt      time.Time
+	CreatedAt      time.Time `audit:"-"`
+	UpdatedAt      time.Time `audit:"-"`
 }
 
 // IntegrationStore persists integrations.

@@ -29,8 +29,8 @@ type License struct {
 	Banned      bool
 	DiscordID   string
 	ActivatedAt time.Time
-	CreatedAt   time.Time
-	UpdatedAt   time.Time
+	CreatedAt   time.Time `audit:"-"`
+	UpdatedAt   time.Time `audit:"-"`
 }
 
 // License sort keys (the sortBy values of SPEC 4.4).

@@ -10,7 +10,7 @@ type AppUser struct {
 	ID           string
 	AppID        string
 	Username     string
-	PasswordHash string
+	PasswordHash string `audit:"password,secret"`
 	Email        string
 	Level        int
 	// ExpiresAt is when the user's access ends; zero means never.
@@ -40,9 +40,9 @@ type AppUser struct {
 	LicenseID string
 	DiscordID string
 
-	LastLoginAt time.Time
-	CreatedAt   time.Time
-	UpdatedAt   time.Time
+	LastLoginAt time.Time `audit:"-"`
+	CreatedAt   time.Time `audit:"-"`
+	UpdatedAt   time.Time `audit:"-"`
 }
 
 // UserLogin is one login to record on a user (RecordLogins). HWID and PCName, when not

@@ -23,9 +23,9 @@ type Variable struct {
 	OwnerID   string
 	Key       string
 	Value     string
-	Type      string // STRING, INT, FLOAT, BOOL or JSON; validated by the caller
-	CreatedAt time.Time
-	UpdatedAt time.Time
+	Type      string    // STRING, INT, FLOAT, BOOL or JSON; validated by the caller
+	CreatedAt time.Time `audit:"-"`
+	UpdatedAt time.Time `audit:"-"`
 }
 
 // VariableStore persists variables.
@@ -50,11 +50,11 @@ type File struct {
 	Version string
 	Size    int64
 	SHA256  string // hex
-	BlobKey string
+	BlobKey string `audit:"-"`
 	// ContentType is what the upload declared, for the dashboard download.
 	ContentType string
-	CreatedAt   time.Time
-	UpdatedAt   time.Time
+	CreatedAt   time.Time `audit:"-"`
+	UpdatedAt   time.Time `audit:"-"`
 }
 
 // FileStore persists file records.
@@ -80,8 +80,8 @@ type Rule struct {
 	Value     string // normalised by the caller
 	Note      string
 	Enabled   bool
-	CreatedAt time.Time
-	UpdatedAt time.Time
+	CreatedAt time.Time `audit:"-"`
+	UpdatedAt time.Time `audit:"-"`
 }
 
 // RuleQuery filters rules; empty members match everything.

@@ -23,8 +23,8 @@ type WSHook struct {
 	Enabled    bool
 	// Priority orders the hooks of an app: lower runs first (0 to 999).
 	Priority  int
-	CreatedAt time.Time
-	UpdatedAt time.Time
+	CreatedAt time.Time `audit:"-"`
+	UpdatedAt time.Time `audit:"-"`
 }
 
 // WSHookStore persists WebSocket hooks. Deleting an app deletes its hooks.

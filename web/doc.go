@@ -6,10 +6,11 @@
 // (/api/apps/:appId/ws/connect); there is no private API and no business rule in the browser
 // that the API does not also enforce (the forms check types and bounds only to say so early).
 //
-// Mount puts the pages in front of the API handler in one place: GET and HEAD of "/", the
-// mailed link paths "/verify-email" and "/reset-password", and the assets under
-// "/ui/<version>/" are answered here; every other request (all of /api, /healthz, /readyz,
-// /metrics, and the API's 404 and 405 envelopes) goes to the API handler unchanged.
+// Pages answers what the API's router has no route for, after the router's middleware (the
+// request id, the access log line, the metrics): GET and HEAD of "/", the mailed link paths
+// "/verify-email" and "/reset-password", and the assets under "/ui/<version>/"; anything
+// else gets the API's 404 envelope. The page says whether mails go to files, never the
+// outbox folder's path: the account page asks the API for it once signed in.
 //
 // Assets are content-versioned (the version is a hash of every embedded file), so they are
 // served with a year-long immutable cache and gzip-compressed once at start; the page itself

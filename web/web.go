@@ -20,10 +20,11 @@ var static embed.FS
 
 // Options are what the pages need to know about the server.
 type Options struct {
-	// Outbox is the folder where mails are written as .eml files when no SMTP server is set
-	// (the embedded default); the sign-up and forgot-password pages name it so the owner can
-	// find the verification link. Empty when mail goes out over SMTP.
-	Outbox string
+	// MailToFiles says mails are written as .eml files to the server's outbox folder (no
+	// SMTP server is set, the embedded default): the sign-up and forgot-password pages say
+	// so, without the folder's path, which only a signed-in owner is told (the account
+	// page asks GET /api/auth/mail-outbox).
+	MailToFiles bool
 }
 
 // ContentSecurityPolicy is sent with every page and asset. 'self' in connect-src admits the
@@ -40,16 +41,17 @@ type asset struct {
 	etag    string
 }
 
-type handler struct {
-	api    http.Handler
+// Pages answers the dashboard's pages and assets. The API's router hands it the requests
+// no route of its own matches, after its middleware: every page and asset gets the request
+// id and the access log line as API answers do.
+type Pages struct {
 	prefix string // "/ui/<version>/"
 	assets map[string]asset
 	page   asset
 }
 
-// Mount returns a handler that answers the dashboard's pages and assets and passes every
-// other request to api.
-func Mount(api http.Handler, o Options) (http.Handler, error) {
+// New reads the embedded pages and assets.
+func New(o Options) (*Pages, error) {
 	root, err := fs.Sub(static, "static")
 	if err != nil {
 		return nil, fmt.Errorf("web: %w", err)
@@ -73,7 +75,7 @@ func Mount(api http.Handler, o Options) (http.Handler, error) {
 		return nil, fmt.Errorf("web: read assets: %w", err)
 	}
 	version := hex.EncodeToString(sum.Sum(nil))[:12]
-	h := &handler{api: api, prefix: "/ui/" + version + "/", assets: make(map[string]asset, len(files))}
+	h := &Pages{prefix: "/ui/" + version + "/", assets: make(map[string]asset, len(files))}
 	for p, b := range files {
 		a, err := newAsset(p, b)
 		if err != nil {
@@ -86,7 +88,11 @@ func Mount(api http.Handler, o Options) (http.Handler, error) {
 		return nil, fmt.Errorf("web: page template: %w", err)
 	}
 	var page bytes.Buffer
-	if err := tmpl.Execute(&page, struct{ Prefix, Outbox string }{h.prefix, o.Outbox}); err != nil {
+	mail := ""
+	if o.MailToFiles {
+		mail = "outbox"
+	}
+	if err := tmpl.Execute(&page, struct{ Prefix, Mail string }{h.prefix, mail}); err != nil {
 		return nil, fmt.Errorf("web: page template: %w", err)
 	}
 	if h.page, err = newAsset("index.html", page.Bytes()); err != nil {
@@ -129,23 +135,26 @@ func newAsset(name string, b []byte) (asset, error) {
 	return a, nil
 }
 
-func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if r.Method == http.MethodGet || r.Method == http.MethodHead {
-		if pagePaths[r.URL.Path] {
-			h.serve(w, r, h.page, "no-cache")
-			return
-		}
-		if rest, ok := strings.CutPrefix(r.URL.Path, h.prefix); ok {
-			if a, ok := h.assets[rest]; ok {
-				h.serve(w, r, a, "public, max-age=31536000, immutable")
-				return
-			}
+// Serve answers r when it asks for a page or an asset, and reports whether it did; the
+// caller answers the rest.
+func (h *Pages) Serve(w http.ResponseWriter, r *http.Request) bool {
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		return false
+	}
+	if pagePaths[r.URL.Path] {
+		h.serve(w, r, h.page, "no-cache")
+		return true
+	}
+	if rest, ok := strings.CutPrefix(r.URL.Path, h.prefix); ok {
+		if a, ok := h.assets[rest]; ok {
+			h.serve(w, r, a, "public, max-age=31536000, immutable")
+			return true
 		}
 	}
-	h.api.ServeHTTP(w, r)
+	return false
 }
 
-func (h *handler) serve(w http.ResponseWriter, r *http.Request, a asset, cache string) {
+func (h *Pages) serve(w http.ResponseWriter, r *http.Request, a asset, cache string) {
 	hd := w.Header()
 	hd.Set("Content-Security-Policy", ContentSecurityPolicy)
 	hd.Set("X-Frame-Options", "DENY")

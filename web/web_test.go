@@ -10,20 +10,22 @@ import (
 	"testing"
 )
 
-// api stands in for the API handler: it answers every request it gets with its own mark.
-var api = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-	w.Header().Set("X-From", "api")
-	w.WriteHeader(http.StatusNotFound)
-	_, _ = io.WriteString(w, `{"success":false}`)
-})
-
+// mount answers a handler that serves the pages and answers the rest as the API router
+// would: a 404 with its own mark.
 func mount(t *testing.T, o Options) http.Handler {
 	t.Helper()
-	h, err := Mount(api, o)
+	p, err := New(o)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return h
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if p.Serve(w, r) {
+			return
+		}
+		w.Header().Set("X-From", "api")
+		w.WriteHeader(http.StatusNotFound)
+		_, _ = io.WriteString(w, `{"success":false}`)
+	})
 }
 
 func get(h http.Handler, method, path string, hdr ...string) *httptest.ResponseRecorder {
@@ -39,7 +41,7 @@ func get(h http.Handler, method, path string, hdr ...string) *httptest.ResponseR
 var assetRE = regexp.MustCompile(`(?:src|href)="(/ui/[0-9a-f]{12}/[^"]+)"`)
 
 func TestThePageIsServedWithItsSecurityHeadersAndNoCache(t *testing.T) {
-	h := mount(t, Options{Outbox: `/data/<out>"box`})
+	h := mount(t, Options{MailToFiles: true})
 	for _, p := range []string{"/", "/verify-email", "/reset-password"} {
 		w := get(h, "GET", p+"?token=abc")
 		if w.Code != 200 || !strings.HasPrefix(w.Header().Get("Content-Type"), "text/html") {
@@ -55,9 +57,10 @@ func TestThePageIsServedWithItsSecurityHeadersAndNoCache(t *testing.T) {
 		if strings.Contains(body, "<script>") || strings.Contains(body, " style=") || strings.Contains(body, "<style") {
 			t.Fatalf("inline script or style in the page:\n%s", body)
 		}
-		// The outbox path is an attribute value, escaped.
-		if !strings.Contains(body, `content="/data/&lt;out&gt;&#34;box"`) {
-			t.Fatalf("outbox not escaped:\n%s", body)
+		// The page says mails go to files, not where: the folder is told to signed-in
+		// owners only.
+		if !strings.Contains(body, `<meta name="keyward-mail" content="outbox">`) || strings.Contains(body, "keyward-outbox") {
+			t.Fatalf("mail hint:\n%s", body)
 		}
 	}
 	for _, d := range []string{"script-src 'self'", "style-src 'self'", "frame-ancestors 'none'", "default-src 'none'"} {
@@ -105,6 +108,15 @@ func TestAssetsAreVersionedCompressedAndCached(t *testing.T) {
 	js := get(h, "GET", m[len(m)-1][1])
 	if js.Header().Get("Content-Type") != "text/javascript; charset=utf-8" {
 		t.Fatalf("script type %q", js.Header().Get("Content-Type"))
+	}
+}
+
+// TestThePageNamesNoFolder: with mail over SMTP the page says nothing of files; in no case
+// does it carry a path (it once named the outbox folder to anyone).
+func TestThePageNamesNoFolder(t *testing.T) {
+	body := get(mount(t, Options{}), "GET", "/").Body.String()
+	if !strings.Contains(body, `<meta name="keyward-mail" content="">`) || strings.Contains(body, "outbox") {
+		t.Fatalf("mail hint without an outbox:\n%s", body)
 	}
 }
 

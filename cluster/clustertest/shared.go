@@ -24,6 +24,7 @@ func RunShared(t *testing.T, newPair func(t *testing.T) (cluster.Engine, cluster
 		{"Shared/Values", testSharedValues},
 		{"Shared/Sets", testSharedSets},
 		{"Shared/LeasesConcurrentAcquire", testSharedLeases},
+		{"Shared/PresenceConcurrentAdmit", testSharedPresence},
 		{"Shared/BusDeliversToEveryNode", testSharedBusDeliver},
 		{"Shared/BusOrderPerPublisher", testSharedBusOrder},
 		{"Shared/BusUnsubscribe", testSharedBusUnsubscribe},

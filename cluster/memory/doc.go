@@ -11,6 +11,9 @@
 // hits are never stored. Every call on an expiring set first drops that set's expired
 // members, so a set never holds more than `limit` members after an AddMember with a limit.
 //
+// Presence keeps a map of live sockets and a map of user → socket per app, pruned of
+// expired sockets on every call and by the janitor.
+//
 // The bus queues each message with the subscribers of its topic at that moment and calls
 // them one after another on the bus goroutine, in publish order. When callbacks are so slow
 // that 10,000 messages wait, newer messages are dropped (delivery is at most once by

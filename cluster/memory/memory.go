@@ -39,6 +39,7 @@ type Engine struct {
 	counters map[string]map[string]int64
 	values   map[string]value
 	sets     map[string]*memberSet
+	presence map[string]*appPresence // app → its live client sockets (presence.go)
 	bus      *fanout.Fanout
 
 	stop      chan struct{} // closed by Close to stop the janitor
@@ -61,6 +62,7 @@ func New(cfg Config) *Engine {
 		counters: make(map[string]map[string]int64),
 		values:   make(map[string]value),
 		sets:     make(map[string]*memberSet),
+		presence: make(map[string]*appPresence),
 		bus:      fanout.New(),
 		stop:     make(chan struct{}),
 		done:     make(chan struct{}),
@@ -149,6 +151,7 @@ func (e *Engine) Sweep() {
 	for name := range e.sets {
 		e.pruneSet(name, at)
 	}
+	e.sweepPresence(at)
 }
 
 // Allow implements cluster.RateLimiter with an exact sliding window: a hit at time h counts

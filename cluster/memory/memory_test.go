@@ -48,6 +48,12 @@ func BenchmarkAllow(b *testing.B) {
 	clustertest.BenchmarkAllow(b, e)
 }
 
+func BenchmarkPresenceAdmit(b *testing.B) {
+	e := memory.New(memory.Config{})
+	defer e.Close()
+	clustertest.BenchmarkPresenceAdmit(b, e)
+}
+
 // fakeClock is a clock tests move by hand; the mutex lets the janitor read it.
 type fakeClock struct {
 	mu sync.Mutex

@@ -16,7 +16,7 @@ import (
 )
 
 // rawClient is a plain go-redis client on the test Redis, to look at the engine's keys.
-func rawClient(t *testing.T, url string) *goredis.Client {
+func rawClient(t testing.TB, url string) *goredis.Client {
 	t.Helper()
 	opts, err := goredis.ParseURL(url)
 	if err != nil {

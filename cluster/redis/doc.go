@@ -15,6 +15,13 @@
 //	<prefix>val:<key>   string, SET ... PX ttl, touched with PEXPIRE ... XX
 //	<prefix>set:<set>   sorted set member → expiry in microseconds of Redis's TIME
 //	                    (sets.lua), expires with its latest member
+//	<prefix>prs:{<app>}:live   sorted set socket → expiry (µs of TIME): the app's live
+//	                    client sockets (presence.lua); with :owner (hash socket → user),
+//	                    :user (hash user → socket) and :info (hash socket → what the
+//	                    session list shows), one hash slot per app, all expiring with the
+//	                    latest socket. Every Presence call is one script run: a renewal of
+//	                    all of an app's sockets is one round trip and one command sent
+//	                    (TestPresenceRenewalRoundTrips, BenchmarkPresenceRenewal)
 //	<prefix>bus:<topic> Pub/Sub channel (not a key: channels ignore the database number,
 //	                    so the prefix is what keeps deployments apart)
 //	<prefix>bus:{N}:<topic>  on a Redis Cluster: sharded Pub/Sub channel (Redis 7), N
@@ -35,9 +42,11 @@
 //
 // Failure: an error that comes from reaching Redis (dial, timeouts, closed connections,
 // pool exhaustion, a closed engine, Redis loading or read-only) wraps
-// cluster.ErrUnavailable, and short dial/read/write/pool timeouts with a single retry make
-// it arrive within a second for a frozen Redis (two 400 ms read timeouts; immediately when the port refuses
-// connections), so callers answer 503 instead of hanging. A caller's context deadline also
+// cluster.ErrUnavailable. Short read and write timeouts (300 ms) bound each attempt, and a
+// hook bounds each command or pipeline as a whole at 400 ms (Config.CommandTimeout: the
+// wait for a pooled connection, the single retry and a new connection's handshake
+// included), so a request that meets a frozen Redis twice still answers 503 within a
+// second, and at once when the port refuses connections, instead of hanging. A caller's context deadline also
 // bounds each command and counts as unavailability; the caller's own cancellation does not
 // (the request is gone, Redis is not to blame). The client reconnects by itself once
 // Redis is back.

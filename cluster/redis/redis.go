@@ -21,15 +21,21 @@ import (
 
 // Defaults for Config. They are short on purpose: Redis answers in well under a
 // millisecond on a healthy network, and a request that cannot reach it should fail with 503
-// within a second rather than hang behind it. A frozen Redis (it accepts connections and
-// never answers) costs a command two read timeouts (the one retry, below, included), so
-// the read and write timeouts are kept under half a second.
+// within about a second rather than hang behind it. The read and write timeouts bound one
+// attempt of a command on a frozen Redis (it accepts connections and never answers); but
+// a command also waits for a pooled connection (during a burst every one is stuck on the
+// frozen server) and is retried once, so DefaultCommandTimeout bounds a command as a
+// whole: the wait for a connection, the attempts and a new connection's handshake. A
+// request may meet Redis twice before it answers (the failed call, then the answer's
+// signing, which looks up the session's app), so one command gets well under half the
+// second. A caller's own earlier deadline wins.
 const (
-	DefaultPrefix       = "kw:"
-	DefaultDialTimeout  = time.Second
-	DefaultReadTimeout  = 400 * time.Millisecond
-	DefaultWriteTimeout = 400 * time.Millisecond
-	DefaultPoolTimeout  = time.Second
+	DefaultPrefix         = "kw:"
+	DefaultDialTimeout    = time.Second
+	DefaultReadTimeout    = 300 * time.Millisecond
+	DefaultWriteTimeout   = 300 * time.Millisecond
+	DefaultPoolTimeout    = time.Second
+	DefaultCommandTimeout = 400 * time.Millisecond
 )
 
 // Config configures New. Only URL is required.
@@ -46,6 +52,9 @@ type Config struct {
 	WriteTimeout time.Duration
 	// PoolTimeout bounds the wait for a free connection when all are busy.
 	PoolTimeout time.Duration
+	// CommandTimeout bounds one command or pipeline as a whole (the wait for a connection,
+	// the retry, redirects); DefaultCommandTimeout when zero.
+	CommandTimeout time.Duration
 }
 
 // Engine is the Redis cluster engine. Its methods are safe for concurrent use.
@@ -245,6 +254,12 @@ func New(ctx context.Context, cfg Config) (*Engine, error) {
 		client = goredis.NewClient(opts)
 	}
 
+	commandTimeout := cfg.CommandTimeout
+	if commandTimeout <= 0 {
+		commandTimeout = DefaultCommandTimeout
+	}
+	client.AddHook(commandBudget{limit: commandTimeout})
+
 	_, isCluster := client.(*goredis.ClusterClient)
 	e := &Engine{
 		client:  client,
@@ -271,6 +286,41 @@ func New(ctx context.Context, cfg Config) (*Engine, error) {
 		e.sharded = sharded
 	}
 	return e, nil
+}
+
+// commandBudget is a go-redis hook that puts a deadline on every command and pipeline of
+// the engine's client (ContextTimeoutEnabled makes the pool wait and the socket honour it):
+// the per-attempt timeouts bound neither the wait for a pooled connection nor the retry,
+// which made answers take 1.2-3.7 s while Redis was frozen under a burst. A caller's
+// deadline that comes sooner is kept.
+type commandBudget struct{ limit time.Duration }
+
+func (b commandBudget) bound(ctx context.Context) (context.Context, context.CancelFunc) {
+	if d, ok := ctx.Deadline(); ok && time.Until(d) <= b.limit {
+		return ctx, func() {}
+	}
+	return context.WithTimeout(ctx, b.limit)
+}
+
+// DialHook implements goredis.Hook; dials keep their own timeout.
+func (commandBudget) DialHook(next goredis.DialHook) goredis.DialHook { return next }
+
+// ProcessHook implements goredis.Hook.
+func (b commandBudget) ProcessHook(next goredis.ProcessHook) goredis.ProcessHook {
+	return func(ctx context.Context, cmd goredis.Cmder) error {
+		ctx, cancel := b.bound(ctx)
+		defer cancel()
+		return next(ctx, cmd)
+	}
+}
+
+// ProcessPipelineHook implements goredis.Hook.
+func (b commandBudget) ProcessPipelineHook(next goredis.ProcessPipelineHook) goredis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []goredis.Cmder) error {
+		ctx, cancel := b.bound(ctx)
+		defer cancel()
+		return next(ctx, cmds)
+	}
 }
 
 // timeouts are the client's socket and pool timeouts.

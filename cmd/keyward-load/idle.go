@@ -4,16 +4,19 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"net"
 	"net/http"
 	"net/url"
 	"os"
 	"os/exec"
 	"runtime"
+	"runtime/debug"
 	"runtime/metrics"
 	"runtime/pprof"
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/gorilla/websocket"
@@ -23,21 +26,45 @@ import (
 	"github.com/keyward/keyward/server"
 )
 
+// idleOptions shape an idle-sockets run.
+type idleOptions struct {
+	// n sockets over apps apps (0: ceil(n/500), the per-app limit).
+	n, apps int
+	// sources is how many loopback source addresses the child opens the sockets from
+	// (127.0.0.2, 127.0.0.3, ...: each has its own ephemeral ports); 0 lets the system
+	// choose (127.0.0.1).
+	sources int
+	// cpuWindow, when set, is how long the server's idle CPU is measured with the
+	// sockets open.
+	cpuWindow time.Duration
+	// extrapolate prints the figures at 100,000 sockets.
+	extrapolate bool
+}
+
 // idleSockets measures the server's memory per idle client socket: n sockets over
-// ceil(n/500) apps, opened by a child process (so that the client side's memory and file
+// ceil(n/500) apps (or opts.apps), opened by a child process (so that the client side's memory and file
 // descriptors are not the server's), each with a logged-in session; the server's live
 // heap and goroutine stacks after GC, before and after, divided by n. It also reports the
 // connect rate (upgrade and admission of sockets whose sessions exist) and the server's
 // CPU per socket while they open (this process is the server; the child is the client),
 // then runs then with the sockets open.
-func idleSockets(ctx context.Context, node *server.Server, c *client, owner apps.Owner, n, conc int, then func()) error {
+func idleSockets(ctx context.Context, node *server.Server, c *client, owner apps.Owner, opts idleOptions, conc int, then func()) error {
 	core := node.Core()
+	n := opts.n
+	perApp := realtime.MaxClientsPerApp
+	if opts.apps > 0 {
+		perApp = (n + opts.apps - 1) / opts.apps
+		if perApp > realtime.MaxClientsPerApp {
+			return fmt.Errorf("idle sockets: %d sockets over %d apps is over the per-app limit (%d)", n, opts.apps, realtime.MaxClientsPerApp)
+		}
+	}
+	nApps := (n + perApp - 1) / perApp
 	type sess struct{ token, ip string }
 	var all []sess
 	first := 0
 	for len(all) < n {
-		count := min(realtime.MaxClientsPerApp, n-len(all))
-		app, secret, err := core.Apps.CreateApp(ctx, owner, apps.CreateAppInput{Name: fmt.Sprintf("Idle %d", len(all)/realtime.MaxClientsPerApp)})
+		count := min(perApp, n-len(all))
+		app, secret, err := core.Apps.CreateApp(ctx, owner, apps.CreateAppInput{Name: fmt.Sprintf("Idle %d", len(all)/perApp)})
 		if err != nil {
 			return fmt.Errorf("idle app: %w", err)
 		}
@@ -80,13 +107,20 @@ func idleSockets(ctx context.Context, node *server.Server, c *client, owner apps
 		return err
 	}
 
+	// The sessions' HTTP connections are not the sockets': they are closed before the
+	// figures (and leave their files to the sockets).
+	c.http.CloseIdleConnections()
+	if limit, open := openFiles(); limit > 0 && open+n > limit {
+		return fmt.Errorf("idle sockets: %d files are open and the limit is %d: no room for %d sockets", open, limit, n)
+	}
 	before := serverMemory()
 	writeHeapProfile(idleProfile + ".before")
 	self, err := os.Executable()
 	if err != nil {
 		return err
 	}
-	child := exec.CommandContext(ctx, self, "-idle-client", list.Name(), "-idle-addr", node.Addr(), "-concurrency", strconv.Itoa(min(conc, 16)))
+	child := exec.CommandContext(ctx, self, "-idle-client", list.Name(), "-idle-addr", node.Addr(), "-concurrency", strconv.Itoa(min(conc, 16)),
+		"-idle-sources", strconv.Itoa(opts.sources))
 	child.Stderr = os.Stderr
 	stdin, err := child.StdinPipe()
 	if err != nil {
@@ -138,7 +172,11 @@ func idleSockets(ctx context.Context, node *server.Server, c *client, owner apps
 		}
 	}
 	per := func(a, b uint64) float64 { return float64(int64(a)-int64(b)) / float64(n) / 1024 }
-	fmt.Printf("idle client sockets: %d on one node (%d apps), opened in %.1f s (%.0f/s)\n", n, (n+realtime.MaxClientsPerApp-1)/realtime.MaxClientsPerApp,
+	sources := "127.0.0.1"
+	if opts.sources > 0 {
+		sources = fmt.Sprintf("%d loopback source addresses (127.0.0.2-127.0.0.%d)", opts.sources, 1+opts.sources)
+	}
+	fmt.Printf("idle client sockets: %d on one node (%d apps, from %s), opened in %.1f s (%.0f/s)\n", n, nApps, sources,
 		opened.Seconds(), float64(n)/opened.Seconds())
 	fmt.Printf("  server CPU while they opened: %.3f ms per socket (upgrade + admission; up to 10 ms of the wait for the count included)\n",
 		float64(cpu)/float64(n)/1e6)
@@ -147,8 +185,65 @@ func idleSockets(ctx context.Context, node *server.Server, c *client, owner apps
 		float64(after.goroutines-before.goroutines)/float64(n))
 	fmt.Printf("  goroutine stacks: %d B each to start with; %.0f B in use per socket (scanned at GC), %.0f B held\n",
 		after.stackStart, float64(int64(after.scanned)-int64(before.scanned))/float64(n), float64(int64(after.stacks)-int64(before.stacks))/float64(n))
+	rssPer := per(after.rss, before.rss)
+	fmt.Printf("  per socket, RSS after a full GC with freed pages returned to the system: %.2f KiB (%.1f MiB before, %.1f MiB with the sockets)\n",
+		rssPer, float64(before.rss)/(1<<20), float64(after.rss)/(1<<20))
+	idleUS := -1.0
+	if opts.cpuWindow > 0 {
+		stopIdleProfile := func() {}
+		if profileRun == "idle" && profileFile != "" {
+			if f, err := os.Create(profileFile); err == nil {
+				_ = pprof.StartCPUProfile(f)
+				stopIdleProfile = func() { pprof.StopCPUProfile(); _ = f.Close() }
+			}
+		}
+		cpu0, t0 := cpuTime(), time.Now()
+		time.Sleep(opts.cpuWindow)
+		cpu, wall := cpuTime()-cpu0, time.Since(t0)
+		stopIdleProfile()
+		share := cpu.Seconds() / wall.Seconds()
+		idleUS = share * 1e6 / float64(n)
+		fmt.Printf("  idle server CPU over %.0f s (pings every 25 s, lease renewals, revalidation): %.2f %% of a core, %.3f µs per socket per second\n",
+			wall.Seconds(), share*100, idleUS)
+	}
+	if opts.extrapolate {
+		const at = 100_000
+		connectMS := float64(cpu) / float64(n) / 1e6
+		fmt.Printf("  at %d sockets (X(%d) = X per socket × %d: every figure above is per socket, the node's own costs were before):\n", at, at, at)
+		fmt.Printf("    memory:      %.2f KiB × %d = %.0f MiB RSS (heap + stacks: %.2f KiB × %d = %.0f MiB)\n", rssPer, at, rssPer*at/1024,
+			per(after.heap+after.stacks, before.heap+before.stacks), at, per(after.heap+after.stacks, before.heap+before.stacks)*at/1024)
+		if idleUS >= 0 {
+			fmt.Printf("    idle CPU:    %.3f µs/s × %d = %.1f %% of a core\n", idleUS, at, idleUS*at/1e4)
+		}
+		fmt.Printf("    connecting:  %.3f ms × %d = %.1f s of server CPU; at %.0f sockets/s, %d / %.0f = %.1f s\n", connectMS, at, connectMS*at/1000,
+			float64(n)/opened.Seconds(), at, float64(n)/opened.Seconds(), at/(float64(n)/opened.Seconds()))
+	}
 	then()
 	return nil
+}
+
+// openFiles answers the process's open-file limit and how many files it has open (0, 0
+// when unknown).
+func openFiles() (limit, open int) {
+	var rl syscall.Rlimit
+	if syscall.Getrlimit(syscall.RLIMIT_NOFILE, &rl) != nil {
+		return 0, 0
+	}
+	fds, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		return 0, 0
+	}
+	return int(rl.Cur), len(fds)
+}
+
+// maxIdleSockets is how many sockets -max-idle-sockets opens: the open-file limit (Go
+// raises the soft limit to the hard one at start) less margin for the node's own files.
+func maxIdleSockets(margin int) (int, error) {
+	limit, _ := openFiles()
+	if limit <= margin {
+		return 0, fmt.Errorf("the open-file limit (%d) leaves no room for sockets beside a margin of %d", limit, margin)
+	}
+	return limit - margin, nil
 }
 
 // writeHeapProfile writes the heap profile as of the last GC to path, when -idle-memprofile
@@ -165,7 +260,10 @@ func writeHeapProfile(path string) {
 
 type memory struct {
 	heap, stacks uint64
-	goroutines   int
+	// rss is the process's resident memory after debug.FreeOSMemory (a GC that returns
+	// freed pages to the system).
+	rss        uint64
+	goroutines int
 	// stackStart is the runtime's size for new goroutines' stacks (adaptive: from the
 	// stacks it scanned at the last GC); scanned the bytes of stack in use then, over
 	// every goroutine (what a goroutine uses, not what it holds).
@@ -179,14 +277,33 @@ func serverMemory() memory {
 	runtime.ReadMemStats(&m)
 	samples := []metrics.Sample{{Name: "/gc/stack/starting-size:bytes"}, {Name: "/gc/scan/stack:bytes"}}
 	metrics.Read(samples)
+	debug.FreeOSMemory()
 	return memory{heap: m.HeapAlloc, stacks: m.StackInuse, goroutines: runtime.NumGoroutine(),
-		stackStart: samples[0].Value.Uint64(), scanned: samples[1].Value.Uint64()}
+		stackStart: samples[0].Value.Uint64(), scanned: samples[1].Value.Uint64(), rss: residentBytes()}
+}
+
+// residentBytes is the process's resident set (/proc/self/statm), 0 when unknown.
+func residentBytes() uint64 {
+	raw, err := os.ReadFile("/proc/self/statm")
+	if err != nil {
+		return 0
+	}
+	f := strings.Fields(string(raw))
+	if len(f) < 2 {
+		return 0
+	}
+	pages, err := strconv.ParseUint(f[1], 10, 64)
+	if err != nil {
+		return 0
+	}
+	return pages * uint64(os.Getpagesize())
 }
 
 // idleClient is the child process of idleSockets: it opens a socket for each "token ip"
-// line of list, conc at a time, answers the server's pings, says "ready" and holds them
-// until its stdin closes.
-func idleClient(list, addr string, conc int) error {
+// line of list, conc at a time (from sources loopback source addresses in turn when
+// sources > 0), answers the server's pings, says "ready" and holds them until its stdin
+// closes.
+func idleClient(list, addr string, conc, sources int) error {
 	raw, err := os.ReadFile(list)
 	if err != nil {
 		return err
@@ -201,10 +318,18 @@ func idleClient(list, addr string, conc int) error {
 			c.Close()
 		}
 	}()
-	d := websocket.Dialer{HandshakeTimeout: 30 * time.Second, ReadBufferSize: 256, WriteBufferSize: 256}
+	dialers := []*websocket.Dialer{{HandshakeTimeout: 30 * time.Second, ReadBufferSize: 256, WriteBufferSize: 256}}
+	if sources > 0 {
+		dialers = dialers[:0]
+		for k := range sources {
+			local := &net.TCPAddr{IP: net.IPv4(127, 0, 0, byte(2+k))}
+			dialers = append(dialers, &websocket.Dialer{HandshakeTimeout: 30 * time.Second, ReadBufferSize: 256, WriteBufferSize: 256,
+				NetDialContext: (&net.Dialer{LocalAddr: local, Timeout: 30 * time.Second}).DialContext})
+		}
+	}
 	if err := parallel(conc, len(lines)/2, func(i int) error {
 		tok, ip := lines[2*i], lines[2*i+1]
-		conn, _, err := d.Dial("ws://"+addr+"/api/client/ws?token="+url.QueryEscape(tok), http.Header{"X-Forwarded-For": {ip}})
+		conn, _, err := dialers[i%len(dialers)].Dial("ws://"+addr+"/api/client/ws?token="+url.QueryEscape(tok), http.Header{"X-Forwarded-For": {ip}})
 		if err != nil {
 			return fmt.Errorf("socket %d: %w", i, err)
 		}

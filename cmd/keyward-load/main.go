@@ -14,6 +14,13 @@
 //     child process, so that the CPU figure is the server's), broadcasts one after
 //     another, each timed until the last socket has read it.
 //
+// With -max-idle-sockets it opens as many idle client sockets as the open-file limit allows
+// (less -fd-margin: about 19,500 with 20,000 files per process) over 40 apps, from 4
+// loopback source addresses (127.0.0.2-127.0.0.5: ephemeral ports of their own), and
+// reports memory per socket (RSS after a full GC with freed pages returned to the system,
+// and live heap plus goroutine stacks), idle server CPU per socket per second, the connect
+// rate and server CPU per connect, and each at 100,000 sockets (per socket × 100,000).
+//
 // With -idle-sockets N it only opens N idle client sockets (whose sessions exist) from a
 // child process and reports their connect rate (upgrade and admission), the server's CPU
 // per socket while they open and its memory per socket; -periodic-window D then counts,
@@ -23,12 +30,14 @@
 // on loopback engines (`bash deploy/testenv.sh sh -c 'keyward-load -idle-sockets 1000
 // -redis "$KEYWARD_TEST_REDIS_URL" -mongo "$KEYWARD_TEST_MONGO_URI" -periodic-window 60s'`).
 //
-// Client addresses come from X-Forwarded-For (loopback is a trusted proxy), one per
+// Client addresses come from X-Forwarded-For (loopback, 127.0.0.0/8, is a trusted proxy: the
+// sockets come from several of its addresses), one per
 // session, so SPEC 8's per-IP limits apply as in production without throttling the run.
 package main
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -63,10 +72,15 @@ func main() {
 	conc := flag.Int("concurrency", 32, "concurrent client connections")
 	sessions := flag.Int("sessions", 4000, "client sessions for the heartbeat run")
 	profile := flag.String("cpuprofile", "", "write a CPU profile to this file (of the whole run, or of -profile-run)")
-	flag.StringVar(&profileRun, "profile-run", "", "profile only this run: heartbeat, license, password, broadcast or connect (the opening of -idle-sockets)")
+	flag.StringVar(&profileRun, "profile-run", "", "profile only this run: heartbeat, license, password, broadcast, connect (the opening of -idle-sockets) or idle (-idle-cpu-window)")
 	flag.BoolVar(&wsOnly, "ws-only", false, "run only the WebSocket broadcast run")
 	flag.IntVar(&idleCount, "idle-sockets", 0, "measure only the server's memory per idle client socket, with this many sockets")
 	flag.StringVar(&idleProfile, "idle-memprofile", "", "with -idle-sockets, write a heap profile with the sockets open to this file, one before they open to this file + \".before\" (for pprof -diff_base), and their goroutines to this file + \".goroutines\"")
+	flag.BoolVar(&idleMax, "max-idle-sockets", false, "measure only idle client sockets, as many as the open-file limit allows (less -fd-margin) over -idle-apps apps from -idle-sources loopback addresses: memory, idle CPU and connect cost per socket, and the same at 100,000")
+	flag.IntVar(&idleApps, "idle-apps", 0, "with -idle-sockets, spread the sockets over this many apps (0: 500 per app; -max-idle-sockets: 40)")
+	flag.IntVar(&idleSources, "idle-sources", 0, "with -idle-sockets, open the sockets from this many loopback source addresses, 127.0.0.2 on (0: 127.0.0.1; -max-idle-sockets: 4)")
+	flag.DurationVar(&idleCPUWindow, "idle-cpu-window", 0, "with -idle-sockets, measure the server's idle CPU over this window with the sockets open (-max-idle-sockets: 30s, a round of pings)")
+	flag.IntVar(&fdMargin, "fd-margin", 500, "with -max-idle-sockets, the open files left to the node beside its sockets")
 	idleList := flag.String("idle-client", "", "(internal) the child process of -idle-sockets: open the sockets listed in this file")
 	idleAddr := flag.String("idle-addr", "", "(internal) the server address for -idle-client and -fanout-client")
 	fanoutList := flag.String("fanout-client", "", "(internal) the child process of the broadcast run: open the sockets listed in this file and read the broadcasts")
@@ -77,7 +91,7 @@ func main() {
 	flag.StringVar(&mongoURI, "mongo", "", "run the node on this MongoDB (loopback) instead of SQLite")
 	flag.Parse()
 	if *idleList != "" {
-		if err := idleClient(*idleList, *idleAddr, *conc); err != nil {
+		if err := idleClient(*idleList, *idleAddr, *conc, idleSources); err != nil {
 			fmt.Fprintln(os.Stderr, "keyward-load idle client:", err)
 			os.Exit(1)
 		}
@@ -122,6 +136,11 @@ var (
 	idleCount   int
 	idleProfile string
 	idleSettle  time.Duration
+	// -max-idle-sockets and the shape of an idle run.
+	idleMax               bool
+	idleApps, idleSources int
+	idleCPUWindow         time.Duration
+	fdMargin              int
 )
 
 // signResponses turns on the app's response signing before the runs (-sign).
@@ -372,7 +391,7 @@ func run(d time.Duration, conc, nSessions int) error {
 	}
 	defer os.RemoveAll(dir)
 	env := map[string]string{
-		"KEYWARD_ADDR": "127.0.0.1:0", "KEYWARD_DATA_DIR": dir, "KEYWARD_TRUSTED_PROXIES": "127.0.0.1/32",
+		"KEYWARD_ADDR": "127.0.0.1:0", "KEYWARD_DATA_DIR": dir, "KEYWARD_TRUSTED_PROXIES": "127.0.0.0/8",
 		"KEYWARD_LOG_LEVEL": "error", "KEYWARD_PLAN_BUSINESS_MAX_API_CALLS": "2000000000",
 		"KEYWARD_PLAN_BUSINESS_MAX_USERS": "10000000",
 	}
@@ -420,10 +439,23 @@ func run(d time.Duration, conc, nSessions int) error {
 		return fmt.Errorf("prepare: %w", err)
 	}
 	c := newClient("http://"+node.Addr(), conc)
+	if idleMax {
+		if idleCount, err = maxIdleSockets(fdMargin); err != nil {
+			return err
+		}
+		idleApps = cmp.Or(idleApps, 40)
+		idleSources = cmp.Or(idleSources, 4)
+		idleCPUWindow = cmp.Or(idleCPUWindow, 30*time.Second)
+	}
 	if idleCount > 0 {
-		return idleSockets(ctx, node, c, owner, idleCount, conc, func() {
+		opts := idleOptions{n: idleCount, apps: idleApps, sources: idleSources, cpuWindow: idleCPUWindow, extrapolate: idleMax}
+		nApps := (idleCount + realtime.MaxClientsPerApp - 1) / realtime.MaxClientsPerApp
+		if idleApps > 0 {
+			nApps = idleApps
+		}
+		return idleSockets(ctx, node, c, owner, opts, conc, func() {
 			if periodicWindow > 0 {
-				counts.window(periodicWindow, idleCount, (idleCount+realtime.MaxClientsPerApp-1)/realtime.MaxClientsPerApp, redisURL != "", mongoURI != "")
+				counts.window(periodicWindow, idleCount, nApps, redisURL != "", mongoURI != "")
 			}
 		})
 	}

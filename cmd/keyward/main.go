@@ -31,9 +31,13 @@ Usage:
   keyward admin set [flags]      change an account: --username [--plan free|pro|business] [--role user|admin]
   keyward license verify --public-key K [--hwid H] [--app-id A] FILE
                                  verify an offline license file, offline (K: base64, PEM, or @file)
+  keyward audit verify [flags]   check every account's audit chain; names the first broken entry
+                                 of each (exit 1 when one is broken)
+  keyward doctor [flags]         check this node's settings, data dir modes, secrets key, storage
+                                 and Redis (versions, clock skew); one line per check, exit 1 on a fail
   keyward version                print the version
 
-The admin commands read the same settings as serve (flags or KEYWARD_* variables) to find the store.
+The admin, audit and doctor commands read the same settings as serve (flags or KEYWARD_* variables) to find the store.
 `
 
 func main() {
@@ -52,6 +56,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return admin(args[1:], stdout, stderr)
 	case "license":
 		return license(args[1:], stdout, stderr)
+	case "audit":
+		return auditCmd(args[1:], stdout, stderr)
+	case "doctor":
+		return doctorCmd(args[1:], stdout, stderr)
 	case "version", "--version", "-v":
 		fmt.Fprintln(stdout, "keyward", version)
 		return 0

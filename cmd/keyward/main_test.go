@@ -44,7 +44,8 @@ func startNode(t *testing.T, env []string) *node {
 	t.Helper()
 	addr := freeAddr(t)
 	cmd := exec.Command(binary, "serve")
-	cmd.Env = append(append(os.Environ(), env...), "KEYWARD_ADDR="+addr, "KEYWARD_ARGON2_MEMORY_KIB=1024", "KEYWARD_ARGON2_ITERATIONS=1")
+	// Cheap password hashes unless the test asks for others (env comes last: it wins).
+	cmd.Env = append(append(os.Environ(), "KEYWARD_ARGON2_MEMORY_KIB=1024", "KEYWARD_ARGON2_ITERATIONS=1"), append(env, "KEYWARD_ADDR="+addr)...)
 	n := &node{cmd: cmd, url: "http://" + addr, stderr: &testenv.LogBuffer{}, done: make(chan error, 1)}
 	cmd.Stderr = n.stderr
 	if err := cmd.Start(); err != nil {

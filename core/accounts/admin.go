@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/keyward/keyward/core"
+	"github.com/keyward/keyward/core/audit"
 	"github.com/keyward/keyward/storage"
 )
 
@@ -74,7 +75,7 @@ func (s *Service) ChangeAccount(ctx context.Context, id string, c Change) (View,
 			return View{}, err
 		}
 	}
-	a, err := s.store.UpdateAccount(ctx, id, func(a *storage.Account) error {
+	a, err := s.store.UpdateAccount(ctx, id, audit.Track(ctx, func(a *storage.Account) error {
 		if c.Plan != nil {
 			a.Plan = planName
 		}
@@ -83,7 +84,7 @@ func (s *Service) ChangeAccount(ctx context.Context, id string, c Change) (View,
 		}
 		a.UpdatedAt = s.now()
 		return nil
-	})
+	}))
 	if errors.Is(err, storage.ErrNotFound) {
 		return View{}, core.E(core.CodeNotFound, "account not found")
 	} else if err != nil {

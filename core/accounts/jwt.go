@@ -98,13 +98,16 @@ func (t *MilliTime) UnmarshalJSON(b []byte) error {
 type tokenIssuer struct {
 	secret []byte
 	ttl    time.Duration
+	// leeway is how long after its expiry a token is still accepted, and how far in the
+	// future its issued-at may be: it forgives clock differences between the nodes of a
+	// cluster (a token issued by one node and checked by another whose clock is behind).
+	leeway time.Duration
 }
 
 const issuerName = "keyward"
 
-// clockLeeway forgives small clock differences between the nodes of a cluster (a token
-// issued by one node and checked by another a moment later).
-const clockLeeway = 30 * time.Second
+// MaxTokenLeeway bounds Config.TokenLeeway: past it a "leeway" is a longer lifetime.
+const MaxTokenLeeway = time.Minute
 
 // issue signs a token issued at now, truncated to the millisecond.
 func (t tokenIssuer) issue(accountID string, now time.Time) (string, Claims, error) {
@@ -129,7 +132,7 @@ func (t tokenIssuer) parse(token string, now time.Time) (Claims, error) {
 	var c Claims
 	_, err := jwt.ParseWithClaims(token, &c, func(*jwt.Token) (any, error) { return t.secret, nil },
 		jwt.WithValidMethods([]string{jwt.SigningMethodHS256.Alg()}),
-		jwt.WithExpirationRequired(), jwt.WithIssuedAt(), jwt.WithIssuer(issuerName), jwt.WithLeeway(clockLeeway),
+		jwt.WithExpirationRequired(), jwt.WithIssuedAt(), jwt.WithIssuer(issuerName), jwt.WithLeeway(t.leeway),
 		jwt.WithTimeFunc(func() time.Time { return now }))
 	if err != nil {
 		return Claims{}, fmt.Errorf("%w: %v", errBadToken, err)

@@ -59,3 +59,31 @@ func TestMilliTimeJSON(t *testing.T) {
 		}
 	}
 }
+
+// TestTokenLeeway: a token is refused once its expiry has passed by more than the leeway,
+// and with no leeway at once; a 30 s leeway nobody chose used to accept it for half a
+// minute.
+func TestTokenLeeway(t *testing.T) {
+	issued := time.Date(2026, 11, 26, 7, 0, 0, 0, time.UTC)
+	for _, leeway := range []time.Duration{0, 5 * time.Second} {
+		issuer := tokenIssuer{secret: []byte(strings.Repeat("s", 32)), ttl: time.Hour, leeway: leeway}
+		token, _, err := issuer.issue("acc", issued)
+		if err != nil {
+			t.Fatal(err)
+		}
+		expiry := issued.Add(time.Hour)
+		if _, err := issuer.parse(token, expiry.Add(-time.Second)); err != nil {
+			t.Errorf("leeway %v: refused a second before expiry: %v", leeway, err)
+		}
+		if leeway > 0 {
+			if _, err := issuer.parse(token, expiry.Add(leeway-time.Second)); err != nil {
+				t.Errorf("leeway %v: refused within the leeway: %v", leeway, err)
+			}
+		}
+		for _, late := range []time.Duration{leeway + time.Second, 29 * time.Second} {
+			if _, err := issuer.parse(token, expiry.Add(late)); err == nil {
+				t.Errorf("leeway %v: accepted %v after expiry", leeway, late)
+			}
+		}
+	}
+}

@@ -11,6 +11,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/keyward/keyward/core"
+	"github.com/keyward/keyward/core/audit"
 	"github.com/keyward/keyward/core/passwords"
 	"github.com/keyward/keyward/core/plans"
 	"github.com/keyward/keyward/core/secrets"
@@ -46,6 +47,10 @@ type Config struct {
 	JWTSecret []byte
 	// TokenTTL is the JWT lifetime; default DefaultTokenTTL.
 	TokenTTL time.Duration
+	// TokenLeeway is how long after its expiry a JWT is still accepted (clock differences
+	// between the nodes of a cluster); zero accepts none; at most MaxTokenLeeway. The
+	// server's default is --jwt-leeway's.
+	TokenLeeway time.Duration
 	// PublicURL is where owners reach this server, for links in mails.
 	PublicURL string
 	// Now is the clock; default time.Now. Tests move it.
@@ -92,6 +97,9 @@ func New(d Deps, cfg Config) (*Service, error) {
 	if cfg.TokenTTL <= 0 {
 		cfg.TokenTTL = DefaultTokenTTL
 	}
+	if cfg.TokenLeeway < 0 || cfg.TokenLeeway > MaxTokenLeeway {
+		return nil, fmt.Errorf("accounts: token leeway must be from 0 to %s, got %s", MaxTokenLeeway, cfg.TokenLeeway)
+	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
@@ -100,7 +108,7 @@ func New(d Deps, cfg Config) (*Service, error) {
 		return nil, errors.New("accounts: missing dependency")
 	}
 	return &Service{store: d.Store, hasher: d.Hasher, plans: d.Plans, mailer: d.Mailer,
-		apps: d.Apps, tokens: tokenIssuer{secret: cfg.JWTSecret, ttl: cfg.TokenTTL}, cfg: cfg, log: d.Log}, nil
+		apps: d.Apps, tokens: tokenIssuer{secret: cfg.JWTSecret, ttl: cfg.TokenTTL, leeway: cfg.TokenLeeway}, cfg: cfg, log: d.Log}, nil
 }
 
 func (s *Service) now() time.Time { return storage.Truncate(s.cfg.Now()) }
@@ -278,12 +286,12 @@ func (s *Service) VerifyEmail(ctx context.Context, token string) (Session, error
 	} else if err != nil {
 		return Session{}, fmt.Errorf("accounts: verify email: %w", err)
 	}
-	a, err := s.store.UpdateAccount(ctx, t.AccountID, func(a *storage.Account) error {
+	a, err := s.store.UpdateAccount(ctx, t.AccountID, audit.Track(ctx, func(a *storage.Account) error {
 		a.EmailVerified = true
 		a.LastLoginAt = s.now()
 		a.UpdatedAt = s.now()
 		return nil
-	})
+	}))
 	if err != nil {
 		return Session{}, fmt.Errorf("accounts: verify email: %w", err)
 	}
@@ -393,7 +401,7 @@ func (s *Service) Login(ctx context.Context, in LoginInput) (Session, error) {
 	if a.TwoFactorEnabled && in.TwoFactorCode == "" {
 		return Session{}, errRequires2FA
 	}
-	a, err = s.store.UpdateAccount(ctx, a.ID, func(acc *storage.Account) error {
+	a, err = s.store.UpdateAccount(ctx, a.ID, audit.Track(ctx, func(acc *storage.Account) error {
 		if acc.TwoFactorEnabled {
 			step, ok := matchTOTP(acc.TwoFactorSecret, in.TwoFactorCode, s.cfg.Now(), acc.TwoFactorLastStep)
 			if !ok {
@@ -403,7 +411,7 @@ func (s *Service) Login(ctx context.Context, in LoginInput) (Session, error) {
 		}
 		acc.LastLoginAt = s.now()
 		return nil
-	})
+	}))
 	if err != nil {
 		return Session{}, err
 	}
@@ -515,12 +523,12 @@ func (s *Service) ResetPassword(ctx context.Context, token, newPassword string) 
 	} else if err != nil {
 		return "", fmt.Errorf("accounts: reset password: %w", err)
 	}
-	_, err = s.store.UpdateAccount(ctx, t.AccountID, func(a *storage.Account) error {
+	_, err = s.store.UpdateAccount(ctx, t.AccountID, audit.Track(ctx, func(a *storage.Account) error {
 		s.setPassword(a, hash)
 		// The token arrived by mail, which proves the address as well as a verification would.
 		a.EmailVerified = true
 		return nil
-	})
+	}))
 	if err != nil {
 		return "", fmt.Errorf("accounts: reset password: %w", err)
 	}
@@ -549,7 +557,7 @@ func (s *Service) ResetPasswordBy2FA(ctx context.Context, login, code, newPasswo
 	} else if err != nil {
 		return "", fmt.Errorf("accounts: reset by 2FA: %w", err)
 	}
-	_, err = s.store.UpdateAccount(ctx, a.ID, func(acc *storage.Account) error {
+	_, err = s.store.UpdateAccount(ctx, a.ID, audit.Track(ctx, func(acc *storage.Account) error {
 		if !acc.TwoFactorEnabled {
 			return errInvalidCode
 		}
@@ -560,7 +568,7 @@ func (s *Service) ResetPasswordBy2FA(ctx context.Context, login, code, newPasswo
 		acc.TwoFactorLastStep = step
 		s.setPassword(acc, hash)
 		return nil
-	})
+	}))
 	if err != nil {
 		return "", err
 	}
@@ -607,7 +615,7 @@ func (s *Service) ChangePassword(ctx context.Context, p Principal, in ChangePass
 	if err != nil {
 		return Session{}, err
 	}
-	a, err := s.store.UpdateAccount(ctx, p.Account.ID, func(a *storage.Account) error {
+	a, err := s.store.UpdateAccount(ctx, p.Account.ID, audit.Track(ctx, func(a *storage.Account) error {
 		if in.CurrentPassword == "" {
 			step, ok := matchTOTP(a.TwoFactorSecret, in.TwoFactorCode, s.cfg.Now(), a.TwoFactorLastStep)
 			if !ok {
@@ -617,7 +625,7 @@ func (s *Service) ChangePassword(ctx context.Context, p Principal, in ChangePass
 		}
 		s.setPassword(a, hash)
 		return nil
-	})
+	}))
 	if err != nil {
 		return Session{}, err
 	}
@@ -631,11 +639,11 @@ func (s *Service) RegenerateAPIKey(ctx context.Context, p Principal) (string, er
 		return "", err
 	}
 	key, hash, prefix, last4 := newAPIKey()
-	_, err := s.store.UpdateAccount(ctx, p.Account.ID, func(a *storage.Account) error {
+	_, err := s.store.UpdateAccount(ctx, p.Account.ID, audit.Track(ctx, func(a *storage.Account) error {
 		a.APIKeyHash, a.APIKeyPrefix, a.APIKeyLast4 = hash, prefix, last4
 		a.UpdatedAt = s.now()
 		return nil
-	})
+	}))
 	if err != nil {
 		return "", fmt.Errorf("accounts: regenerate API key: %w", err)
 	}
@@ -655,11 +663,11 @@ func (s *Service) Setup2FA(ctx context.Context, p Principal) (secret, url string
 	if err != nil {
 		return "", "", fmt.Errorf("accounts: 2FA setup: %w", err)
 	}
-	_, err = s.store.UpdateAccount(ctx, p.Account.ID, func(a *storage.Account) error {
+	_, err = s.store.UpdateAccount(ctx, p.Account.ID, audit.Track(ctx, func(a *storage.Account) error {
 		a.TwoFactorPending = secret
 		a.UpdatedAt = s.now()
 		return nil
-	})
+	}))
 	if err != nil {
 		return "", "", fmt.Errorf("accounts: 2FA setup: %w", err)
 	}
@@ -674,7 +682,7 @@ func (s *Service) Enable2FA(ctx context.Context, p Principal, code string) (stri
 	if err := core.ValidateCode("code", code); err != nil {
 		return "", err
 	}
-	_, err := s.store.UpdateAccount(ctx, p.Account.ID, func(a *storage.Account) error {
+	_, err := s.store.UpdateAccount(ctx, p.Account.ID, audit.Track(ctx, func(a *storage.Account) error {
 		if a.TwoFactorEnabled {
 			return core.E(core.CodeConflict, "two-factor authentication is already enabled")
 		}
@@ -688,7 +696,7 @@ func (s *Service) Enable2FA(ctx context.Context, p Principal, code string) (stri
 		a.TwoFactorEnabled, a.TwoFactorSecret, a.TwoFactorPending, a.TwoFactorLastStep = true, a.TwoFactorPending, "", step
 		a.UpdatedAt = s.now()
 		return nil
-	})
+	}))
 	if err != nil {
 		return "", err
 	}
@@ -709,7 +717,7 @@ func (s *Service) Disable2FA(ctx context.Context, p Principal, password, code st
 	if len(password) > core.MaxPasswordLength || s.hasher.Verify(ctx, p.Account.PasswordHash, password) != nil {
 		return "", errInvalidCode
 	}
-	_, err := s.store.UpdateAccount(ctx, p.Account.ID, func(a *storage.Account) error {
+	_, err := s.store.UpdateAccount(ctx, p.Account.ID, audit.Track(ctx, func(a *storage.Account) error {
 		if !a.TwoFactorEnabled {
 			return core.E(core.CodeConflict, "two-factor authentication is not enabled")
 		}
@@ -719,7 +727,7 @@ func (s *Service) Disable2FA(ctx context.Context, p Principal, password, code st
 		a.TwoFactorEnabled, a.TwoFactorSecret, a.TwoFactorPending, a.TwoFactorLastStep = false, "", "", 0
 		a.UpdatedAt = s.now()
 		return nil
-	})
+	}))
 	if err != nil {
 		return "", err
 	}
@@ -785,11 +793,11 @@ func (s *Service) SelectPlan(ctx context.Context, p Principal, name string) (Vie
 	if plan.Name != plans.Free {
 		return View{}, core.E(core.CodeForbidden, "the %s plan is assigned by an administrator", plan.Name)
 	}
-	a, err := s.store.UpdateAccount(ctx, p.Account.ID, func(a *storage.Account) error {
+	a, err := s.store.UpdateAccount(ctx, p.Account.ID, audit.Track(ctx, func(a *storage.Account) error {
 		a.Plan = plan.Name
 		a.UpdatedAt = s.now()
 		return nil
-	})
+	}))
 	if err != nil {
 		return View{}, fmt.Errorf("accounts: select plan: %w", err)
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/keyward/keyward/core"
+	"github.com/keyward/keyward/core/audit"
 	"github.com/keyward/keyward/core/plans"
 	"github.com/keyward/keyward/core/secrets"
 	"github.com/keyward/keyward/storage"
@@ -185,6 +186,7 @@ func (s *Service) Update(ctx context.Context, accountID, id string, in Input) (s
 	if err != nil {
 		return storage.APIKey{}, keyErr(err)
 	}
+	before := k
 	if err := s.apply(ctx, accountID, &k, in, false); err != nil {
 		return storage.APIKey{}, err
 	}
@@ -193,6 +195,7 @@ func (s *Service) Update(ctx context.Context, accountID, id string, in Input) (s
 	if err != nil {
 		return storage.APIKey{}, keyErr(err)
 	}
+	audit.Changed(ctx, before, out)
 	return out, nil
 }
 

@@ -11,6 +11,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/keyward/keyward/core"
+	"github.com/keyward/keyward/core/audit"
 	"github.com/keyward/keyward/storage"
 )
 
@@ -188,7 +189,7 @@ func (s *Service) UpdateLicense(ctx context.Context, o Owner, appID, id string, 
 	if _, err := s.license(ctx, o, appID, id); err != nil {
 		return storage.License{}, err
 	}
-	l, err := s.store.UpdateLicense(ctx, appID, id, func(l *storage.License) error {
+	l, err := s.store.UpdateLicense(ctx, appID, id, audit.Track(ctx, func(l *storage.License) error {
 		core.Set(&l.Level, in.Level)
 		core.Set(&l.MaxUses, in.MaxUses)
 		core.Set(&l.DeviceLimit, in.DeviceLimit)
@@ -201,7 +202,7 @@ func (s *Service) UpdateLicense(ctx context.Context, o Owner, appID, id string, 
 		core.Set(&l.Banned, in.Banned)
 		l.UpdatedAt = s.clock()
 		return nil
-	})
+	}))
 	if err != nil {
 		return storage.License{}, notFound(err, "license")
 	}

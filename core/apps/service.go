@@ -11,6 +11,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/keyward/keyward/core"
+	"github.com/keyward/keyward/core/audit"
 	"github.com/keyward/keyward/core/events"
 	"github.com/keyward/keyward/core/licensing"
 	"github.com/keyward/keyward/core/passwords"
@@ -249,7 +250,7 @@ func (s *Service) UpdateApp(ctx context.Context, o Owner, appID string, in Updat
 	if _, err := s.app(ctx, o, appID); err != nil {
 		return storage.App{}, err
 	}
-	a, err := s.store.UpdateApp(ctx, o.AccountID, appID, func(a *storage.App) error {
+	a, err := s.store.UpdateApp(ctx, o.AccountID, appID, audit.Track(ctx, func(a *storage.App) error {
 		applyLicensing(a, in)
 		core.Set(&a.Name, in.Name)
 		core.Set(&a.Description, in.Description)
@@ -267,7 +268,7 @@ func (s *Service) UpdateApp(ctx context.Context, o Owner, appID string, in Updat
 		}
 		a.UpdatedAt = s.clock()
 		return nil
-	})
+	}))
 	switch {
 	case errors.Is(err, storage.ErrConflict):
 		return storage.App{}, core.E(core.CodeConflict, "you already have an application named %q", *in.Name)
@@ -303,10 +304,10 @@ func (s *Service) RegenerateSecret(ctx context.Context, o Owner, appID string) (
 		return "", err
 	}
 	secret, hash, last6 := newSecret()
-	_, err := s.store.UpdateApp(ctx, o.AccountID, appID, func(a *storage.App) error {
+	_, err := s.store.UpdateApp(ctx, o.AccountID, appID, audit.Track(ctx, func(a *storage.App) error {
 		a.SecretHash, a.SecretLast6, a.UpdatedAt = hash, last6, s.clock()
 		return nil
-	})
+	}))
 	if err != nil {
 		return "", notFound(err, "application")
 	}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/keyward/keyward/core"
+	"github.com/keyward/keyward/core/audit"
 	"github.com/keyward/keyward/core/licensing"
 	"github.com/keyward/keyward/storage"
 )
@@ -41,12 +42,12 @@ func (s *Service) ensureSigningKey(ctx context.Context, a storage.App) (storage.
 	if a.SigningKey != "" {
 		return a, nil
 	}
-	out, err := s.store.UpdateApp(ctx, a.AccountID, a.ID, func(x *storage.App) error {
+	out, err := s.store.UpdateApp(ctx, a.AccountID, a.ID, audit.Track(ctx, func(x *storage.App) error {
 		if x.SigningKey == "" {
 			x.SigningKey = licensing.NewKey()
 		}
 		return nil
-	})
+	}))
 	if err != nil {
 		return storage.App{}, fmt.Errorf("apps: make signing key: %w", notFound(err, "application"))
 	}
@@ -65,10 +66,10 @@ func (s *Service) RegenerateSigningKey(ctx context.Context, o Owner, appID strin
 	if _, err := s.app(ctx, o, appID); err != nil {
 		return storage.App{}, err
 	}
-	a, err := s.store.UpdateApp(ctx, o.AccountID, appID, func(a *storage.App) error {
+	a, err := s.store.UpdateApp(ctx, o.AccountID, appID, audit.Track(ctx, func(a *storage.App) error {
 		a.SigningKey, a.UpdatedAt = licensing.NewKey(), s.clock()
 		return nil
-	})
+	}))
 	if err != nil {
 		return storage.App{}, notFound(err, "application")
 	}

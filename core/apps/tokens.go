@@ -8,6 +8,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/keyward/keyward/core"
+	"github.com/keyward/keyward/core/audit"
 	"github.com/keyward/keyward/core/secrets"
 	"github.com/keyward/keyward/storage"
 )
@@ -87,14 +88,14 @@ func (s *Service) UpdateToken(ctx context.Context, o Owner, appID, id string, in
 	if _, err := s.app(ctx, o, appID); err != nil {
 		return storage.Token{}, err
 	}
-	t, err := s.store.UpdateToken(ctx, appID, id, func(t *storage.Token) error {
+	t, err := s.store.UpdateToken(ctx, appID, id, audit.Track(ctx, func(t *storage.Token) error {
 		core.Set(&t.MaxUses, in.MaxUses)
 		core.Set(&t.Level, in.Level)
 		core.Set(&t.Note, in.Note)
 		core.Set(&t.Enabled, in.Enabled)
 		t.UpdatedAt = s.clock()
 		return nil
-	})
+	}))
 	return t, notFound(err, "token")
 }
 
@@ -123,14 +124,14 @@ func (s *Service) UseToken(ctx context.Context, appID, value string) (storage.To
 		return storage.Token{}, false, fmt.Errorf("apps: token: %w", err)
 	}
 	now := s.clock()
-	t, err = s.store.UpdateToken(ctx, appID, t.ID, func(t *storage.Token) error {
+	t, err = s.store.UpdateToken(ctx, appID, t.ID, audit.Track(ctx, func(t *storage.Token) error {
 		if !t.Enabled || (!t.ExpiresAt.IsZero() && !t.ExpiresAt.After(now)) || (t.MaxUses > 0 && t.UsedCount >= t.MaxUses) {
 			return errTokenRefused
 		}
 		t.UsedCount++
 		t.UpdatedAt = now
 		return nil
-	})
+	}))
 	switch {
 	case errors.Is(err, errTokenRefused), errors.Is(err, storage.ErrNotFound):
 		return storage.Token{}, false, nil
@@ -172,7 +173,7 @@ func (s *Service) DeleteDevice(ctx context.Context, o Owner, appID, id string) e
 		return notFound(err, "device")
 	}
 	now := s.clock()
-	_, err = s.store.UpdateUser(ctx, appID, d.UserID, func(u *storage.AppUser) error {
+	_, err = s.store.UpdateUser(ctx, appID, d.UserID, audit.Track(ctx, func(u *storage.AppUser) error {
 		if u.HWID != d.HWID {
 			return errUnchanged
 		}
@@ -182,7 +183,7 @@ func (s *Service) DeleteDevice(ctx context.Context, o Owner, appID, id string) e
 		}
 		u.UpdatedAt = now
 		return nil
-	})
+	}))
 	if err != nil && !errors.Is(err, errUnchanged) && !errors.Is(err, storage.ErrNotFound) {
 		return fmt.Errorf("apps: unbind the deleted device: %w", err)
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/keyward/keyward/core"
+	"github.com/keyward/keyward/core/audit"
 	"github.com/keyward/keyward/storage"
 )
 
@@ -243,7 +244,7 @@ func (s *Service) UpdateUser(ctx context.Context, o Owner, appID, userID string,
 	if _, err := s.user(ctx, o, appID, userID); err != nil {
 		return storage.AppUser{}, err
 	}
-	u, err := s.store.UpdateUser(ctx, appID, userID, func(u *storage.AppUser) error {
+	u, err := s.store.UpdateUser(ctx, appID, userID, audit.Track(ctx, func(u *storage.AppUser) error {
 		core.Set(&u.PasswordHash, hash)
 		core.Set(&u.Email, in.Email)
 		core.Set(&u.ExpiresAt, expires)
@@ -266,7 +267,7 @@ func (s *Service) UpdateUser(ctx context.Context, o Owner, appID, userID string,
 		}
 		u.UpdatedAt = s.clock()
 		return nil
-	})
+	}))
 	if err != nil {
 		return storage.AppUser{}, notFound(err, "user")
 	}
@@ -297,7 +298,7 @@ func (s *Service) ResetHWID(ctx context.Context, o Owner, appID, userID string) 
 		return storage.AppUser{}, 0, err
 	}
 	now := s.clock()
-	u, err := s.store.UpdateUser(ctx, appID, userID, func(u *storage.AppUser) error {
+	u, err := s.store.UpdateUser(ctx, appID, userID, audit.Track(ctx, func(u *storage.AppUser) error {
 		if u.HwidResetMax > 0 && u.HwidResets >= u.HwidResetMax {
 			return core.E(core.CodeForbidden, "HWID reset limit reached (%d)", u.HwidResetMax)
 		}
@@ -312,7 +313,7 @@ func (s *Service) ResetHWID(ctx context.Context, o Owner, appID, userID string) 
 		u.LastHwidResetAt = now
 		u.UpdatedAt = now
 		return nil
-	})
+	}))
 	if err != nil {
 		return storage.AppUser{}, 0, notFound(err, "user")
 	}
@@ -337,7 +338,7 @@ func (s *Service) ExtendUser(ctx context.Context, o Owner, appID, userID string,
 		return storage.AppUser{}, err
 	}
 	now := s.clock()
-	u, err := s.store.UpdateUser(ctx, appID, userID, func(u *storage.AppUser) error {
+	u, err := s.store.UpdateUser(ctx, appID, userID, audit.Track(ctx, func(u *storage.AppUser) error {
 		base := u.ExpiresAt
 		if base.IsZero() || base.Before(now) {
 			base = now
@@ -345,7 +346,7 @@ func (s *Service) ExtendUser(ctx context.Context, o Owner, appID, userID string,
 		u.ExpiresAt = core.AddSeconds(base, *duration) // bounded: an expiry must read back
 		u.UpdatedAt = now
 		return nil
-	})
+	}))
 	if err != nil {
 		return storage.AppUser{}, notFound(err, "user")
 	}

@@ -2,6 +2,7 @@ package audit
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"runtime/debug"
@@ -15,21 +16,29 @@ import (
 
 // Defaults of Config.
 const (
-	DefaultRetention  = 90 * 24 * time.Hour
-	DefaultFlushEvery = 200 * time.Millisecond
-	DefaultBatchSize  = 200
-	DefaultQueue      = 10_000
-	purgeEvery        = time.Hour
+	DefaultRetention = 90 * 24 * time.Hour
+	DefaultBatchSize = 200
+	DefaultQueue     = 10_000
+	purgeEvery       = time.Hour
+	// writeAttempts bounds the tries of one group's write; the callers wait for it.
+	writeAttempts = 3
+	writeTimeout  = 10 * time.Second
 )
+
+// ErrNotStored is answered by Record when the entry could not be stored: the change it
+// describes must not be acknowledged as if it were in the log.
+var ErrNotStored = errors.New("audit: entry not stored")
 
 // Config tunes the writer.
 type Config struct {
 	// Retention is how long entries are kept; 0 means DefaultRetention.
-	Retention  time.Duration
-	FlushEvery time.Duration
-	BatchSize  int
-	Queue      int
-	Now        func() time.Time
+	Retention time.Duration
+	// BatchSize bounds the entries of one group commit (0: DefaultBatchSize).
+	BatchSize int
+	// Queue bounds the entries waiting for the writer (0: DefaultQueue); Record blocks,
+	// within its context, when it is full.
+	Queue int
+	Now   func() time.Time
 }
 
 // Service records and lists audit entries.
@@ -40,17 +49,21 @@ type Service struct {
 
 	mu     sync.RWMutex // guards closed against Record racing Close
 	closed bool
-	queue  chan storage.AuditEntry
+	queue  chan pending
 	done   chan struct{}
+}
+
+// pending is one entry waiting for its group commit; stored gets the outcome (buffered:
+// the writer never waits for a caller that gave up).
+type pending struct {
+	entry  storage.AuditEntry
+	stored chan error
 }
 
 // New starts the writer; Close stops it.
 func New(store storage.AuditStore, cfg Config, log *slog.Logger) *Service {
 	if cfg.Retention <= 0 {
 		cfg.Retention = DefaultRetention
-	}
-	if cfg.FlushEvery <= 0 {
-		cfg.FlushEvery = DefaultFlushEvery
 	}
 	if cfg.BatchSize <= 0 {
 		cfg.BatchSize = DefaultBatchSize
@@ -61,28 +74,42 @@ func New(store storage.AuditStore, cfg Config, log *slog.Logger) *Service {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	s := &Service{store: store, cfg: cfg, log: log, queue: make(chan storage.AuditEntry, cfg.Queue), done: make(chan struct{})}
+	s := &Service{store: store, cfg: cfg, log: log, queue: make(chan pending, cfg.Queue), done: make(chan struct{})}
 	go s.run()
 	return s
 }
 
-// Record queues e, giving it an id and a time when it has none. After Close the entry is
-// written at once, so that nothing recorded late is lost either.
-func (s *Service) Record(e storage.AuditEntry) {
+// Record stores e and returns once it is stored (nil) or could not be (an error wrapping
+// ErrNotStored, or ctx's error when the caller stopped waiting: the entry may then still
+// be stored). It gives e an id and a time when it has none. Concurrent calls share one
+// write (a group commit): the writer takes every entry queued while the last write ran.
+// After Close the entry is written at once, so that nothing recorded late is lost either.
+func (s *Service) Record(ctx context.Context, e storage.AuditEntry) error {
 	if e.ID == "" {
 		e.ID = uuid.NewString()
 	}
 	if e.CreatedAt.IsZero() {
 		e.CreatedAt = storage.Truncate(s.cfg.Now())
 	}
+	p := pending{entry: e, stored: make(chan error, 1)}
 	s.mu.RLock()
-	if !s.closed {
-		s.queue <- e
+	if s.closed {
 		s.mu.RUnlock()
-		return
+		return s.write([]storage.AuditEntry{e})
 	}
-	s.mu.RUnlock()
-	s.write([]storage.AuditEntry{e})
+	select {
+	case s.queue <- p:
+		s.mu.RUnlock()
+	case <-ctx.Done():
+		s.mu.RUnlock()
+		return fmt.Errorf("%w: %w", ErrNotStored, ctx.Err())
+	}
+	select {
+	case err := <-p.stored:
+		return err
+	case <-ctx.Done():
+		return fmt.Errorf("%w: waiting for the write: %w", ErrNotStored, ctx.Err())
+	}
 }
 
 // Close writes every queued entry and stops the writer.
@@ -99,64 +126,84 @@ func (s *Service) Close() {
 	<-s.done
 }
 
+// run is the writer: it takes the first waiting entry, every other one queued by then (up
+// to BatchSize), writes them in one AppendAudit and answers each caller. There is no
+// timer: a lone entry is written at once, and entries arriving during a write make the
+// next group.
 func (s *Service) run() {
 	defer close(s.done)
-	flush := time.NewTicker(s.cfg.FlushEvery)
-	defer flush.Stop()
 	purge := time.NewTicker(purgeEvery)
 	defer purge.Stop()
-	batch := make([]storage.AuditEntry, 0, s.cfg.BatchSize)
-	write := func() {
-		if len(batch) > 0 {
-			s.write(batch)
-			batch = batch[:0]
-		}
-	}
 	s.purge()
+	group := make([]pending, 0, s.cfg.BatchSize)
+	entries := make([]storage.AuditEntry, 0, s.cfg.BatchSize)
 	for {
 		select {
-		case e, ok := <-s.queue:
+		case p, ok := <-s.queue:
 			if !ok {
-				write()
 				return
 			}
-			batch = append(batch, e)
-			if len(batch) >= s.cfg.BatchSize {
-				write()
+			group = append(group[:0], p)
+		more:
+			for len(group) < s.cfg.BatchSize {
+				select {
+				case q, ok := <-s.queue:
+					if !ok {
+						break more
+					}
+					group = append(group, q)
+				default:
+					break more
+				}
 			}
-		case <-flush.C:
-			write()
+			entries = entries[:0]
+			for _, q := range group {
+				entries = append(entries, q.entry)
+			}
+			err := s.write(entries)
+			for _, q := range group {
+				q.stored <- err
+			}
 		case <-purge.C:
 			s.purge()
 		}
 	}
 }
 
-// write stores a batch, retrying a failed write a few times (a retried batch writes each
-// entry once, see storage.AuditStore); what still fails is logged entry by entry.
-func (s *Service) write(batch []storage.AuditEntry) {
+// write stores a group, retrying a failed write a few times (a retried group writes each
+// entry once, see storage.AuditStore); what still fails is logged entry by entry and
+// answered as ErrNotStored.
+func (s *Service) write(group []storage.AuditEntry) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			s.log.Error("audit write panicked", "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
+			err = fmt.Errorf("%w: write panicked: %v", ErrNotStored, r)
 		}
 	}()
-	var err error
-	for attempt := range 5 {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		err = s.store.AppendAudit(ctx, batch)
+	for attempt := range writeAttempts {
+		ctx, cancel := context.WithTimeout(context.Background(), writeTimeout)
+		err = s.store.AppendAudit(ctx, group)
 		cancel()
 		if err == nil {
-			return
+			return nil
 		}
-		time.Sleep(time.Duration(attempt+1) * 200 * time.Millisecond)
+		if attempt+1 < writeAttempts {
+			time.Sleep(time.Duration(attempt+1) * 50 * time.Millisecond)
+		}
 	}
-	for _, e := range batch {
+	for _, e := range group {
 		s.log.Error("audit entry not stored", "err", err, "id", e.ID, "account", e.AccountID, "route", e.Method+" "+e.Route,
 			"record", e.RecordType+"/"+e.RecordID, "actor", e.ActorType+":"+e.ActorName)
 	}
+	return fmt.Errorf("%w: %w", ErrNotStored, err)
 }
 
 func (s *Service) purge() {
+	defer func() {
+		if r := recover(); r != nil {
+			s.log.Error("audit retention purge panicked", "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
+		}
+	}()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	n, err := s.store.DeleteAuditBefore(ctx, s.cfg.Now().Add(-s.cfg.Retention))

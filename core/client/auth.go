@@ -228,6 +228,10 @@ func (s *Service) registerDevice(ctx context.Context, call Call, u storage.AppUs
 // licenseGrant is what activating a license gives the user.
 type licenseGrant struct {
 	lic storage.License
+	// prevUsedBy and prevActivatedAt are the key's fields before this use took it, so
+	// that giving the use back restores them.
+	prevUsedBy      string
+	prevActivatedAt time.Time
 }
 
 func (g licenseGrant) apply(u *storage.AppUser, now time.Time) {
@@ -292,10 +296,13 @@ func (s *Service) consumeLicense(ctx context.Context, appID, key, username strin
 	if err != nil {
 		return licenseGrant{}, err
 	}
+	var prevUsedBy string
+	var prevActivatedAt time.Time
 	l, err = s.d.Store.UpdateLicense(ctx, appID, l.ID, func(l *storage.License) error {
 		if err := checkLicense(*l, now); err != nil {
 			return err
 		}
+		prevUsedBy, prevActivatedAt = l.UsedBy, l.ActivatedAt
 		l.UsedCount++
 		l.UsedBy = username
 		if l.ActivatedAt.IsZero() {
@@ -310,20 +317,36 @@ func (s *Service) consumeLicense(ctx context.Context, appID, key, username strin
 	if err != nil {
 		return licenseGrant{}, err
 	}
-	return licenseGrant{lic: l}, nil
+	return licenseGrant{lic: l, prevUsedBy: prevUsedBy, prevActivatedAt: prevActivatedAt}, nil
 }
 
-// refundLicense gives back a use taken by a flow that then failed.
+// refundLicense gives back a use taken by a flow that then failed: the count, and who used
+// the key and when it was first activated unless another use changed them meanwhile.
 func (s *Service) refundLicense(ctx context.Context, g licenseGrant) {
+	err := retryUndo(ctx, func() error { return s.giveBack(ctx, g) })
+	if err != nil {
+		s.d.Log.Warn("client: cannot give back a license use", "license", g.lic.ID, "err", err)
+	}
+}
+
+// giveBack is one try of refundLicense.
+func (s *Service) giveBack(ctx context.Context, g licenseGrant) error {
 	_, err := s.d.Store.UpdateLicense(ctx, g.lic.AppID, g.lic.ID, func(l *storage.License) error {
 		if l.UsedCount > 0 {
 			l.UsedCount--
 		}
+		if l.UsedBy == g.lic.UsedBy {
+			l.UsedBy = g.prevUsedBy
+		}
+		if l.ActivatedAt.Equal(g.lic.ActivatedAt) {
+			l.ActivatedAt = g.prevActivatedAt
+		}
 		return nil
 	})
-	if err != nil {
-		s.d.Log.Warn("client: cannot give back a license use", "license", g.lic.ID, "err", err)
+	if errors.Is(err, storage.ErrNotFound) {
+		return nil // the key was deleted meanwhile: nothing to give back
 	}
+	return err
 }
 
 // signIn makes the session authenticated as u.
@@ -495,42 +518,104 @@ func (s *Service) register(ctx context.Context, call Call, in RegisterInput) (Au
 	if err := b.apply(&u, call, now); err != nil {
 		return AuthResult{}, err
 	}
+	// Creating the user, using the key and signing in are one unit: a register answered with
+	// an error leaves neither a user nor a used key behind. The stores have no transaction
+	// spanning users and licenses (FerretDB v1.24, the MongoDB-wire server Keyward runs on,
+	// has no multi-document transactions at all), so a failed step undoes the ones before
+	// it, with a context of its own: the request's may be what failed.
 	if err := s.d.Store.CreateUser(ctx, u); err != nil {
 		if errors.Is(err, storage.ErrConflict) {
 			return AuthResult{}, core.E(core.CodeConflict, "the username %q is taken", in.Username)
 		}
+		// The write may have landed although its answer was lost (a timeout, a dropped
+		// connection): the user is ours to remove.
+		s.undoRegistration(ctx, u, nil)
 		return AuthResult{}, fmt.Errorf("register: create user: %w", err)
 	}
 	activate := in.LicenseKey != ""
 	key := u.Username
+	var grant *licenseGrant
 	if activate {
-		grant, err := s.consumeLicense(ctx, appID, in.LicenseKey, u.Username, now)
-		if err == nil {
-			u, err = s.d.Store.UpdateUser(ctx, appID, u.ID, func(u *storage.AppUser) error {
-				grant.apply(u, now)
-				return nil
-			})
-			if err != nil {
-				s.refundLicense(ctx, grant)
-			}
-		}
+		g, err := s.consumeLicense(ctx, appID, in.LicenseKey, u.Username, now)
 		if err != nil {
 			// The key was taken meanwhile: the registration did not happen.
-			if derr := s.d.Store.DeleteUser(ctx, appID, u.ID); derr != nil {
-				s.d.Log.Warn("client: cannot undo a registration", "user", u.ID, "err", derr)
-			}
+			s.undoRegistration(ctx, u, nil)
 			return AuthResult{}, err
 		}
-		key = grant.lic.Key
-		defer s.activated(call, u, grant)
+		grant = &g
+		activated, err := s.d.Store.UpdateUser(ctx, appID, u.ID, func(u *storage.AppUser) error {
+			g.apply(u, now)
+			return nil
+		})
+		if err != nil {
+			s.undoRegistration(ctx, u, grant)
+			return AuthResult{}, fmt.Errorf("register: activate: %w", err)
+		}
+		u = activated
+		key = g.lic.Key
 	}
 	s.registerDevice(ctx, call, u, b, in.PCName, now)
 	if err := s.signIn(ctx, call, u, now); err != nil {
+		// Refused at sign-in (the key's seats are full, the session store is down): the
+		// account and the key's use go, the device bound above with the user.
+		s.undoRegistration(ctx, u, grant)
 		return AuthResult{}, err
+	}
+	if grant != nil {
+		s.activated(call, u, *grant)
 	}
 	s.publish(events.Event{Name: "user.register", AppID: appID, Username: u.Username, IP: call.Caller.IP, Country: call.Country,
 		Message: "user registered", Data: map[string]any{"userId": u.ID, "licenseActivated": activate}})
 	return AuthResult{User: u, Key: key, LicenseActivated: activate, Warnings: warnings(u, now)}, nil
+}
+
+// undoAttempts and undoWait bound the undo of a failed registration: the store that just
+// failed a step may be failing for a moment (a busy pool, a failover), so the undo is tried
+// a few times, in a context of its own.
+const (
+	undoAttempts = 4
+	undoWait     = 250 * time.Millisecond
+	undoTimeout  = 5 * time.Second
+)
+
+// undoRegistration removes the user u made by a registration that then failed (its
+// devices go with it) and gives back the key's use when grant is set. It runs detached
+// from the request's context, which may be cancelled or the very thing that failed.
+func (s *Service) undoRegistration(ctx context.Context, u storage.AppUser, grant *licenseGrant) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), undoTimeout)
+	defer cancel()
+	if grant != nil {
+		s.refundLicense(ctx, *grant)
+	}
+	err := retryUndo(ctx, func() error {
+		if err := s.d.Store.DeleteUser(ctx, u.AppID, u.ID); err != nil && !errors.Is(err, storage.ErrNotFound) {
+			return err
+		}
+		return nil
+	})
+	if err != nil {
+		s.d.Log.Error("client: cannot undo a failed registration: the user stays", "app", u.AppID, "user", u.ID, "err", err)
+	}
+}
+
+// retryUndo runs step until it succeeds, undoAttempts times at most, waiting longer each
+// time; it answers the last error.
+func retryUndo(ctx context.Context, step func() error) error {
+	var err error
+	for attempt := range undoAttempts {
+		if err = step(); err == nil {
+			return nil
+		}
+		if attempt+1 == undoAttempts {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return errors.Join(err, ctx.Err())
+		case <-time.After(undoWait << attempt):
+		}
+	}
+	return err
 }
 
 // checkUserLimit refuses a new user beyond the owner's plan's maxUsersPerApp.

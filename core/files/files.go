@@ -17,6 +17,7 @@ import (
 
 	"github.com/keyward/keyward/core"
 	"github.com/keyward/keyward/core/apps"
+	"github.com/keyward/keyward/core/audit"
 	"github.com/keyward/keyward/core/events"
 	"github.com/keyward/keyward/storage"
 	"github.com/keyward/keyward/storage/blobs"
@@ -182,7 +183,7 @@ func (s *Service) Update(ctx context.Context, o apps.Owner, appID, id string, na
 	if _, err := s.file(ctx, o, appID, id); err != nil {
 		return storage.File{}, err
 	}
-	f, err := s.store.UpdateFile(ctx, appID, id, func(f *storage.File) error {
+	f, err := s.store.UpdateFile(ctx, appID, id, audit.Track(ctx, func(f *storage.File) error {
 		if name != nil {
 			f.Name = *name
 		}
@@ -191,7 +192,7 @@ func (s *Service) Update(ctx context.Context, o apps.Owner, appID, id string, na
 		}
 		f.UpdatedAt = storage.Truncate(s.now())
 		return nil
-	})
+	}))
 	if errors.Is(err, storage.ErrNotFound) {
 		return storage.File{}, core.E(core.CodeNotFound, "file not found")
 	} else if err != nil {

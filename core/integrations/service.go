@@ -13,6 +13,7 @@ import (
 
 	"github.com/keyward/keyward/core"
 	"github.com/keyward/keyward/core/apps"
+	"github.com/keyward/keyward/core/audit"
 	"github.com/keyward/keyward/core/events"
 	"github.com/keyward/keyward/core/secrets"
 	"github.com/keyward/keyward/core/webhooks"
@@ -221,7 +222,7 @@ func (s *Service) Update(ctx context.Context, o apps.Owner, appID, id string, in
 			return storage.Integration{}, err
 		}
 	}
-	i, err := s.store.UpdateIntegration(ctx, appID, id, func(i *storage.Integration) error {
+	i, err := s.store.UpdateIntegration(ctx, appID, id, audit.Track(ctx, func(i *storage.Integration) error {
 		if in.Name != nil {
 			i.Name = name
 		}
@@ -239,7 +240,7 @@ func (s *Service) Update(ctx context.Context, o apps.Owner, appID, id string, in
 		}
 		i.UpdatedAt = storage.Truncate(s.now())
 		return nil
-	})
+	}))
 	if err != nil {
 		return storage.Integration{}, notFound(err)
 	}
@@ -271,10 +272,10 @@ func (s *Service) RegenerateSecret(ctx context.Context, o apps.Owner, appID, id 
 		return "", core.Invalid("type", "only CUSTOM integrations have a signing secret")
 	}
 	secret := newSecret()
-	_, err = s.store.UpdateIntegration(ctx, appID, id, func(i *storage.Integration) error {
+	_, err = s.store.UpdateIntegration(ctx, appID, id, audit.Track(ctx, func(i *storage.Integration) error {
 		i.Secret, i.UpdatedAt = secret, storage.Truncate(s.now())
 		return nil
-	})
+	}))
 	if err != nil {
 		return "", notFound(err)
 	}

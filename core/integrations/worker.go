@@ -52,20 +52,19 @@ type WorkerConfig struct {
 	Bus events.Publisher
 }
 
-// Worker sends due deliveries. Every node runs one; storage leases keep them from sending
-// the same delivery at once.
+// Worker sends due deliveries. Every node runs one (Run, on a goroutine its owner starts
+// and stops: the node's supervisor); storage leases keep them from sending the same
+// delivery at once.
 type Worker struct {
 	store Store
 	cfg   WorkerConfig
 	wake  chan struct{}
 
-	mu   sync.Mutex
-	rnd  *rand.Rand
-	stop context.CancelFunc
-	done chan struct{}
+	mu  sync.Mutex
+	rnd *rand.Rand
 }
 
-// NewWorker builds a worker; Start runs it.
+// NewWorker builds a worker; Run runs it.
 func NewWorker(store Store, cfg WorkerConfig) *Worker {
 	if cfg.Owner == "" {
 		cfg.Owner = uuid.NewString()
@@ -106,25 +105,10 @@ func (w *Worker) Wake() {
 	}
 }
 
-// Start runs the worker's loop until Stop.
-func (w *Worker) Start() {
-	ctx, cancel := context.WithCancel(context.Background())
-	w.stop, w.done = cancel, make(chan struct{})
-	go w.loop(ctx)
-}
-
-// Stop ends the loop and waits for the attempts in flight, which are bounded by the
-// client's timeout; their outcome is recorded.
-func (w *Worker) Stop() {
-	if w.stop == nil {
-		return
-	}
-	w.stop()
-	<-w.done
-}
-
-func (w *Worker) loop(ctx context.Context) {
-	defer close(w.done)
+// Run claims and sends due deliveries until ctx ends, then returns nil once the attempts
+// in flight are done (they are bounded by the client's timeout; their outcome is
+// recorded). A wake (Wake) or the poll interval starts the next round.
+func (w *Worker) Run(ctx context.Context) error {
 	ticker := time.NewTicker(w.cfg.Poll)
 	defer ticker.Stop()
 	lastPurge := time.Time{}
@@ -144,7 +128,7 @@ func (w *Worker) loop(ctx context.Context) {
 		}
 		select {
 		case <-ctx.Done():
-			return
+			return nil
 		case <-ticker.C:
 		case <-w.wake:
 		}

@@ -3,7 +3,6 @@ package logs
 import (
 	"context"
 	"log/slog"
-	"sync"
 	"time"
 
 	"github.com/keyward/keyward/storage"
@@ -17,18 +16,16 @@ type RetentionConfig struct {
 	Now       func() time.Time
 }
 
-// Janitor enforces retention in the background.
+// Janitor enforces retention in the background: Run, on a goroutine its owner starts and
+// stops (the node's supervisor).
 type Janitor struct {
 	store storage.LogStore
 	cfg   RetentionConfig
 	log   *slog.Logger
-	stop  chan struct{}
-	done  chan struct{}
-	once  sync.Once
 }
 
-// StartJanitor runs retention now and then every cfg.Every until Close.
-func StartJanitor(store storage.LogStore, cfg RetentionConfig, log *slog.Logger) *Janitor {
+// NewJanitor builds a janitor; Run applies retention.
+func NewJanitor(store storage.LogStore, cfg RetentionConfig, log *slog.Logger) *Janitor {
 	if cfg.MaxAge <= 0 {
 		cfg.MaxAge = 90 * 24 * time.Hour
 	}
@@ -41,24 +38,23 @@ func StartJanitor(store storage.LogStore, cfg RetentionConfig, log *slog.Logger)
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	j := &Janitor{store: store, cfg: cfg, log: log, stop: make(chan struct{}), done: make(chan struct{})}
-	go j.run()
-	return j
+	return &Janitor{store: store, cfg: cfg, log: log}
 }
 
-func (j *Janitor) run() {
-	defer close(j.done)
+// Run applies retention now and then every cfg.Every until ctx ends (a sweep under way is
+// cut short: the next start finishes it), then returns nil.
+func (j *Janitor) Run(ctx context.Context) error {
 	t := time.NewTicker(j.cfg.Every)
 	defer t.Stop()
 	for {
-		ctx, cancel := context.WithTimeout(context.Background(), j.cfg.Every)
-		if err := j.Sweep(ctx); err != nil {
+		sctx, cancel := context.WithTimeout(ctx, j.cfg.Every)
+		if err := j.Sweep(sctx); err != nil && ctx.Err() == nil {
 			j.log.Warn("log retention did not complete, will retry", "err", err)
 		}
 		cancel()
 		select {
-		case <-j.stop:
-			return
+		case <-ctx.Done():
+			return nil
 		case <-t.C:
 		}
 	}
@@ -79,10 +75,4 @@ func (j *Janitor) Sweep(ctx context.Context) error {
 		}
 	}
 	return nil
-}
-
-// Close stops the janitor. Idempotent.
-func (j *Janitor) Close() {
-	j.once.Do(func() { close(j.stop) })
-	<-j.done
 }

@@ -3,6 +3,7 @@ package realtime
 import (
 	"context"
 
+	"github.com/keyward/keyward/actors/wire"
 	"github.com/keyward/keyward/core/events"
 )
 
@@ -43,16 +44,16 @@ func (s *Service) carryOut(ctx context.Context, c *Client, st HookAction) {
 	var err error
 	switch a.Type {
 	case "respond":
-		c.peer.Send(encode(Outgoing{Type: TypeMessage, Data: map[string]any{"message": a.Message, "type": messageType(a.MessageType)}}))
+		c.peer.Send(wire.Encode(wire.Outgoing{Type: wire.TypeMessage, Data: map[string]any{"message": a.Message, "type": messageType(a.MessageType)}}))
 	case "send_message":
-		err = s.toUserMsg(ctx, appID, target, Outgoing{Type: TypeMessage, Data: map[string]any{"message": a.Message, "type": messageType(a.MessageType)}}, 0, "")
+		err = s.toUserMsg(ctx, appID, target, wire.Outgoing{Type: wire.TypeMessage, Data: map[string]any{"message": a.Message, "type": messageType(a.MessageType)}}, 0, "")
 	case "broadcast":
-		err = s.toClientsMsg(ctx, appID, Outgoing{Type: TypeMessage, Data: map[string]any{"message": a.Message, "type": messageType(a.MessageType)}})
+		err = s.toClientsMsg(ctx, appID, wire.Outgoing{Type: wire.TypeMessage, Data: map[string]any{"message": a.Message, "type": messageType(a.MessageType)}})
 	case "push_json":
 		if st.Target == "all" {
-			err = s.toClientsMsg(ctx, appID, Outgoing{Type: TypeCustom, Data: a.Payload})
+			err = s.toClientsMsg(ctx, appID, wire.Outgoing{Type: wire.TypeCustom, Data: a.Payload})
 		} else {
-			err = s.toUserMsg(ctx, appID, target, Outgoing{Type: TypeCustom, Data: a.Payload}, 0, "")
+			err = s.toUserMsg(ctx, appID, target, wire.Outgoing{Type: wire.TypeCustom, Data: a.Payload}, 0, "")
 		}
 	case "kick":
 		err = s.kick(ctx, appID, target, a.Reason)

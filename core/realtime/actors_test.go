@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/keyward/keyward/actors"
+	"github.com/keyward/keyward/actors/wire"
 	"github.com/keyward/keyward/cluster/memory"
 	"github.com/keyward/keyward/core"
 	"github.com/keyward/keyward/core/client"
@@ -46,7 +47,29 @@ func oneNode(t *testing.T, d Deps) (*Service, *actors.Apps[struct{}]) {
 		t.Fatal(err)
 	}
 	t.Cleanup(s.Close)
+	withPanicOnPurpose(s, dir)
 	return s, dir
+}
+
+// withPanicOnPurpose has a delivery of panicOnPurpose make the app's actor panic
+// (failAppActor); the other deliveries go to the service as usual.
+func withPanicOnPurpose(s *Service, dir *actors.Apps[struct{}]) {
+	dir.SetBus(actors.BusConfig{Bus: s.d.Engine, Topic: busTopic, Deliver: func(appID string, raw []byte, sockets []any) {
+		if string(raw) == panicOnPurpose {
+			panic("on purpose")
+		}
+		s.receive(appID, raw, sockets)
+	}})
+}
+
+const panicOnPurpose = "panic on purpose"
+
+// failAppActor makes the app's actor on s's node panic, with a message.
+func failAppActor(t *testing.T, s *Service, appID string) {
+	t.Helper()
+	if err := s.d.Engine.Publish(t.Context(), busTopic(appID), []byte(panicOnPurpose)); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // TestSessionActorKeepsTheOrder: what happens to a client socket happens in order in its
@@ -75,8 +98,8 @@ func TestSessionActorKeepsTheOrder(t *testing.T) {
 	if _, err := s.Push(ctx, "app", "u1", map[string]any{"n": 1.0}); err != nil {
 		t.Fatal(err)
 	}
-	waitUntil(t, "the delivery", func() bool { return slices.Contains(p.types(), TypeCustom) })
-	if got := p.types(); slices.Contains(got, TypePong) || slices.Contains(got, TypeMessage) {
+	waitUntil(t, "the delivery", func() bool { return slices.Contains(p.types(), wire.TypeCustom) })
+	if got := p.types(); slices.Contains(got, wire.TypePong) || slices.Contains(got, wire.TypeMessage) {
 		t.Fatalf("the ping was answered before the frame before it: %v", got)
 	}
 	select {
@@ -92,9 +115,9 @@ func TestSessionActorKeepsTheOrder(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitUntil(t, "the kick", func() bool { return p.closedWith() != 0 })
-	want := []string{TypeCustom, TypeMessage, TypePong, TypeForceLogout}
-	if got := p.types(); !slices.Equal(got, want) || p.closedWith() != CloseKicked {
-		t.Fatalf("socket saw %v then close %d; want %v then %d", got, p.closedWith(), want, CloseKicked)
+	want := []string{wire.TypeCustom, wire.TypeMessage, wire.TypePong, wire.TypeForceLogout}
+	if got := p.types(); !slices.Equal(got, want) || p.closedWith() != wire.CodeKicked {
+		t.Fatalf("socket saw %v then close %d; want %v then %d", got, p.closedWith(), want, wire.CodeKicked)
 	}
 	s.DisconnectClient(c)
 }
@@ -121,7 +144,7 @@ func TestAppActorRestartKeepsSessionState(t *testing.T) {
 		s.ClientMessage(ctx, c, []byte(`{"type":"ping"}`))
 	}
 
-	dir.Each("app", func([]any) { panic("on purpose") })
+	failAppActor(t, s, "app")
 	if _, err := dir.Sockets(ctx, "app"); err != nil { // answered once the restart is over
 		t.Fatal(err)
 	}
@@ -130,22 +153,22 @@ func TestAppActorRestartKeepsSessionState(t *testing.T) {
 	s.ClientMessage(ctx, c, []byte(`{"type":"ping"}`))
 	s.ClientMessage(ctx, c, []byte(`{"type":"ping"}`))
 	got := p.types()
-	if n := len(got); n < 2 || got[n-2] != TypePong || got[n-1] != TypeError {
+	if n := len(got); n < 2 || got[n-2] != wire.TypePong || got[n-1] != wire.TypeError {
 		t.Fatalf("after the restart the socket answered %v; want a pong, then the rate error", got)
 	}
-	s.eachApp(s.renewApp)
+	runNow(t, s, s.renewApp)
 	list, err := s.Sessions(ctx, "app")
 	if err != nil || len(list) != 1 || list[0].Status != "away" || list[0].Metadata["level"] != 3.0 {
 		t.Fatalf("sessions after the restart: %+v %v", list, err)
 	}
 	// The dashboard still filters: a chat does not reach it, a status does.
-	for _, typ := range []string{TypeChat, TypeStatus} {
-		if err := s.toDashboardsMsg(ctx, "app", Outgoing{Type: typ, Data: map[string]any{"userId": "u1"}}); err != nil {
+	for _, typ := range []string{wire.TypeChat, wire.TypeStatus} {
+		if err := s.toDashboardsMsg(ctx, "app", wire.Outgoing{Type: typ, Data: map[string]any{"userId": "u1"}}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	waitUntil(t, "the status at the dashboard", func() bool { return slices.Contains(dp.types(), TypeStatus) })
-	if slices.Contains(dp.types(), TypeChat) {
+	waitUntil(t, "the status at the dashboard", func() bool { return slices.Contains(dp.types(), wire.TypeStatus) })
+	if slices.Contains(dp.types(), wire.TypeChat) {
 		t.Fatalf("the filtered dashboard got a chat after the restart: %v", dp.types())
 	}
 	s.DisconnectClient(c)
@@ -184,7 +207,7 @@ func TestDashboardActorRecheck(t *testing.T) {
 	}
 	state.Store(2)
 	waitUntil(t, "the close", func() bool { return dp.closedWith() != 0 })
-	if got := dp.types(); dp.closedWith() != ClosePolicy || got[len(got)-1] != TypeError {
+	if got := dp.types(); dp.closedWith() != wire.CodePolicy || got[len(got)-1] != wire.TypeError {
 		t.Fatalf("revoked: closed with %d after %v", dp.closedWith(), got)
 	}
 }

@@ -7,15 +7,16 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/keyward/keyward/actors/wire"
 	"github.com/keyward/keyward/core/client"
 )
 
 // counter is a Peer that only counts.
 type counter struct{ n chan struct{} }
 
-func (c counter) Send([]byte) bool        { c.n <- struct{}{}; return true }
-func (c counter) SendShared(*Shared) bool { return c.Send(nil) }
-func (counter) Close(int, string)         {}
+func (c counter) Send([]byte) bool             { c.n <- struct{}{}; return true }
+func (c counter) SendShared(*wire.Shared) bool { return c.Send(nil) }
+func (counter) Close(wire.Disconnect)          {}
 
 // BenchmarkClientChat times a client chat message from the socket's reader to the
 // dashboard's writer queue, through the memory engine's bus (the embedded default).
@@ -46,9 +47,9 @@ func BenchmarkClientChat(b *testing.B) {
 // countingPeer counts the frames it is handed.
 type countingPeer struct{ n *atomic.Int64 }
 
-func (p countingPeer) Send([]byte) bool        { p.n.Add(1); return true }
-func (p countingPeer) SendShared(*Shared) bool { p.n.Add(1); return true }
-func (p countingPeer) Close(int, string)       {}
+func (p countingPeer) Send([]byte) bool             { p.n.Add(1); return true }
+func (p countingPeer) SendShared(*wire.Shared) bool { p.n.Add(1); return true }
+func (p countingPeer) Close(wire.Disconnect)        {}
 
 // BenchmarkBroadcastFanOut: one broadcast to the 500 client sockets of an app on one
 // node, from the REST call to the frame in every socket's queue (through the app's actor

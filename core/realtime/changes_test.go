@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/keyward/keyward/actors"
+	"github.com/keyward/keyward/actors/wire"
 	"github.com/keyward/keyward/cluster/memory"
 	"github.com/keyward/keyward/core"
 	"github.com/keyward/keyward/core/client"
@@ -77,8 +78,8 @@ func TestAppPausedOnANodeClosesSocketsOnTheOther(t *testing.T) {
 				t.Fatal(err)
 			}
 			for i, p := range peers {
-				waitUntil(t, "the socket closed", func() bool { return p.closedWith() == CloseForceLogout })
-				if got := p.types(); len(got) != 1 || got[0] != TypeForceLogout {
+				waitUntil(t, "the socket closed", func() bool { return p.closedWith() == wire.CodeForceLogout })
+				if got := p.types(); len(got) != 1 || got[0] != wire.TypeForceLogout {
 					t.Fatalf("socket on node %d got %v, want force_logout", i, got)
 				}
 				t.Logf("node %d: socket closed %v after the pause", i, time.Since(start))

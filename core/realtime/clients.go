@@ -5,20 +5,23 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"sync"
 	"sync/atomic"
 	"time"
 	"unique"
 
 	"github.com/keyward/keyward/actors"
+	"github.com/keyward/keyward/actors/wire"
+	"github.com/keyward/keyward/cluster"
 	"github.com/keyward/keyward/core"
 	"github.com/keyward/keyward/core/client"
 	"github.com/keyward/keyward/core/events"
+	"github.com/keyward/keyward/storage"
 )
 
 // Client is a client socket held by this node: the state and rules of its SessionActor
-// (turns.go). Its actor alone changes it; status and metadata are also read, under mu, by
-// the app's periodic work (the lease carries them).
+// (turns.go). Its actor alone reads and changes its state: the app's periodic lease
+// renewal asks the actor for the socket's lease (presenceAsk), and a status or metadata
+// change is encoded in the actor before its write leaves it. There is no lock.
 type Client struct {
 	ID     string
 	User   client.SocketUser
@@ -28,7 +31,7 @@ type Client struct {
 	connectedAt int64
 
 	svc  *Service
-	peer Peer
+	peer wire.Peer
 	ref  actors.Ref
 	// session is sessionRef of the socket's session token.
 	session string
@@ -38,7 +41,8 @@ type Client struct {
 	// gone is set when the socket left its app's actor.
 	gone atomic.Bool
 
-	mu       sync.Mutex
+	// status and metadata are what the session list shows; metadata is replaced whole,
+	// never changed in place.
 	status   string
 	metadata map[string]any
 }
@@ -56,17 +60,20 @@ func (c *Client) Receive(sc actors.SocketContext, msg any) {
 		c.turn.next(sc, nil, c.handle)
 	case planned:
 		c.turn.next(sc, c.svc.carryOutPlan(c, m.steps), c.handle)
-	case *Shared:
+	case *wire.Shared:
 		c.peer.SendShared(m)
 	case *delivery:
 		if len(m.Msg) > 0 {
 			c.peer.Send(m.Msg)
 		}
 		if m.Close != 0 {
-			c.peer.Close(m.Close, m.Reason)
+			c.peer.Close(wire.Disconnect{Code: m.Close, Reason: m.Reason})
 		}
 	case verdict:
 		c.svc.handle(c, m.err)
+	case presenceAsk:
+		l, err := c.svc.leaseOf(c)
+		m.into <- presenceAnswer{id: c.ID, lease: l, err: err} // room for every answer: never blocks
 	case actors.Leaving:
 		c.turn.leave(sc)
 	}
@@ -76,32 +83,56 @@ func (c *Client) handle(raw []byte) work { return c.svc.clientMessage(c, raw) }
 
 // Failed closes a socket whose actor failed (1011) and frees its waiting reader.
 func (c *Client) Failed(_, msg any) {
-	c.peer.Close(CloseInternal, "internal error")
+	c.peer.Close(wire.Internal("internal error"))
 	c.turn.failed(msg)
 }
 
+// info is what the session list shows of the socket; only its actor (or its admission,
+// before the actor exists) calls it.
 func (c *Client) info() SessionInfo {
-	c.mu.Lock()
-	defer c.mu.Unlock()
 	return SessionInfo{ID: c.ID, UserID: c.User.UserID, Username: c.User.Username, IP: c.User.IP,
 		ConnectedAt: time.UnixMilli(c.connectedAt).UTC(), Status: c.status, Metadata: maps.Clone(c.metadata)}
 }
 
-// explain answers what a client is told about err: a domain error's code and message, or
-// UNAVAILABLE for anything else (an engine or store that cannot answer).
+// explain answers what a socket is told about err: a domain error's code and message;
+// UNAVAILABLE when a part the answer needs could not answer (the cluster engine, storage,
+// the app's actor, a deadline), which the program may try again; INTERNAL for anything
+// else, which is a bug: never "try again" (the caller logs and counts it, see bug).
 func explain(err error) (core.Code, string) {
 	var de *core.Error
-	if errors.As(err, &de) {
+	switch {
+	case errors.As(err, &de):
 		return de.Code, de.Message
+	case unavailable(err):
+		return core.CodeUnavailable, "the server cannot check this session now; try again"
+	default:
+		return core.CodeInternal, "internal error"
 	}
-	return core.CodeUnavailable, "the server cannot check this session now; try again"
+}
+
+// unavailable says whether err is a part that did not answer rather than a bug.
+func unavailable(err error) bool {
+	return errors.Is(err, cluster.ErrUnavailable) || errors.Is(err, storage.ErrUnavailable) || errors.Is(err, actors.ErrUnavailable) ||
+		errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled)
+}
+
+// bug logs and counts an error that is neither a domain answer nor an unavailable part.
+func (s *Service) bug(what string, err error) {
+	s.stats.internalErrors.Add(1)
+	s.d.Log.Error("realtime: internal error; the socket is told so", "where", what, "err", err)
 }
 
 // Refusal answers the force_logout message that tells a client socket why it was refused
-// (SDKs cannot read the body of a refused upgrade), and a reason for the close frame.
-func Refusal(err error) (msg []byte, reason string) {
+// (SDKs cannot read the body of a refused upgrade), and how the socket is closed: with
+// the policy code and the refusal's reason, or with the internal-error code for a bug
+// (ConnectClient logged and counted it).
+func Refusal(err error) (msg []byte, closing wire.Disconnect) {
 	code, reason := explain(err)
-	return encode(Outgoing{Type: TypeForceLogout, Data: map[string]any{"reason": reason, "code": string(code)}}), reason
+	closing = wire.Policy(reason)
+	if code == core.CodeInternal {
+		closing = wire.Internal(reason)
+	}
+	return wire.Encode(wire.Outgoing{Type: wire.TypeForceLogout, Data: map[string]any{"reason": reason, "code": string(code)}}), closing
 }
 
 var (
@@ -114,7 +145,18 @@ var (
 // socket of the same user, on any node, is closed with force_logout (the newer one wins,
 // so a program that lost its connection can reconnect at once). Dashboards see
 // session_connect. A refusal is a domain error (see Refusal).
-func (s *Service) ConnectClient(ctx context.Context, caller client.Caller, token string, peer Peer) (*Client, error) {
+func (s *Service) ConnectClient(ctx context.Context, caller client.Caller, token string, peer wire.Peer) (*Client, error) {
+	c, err := s.connectClient(ctx, caller, token, peer)
+	if err != nil {
+		if code, _ := explain(err); code == core.CodeInternal {
+			s.bug("client admission", err)
+		}
+		return nil, err
+	}
+	return c, nil
+}
+
+func (s *Service) connectClient(ctx context.Context, caller client.Caller, token string, peer wire.Peer) (*Client, error) {
 	u, err := s.d.Sessions.CheckSocket(ctx, caller, token)
 	if err != nil {
 		return nil, err
@@ -131,21 +173,15 @@ func (s *Service) ConnectClient(ctx context.Context, caller client.Caller, token
 	for _, id := range earlier {
 		s.replace(ctx, u, id)
 	}
-	// The node listens to the app's deliveries before the socket counts, so that none made
-	// after its admission is missed.
-	if err := s.hold(ctx, u.AppID); err != nil {
-		return nil, err
-	}
-	// The app's actor runs the admission and holds the socket from the moment it passes
-	// (deliveries, the periodic work).
+	// The app's actor subscribes to the app's deliveries before the admission, so that none
+	// made after it is missed; it runs the admission and holds the socket from the moment
+	// it passes (deliveries, the periodic work).
 	if err := s.reg.Admit(ctx, u.AppID, c.ID, c, func(ctx context.Context) error { return s.admit(ctx, c) }); err != nil {
 		s.reg.Leave(u.AppID, c.ID)
 		s.release(ctx, c)
-		s.letGo(u.AppID)
 		return nil, err
 	}
-	s.heldClients.Add(1)
-	_ = s.toDashboardsMsg(ctx, u.AppID, Outgoing{Type: TypeSessionConnect,
+	_ = s.toDashboardsMsg(ctx, u.AppID, wire.Outgoing{Type: wire.TypeSessionConnect,
 		Data: map[string]any{"userId": u.UserID, "username": u.Username, "ip": u.IP, "id": c.ID}})
 	s.logEvent(events.Event{Name: "ws.connect", AppID: u.AppID, Username: u.Username, IP: u.IP, Level: events.LevelDebug,
 		Message: "client socket connected", Data: map[string]any{"userId": u.UserID}})
@@ -190,8 +226,8 @@ func (s *Service) admit(ctx context.Context, c *Client) error {
 // user, and removes its presence at once.
 func (s *Service) replace(ctx context.Context, u client.SocketUser, id string) {
 	_ = s.publish(ctx, delivery{App: u.AppID, To: toConn, Conn: id,
-		Msg:   encode(Outgoing{Type: TypeForceLogout, Data: map[string]any{"reason": "connected from another place"}}),
-		Close: CloseReplaced, Reason: "replaced by a newer connection"})
+		Msg:   wire.Encode(wire.Outgoing{Type: wire.TypeForceLogout, Data: map[string]any{"reason": "connected from another place"}}),
+		Close: wire.CodeReplaced, Reason: "replaced by a newer connection"})
 	_, _ = s.d.Engine.TakeMember(ctx, userSocketsKey(u.AppID, u.UserID), id)
 	_, _ = s.d.Engine.TakeMember(ctx, appSocketsKey(u.AppID), id)
 	_, _ = s.d.Engine.DeleteValue(ctx, socketKey(id))
@@ -204,8 +240,6 @@ func (s *Service) DisconnectClient(c *Client) {
 	if !held {
 		return // released already (by Close)
 	}
-	s.heldClients.Add(-1)
-	s.letGo(c.User.AppID)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	s.left(ctx, c)
@@ -214,7 +248,7 @@ func (s *Service) DisconnectClient(c *Client) {
 // left releases a socket's presence and tells the dashboards.
 func (s *Service) left(ctx context.Context, c *Client) {
 	s.release(ctx, c)
-	_ = s.toDashboardsMsg(ctx, c.User.AppID, Outgoing{Type: TypeSessionDisconnect,
+	_ = s.toDashboardsMsg(ctx, c.User.AppID, wire.Outgoing{Type: wire.TypeSessionDisconnect,
 		Data: map[string]any{"userId": c.User.UserID, "username": c.User.Username, "id": c.ID}})
 }
 
@@ -226,18 +260,26 @@ func (s *Service) handle(c *Client, err error) {
 		return
 	}
 	code, reason := explain(err)
-	if code == core.CodeUnavailable {
+	switch code {
+	case core.CodeUnavailable:
 		s.stats.revalidationFailed.Add(1)
+		return
+	case core.CodeInternal:
+		// A bug is not "try again later": the socket ends with the internal-error code, and
+		// its program connects again.
+		s.bug("client revalidation", err)
+		s.stats.revalidationClosed.Add(1)
+		c.peer.Close(wire.Internal(reason))
 		return
 	}
 	s.stats.revalidationClosed.Add(1)
-	msg := Outgoing{Type: TypeForceLogout, Data: map[string]any{"reason": reason}}
-	closeCode := CloseForceLogout
+	msg := wire.Outgoing{Type: wire.TypeForceLogout, Data: map[string]any{"reason": reason}}
+	closing := wire.ForceLogout(reason)
 	if code == core.CodeBanned {
-		msg, closeCode = Outgoing{Type: TypeBanned, Data: map[string]any{"reason": reason}}, CloseBanned
+		msg, closing = wire.Outgoing{Type: wire.TypeBanned, Data: map[string]any{"reason": reason}}, wire.Banned(reason)
 	}
-	c.peer.Send(encode(msg))
-	c.peer.Close(closeCode, reason)
+	c.peer.Send(wire.Encode(msg))
+	c.peer.Close(closing)
 }
 
 // ClientMessage hands one message from a client socket (SPEC 4.11, client to server) to
@@ -252,13 +294,13 @@ func (s *Service) ClientMessage(ctx context.Context, c *Client, raw []byte) {
 func (s *Service) clientMessage(c *Client, raw []byte) work {
 	if now := s.d.Now(); !c.rate.allow(now) {
 		if c.rate.warn(now) {
-			c.peer.Send(ErrorMessage(fmt.Sprintf("rate limited: at most %d messages per %s", ClientMessages, ClientWindow)))
+			c.peer.Send(wire.ErrorMessage(fmt.Sprintf("rate limited: at most %d messages per %s", ClientMessages, ClientWindow)))
 		}
 		return nil
 	}
-	in, ok := decode(raw)
+	in, ok := wire.Decode(raw)
 	if !ok {
-		c.peer.Send(ErrorMessage("a message is a JSON object with a string type"))
+		c.peer.Send(wire.ErrorMessage("a message is a JSON object with a string type"))
 		return nil
 	}
 	appID := c.User.AppID
@@ -268,7 +310,7 @@ func (s *Service) clientMessage(c *Client, raw []byte) work {
 		m[k] = v
 		return m
 	}
-	toDashboards := func(m Outgoing) work {
+	toDashboards := func(m wire.Outgoing) work {
 		return func(ctx context.Context) any {
 			_ = s.toDashboardsMsg(ctx, appID, m)
 			return ioDone{}
@@ -276,52 +318,50 @@ func (s *Service) clientMessage(c *Client, raw []byte) work {
 	}
 	switch in.Type {
 	case "ping":
-		c.peer.Send(encode(Outgoing{Type: TypePong}))
+		c.peer.Send(wire.Encode(wire.Outgoing{Type: wire.TypePong}))
 	case "set_status":
-		st := in.str("status")
+		st := in.Str("status")
 		if st == "" || len(st) > maxStatus {
-			c.peer.Send(ErrorMessage(fmt.Sprintf("status must be a string of 1 to %d characters", maxStatus)))
+			c.peer.Send(wire.ErrorMessage(fmt.Sprintf("status must be a string of 1 to %d characters", maxStatus)))
 			return nil
 		}
-		c.mu.Lock()
 		c.status = st
-		c.mu.Unlock()
+		info := c.info()
 		return func(ctx context.Context) any {
-			_ = s.describe(ctx, c)
-			_ = s.toDashboardsMsg(ctx, appID, Outgoing{Type: TypeStatus, Data: with("status", st)})
+			_ = s.describe(ctx, info)
+			_ = s.toDashboardsMsg(ctx, appID, wire.Outgoing{Type: wire.TypeStatus, Data: with("status", st)})
 			return ioDone{}
 		}
 	case "chat":
-		msg := in.str("message")
+		msg := in.Str("message")
 		if msg == "" || len(msg) > maxText {
-			c.peer.Send(ErrorMessage(fmt.Sprintf("message must be a string of 1 to %d characters", maxText)))
+			c.peer.Send(wire.ErrorMessage(fmt.Sprintf("message must be a string of 1 to %d characters", maxText)))
 			return nil
 		}
-		return toDashboards(Outgoing{Type: TypeChat, Data: with("message", msg)})
+		return toDashboards(wire.Outgoing{Type: wire.TypeChat, Data: with("message", msg)})
 	case "typing":
-		v, _ := in.member("typing")
+		v, _ := in.Member("typing")
 		typing, isBool := v.(bool)
 		if !isBool {
-			c.peer.Send(ErrorMessage("typing must be a boolean"))
+			c.peer.Send(wire.ErrorMessage("typing must be a boolean"))
 			return nil
 		}
-		return toDashboards(Outgoing{Type: TypeTyping, Data: with("typing", typing)})
+		return toDashboards(wire.Outgoing{Type: wire.TypeTyping, Data: with("typing", typing)})
 	case "set_metadata":
-		v, _ := in.member("metadata")
+		v, _ := in.Member("metadata")
 		meta, isObj := v.(map[string]any)
 		if !isObj {
-			c.peer.Send(ErrorMessage("metadata must be an object"))
+			c.peer.Send(wire.ErrorMessage("metadata must be an object"))
 			return nil
 		}
 		if err := validMetadata(meta); err != "" {
-			c.peer.Send(ErrorMessage(err))
+			c.peer.Send(wire.ErrorMessage(err))
 			return nil
 		}
-		c.mu.Lock()
 		c.metadata = meta
-		c.mu.Unlock()
+		info := c.info()
 		return func(ctx context.Context) any {
-			_ = s.describe(ctx, c)
+			_ = s.describe(ctx, info)
 			return ioDone{}
 		}
 	default:
@@ -354,7 +394,7 @@ func validMetadata(meta map[string]any) string {
 // custom forwards a message of any other type to the dashboards as custom_event and runs
 // the app's hooks over it; the actions they plan come back to the socket's actor as a
 // message (planned).
-func (s *Service) custom(c *Client, in Incoming) work {
+func (s *Service) custom(c *Client, in wire.Incoming) work {
 	appID := c.User.AppID
 	data := in.Fields["data"]
 	if data == nil {
@@ -363,7 +403,7 @@ func (s *Service) custom(c *Client, in Incoming) work {
 		}
 	}
 	return func(ctx context.Context) any {
-		_ = s.toDashboardsMsg(ctx, appID, Outgoing{Type: TypeCustomEvent,
+		_ = s.toDashboardsMsg(ctx, appID, wire.Outgoing{Type: wire.TypeCustomEvent,
 			Data: map[string]any{"event": in.Type, "userId": c.User.UserID, "username": c.User.Username, "data": data}})
 		if s.d.Hooks == nil {
 			return ioDone{}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/keyward/keyward/actors"
+	"github.com/keyward/keyward/actors/wire"
 	"github.com/keyward/keyward/core"
 )
 
@@ -16,13 +17,9 @@ import (
 type Dashboard struct {
 	ID    string
 	AppID string
-	// Audit, set by the edge before the socket's first message, is told of each action
-	// that changed something (kick, ban, command, push_json, chat) once it succeeded;
-	// refused actions are not told. details holds the action's reason or command name.
-	Audit func(action, userID string, details map[string]any)
 
 	svc  *Service
-	peer Peer
+	peer wire.Peer
 	ref  actors.Ref
 	rate window
 	turn turn
@@ -34,7 +31,11 @@ type Dashboard struct {
 	held    [][]byte
 	// recheck checks the owner's token again every Deps.DashboardRecheck (nil: never);
 	// stopRecheck stops its timer, checking is true while a check runs.
-	recheck     func(ctx context.Context) error
+	recheck func(ctx context.Context) error
+	// audit, given at the socket's connection (WithAudit), is told of each action that
+	// changed something (kick, ban, command, push_json, chat) once it succeeded; refused
+	// actions are not told. nil: nothing is audited.
+	audit       Auditor
 	stopRecheck func()
 	checking    bool
 }
@@ -99,8 +100,8 @@ func (d *Dashboard) Receive(sc actors.SocketContext, msg any) {
 		// not be made changes nothing.
 		var de *core.Error
 		if m.err != nil && errors.As(m.err, &de) && de.Code == core.CodeUnauthorized {
-			d.peer.Send(ErrorMessage("your session ended; sign in again"))
-			d.peer.Close(ClosePolicy, "token no longer valid")
+			d.peer.Send(wire.ErrorMessage("your session ended; sign in again"))
+			d.peer.Close(wire.Policy("token no longer valid"))
 		}
 	case actors.Leaving:
 		d.turn.leave(sc)
@@ -111,7 +112,7 @@ func (d *Dashboard) handle(raw []byte) work { return d.svc.dashboardMessage(d, r
 
 // Failed closes a socket whose actor failed (1011) and frees its waiting reader.
 func (d *Dashboard) Failed(_, msg any) {
-	d.peer.Close(CloseInternal, "internal error")
+	d.peer.Close(wire.Internal("internal error"))
 	d.turn.failed(msg)
 }
 
@@ -137,6 +138,16 @@ func WithRecheck(recheck func(ctx context.Context) error) DashboardOption {
 	return func(d *Dashboard) { d.recheck = recheck }
 }
 
+// Auditor records a dashboard action that changed something: its type, the user it
+// concerned, and its reason or command name (details).
+type Auditor func(action, userID string, details map[string]any)
+
+// WithAudit has the socket's actor tell audit of each action that changed something, once
+// it succeeded. It is part of the socket from its connection: no action goes unaudited.
+func WithAudit(audit Auditor) DashboardOption {
+	return func(d *Dashboard) { d.audit = audit }
+}
+
 func (s *Service) dashboardRecheck() time.Duration {
 	if s.d.DashboardRecheck > 0 {
 		return s.d.DashboardRecheck
@@ -145,22 +156,39 @@ func (s *Service) dashboardRecheck() time.Duration {
 }
 
 // ConnectDashboard registers an admitted dashboard socket (its actor starts) and sends it
-// online_count and sessions at once (SPEC 4.11).
-func (s *Service) ConnectDashboard(ctx context.Context, appID string, peer Peer, opts ...DashboardOption) (*Dashboard, error) {
+// online_count and sessions at once (SPEC 4.11). An error that is a bug is logged and
+// counted here; DashboardRefusal tells the socket.
+func (s *Service) ConnectDashboard(ctx context.Context, appID string, peer wire.Peer, opts ...DashboardOption) (*Dashboard, error) {
+	d, err := s.connectDashboard(ctx, appID, peer, opts...)
+	if err != nil {
+		if code, _ := explain(err); code == core.CodeInternal {
+			s.bug("dashboard connection", err)
+		}
+		return nil, err
+	}
+	return d, nil
+}
+
+// DashboardRefusal answers the error message and the close of a dashboard socket that
+// ConnectDashboard could not open: "try again" with the policy code when a part did not
+// answer, "internal error" with 1011 for a bug.
+func DashboardRefusal(err error) (msg []byte, closing wire.Disconnect) {
+	if code, _ := explain(err); code == core.CodeInternal {
+		return wire.ErrorMessage("internal error"), wire.Internal("internal error")
+	}
+	return wire.ErrorMessage("the server cannot list the sessions now; try again"), wire.Policy("unavailable")
+}
+
+func (s *Service) connectDashboard(ctx context.Context, appID string, peer wire.Peer, opts ...DashboardOption) (*Dashboard, error) {
 	d := &Dashboard{ID: newID(), AppID: appID, svc: s, peer: peer, rate: window{limit: DashboardMessages, per: DashboardWindow}, holding: true}
 	for _, o := range opts {
 		o(d)
 	}
-	if err := s.hold(ctx, appID); err != nil {
-		return nil, err
-	}
 	// Registered first, so that nothing published from now on is missed; what arrives
 	// before the two first messages are sent waits in the actor.
 	if err := s.reg.Join(ctx, appID, d.ID, d); err != nil {
-		s.letGo(appID)
 		return nil, fmt.Errorf("realtime: register the socket: %w", err)
 	}
-	s.heldDashboards.Add(1)
 	list, err := s.Sessions(ctx, appID)
 	if err != nil {
 		s.DisconnectDashboard(d)
@@ -170,8 +198,8 @@ func (s *Service) ConnectDashboard(ctx context.Context, appID string, peer Peer,
 	// they are queued.
 	done := make(chan struct{})
 	d.ref.Tell(greet{done: done, first: [][]byte{
-		encode(Outgoing{Type: TypeOnlineCount, Data: map[string]any{"count": len(list)}}),
-		encode(Outgoing{Type: TypeSessions, Data: map[string]any{"sessions": list}}),
+		wire.Encode(wire.Outgoing{Type: wire.TypeOnlineCount, Data: map[string]any{"count": len(list)}}),
+		wire.Encode(wire.Outgoing{Type: wire.TypeSessions, Data: map[string]any{"sessions": list}}),
 	}})
 	wait, cancel := context.WithTimeout(ctx, messageDeadline)
 	defer cancel()
@@ -187,10 +215,7 @@ func (s *Service) ConnectDashboard(ctx context.Context, appID string, peer Peer,
 
 // DisconnectDashboard forgets a dashboard socket that ended.
 func (s *Service) DisconnectDashboard(d *Dashboard) {
-	if s.reg.Leave(d.AppID, d.ID) {
-		s.heldDashboards.Add(-1)
-		s.letGo(d.AppID)
-	}
+	s.reg.Leave(d.AppID, d.ID)
 }
 
 // DashboardMessage hands one message from a dashboard socket (SPEC 4.11, dashboard to
@@ -205,33 +230,33 @@ func (s *Service) DashboardMessage(ctx context.Context, d *Dashboard, raw []byte
 func (s *Service) dashboardMessage(d *Dashboard, raw []byte) work {
 	if now := s.d.Now(); !d.rate.allow(now) {
 		if d.rate.warn(now) {
-			d.peer.Send(ErrorMessage(fmt.Sprintf("rate limited: at most %d messages per %s", DashboardMessages, DashboardWindow)))
+			d.peer.Send(wire.ErrorMessage(fmt.Sprintf("rate limited: at most %d messages per %s", DashboardMessages, DashboardWindow)))
 		}
 		return nil
 	}
-	in, ok := decode(raw)
+	in, ok := wire.Decode(raw)
 	if !ok {
-		d.peer.Send(ErrorMessage("a message is a JSON object with a string type"))
+		d.peer.Send(wire.ErrorMessage("a message is a JSON object with a string type"))
 		return nil
 	}
 	// A userId that is not a string must not read as "none": push_json would go to everyone.
-	if v, present := in.member("userId"); present && v != nil {
+	if v, present := in.Member("userId"); present && v != nil {
 		if _, isStr := v.(string); !isStr {
-			d.peer.Send(ErrorMessage("userId must be a string"))
+			d.peer.Send(wire.ErrorMessage("userId must be a string"))
 			return nil
 		}
 	}
-	userID := in.str("userId")
+	userID := in.Str("userId")
 	var call func(ctx context.Context) error
 	switch in.Type {
 	case "ping":
-		d.peer.Send(encode(Outgoing{Type: TypePong}))
+		d.peer.Send(wire.Encode(wire.Outgoing{Type: wire.TypePong}))
 		return nil
 	case "get_online":
 		call = func(ctx context.Context) error {
 			n, err := s.Online(ctx, d.AppID)
 			if err == nil {
-				d.peer.Send(encode(Outgoing{Type: TypeOnlineCount, Data: map[string]any{"count": n}}))
+				d.peer.Send(wire.Encode(wire.Outgoing{Type: wire.TypeOnlineCount, Data: map[string]any{"count": n}}))
 			}
 			return err
 		}
@@ -239,75 +264,79 @@ func (s *Service) dashboardMessage(d *Dashboard, raw []byte) work {
 		call = func(ctx context.Context) error {
 			list, err := s.Sessions(ctx, d.AppID)
 			if err == nil {
-				d.peer.Send(encode(Outgoing{Type: TypeSessions, Data: map[string]any{"sessions": list}}))
+				d.peer.Send(wire.Encode(wire.Outgoing{Type: wire.TypeSessions, Data: map[string]any{"sessions": list}}))
 			}
 			return err
 		}
 	case "chat":
-		msg := in.str("message")
+		msg := in.Str("message")
 		call = func(ctx context.Context) error { _, err := s.Chat(ctx, d.AppID, userID, msg); return err }
 	case "push_json":
-		p, _ := in.member("payload")
+		p, _ := in.Member("payload")
 		payload, _ := p.(map[string]any)
 		call = func(ctx context.Context) error { _, err := s.Push(ctx, d.AppID, userID, payload); return err }
 	case "typing":
-		v, _ := in.member("typing")
+		v, _ := in.Member("typing")
 		typing, isBool := v.(bool)
 		if userID == "" || !isBool {
-			d.peer.Send(ErrorMessage("typing needs userId and a boolean typing"))
+			d.peer.Send(wire.ErrorMessage("typing needs userId and a boolean typing"))
 			return nil
 		}
 		call = func(ctx context.Context) error {
-			return s.toUserMsg(ctx, d.AppID, userID, Outgoing{Type: TypeTyping, Data: map[string]any{"typing": typing}}, 0, "")
+			return s.toUserMsg(ctx, d.AppID, userID, wire.Outgoing{Type: wire.TypeTyping, Data: map[string]any{"typing": typing}}, 0, "")
 		}
 	case "kick":
-		reason := in.str("reason")
+		reason := in.Str("reason")
 		call = func(ctx context.Context) error { _, err := s.Kick(ctx, d.AppID, userID, reason); return err }
 	case "ban":
-		reason := in.str("reason")
+		reason := in.Str("reason")
 		call = func(ctx context.Context) error { return s.Ban(ctx, d.AppID, userID, reason) }
 	case "command":
-		p, _ := in.member("payload")
+		p, _ := in.Member("payload")
 		payload, _ := p.(map[string]any)
-		command := in.str("command")
+		command := in.Str("command")
 		call = func(ctx context.Context) error {
 			_, err := s.Command(ctx, d.AppID, userID, command, payload)
 			return err
 		}
 	case "set_filters":
-		v, _ := in.member("events")
+		v, _ := in.Member("events")
 		list, isList := v.([]any)
 		if !isList || len(list) > 100 {
-			d.peer.Send(ErrorMessage("events must be an array of at most 100 event types"))
+			d.peer.Send(wire.ErrorMessage("events must be an array of at most 100 event types"))
 			return nil
 		}
 		filters := make(map[string]bool, len(list))
 		for _, e := range list {
 			name, isStr := e.(string)
 			if !isStr {
-				d.peer.Send(ErrorMessage("events must be an array of event types"))
+				d.peer.Send(wire.ErrorMessage("events must be an array of event types"))
 				return nil
 			}
 			filters[name] = true
 		}
 		// pong and error always come through: they answer the dashboard itself.
-		filters[TypePong], filters[TypeError] = true, true
+		filters[wire.TypePong], filters[wire.TypeError] = true, true
 		d.filters = filters
 		return nil
 	default:
-		d.peer.Send(ErrorMessage(fmt.Sprintf("unknown message type %q", in.Type)))
+		d.peer.Send(wire.ErrorMessage(fmt.Sprintf("unknown message type %q", in.Type)))
 		return nil
 	}
-	audited := d.Audit != nil && changesSomething(in.Type)
-	details := map[string]any{"reason": in.str("reason"), "command": in.str("command")}
+	audited := d.audit != nil && changesSomething(in.Type)
+	details := map[string]any{"reason": in.Str("reason"), "command": in.Str("command")}
 	return func(ctx context.Context) any {
 		if err := call(ctx); err != nil {
-			_, reason := explain(err)
-			d.peer.Send(ErrorMessage(reason))
+			code, reason := explain(err)
+			if code == core.CodeInternal {
+				// The action failed on a bug: the owner is told "internal error", not "try again".
+				s.bug("dashboard "+in.Type, err)
+			}
+			d.peer.Send(wire.ErrorMessage(reason))
 			return ioDone{}
 		}
 		if audited {
-			d.Audit(in.Type, userID, details)
+			d.audit(in.Type, userID, details)
 		}
 		return ioDone{}
 	}

@@ -10,8 +10,9 @@
 // leases that the node renews while the socket is open, so a node that dies releases its
 // sockets within Deps.LeaseTTL (30 s by default). The node's periodic work runs per app,
 // not per socket (tick.go, on the app actor's timers): one lease renewal call for all its
-// sockets of an app, and one batched revalidation every RevalidateEvery and at once when
-// the app changed (the change reaches the app's actor as a message, AppChanged). The
+// sockets of an app (each socket's actor is asked for its lease: status and metadata are
+// its own, under no lock), and one batched revalidation every RevalidateEvery and at once when
+// the app changed (the change reaches the app's actor as a message, Registry.Invalidate). The
 // online count, the session list (one read of the app's set and one batched read of the
 // sockets' values) and whether a user is online are asked of the app's actor, which reads
 // them from the cluster engine outside its Receive and shares a read among the requests
@@ -28,14 +29,21 @@
 // frames and closes it.
 //
 // A delivery for a user, an app's clients or an app's dashboards is published on the
-// cluster bus; every node that holds sockets of the app hands it to its app's actor,
-// which sends it to the matching sockets' actors. A REST call, a ban or a variable change
+// cluster bus; on every node that holds sockets of the app, the app's actor, which owns
+// the subscription, sends it to the matching sockets' actors. A REST call, a ban or a variable change
 // on any node therefore reaches a socket on any other.
 //
-// The http package owns the frames and the close codes' meaning on the wire: it admits a
-// client socket (ConnectClient, with a Peer whose queue exists before its socket) before
-// it answers the upgrade, so that a program holding its 101 receives every delivery made
-// after it; it runs one reader goroutine per socket that hands each message to the
-// socket's actor (ClientMessage, DashboardMessage: they return once the message is
-// handled, which holds back a fast sender), and a writer with a bounded queue behind Peer.
+// What crosses the wire is actors/wire's: message types, encoding and decoding, the
+// Peer a socket is written through and why it closes (wire.Disconnect, the close code
+// sent). A refusal or a check that fails tells the socket the domain error's code; a
+// part that did not answer (engine, storage, actor, deadline) is UNAVAILABLE ("try
+// again"), and anything else is a bug: INTERNAL, closed with 1011, logged and counted
+// (Stats.InternalErrors).
+//
+// The http package admits a client socket (ConnectClient, with a Peer whose queue exists
+// before its socket) before it answers the upgrade, so that a program holding its 101
+// receives every delivery made after it; it runs one reader goroutine per socket that
+// hands each message to the socket's actor (ClientMessage, DashboardMessage: they return
+// once the message is handled, which holds back a fast sender), and a writer with a
+// bounded queue behind Peer.
 package realtime

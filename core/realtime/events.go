@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/keyward/keyward/actors/wire"
 	"github.com/keyward/keyward/core/events"
 )
 
@@ -17,7 +18,7 @@ import (
 //     close (the sessions are gone).
 //
 // App changes (paused, disabled, plan, rules, hooks) are not deliveries: they reach the
-// app's actor as a message (AppChanged, actors.Apps.Invalidate), which reloads the app's
+// app's actor as a message (actors.Apps.Invalidate), which reloads the app's
 // snapshot and revalidates its sockets at once.
 func (s *Service) HandleEvent(e events.Event) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -31,28 +32,28 @@ func (s *Service) HandleEvent(e events.Event) {
 		switch str("scope") {
 		case "app":
 			if del {
-				err = s.toClientsMsg(ctx, e.AppID, Outgoing{Type: TypeVariableDelete, Data: map[string]any{"key": key}})
+				err = s.toClientsMsg(ctx, e.AppID, wire.Outgoing{Type: wire.TypeVariableDelete, Data: map[string]any{"key": key}})
 			} else {
-				err = s.toClientsMsg(ctx, e.AppID, Outgoing{Type: TypeVariableUpdate,
+				err = s.toClientsMsg(ctx, e.AppID, wire.Outgoing{Type: wire.TypeVariableUpdate,
 					Data: map[string]any{"key": key, "value": e.Data["value"], "type": e.Data["type"]}})
 			}
 		case "user":
 			user := str("userId")
 			if del {
-				err = s.toUserMsg(ctx, e.AppID, user, Outgoing{Type: TypeUserVariableDel, Data: map[string]any{"key": key}}, 0, "")
+				err = s.toUserMsg(ctx, e.AppID, user, wire.Outgoing{Type: wire.TypeUserVariableDel, Data: map[string]any{"key": key}}, 0, "")
 			} else {
-				err = s.toUserMsg(ctx, e.AppID, user, Outgoing{Type: TypeUserVariableUpd,
+				err = s.toUserMsg(ctx, e.AppID, user, wire.Outgoing{Type: wire.TypeUserVariableUpd,
 					Data: map[string]any{"key": key, "value": e.Data["value"]}}, 0, "")
 			}
 		}
 	case "user.ban":
 		err = s.bannedMsg(ctx, e.AppID, str("userId"), str("reason"))
 	case "user.delete":
-		err = s.toUserMsg(ctx, e.AppID, str("userId"), Outgoing{Type: TypeForceLogout,
-			Data: map[string]any{"reason": "this account was deleted"}}, CloseForceLogout, "account deleted")
+		err = s.toUserMsg(ctx, e.AppID, str("userId"), wire.Outgoing{Type: wire.TypeForceLogout,
+			Data: map[string]any{"reason": "this account was deleted"}}, wire.CodeForceLogout, "account deleted")
 	case "user.session_kill":
-		err = s.toUserMsg(ctx, e.AppID, str("userId"), Outgoing{Type: TypeForceLogout,
-			Data: map[string]any{"reason": "your sessions were ended by the application's owner"}}, CloseForceLogout, "sessions ended")
+		err = s.toUserMsg(ctx, e.AppID, str("userId"), wire.Outgoing{Type: wire.TypeForceLogout,
+			Data: map[string]any{"reason": "your sessions were ended by the application's owner"}}, wire.CodeForceLogout, "sessions ended")
 	}
 	if err != nil {
 		s.d.Log.Warn("realtime: cannot deliver an event to sockets", "event", e.Name, "app", e.AppID, "err", err)

@@ -3,6 +3,7 @@ package realtime
 import (
 	"testing"
 
+	"github.com/keyward/keyward/actors/wire"
 	"github.com/keyward/keyward/cluster/memory"
 	"github.com/keyward/keyward/core/client"
 )
@@ -41,13 +42,13 @@ func FuzzSocketMessage(f *testing.F) {
 	}
 	f.Cleanup(svc.Close)
 	f.Fuzz(func(t *testing.T, raw []byte) {
-		in, ok := decode(raw)
+		in, ok := wire.Decode(raw)
 		if ok {
 			if in.Type == "" || in.Fields == nil {
 				t.Fatalf("decode accepted %q without a type", raw)
 			}
-			in.str("message")
-			in.member("userId")
+			in.Str("message")
+			in.Member("userId")
 		}
 		cp, dp := &recorder{}, &recorder{}
 		c, err := svc.ConnectClient(t.Context(), client.Caller{IP: "192.0.2.1"}, "tok-u1", cp)
@@ -65,7 +66,7 @@ func FuzzSocketMessage(f *testing.F) {
 		if !ok {
 			for _, p := range []*recorder{cp, dp} {
 				// A dashboard is also sent its opening online_count and sessions, and events.
-				if got := p.types(); countOf(got, TypeError) != 1 {
+				if got := p.types(); countOf(got, wire.TypeError) != 1 {
 					t.Fatalf("refused frame %q answered %v", raw, got)
 				}
 			}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"github.com/keyward/keyward/actors/wire"
 	"github.com/keyward/keyward/core"
 )
 
@@ -74,7 +75,7 @@ func (s *Service) Broadcast(ctx context.Context, appID, message, typ string) (in
 	if err != nil {
 		return 0, err
 	}
-	return n, s.toClientsMsg(ctx, appID, Outgoing{Type: TypeMessage, Data: map[string]any{"message": message, "type": typ}})
+	return n, s.toClientsMsg(ctx, appID, wire.Outgoing{Type: wire.TypeMessage, Data: map[string]any{"message": message, "type": typ}})
 }
 
 // ForceLogout sends force_logout to the user's sockets and closes them; it answers whether
@@ -93,7 +94,7 @@ func (s *Service) ForceLogout(ctx context.Context, appID, userID, reason string)
 	if err != nil {
 		return false, err
 	}
-	return online, s.toUserMsg(ctx, appID, userID, Outgoing{Type: TypeForceLogout, Data: map[string]any{"reason": reason}}, CloseForceLogout, reason)
+	return online, s.toUserMsg(ctx, appID, userID, wire.Outgoing{Type: wire.TypeForceLogout, Data: map[string]any{"reason": reason}}, wire.CodeForceLogout, reason)
 }
 
 // Kick closes the user's sockets with the reason in the close frame.
@@ -117,8 +118,8 @@ func (s *Service) kick(ctx context.Context, appID, userID, reason string) error 
 	}
 	// SPEC 6.3 lists "user kicked" among the reasons for force_logout: the program is told
 	// before the close frame.
-	return s.publish(ctx, delivery{App: appID, To: toUser, User: userID, Close: CloseKicked, Reason: reason,
-		Msg: encode(Outgoing{Type: TypeForceLogout, Data: map[string]any{"reason": reason}})})
+	return s.publish(ctx, delivery{App: appID, To: toUser, User: userID, Close: wire.CodeKicked, Reason: reason,
+		Msg: wire.Encode(wire.Outgoing{Type: wire.TypeForceLogout, Data: map[string]any{"reason": reason}})})
 }
 
 // Ban sets the user's banned flag and closes its sockets after banned.
@@ -145,7 +146,7 @@ func (s *Service) bannedMsg(ctx context.Context, appID, userID, reason string) e
 	if reason == "" {
 		reason = "banned by the application's owner"
 	}
-	return s.toUserMsg(ctx, appID, userID, Outgoing{Type: TypeBanned, Data: map[string]any{"reason": reason}}, CloseBanned, reason)
+	return s.toUserMsg(ctx, appID, userID, wire.Outgoing{Type: wire.TypeBanned, Data: map[string]any{"reason": reason}}, wire.CodeBanned, reason)
 }
 
 // Chat sends a chat message to one user; it answers whether the user was connected.
@@ -160,7 +161,7 @@ func (s *Service) Chat(ctx context.Context, appID, userID, message string) (bool
 	if err != nil {
 		return false, err
 	}
-	return online, s.toUserMsg(ctx, appID, userID, Outgoing{Type: TypeChat, Data: map[string]any{"message": message}}, 0, "")
+	return online, s.toUserMsg(ctx, appID, userID, wire.Outgoing{Type: wire.TypeChat, Data: map[string]any{"message": message}}, 0, "")
 }
 
 // Command sends a named command to one user, or to every client when userID is empty; it
@@ -178,7 +179,7 @@ func (s *Service) Command(ctx context.Context, appID, userID, command string, pa
 	if payload == nil {
 		payload = map[string]any{}
 	}
-	return s.send(ctx, appID, userID, Outgoing{Type: TypeCommand, Data: map[string]any{"command": command, "payload": payload}})
+	return s.send(ctx, appID, userID, wire.Outgoing{Type: wire.TypeCommand, Data: map[string]any{"command": command, "payload": payload}})
 }
 
 // Push sends a custom JSON payload to one user, or to every client when userID is empty.
@@ -186,10 +187,10 @@ func (s *Service) Push(ctx context.Context, appID, userID string, payload map[st
 	if err := validPayload("payload", payload, true); err != nil {
 		return 0, err
 	}
-	return s.send(ctx, appID, userID, Outgoing{Type: TypeCustom, Data: payload})
+	return s.send(ctx, appID, userID, wire.Outgoing{Type: wire.TypeCustom, Data: payload})
 }
 
-func (s *Service) send(ctx context.Context, appID, userID string, m Outgoing) (int, error) {
+func (s *Service) send(ctx context.Context, appID, userID string, m wire.Outgoing) (int, error) {
 	if userID == "" {
 		n, err := s.Online(ctx, appID)
 		if err != nil {

@@ -29,14 +29,14 @@ type SessionInfo struct {
 	Metadata    map[string]any `json:"metadata,omitempty"`
 }
 
-// describe writes what the session list shows of the socket (status and metadata
-// changes need only this), renewing that part of the lease.
-func (s *Service) describe(ctx context.Context, c *Client) error {
-	info, err := json.Marshal(c.info())
+// describe writes what the session list shows of a socket (status and metadata changes
+// need only this), renewing that part of the lease; info was taken in the socket's actor.
+func (s *Service) describe(ctx context.Context, info SessionInfo) error {
+	raw, err := json.Marshal(info)
 	if err != nil {
 		return fmt.Errorf("realtime: encode presence: %w", err)
 	}
-	if err := s.d.Engine.SetValue(ctx, socketKey(c.ID), info, s.leaseTTL); err != nil {
+	if err := s.d.Engine.SetValue(ctx, socketKey(info.ID), raw, s.leaseTTL); err != nil {
 		return fmt.Errorf("realtime: write presence: %w", err)
 	}
 	return nil

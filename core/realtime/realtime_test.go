@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/keyward/keyward/actors/wire"
 	"github.com/keyward/keyward/cluster/memory"
 	kwredis "github.com/keyward/keyward/cluster/redis"
 	"github.com/keyward/keyward/core"
@@ -39,13 +40,13 @@ func (r *recorder) Send(msg []byte) bool {
 	return true
 }
 
-func (r *recorder) SendShared(f *Shared) bool { return r.Send(f.Msg) }
+func (r *recorder) SendShared(f *wire.Shared) bool { return r.Send(f.Msg) }
 
-func (r *recorder) Close(code int, reason string) {
+func (r *recorder) Close(d wire.Disconnect) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.closed == 0 {
-		r.closed, r.reason = code, reason
+		r.closed, r.reason = d.Code, d.Reason
 	}
 }
 
@@ -173,18 +174,6 @@ func TestWindow(t *testing.T) {
 	}
 }
 
-func TestDecode(t *testing.T) {
-	for _, raw := range []string{`not json`, `[]`, `{}`, `{"type":5}`, `{"type":""}`, `null`} {
-		if _, ok := decode([]byte(raw)); ok {
-			t.Errorf("decode(%s) accepted", raw)
-		}
-	}
-	in, ok := decode([]byte(`{"type":"chat","data":{"message":"inside","userId":"u"},"message":"beside"}`))
-	if !ok || in.str("message") != "beside" || in.str("userId") != "u" {
-		t.Fatalf("members: %+v", in)
-	}
-}
-
 func TestDeliveriesAcrossNodes(t *testing.T) { onEachEngine(t, testDeliveriesAcrossNodes) }
 
 func testDeliveriesAcrossNodes(t *testing.T, twoNodes pair) {
@@ -204,7 +193,7 @@ func testDeliveriesAcrossNodes(t *testing.T, twoNodes pair) {
 	if _, err := b.ConnectDashboard(ctx, "app", dash); err != nil {
 		t.Fatal(err)
 	}
-	if got := dash.types(); len(got) < 2 || got[0] != TypeOnlineCount || got[1] != TypeSessions {
+	if got := dash.types(); len(got) < 2 || got[0] != wire.TypeOnlineCount || got[1] != wire.TypeSessions {
 		t.Fatalf("dashboard on connect: %v", got)
 	}
 	if n, err := a.Online(ctx, "app"); err != nil || n != 2 {
@@ -224,20 +213,20 @@ func testDeliveriesAcrossNodes(t *testing.T, twoNodes pair) {
 	a.HandleEvent(events.Event{Name: "variable.update", AppID: "app", Data: map[string]any{"scope": "user", "userId": "u2", "key": "k", "value": "v"}})
 	a.HandleEvent(events.Event{Name: "variable.delete", AppID: "app", Data: map[string]any{"scope": "app", "key": "motd"}})
 	waitUntil(t, "variable events", func() bool { return len(p1.types()) == 3 && len(p2.types()) == 3 })
-	if got := p2.types(); got[1] != TypeUserVariableUpd || got[2] != TypeVariableDelete {
+	if got := p2.types(); got[1] != wire.TypeUserVariableUpd || got[2] != wire.TypeVariableDelete {
 		t.Fatalf("u2 got %v", got)
 	}
 
 	// The client's chat reaches the dashboard on the other node.
 	a.ClientMessage(ctx, c1, []byte(`{"type":"chat","message":"hi owner"}`))
-	waitUntil(t, "chat at the dashboard", func() bool { return slices.Contains(dash.types(), TypeChat) })
+	waitUntil(t, "chat at the dashboard", func() bool { return slices.Contains(dash.types(), wire.TypeChat) })
 
 	// The same user connecting on node B replaces the socket on node A.
 	p1b := &recorder{}
 	if _, err := b.ConnectClient(ctx, client.Caller{IP: "192.0.2.1"}, "tok-u1", p1b); err != nil {
 		t.Fatal(err)
 	}
-	waitUntil(t, "replaced socket closed", func() bool { return p1.closedWith() == CloseReplaced })
+	waitUntil(t, "replaced socket closed", func() bool { return p1.closedWith() == wire.CodeReplaced })
 	a.DisconnectClient(c1)
 	if n, _ := a.Online(ctx, "app"); n != 2 {
 		t.Fatalf("online after a replacement = %d, want 2", n)
@@ -290,7 +279,7 @@ func testClientMessageRate(t *testing.T, twoNodes pair) {
 		a.ClientMessage(t.Context(), c, []byte(`{"type":"ping"}`))
 	}
 	got := p.types()
-	if len(got) != ClientMessages+1 || got[ClientMessages-1] != TypePong || got[ClientMessages] != TypeError {
+	if len(got) != ClientMessages+1 || got[ClientMessages-1] != wire.TypePong || got[ClientMessages] != wire.TypeError {
 		t.Fatalf("after %d pings: %v", ClientMessages+1, got)
 	}
 	if p.closedWith() != 0 {
@@ -389,10 +378,10 @@ func testBurstOverTheRate(t *testing.T, twoNodes pair) {
 		a.ClientMessage(t.Context(), c, []byte(`{"type":"ping"}`))
 		a.DashboardMessage(t.Context(), d, []byte(`{"type":"ping"}`))
 	}
-	if pongs, errs := count(p, TypePong), count(p, TypeError); pongs != ClientMessages || errs != 1 {
+	if pongs, errs := count(p, wire.TypePong), count(p, wire.TypeError); pongs != ClientMessages || errs != 1 {
 		t.Fatalf("client after a burst of 300: %d pongs, %d errors; want %d and 1", pongs, errs, ClientMessages)
 	}
-	if pongs, errs := count(dp, TypePong), count(dp, TypeError); pongs != DashboardMessages || errs != 1 {
+	if pongs, errs := count(dp, wire.TypePong), count(dp, wire.TypeError); pongs != DashboardMessages || errs != 1 {
 		t.Fatalf("dashboard after a burst of 300: %d pongs, %d errors; want %d and 1", pongs, errs, DashboardMessages)
 	}
 	if p.closedWith() != 0 || dp.closedWith() != 0 {
@@ -403,7 +392,7 @@ func testBurstOverTheRate(t *testing.T, twoNodes pair) {
 	for range 2 * ClientMessages {
 		a.ClientMessage(t.Context(), c, []byte(`{"type":"ping"}`))
 	}
-	if pongs, errs := count(p, TypePong), count(p, TypeError); pongs != 2*ClientMessages || errs != 2 {
+	if pongs, errs := count(p, wire.TypePong), count(p, wire.TypeError); pongs != 2*ClientMessages || errs != 2 {
 		t.Fatalf("client in the next window: %d pongs, %d errors", pongs, errs)
 	}
 }
@@ -421,10 +410,10 @@ func testKickSaysWhy(t *testing.T, twoNodes pair) {
 	if online, err := b.Kick(t.Context(), "app", "u1", "be nice"); err != nil || !online {
 		t.Fatalf("kick: %v, %v", online, err)
 	}
-	waitUntil(t, "kicked", func() bool { return p.closedWith() == CloseKicked })
+	waitUntil(t, "kicked", func() bool { return p.closedWith() == wire.CodeKicked })
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if len(p.msgs) != 1 || p.msgs[0]["type"] != TypeForceLogout || p.msgs[0]["data"].(map[string]any)["reason"] != "be nice" || p.reason != "be nice" {
+	if len(p.msgs) != 1 || p.msgs[0]["type"] != wire.TypeForceLogout || p.msgs[0]["data"].(map[string]any)["reason"] != "be nice" || p.reason != "be nice" {
 		t.Fatalf("kicked socket got %v, closed with %q", p.msgs, p.reason)
 	}
 }
@@ -476,10 +465,10 @@ func testBusTrafficOnlyForHeldApps(t *testing.T, twoNodes pair) {
 	if _, err := a.ConnectDashboard(ctx, "probe", probe); err != nil {
 		t.Fatal(err)
 	}
-	if err := b.toDashboardsMsg(ctx, "probe", Outgoing{Type: TypeChat}); err != nil {
+	if err := b.toDashboardsMsg(ctx, "probe", wire.Outgoing{Type: wire.TypeChat}); err != nil {
 		t.Fatal(err)
 	}
-	waitUntil(t, "probe", func() bool { return slices.Contains(probe.types(), TypeChat) })
+	waitUntil(t, "probe", func() bool { return slices.Contains(probe.types(), wire.TypeChat) })
 	if _, got := a.Traffic(); got != aBefore+1 {
 		t.Fatalf("node a received %d bus messages after it left the app, want only the probe", got-aBefore)
 	}

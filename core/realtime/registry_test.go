@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/keyward/keyward/actors"
+	"github.com/keyward/keyward/actors/wire"
 	"github.com/keyward/keyward/cluster/memory"
 	"github.com/keyward/keyward/core/client"
 )
@@ -32,6 +33,7 @@ func TestAppActorRestartLosesNoSocket(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(s.Close)
+	withPanicOnPurpose(s, dir)
 	ctx := t.Context()
 	peers := make([]*recorder, 3)
 	clients := make([]*Client, 3)
@@ -48,13 +50,13 @@ func TestAppActorRestartLosesNoSocket(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	dir.Each("app", func([]any) { panic("on purpose") })
+	failAppActor(t, s, "app")
 
 	if _, err := s.Broadcast(ctx, "app", "after the restart", ""); err != nil {
 		t.Fatal(err)
 	}
 	for i, p := range peers {
-		waitUntil(t, fmt.Sprintf("the broadcast at socket %d", i), func() bool { return slices.Contains(p.types(), TypeMessage) })
+		waitUntil(t, fmt.Sprintf("the broadcast at socket %d", i), func() bool { return slices.Contains(p.types(), wire.TypeMessage) })
 		if p.closedWith() != 0 {
 			t.Fatalf("socket %d closed with %d", i, p.closedWith())
 		}
@@ -67,7 +69,7 @@ func TestAppActorRestartLosesNoSocket(t *testing.T) {
 		t.Fatalf("the app's actor holds %d sockets after its restart (%v)", len(list), err)
 	}
 	s.DisconnectClient(clients[0])
-	waitUntil(t, "session_disconnect at the dashboard", func() bool { return slices.Contains(dash.types(), TypeSessionDisconnect) })
+	waitUntil(t, "session_disconnect at the dashboard", func() bool { return slices.Contains(dash.types(), wire.TypeSessionDisconnect) })
 	if n, _ := s.Online(ctx, "app"); n != 2 {
 		t.Fatalf("online after one left: %d", n)
 	}

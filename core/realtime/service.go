@@ -14,39 +14,11 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/keyward/keyward/actors"
+	"github.com/keyward/keyward/actors/wire"
 	"github.com/keyward/keyward/cluster"
 	"github.com/keyward/keyward/core/client"
 	"github.com/keyward/keyward/core/events"
 )
-
-// Peer is the edge's writer of one socket.
-type Peer interface {
-	// Send queues a text frame. It answers false when the socket is gone or too slow to
-	// keep up (the edge then closes it): a send never blocks.
-	Send(msg []byte) bool
-	// SendShared queues a text frame that goes to many sockets (a broadcast): the edge
-	// may encode it once for all of them (Shared.Prepared). Same answer as Send.
-	SendShared(f *Shared) bool
-	// Close sends a close frame after the queued frames, then ends the socket; code is
-	// one of the Close reasons (the edge sends the matching close code) and reason its
-	// text. Calling it again does nothing.
-	Close(code int, reason string)
-}
-
-// Shared is one message delivered to many sockets of this node.
-type Shared struct {
-	Msg []byte
-
-	once     sync.Once
-	prepared any
-}
-
-// Prepared answers the edge's encoded form of the message, made by prepare the first time
-// it is asked for: one encoding for every socket that gets it.
-func (f *Shared) Prepared(prepare func(msg []byte) any) any {
-	f.once.Do(func() { f.prepared = prepare(f.Msg) })
-	return f.prepared
-}
 
 // Engine is what the channels need from the cluster engine.
 type Engine interface {
@@ -93,13 +65,20 @@ type HookAction struct {
 }
 
 // Registry holds this node's sockets of each app: the app's actor (actors.Apps). A socket
-// joins and leaves with a message to it, a delivery is handed to it (Each, which runs in
-// the actor), and it drives the periodic work on its sockets (SetTicks).
+// joins and leaves with a message to it, it owns the app's bus subscription and hands each
+// delivery to its sockets in its Receive (SetBus), and it drives the periodic work on its
+// sockets (SetTicks).
 type Registry interface {
+	// SetBus has the apps' actors subscribe to their apps' deliveries: each subscribes
+	// before its first socket registers and leaves with its last (actors.BusConfig).
+	SetBus(cfg actors.BusConfig)
+	// Topics answers how many app topics the actors are subscribed to.
+	Topics() int
+	// Held answers how many sockets of a kind ("session", "dashboard") the actors hold.
+	Held(kind string) int
 	Join(ctx context.Context, appID, id string, socket any) error
 	Admit(ctx context.Context, appID, id string, socket any, admit func(ctx context.Context) error) error
 	Leave(appID, id string) bool
-	Each(appID string, fn func(sockets []any))
 	Sockets(ctx context.Context, appID string) ([]any, error)
 	AllSockets(ctx context.Context) map[string][]any
 	SetTicks(ticks ...actors.Tick)
@@ -139,9 +118,9 @@ type Deps struct {
 }
 
 // Deliveries cross the cluster bus on one topic per app, so that a node receives only the
-// deliveries of the apps it holds sockets of: it subscribes to an app's topic with its
-// first socket of the app (before that socket is admitted, so nothing published after is
-// missed) and leaves it with its last.
+// deliveries of the apps it holds sockets of: the app's actor subscribes to the app's topic
+// before its first socket of the app registers (before that socket is admitted, so nothing
+// published after is missed) and leaves it with its last (actors.BusConfig).
 func busTopic(appID string) string { return "ws:" + appID }
 
 // busVersion is the format of a bus delivery. Members are only ever added (a node ignores
@@ -168,7 +147,8 @@ type delivery struct {
 	Msg  json.RawMessage `json:"m,omitempty"`
 	// Type is the message type, for dashboards' filters.
 	Type string `json:"y,omitempty"`
-	// Close ends the socket after the message with this close code (0: it stays open).
+	// Close ends the socket after the message with this close code of SPEC 6.3's 4000
+	// range (wire.Code*; 0: it stays open), and Reason is its reason.
 	Close  int    `json:"x,omitempty"`
 	Reason string `json:"r,omitempty"`
 	// Session narrows a delivery to a user's sockets opened with one session (sessionRef
@@ -186,12 +166,8 @@ type Service struct {
 	// made it.
 	reg    Registry
 	ownReg func()
-	// heldClients and heldDashboards count the sockets registered, for metrics.
-	heldClients, heldDashboards atomic.Int64
 
-	mu sync.RWMutex
-	// topics holds this node's subscriptions to the apps' bus topics (under mu).
-	topics   map[string]*topic
+	mu       sync.RWMutex
 	leaseTTL time.Duration
 
 	// stopped is set (under mu) by Close: the periodic work stops.
@@ -220,7 +196,7 @@ func New(d Deps) *Service {
 		ttl = DefaultLeaseTTL
 	}
 	ttl = max(ttl, MinLeaseTTL)
-	s := &Service{d: d, leaseTTL: ttl, reg: d.Registry, ownReg: func() {}, topics: map[string]*topic{}}
+	s := &Service{d: d, leaseTTL: ttl, reg: d.Registry, ownReg: func() {}}
 	if s.reg == nil {
 		dir := actors.NewApps(func(context.Context, string) (struct{}, error) { return struct{}{}, nil }, actors.AppsConfig{Log: d.Log})
 		s.reg, s.ownReg = dir, dir.Close
@@ -232,6 +208,7 @@ func New(d Deps) *Service {
 // revalidation, batched per app; the revalidation also runs as soon as the app changed). The service subscribes to an app's bus topic when it
 // takes the app's first socket.
 func (s *Service) Start(context.Context) error {
+	s.reg.SetBus(actors.BusConfig{Bus: s.d.Engine, Topic: busTopic, Deliver: s.receive})
 	s.reg.SetTicks(actors.Tick{Every: s.leaseTTL / 3, Run: s.tickWork(s.renewApp)},
 		actors.Tick{Every: RevalidateEvery, Run: s.tickWork(s.recheckApp), OnChange: true})
 	return nil
@@ -242,13 +219,6 @@ func (s *Service) Start(context.Context) error {
 // closes, so that the cluster does not count them until their leases run out.
 func (s *Service) Close() {
 	s.mu.Lock()
-	topics := s.topics
-	s.topics = map[string]*topic{}
-	s.mu.Unlock()
-	for _, t := range topics {
-		t.leave()
-	}
-	s.mu.Lock()
 	s.stopped = true // the periodic work stops
 	s.mu.Unlock()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -257,16 +227,12 @@ func (s *Service) Close() {
 		for _, sock := range list {
 			switch x := sock.(type) {
 			case *Dashboard:
-				if s.reg.Leave(appID, x.ID) {
-					s.heldDashboards.Add(-1)
-				}
-				x.peer.Close(CloseGoingAway, "server shutting down")
+				s.reg.Leave(appID, x.ID)
+				x.peer.Close(wire.GoingAway("server shutting down"))
 			case *Client:
-				if s.reg.Leave(appID, x.ID) {
-					s.heldClients.Add(-1)
-				}
+				s.reg.Leave(appID, x.ID)
 				x.gone.Store(true)
-				x.peer.Close(CloseGoingAway, "server shutting down")
+				x.peer.Close(wire.GoingAway("server shutting down"))
 				s.left(ctx, x)
 			}
 		}
@@ -289,18 +255,21 @@ func (s *Service) publish(ctx context.Context, d delivery) error {
 	return nil
 }
 
-// receive hands a bus delivery to this node's matching sockets. It runs on the engine's
-// goroutine and never blocks: sends are queued.
-func (s *Service) receive(raw []byte) {
+// receive hands a bus delivery of app appID to this node's matching sockets. It runs in
+// the app's actor, which owns the subscription (actors.BusConfig), and never blocks:
+// sends are queued.
+func (s *Service) receive(appID string, raw []byte, sockets []any) {
 	s.received.Add(1)
 	var d delivery
 	if err := json.Unmarshal(raw, &d); err != nil {
-		s.d.Log.Warn("realtime: undecodable bus message", "err", err)
+		s.d.Log.Warn("realtime: undecodable bus message", "app", appID, "err", err)
 		return
 	}
-	// The app's actor hands it to the sockets it holds (queueing only: nothing blocks).
-	s.reg.Each(d.App, func(sockets []any) { s.deliver(d, sockets) })
+	s.deliver(d, sockets)
 }
+
+// Topics answers how many app topics this node is subscribed to, for metrics and tests.
+func (s *Service) Topics() int { return s.reg.Topics() }
 
 // deliver hands delivery d to the actors of the matching sockets of its app; it runs in
 // the app's actor and only sends messages. A broadcast goes to every client as one
@@ -310,7 +279,7 @@ func (s *Service) deliver(d delivery, sockets []any) {
 	dp := &d
 	var msg any = dp
 	if d.To == toClients && d.Close == 0 && len(d.Msg) > 0 {
-		msg = &Shared{Msg: d.Msg}
+		msg = &wire.Shared{Msg: d.Msg}
 	}
 	for _, sock := range sockets {
 		if x, ok := sock.(*Dashboard); ok {
@@ -347,17 +316,18 @@ func clientsOf(list []any) []*Client {
 	return out
 }
 
-// toUserMsg delivers m to a user's client sockets, closing them after it when close != 0.
-func (s *Service) toUserMsg(ctx context.Context, appID, userID string, m Outgoing, close int, reason string) error {
-	return s.publish(ctx, delivery{App: appID, To: toUser, User: userID, Msg: encode(m), Type: m.Type, Close: close, Reason: reason})
+// toUserMsg delivers m to a user's client sockets, closing them after it with close code
+// close (one of wire's 4000 range) when it is not 0.
+func (s *Service) toUserMsg(ctx context.Context, appID, userID string, m wire.Outgoing, close int, reason string) error {
+	return s.publish(ctx, delivery{App: appID, To: toUser, User: userID, Msg: wire.Encode(m), Type: m.Type, Close: close, Reason: reason})
 }
 
-func (s *Service) toClientsMsg(ctx context.Context, appID string, m Outgoing) error {
-	return s.publish(ctx, delivery{App: appID, To: toClients, Msg: encode(m), Type: m.Type})
+func (s *Service) toClientsMsg(ctx context.Context, appID string, m wire.Outgoing) error {
+	return s.publish(ctx, delivery{App: appID, To: toClients, Msg: wire.Encode(m), Type: m.Type})
 }
 
-func (s *Service) toDashboardsMsg(ctx context.Context, appID string, m Outgoing) error {
-	return s.publish(ctx, delivery{App: appID, To: toDashboards, Msg: encode(m), Type: m.Type})
+func (s *Service) toDashboardsMsg(ctx context.Context, appID string, m wire.Outgoing) error {
+	return s.publish(ctx, delivery{App: appID, To: toDashboards, Msg: wire.Encode(m), Type: m.Type})
 }
 
 func newID() string { return uuid.NewString() }
@@ -369,8 +339,9 @@ func (s *Service) logEvent(e events.Event) {
 }
 
 // Held answers how many client and dashboard sockets this node holds, for metrics.
+// The apps' actors count them as they register and leave.
 func (s *Service) Held() (clients, dashboards int) {
-	return int(s.heldClients.Load()), int(s.heldDashboards.Load())
+	return s.reg.Held("session"), s.reg.Held("dashboard")
 }
 
 // sessionRef names a client session on the bus without its token: the first 16 bytes of
@@ -384,8 +355,8 @@ func sessionRef(token string) string {
 // end call), on whatever node they are, with force_logout.
 func (s *Service) SessionEnded(ctx context.Context, appID, userID, token string) {
 	err := s.publish(ctx, delivery{App: appID, To: toUser, User: userID, Session: sessionRef(token),
-		Msg:   encode(Outgoing{Type: TypeForceLogout, Data: map[string]any{"reason": "the session ended"}}),
-		Close: CloseForceLogout, Reason: "session ended"})
+		Msg:   wire.Encode(wire.Outgoing{Type: wire.TypeForceLogout, Data: map[string]any{"reason": "the session ended"}}),
+		Close: wire.CodeForceLogout, Reason: "session ended"})
 	if err != nil {
 		s.d.Log.Warn("realtime: cannot end the sockets of an ended session; the 30 s check will", "app", appID, "err", err)
 	}

@@ -14,16 +14,20 @@ type Stats struct {
 	RevalidationFailed uint64
 	// LeaseErrors counts lease renewals that failed (one per app batch).
 	LeaseErrors uint64
+	// InternalErrors counts errors that were neither a domain answer nor a part that did
+	// not answer (bugs): a refused admission, a revalidation or a dashboard action. Each
+	// is logged; its socket is told "internal error" and a client socket is closed with 1011.
+	InternalErrors uint64
 }
 
 type stats struct {
-	revalidationClosed, revalidationFailed, leaseErrors atomic.Uint64
+	revalidationClosed, revalidationFailed, leaseErrors, internalErrors atomic.Uint64
 }
 
 // Stats answers the node's counts.
 func (s *Service) Stats() Stats {
 	return Stats{RevalidationClosed: s.stats.revalidationClosed.Load(), RevalidationFailed: s.stats.revalidationFailed.Load(),
-		LeaseErrors: s.stats.leaseErrors.Load()}
+		LeaseErrors: s.stats.leaseErrors.Load(), InternalErrors: s.stats.internalErrors.Load()}
 }
 
 // queued reports the time from a delivery's publication (a REST call, an event, a hook)

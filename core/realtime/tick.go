@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"runtime/debug"
-	"sync"
 	"time"
 
 	"github.com/keyward/keyward/cluster"
@@ -20,9 +19,6 @@ import (
 // sessions, one storage query for the users), not a round per socket. There is no
 // goroutine or timer per socket.
 
-// tickParallel bounds the apps whose batch eachApp runs at the same moment.
-const tickParallel = 8
-
 // tickWork is the actors' tick for fn: the app's client sockets, until Close.
 func (s *Service) tickWork(fn func(appID string, clients []*Client)) func(context.Context, string, []any) {
 	return func(_ context.Context, appID string, sockets []any) {
@@ -35,31 +31,6 @@ func (s *Service) tickWork(fn func(appID string, clients []*Client)) func(contex
 	}
 }
 
-// eachApp runs fn now for every app this node holds client sockets of, tickParallel at
-// a time, and waits for them.
-func (s *Service) eachApp(fn func(appID string, clients []*Client)) {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	apps := map[string][]*Client{}
-	for appID, list := range s.reg.AllSockets(ctx) {
-		if clients := clientsOf(list); len(clients) > 0 {
-			apps[appID] = clients
-		}
-	}
-	sem := make(chan struct{}, tickParallel)
-	var wg sync.WaitGroup
-	for appID, clients := range apps {
-		sem <- struct{}{}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			defer func() { <-sem }()
-			s.safely(appID, func() { fn(appID, clients) })
-		}()
-	}
-	wg.Wait()
-}
-
 // safely runs fn, turning a panic into a log line: periodic work never ends the process.
 func (s *Service) safely(appID string, fn func()) {
 	defer func() {
@@ -70,19 +41,16 @@ func (s *Service) safely(appID string, fn func()) {
 	fn()
 }
 
-// renewApp renews the leases of an app's sockets in one call.
+// askPresenceWait bounds how long a renewal waits for the sockets' actors to answer with
+// their leases; an actor answers at once unless it stopped (its socket is leaving).
+const askPresenceWait = 2 * time.Second
+
+// renewApp renews the leases of an app's sockets in one call. Each socket's actor is
+// asked for its lease (its status and metadata are the actor's alone).
 func (s *Service) renewApp(appID string, clients []*Client) {
+	leases := s.askLeases(clients)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	leases := make([]cluster.Lease, 0, len(clients))
-	for _, c := range clients {
-		l, err := s.leaseOf(c)
-		if err != nil {
-			s.d.Log.Warn("realtime: cannot encode a socket's presence", "socket", c.ID, "err", err)
-			continue
-		}
-		leases = append(leases, l)
-	}
 	if err := s.d.Engine.PutLeases(ctx, leases); err != nil {
 		s.stats.leaseErrors.Add(1)
 		s.d.Log.Warn("realtime: cannot renew the presence of an app's sockets", "app", appID, "sockets", len(leases), "err", err)
@@ -95,6 +63,35 @@ func (s *Service) renewApp(appID string, clients []*Client) {
 			s.release(ctx, c)
 		}
 	}
+}
+
+// askLeases asks each socket's actor for its lease and answers those that came within
+// askPresenceWait.
+func (s *Service) askLeases(clients []*Client) []cluster.Lease {
+	answers := make(chan presenceAnswer, len(clients))
+	asked := 0
+	for _, c := range clients {
+		if c.ref.Valid() && !c.gone.Load() {
+			c.ref.Tell(presenceAsk{into: answers})
+			asked++
+		}
+	}
+	leases := make([]cluster.Lease, 0, asked)
+	wait := time.NewTimer(askPresenceWait)
+	defer wait.Stop()
+	for range asked {
+		select {
+		case a := <-answers:
+			if a.err != nil {
+				s.d.Log.Warn("realtime: cannot encode a socket's presence", "socket", a.id, "err", a.err)
+				continue
+			}
+			leases = append(leases, a.lease)
+		case <-wait.C:
+			return leases
+		}
+	}
+	return leases
 }
 
 // recheckApp checks an app's sockets again in one batch.
@@ -113,13 +110,6 @@ func (s *Service) recheckApp(appID string, clients []*Client) {
 		}
 	}
 }
-
-// AppChanged tells the app's actor on this node that the app changed (paused, disabled,
-// plan, rules, hooks): it reloads the app's snapshot and revalidates the app's sockets at
-// once, in one batch (the revalidation tick is OnChange). It never blocks. A node that
-// shares its AppActors with the server (Deps.Registry) gets the message from the server's
-// wiring instead (actors.Apps.Announce, ListenChanges).
-func (s *Service) AppChanged(appID string) { s.reg.Invalidate(appID) }
 
 // leaseOf is socket c's presence lease: what the session list shows of it, and its
 // membership in its app's and its user's sets.

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/keyward/keyward/actors/wire"
 	"github.com/keyward/keyward/cluster"
 	"github.com/keyward/keyward/cluster/memory"
 	"github.com/keyward/keyward/core"
@@ -97,7 +98,7 @@ func TestTickIsOneCallPerApp(t *testing.T) {
 
 	engine.leaseCalls.Store(0)
 	engine.leases.Store(0)
-	s.eachApp(s.renewApp)
+	runNow(t, s, s.renewApp)
 	if calls, n := engine.leaseCalls.Load(), engine.leases.Load(); calls != 1 || n != MaxClientsPerApp {
 		t.Fatalf("renewing %d sockets: %d calls for %d leases; want 1 call", MaxClientsPerApp, calls, n)
 	}
@@ -106,7 +107,7 @@ func TestTickIsOneCallPerApp(t *testing.T) {
 	}
 
 	checker.revoked["tok-u7"] = true
-	s.eachApp(s.recheckApp)
+	runNow(t, s, s.recheckApp)
 	if checker.calls != 1 || checker.checked != MaxClientsPerApp {
 		t.Fatalf("checking %d sockets: %d calls for %d sockets; want 1 call", MaxClientsPerApp, checker.calls, checker.checked)
 	}
@@ -115,13 +116,13 @@ func TestTickIsOneCallPerApp(t *testing.T) {
 	for i, p := range peers {
 		want := 0
 		if i == 7 {
-			want = CloseForceLogout
+			want = wire.CodeForceLogout
 		}
 		if got := p.closedWith(); got != want {
 			t.Fatalf("socket %d closed with %d, want %d", i, got, want)
 		}
 	}
-	if got := peers[7].types(); len(got) != 1 || got[0] != TypeForceLogout {
+	if got := peers[7].types(); len(got) != 1 || got[0] != wire.TypeForceLogout {
 		t.Fatalf("revoked socket got %v", got)
 	}
 
@@ -130,8 +131,8 @@ func TestTickIsOneCallPerApp(t *testing.T) {
 	checker.revoked["tok-u8"] = true
 	calls := checker.calls
 	checker.mu.Unlock()
-	s.AppChanged("app")
-	waitUntil(t, "the revalidation of an app change", func() bool { return peers[8].closedWith() == CloseForceLogout })
+	s.reg.Invalidate("app")
+	waitUntil(t, "the revalidation of an app change", func() bool { return peers[8].closedWith() == wire.CodeForceLogout })
 	checker.mu.Lock()
 	if checker.calls != calls+1 {
 		t.Fatalf("an app change made %d batched checks, want 1", checker.calls-calls)
@@ -141,11 +142,22 @@ func TestTickIsOneCallPerApp(t *testing.T) {
 	checker.mu.Lock()
 	checker.panicky = true
 	checker.mu.Unlock()
-	s.eachApp(s.recheckApp)
+	runNow(t, s, s.recheckApp)
 	if !strings.Contains(logged.String(), "panic in the periodic work") || !strings.Contains(logged.String(), "app=app") {
 		t.Fatalf("a panicking check was not logged: %s", logged.String())
 	}
 	if peers[9].closedWith() != 0 {
 		t.Fatal("a panicking check closed a socket")
+	}
+}
+
+// runNow runs fn now over the client sockets of every app s holds, as the apps' ticks
+// do, one app after the other.
+func runNow(t *testing.T, s *Service, fn func(appID string, clients []*Client)) {
+	t.Helper()
+	for appID, list := range s.reg.AllSockets(t.Context()) {
+		if clients := clientsOf(list); len(clients) > 0 {
+			s.safely(appID, func() { fn(appID, clients) })
+		}
 	}
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/keyward/keyward/core"
 	"github.com/keyward/keyward/core/apps"
+	"github.com/keyward/keyward/core/audit"
 	"github.com/keyward/keyward/core/events"
 	"github.com/keyward/keyward/storage"
 )
@@ -160,7 +161,7 @@ func (s *Service) Update(ctx context.Context, o apps.Owner, appID, id string, in
 	if _, err := s.apps.GetApp(ctx, o, appID); err != nil {
 		return storage.Rule{}, err
 	}
-	r, err := s.store.UpdateRule(ctx, appID, id, func(r *storage.Rule) error {
+	r, err := s.store.UpdateRule(ctx, appID, id, audit.Track(ctx, func(r *storage.Rule) error {
 		if in.Value != nil {
 			v, err := ValidateValue(r.Type, strings.TrimSpace(*in.Value))
 			if err != nil {
@@ -176,7 +177,7 @@ func (s *Service) Update(ctx context.Context, o apps.Owner, appID, id string, in
 		}
 		r.UpdatedAt = storage.Truncate(s.now())
 		return nil
-	})
+	}))
 	switch {
 	case errors.Is(err, storage.ErrNotFound):
 		return storage.Rule{}, core.E(core.CodeNotFound, "rule not found")

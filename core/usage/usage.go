@@ -55,8 +55,8 @@ type Config struct {
 	Now           func() time.Time
 }
 
-// Meter counts calls and checks quotas. Start runs its flusher; Close stops it after a
-// last flush.
+// Meter counts calls and checks quotas. Run is its flusher, on a goroutine its owner starts
+// and stops (the node's supervisor); Close makes the last flush once Run has returned.
 type Meter struct {
 	counters cluster.Counters
 	store    storage.AccountStore
@@ -67,11 +67,7 @@ type Meter struct {
 	mu    sync.Mutex
 	cache map[string]stored // account id → what storage said at the last load
 
-	stop      chan struct{}
-	done      chan struct{}
-	startOnce sync.Once
-	started   bool
-	stopOnce  sync.Once
+	closeOnce sync.Once
 }
 
 type stored struct {
@@ -83,7 +79,7 @@ type stored struct {
 	called bool
 }
 
-// New builds a meter; call Start to flush periodically.
+// New builds a meter; Run flushes periodically.
 func New(counters cluster.Counters, store storage.AccountStore, catalogue *plans.Catalogue, cfg Config, log *slog.Logger) *Meter {
 	if cfg.FlushInterval <= 0 {
 		cfg.FlushInterval = DefaultFlushInterval
@@ -92,7 +88,7 @@ func New(counters cluster.Counters, store storage.AccountStore, catalogue *plans
 		cfg.Now = time.Now
 	}
 	return &Meter{counters: counters, store: store, plans: catalogue, log: log, cfg: cfg,
-		cache: map[string]stored{}, stop: make(chan struct{}), done: make(chan struct{})}
+		cache: map[string]stored{}}
 }
 
 // Count records one call of the account and refuses it with QUOTA_EXCEEDED (not counted)
@@ -229,25 +225,18 @@ func (m *Meter) Flush(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-// Start runs the flusher in a goroutine owned by the meter, until Close.
-func (m *Meter) Start() {
-	m.startOnce.Do(func() {
-		m.started = true
-		go m.run()
-	})
-}
-
-func (m *Meter) run() {
-	defer close(m.done)
+// Run flushes the pending counts every FlushInterval until ctx ends, then returns nil
+// (Close makes the last flush). A failed flush keeps its counts for the next one.
+func (m *Meter) Run(ctx context.Context) error {
 	t := time.NewTicker(m.cfg.FlushInterval)
 	defer t.Stop()
 	for {
 		select {
-		case <-m.stop:
-			return
+		case <-ctx.Done():
+			return nil
 		case <-t.C:
-			ctx, cancel := context.WithTimeout(context.Background(), m.cfg.FlushInterval)
-			if err := m.Flush(ctx); err != nil {
+			fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), m.cfg.FlushInterval)
+			if err := m.Flush(fctx); err != nil {
 				m.log.Warn("API call counts not flushed, will retry", "err", err)
 			}
 			cancel()
@@ -255,16 +244,9 @@ func (m *Meter) run() {
 	}
 }
 
-// Close stops the flusher (if started) and flushes what is pending. Idempotent.
+// Close flushes what is pending, once: call it after Run returned. Idempotent.
 func (m *Meter) Close(ctx context.Context) error {
 	var err error
-	m.stopOnce.Do(func() {
-		close(m.stop)
-		m.startOnce.Do(func() {}) // a Start after Close does nothing
-		if m.started {
-			<-m.done
-		}
-		err = m.Flush(ctx)
-	})
+	m.closeOnce.Do(func() { err = m.Flush(ctx) })
 	return err
 }

@@ -163,7 +163,9 @@ func TestFlusherRunsAndStops(t *testing.T) {
 	p := pairs()[0]
 	store := p.store(t)
 	m := usage.New(p.cluster(t), store, catalogue, usage.Config{FlushInterval: 20 * time.Millisecond}, quiet())
-	m.Start()
+	ctx, stop := context.WithCancel(context.Background())
+	ran := make(chan error, 1)
+	go func() { ran <- m.Run(ctx) }()
 	acct := newAccount(t, store, plans.Pro)
 	for i := 0; i < 5; i++ {
 		if err := m.Count(context.Background(), acct.ID); err != nil {
@@ -180,6 +182,10 @@ func TestFlusherRunsAndStops(t *testing.T) {
 			t.Fatalf("not flushed: %d", got.APICallsUsed)
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+	stop()
+	if err := <-ran; err != nil {
+		t.Fatal("Run:", err)
 	}
 	if err := m.Close(context.Background()); err != nil {
 		t.Fatal(err)

@@ -19,6 +19,7 @@ import (
 
 	"github.com/keyward/keyward/core"
 	"github.com/keyward/keyward/core/apps"
+	"github.com/keyward/keyward/core/audit"
 	"github.com/keyward/keyward/core/events"
 	"github.com/keyward/keyward/core/plans"
 	"github.com/keyward/keyward/storage"
@@ -279,7 +280,7 @@ func (s *Service) Update(ctx context.Context, o apps.Owner, appID string, t Targ
 	if _, err := s.get(ctx, appID, t, id); err != nil {
 		return storage.Variable{}, err
 	}
-	v, err := s.store.UpdateVariable(ctx, appID, id, func(v *storage.Variable) error {
+	v, err := s.store.UpdateVariable(ctx, appID, id, audit.Track(ctx, func(v *storage.Variable) error {
 		if in.Type != nil {
 			v.Type = typ
 		}
@@ -291,7 +292,7 @@ func (s *Service) Update(ctx context.Context, o apps.Owner, appID string, t Targ
 		}
 		v.UpdatedAt = storage.Truncate(s.now())
 		return nil
-	})
+	}))
 	if errors.Is(err, storage.ErrNotFound) {
 		return storage.Variable{}, core.E(core.CodeNotFound, "variable not found")
 	} else if err != nil {

@@ -3,5 +3,6 @@
 // (realtime.Planner). It keeps no compiled hooks of its own: Load reads and compiles an
 // app's hooks for the app's actor, which loads them with the app's snapshot and reloads
 // them on the same invalidation; a hook change announces the app as changed (on this node
-// and, over the cluster bus, on every other), and Plan runs the pipeline the actor holds.
+// and, over the cluster bus, on every other), and Plan asks the
+// actor, which runs the pipeline it holds inside its Receive (actors.Apps.Plan).
 package wshooks

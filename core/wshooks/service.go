@@ -12,6 +12,7 @@ import (
 
 	"github.com/keyward/keyward/core"
 	"github.com/keyward/keyward/core/apps"
+	"github.com/keyward/keyward/core/audit"
 	"github.com/keyward/keyward/core/realtime"
 	"github.com/keyward/keyward/hooks"
 	"github.com/keyward/keyward/storage"
@@ -27,16 +28,17 @@ type Apps interface {
 	WebSocketApp(ctx context.Context, o apps.Owner, appID string) (storage.App, error)
 }
 
-// PipelineOf answers an app's compiled hooks as its AppActor holds them (they load with
-// the app's snapshot, see Load).
-type PipelineOf func(ctx context.Context, appID string) (*hooks.Pipeline, error)
+// PlanOf asks the app's AppActor for the plan of a client message: the actor holds the
+// app's compiled hooks (they load with its snapshot, see Load) and plans inside its
+// Receive (actors.Apps.Plan).
+type PlanOf func(ctx context.Context, appID string, m hooks.Message) ([]hooks.Step, error)
 
 // Service runs the owner's hook flows and plans hook actions. It keeps no compiled hooks of
 // its own: they belong to the app's actor.
 type Service struct {
-	store    Store
-	apps     Apps
-	pipeline PipelineOf
+	store Store
+	apps  Apps
+	plan  PlanOf
 	// changed announces that an app's hooks changed: the app's actor reloads them, on this
 	// node and on every other.
 	changed func(appID string)
@@ -45,14 +47,14 @@ type Service struct {
 }
 
 // New builds the service.
-func New(store Store, a Apps, pipeline PipelineOf, changed func(appID string), now func() time.Time, log *slog.Logger) *Service {
+func New(store Store, a Apps, plan PlanOf, changed func(appID string), now func() time.Time, log *slog.Logger) *Service {
 	if now == nil {
 		now = time.Now
 	}
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Service{store: store, apps: a, pipeline: pipeline, changed: changed, now: now, log: log}
+	return &Service{store: store, apps: a, plan: plan, changed: changed, now: now, log: log}
 }
 
 // announce tells the app's actors that its hooks changed.
@@ -191,7 +193,7 @@ func (s *Service) Update(ctx context.Context, o apps.Owner, appID, hookID string
 	if _, err := s.apps.WebSocketApp(ctx, o, appID); err != nil {
 		return Hook{}, err
 	}
-	rec, err := s.store.UpdateWSHook(ctx, appID, hookID, func(r *storage.WSHook) error {
+	rec, err := s.store.UpdateWSHook(ctx, appID, hookID, audit.Track(ctx, func(r *storage.WSHook) error {
 		cur, err := decode(*r)
 		if err != nil {
 			return err
@@ -210,7 +212,7 @@ func (s *Service) Update(ctx context.Context, o apps.Owner, appID, hookID string
 		}
 		r.UpdatedAt = storage.Truncate(s.now())
 		return encode(h, r)
-	})
+	}))
 	if errors.Is(err, storage.ErrNotFound) {
 		return Hook{}, errHookNotFound
 	}
@@ -239,14 +241,13 @@ func (s *Service) Delete(ctx context.Context, o apps.Owner, appID, hookID string
 
 var _ realtime.Planner = (*Service)(nil)
 
-// Plan runs the app's enabled hooks over a client message and answers the actions to
-// carry out, in priority order.
+// Plan has the app's actor run its enabled hooks over a client message and answers the
+// actions to carry out, in priority order.
 func (s *Service) Plan(ctx context.Context, appID string, m realtime.HookInput) ([]realtime.HookAction, error) {
-	p, err := s.pipeline(ctx, appID)
+	steps, err := s.plan(ctx, appID, hooks.Message{Type: m.Type, Fields: m.Fields, UserID: m.UserID, Username: m.Username, IP: m.IP})
 	if err != nil {
 		return nil, err
 	}
-	steps := p.Plan(hooks.Message{Type: m.Type, Fields: m.Fields, UserID: m.UserID, Username: m.Username, IP: m.IP})
 	out := make([]realtime.HookAction, 0, len(steps))
 	for _, st := range steps {
 		a := st.Action

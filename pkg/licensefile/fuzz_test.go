@@ -4,6 +4,7 @@ import (
 	"crypto/ed25519"
 	"encoding/base64"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -47,10 +48,20 @@ func FuzzVerify(f *testing.F) {
 	f.Add([]byte(`{"v":1,"issuedAt":"x","checkInBy":"","expiresAt":"2026-13-01T00:00:00Z"}`))
 	f.Add([]byte(`{"v":"1","level":1e400,"variables":[1]}`))
 	f.Add([]byte(`null`))
+	// Payload lengths of 1 and 2 modulo 3 leave unused bits in the last base64 character.
+	f.Add([]byte(`{"v":1}`))
+	f.Add([]byte(`{"v":1} `))
 	f.Fuzz(func(t *testing.T, in []byte) {
 		for _, o := range []licensefile.Options{{Now: now}, {Now: now, HWID: "h", AppID: "app"}} {
-			if _, err := licensefile.Verify(in, pub, o); err != nil && !typed(err) {
+			_, err := licensefile.Verify(in, pub, o)
+			if err != nil && !typed(err) {
 				t.Fatalf("untyped error %v", err)
+			}
+			// One valid form: whatever passed the signature is spelled canonically.
+			if !errors.Is(err, licensefile.ErrMalformed) && !errors.Is(err, licensefile.ErrBadSignature) {
+				if inner := innerText(string(in)); inner != canonicalText(inner) {
+					t.Fatalf("accepted a non-canonical spelling %q (canonical %q)", inner, canonicalText(inner))
+				}
 			}
 		}
 		// The fuzzed bytes as a correctly signed payload.
@@ -62,5 +73,31 @@ func FuzzVerify(f *testing.F) {
 				t.Fatalf("signed payload %q: %v", in, err)
 			}
 		}
+		// The same bytes with the unused bits of the payload's last character set: refused.
+		if p64 := base64.RawURLEncoding.EncodeToString(in); len(p64)%4 != 0 {
+			last := strings.IndexByte(b64Alphabet, p64[len(p64)-1]) | 1 // 2 or 4 unused bits
+			respelled := licensefile.BeginLine + "\n" + p64[:len(p64)-1] + string(b64Alphabet[last]) + "." +
+				base64.RawURLEncoding.EncodeToString(sig) + "\n" + licensefile.EndLine + "\n"
+			if _, err := licensefile.Decode([]byte(respelled), pub); !errors.Is(err, licensefile.ErrMalformed) {
+				t.Fatalf("payload %q respelled %q: %v, want ErrMalformed", in, respelled, err)
+			}
+		}
 	})
+}
+
+const b64Alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
+
+// innerText is the text between the wrapper lines without whitespace, as Decode reads it.
+func innerText(file string) string {
+	_, body, _ := strings.Cut(file, licensefile.BeginLine)
+	body, _, _ = strings.Cut(body, licensefile.EndLine)
+	return strings.Join(strings.Fields(body), "")
+}
+
+// canonicalText decodes both parts leniently and encodes them again.
+func canonicalText(inner string) string {
+	p64, s64, _ := strings.Cut(inner, ".")
+	p, _ := base64.RawURLEncoding.DecodeString(p64)
+	s, _ := base64.RawURLEncoding.DecodeString(s64)
+	return base64.RawURLEncoding.EncodeToString(p) + "." + base64.RawURLEncoding.EncodeToString(s)
 }

@@ -5,7 +5,9 @@
 // A file is text that survives copy and paste (e-mail, chat, a text box): a BEGIN line,
 // the base64 of the payload and of the signature joined by a dot and wrapped at 64
 // columns, and an END line. Whitespace and line endings inside are ignored, so a file
-// re-wrapped or saved with CRLF still verifies.
+// re-wrapped or saved with CRLF still verifies. Apart from that, a file has one valid
+// text: the base64 is decoded strictly (unpadded base64url, the unused bits of the last
+// character zero), so no other spelling of the same bytes verifies.
 //
 //	-----BEGIN KEYWARD LICENSE-----
 //	eyJhcHBJZCI6IjQ5ZTc…
@@ -137,10 +139,14 @@ func Decode(file []byte, pub ed25519.PublicKey) (Payload, error) {
 	}
 	inner := strings.Join(strings.Fields(body[:end]), "")
 	p64, s64, found := strings.Cut(inner, ".")
-	raw, err1 := base64.RawURLEncoding.DecodeString(p64)
-	sig, err2 := base64.RawURLEncoding.DecodeString(s64)
+	// Strict: the unused bits of a last character must be zero (what Encode writes), so
+	// the same bytes have one spelling only and a file has exactly one valid text
+	// (whitespace aside, removed above).
+	canonical := base64.RawURLEncoding.Strict()
+	raw, err1 := canonical.DecodeString(p64)
+	sig, err2 := canonical.DecodeString(s64)
 	if !found || err1 != nil || err2 != nil {
-		return Payload{}, fmt.Errorf("%w: the block is not payload.signature in base64", ErrMalformed)
+		return Payload{}, fmt.Errorf("%w: the block is not payload.signature in canonical base64url", ErrMalformed)
 	}
 	if len(pub) != ed25519.PublicKeySize || len(sig) != ed25519.SignatureSize ||
 		!ed25519.Verify(pub, append([]byte(signedPrefix), raw...), sig) {

@@ -105,3 +105,57 @@ func equal(a, b licensefile.Payload) bool {
 	y, _ := json.Marshal(b)
 	return bytes.Equal(x, y)
 }
+
+// TestOneSpelling: a file has exactly one valid inner text. Base64 of a length that is not
+// a multiple of 3 leaves unused bits in its last character; a decoder that ignores them
+// accepts several spellings of the same bytes (the signature's last character changed
+// still verified). Every other character in the last place of the payload and of the
+// signature is refused as malformed, for payloads of each length modulo 3.
+func TestOneSpelling(t *testing.T) {
+	pub, priv, _ := ed25519.GenerateKey(rand.Reader)
+	const alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
+	ok := licensefile.Options{Now: issued.Add(time.Hour)}
+	seen := map[int]bool{}
+	for _, key := range []string{"K", "KE", "KEY"} {
+		p := sample()
+		p.Key = key
+		file, err := licensefile.Encode(priv, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		text := string(file)
+		inner := strings.Join(strings.Fields(strings.TrimSuffix(strings.TrimPrefix(strings.TrimSpace(text), licensefile.BeginLine), licensefile.EndLine)), "")
+		p64, s64, _ := strings.Cut(inner, ".")
+		seen[len(p64)%4] = true
+		if _, err := licensefile.Verify(file, pub, ok); err != nil {
+			t.Fatalf("canonical file: %v", err)
+		}
+		for _, part := range []struct {
+			name string
+			at   int // index in inner of the last character of the part
+		}{{"payload", len(p64) - 1}, {"signature", len(p64) + 1 + len(s64) - 1}} {
+			accepted := 0
+			for _, ch := range alphabet {
+				if byte(ch) == inner[part.at] {
+					continue
+				}
+				other := inner[:part.at] + string(ch) + inner[part.at+1:]
+				respelled := []byte(licensefile.BeginLine + "\n" + other + "\n" + licensefile.EndLine + "\n")
+				_, err := licensefile.Verify(respelled, pub, ok)
+				if err == nil {
+					accepted++
+					continue
+				}
+				if !errors.Is(err, licensefile.ErrMalformed) && !errors.Is(err, licensefile.ErrBadSignature) {
+					t.Errorf("%s ending %q: %v", part.name, ch, err)
+				}
+			}
+			if accepted > 0 {
+				t.Errorf("key %q: %d other spellings of the %s's last character verify", key, accepted, part.name)
+			}
+		}
+	}
+	if !seen[2] || !seen[3] {
+		t.Fatalf("payload lengths modulo 4 covered: %v, want 2 and 3", seen)
+	}
+}

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -56,10 +58,45 @@ const (
 	// openTimeout bounds the wait for the server at Open, so that a wrong or unreachable
 	// URI stops start-up with a clear error (a server still starting gets that long).
 	openTimeout = 5 * time.Second
+	// The pool. The driver (v2) bounds the wait for a connection by the same deadline as
+	// server selection (one context, operation.go getServerAndConnection), so a burst that
+	// finds no free connection fails like an outage after serverSelectionTimeout; and a
+	// connection made during the burst must finish its handshake within connectTimeout, or
+	// the driver marks the server unknown and drops the whole pool. The pool is therefore
+	// sized so that a burst does not wait and does not handshake: poolWarm connections are
+	// made at start and kept by the driver's background maintenance, the pool grows
+	// poolGrowth at a time beyond them (the driver's default is 2), up to poolMax. The
+	// outage bounds above stay as they are. A URI that sets minPoolSize, maxPoolSize or
+	// maxConnecting keeps its value.
+	poolWarm   = 128
+	poolMax    = 256
+	poolGrowth = 16
+	// poolWarmWait bounds how long Open waits for the warm connections (they keep being made
+	// in the background after it).
+	poolWarmWait = 3 * time.Second
 	// cleanupTimeout bounds the writes that undo or release something after the caller
 	// gave up (a claim, half a batch).
 	cleanupTimeout = 3 * time.Second
 )
+
+// warmPool makes the pool's warm connections now, so that a burst right after start finds
+// them: the driver's own maintenance makes 10 every 10 s. Concurrent pings each need a
+// connection of their own. It gives up after poolWarmWait (the maintenance goes on).
+func warmPool(ctx context.Context, client *mongo.Client, warm uint64, pooled *atomic.Int64) {
+	ctx, cancel := context.WithTimeout(ctx, poolWarmWait)
+	defer cancel()
+	for pooled.Load() < int64(warm) && ctx.Err() == nil {
+		var wg sync.WaitGroup
+		for range warm {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				_ = client.Ping(ctx, readpref.Primary())
+			}()
+		}
+		wg.Wait()
+	}
+}
 
 // Collection names.
 const (
@@ -137,6 +174,27 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	if !cs.HeartbeatIntervalSet {
 		opts.SetHeartbeatInterval(heartbeatInterval)
 	}
+	warm := uint64(poolWarm)
+	if cs.MinPoolSizeSet {
+		warm = cs.MinPoolSize
+	} else {
+		opts.SetMinPoolSize(poolWarm)
+	}
+	var pooled atomic.Int64 // connections ready in the pool
+	opts.SetPoolMonitor(&event.PoolMonitor{Event: func(e *event.PoolEvent) {
+		switch e.Type {
+		case event.ConnectionReady:
+			pooled.Add(1)
+		case event.ConnectionClosed:
+			pooled.Add(-1)
+		}
+	}})
+	if !cs.MaxPoolSizeSet {
+		opts.SetMaxPoolSize(poolMax)
+	}
+	if !cs.MaxConnectingSet {
+		opts.SetMaxConnecting(poolGrowth)
+	}
 	if !cs.RetryReadsSet {
 		// A read interrupted because the server froze would otherwise wait for a server
 		// again, doubling the time to the 503.
@@ -163,6 +221,8 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
+
+	warmPool(ctx, client, warm, &pooled)
 
 	db := client.Database(dbName)
 	s := &Store{
@@ -243,6 +303,10 @@ func (s *Store) createIndexes(ctx context.Context) error {
 		{s.audit, []mongo.IndexModel{
 			{Keys: bson.D{{Key: "accountId", Value: 1}, {Key: "createdAt", Value: 1}, {Key: "_id", Value: 1}}, Options: plain("accountId_createdAt_id")},
 			{Keys: bson.D{{Key: "createdAt", Value: 1}, {Key: "_id", Value: 1}}, Options: plain("createdAt_id")},
+			// The chain: its end per account (AppendAudit), its walk (AuditChain), and the id
+			// a retried append looks for. Uniqueness per account and seq is the _id's.
+			{Keys: bson.D{{Key: "accountId", Value: 1}, {Key: "seq", Value: 1}}, Options: plain("accountId_seq")},
+			{Keys: bson.D{{Key: "entryId", Value: 1}}, Options: plain("entryId")},
 		}},
 		// Revocations are looked up by token id, purged by expiry.
 		{s.revocations, []mongo.IndexModel{

@@ -521,6 +521,20 @@ CREATE INDEX audit_log_account ON audit_log (account_id, created_at, id);
 CREATE INDEX audit_log_created ON audit_log (created_at, id);
 `,
 	},
+	{
+		// 15, not 14: the durable event log's branch reserves 14.
+		version: 15,
+		name:    "audit chain",
+		sql: `
+-- Tamper evidence (issue 21): each entry carries its place in its account's chain and the
+-- hash of the entry before. Entries written before this step keep seq 0, outside the chain.
+ALTER TABLE audit_log ADD COLUMN seq       INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE audit_log ADD COLUMN prev_hash TEXT    NOT NULL DEFAULT '';
+ALTER TABLE audit_log ADD COLUMN hash      TEXT    NOT NULL DEFAULT '';
+
+CREATE UNIQUE INDEX audit_log_chain ON audit_log (account_id, seq) WHERE seq > 0;
+`,
+	},
 }
 
 // migrate brings the database at db (the writer pool) to the last migration. Applied steps

@@ -6,10 +6,18 @@ import { form, section } from '../forms.js';
 
 export async function page(ctx) {
   const me = await ctx.me(true);
-  const [plans] = await Promise.all([get('/api/plans')]);
+  const [plans, mail] = await Promise.all([get('/api/plans'), get('/api/auth/mail-outbox')]);
   return h('div', h('h1', { text: 'Account' }),
     h('div.grid', planCard(me, plans), keyCard(me)),
-    twoFactorCard(me, ctx), passwordCard());
+    twoFactorCard(me, ctx), passwordCard(), outboxCard(mail.outbox));
+}
+
+// outboxCard names the folder this server writes its mails to when no SMTP server is set;
+// only signed-in owners are told it.
+function outboxCard(outbox) {
+  if (!outbox) return null;
+  return section('Mail', h('p', 'This server writes its mails to files (no SMTP server is set): the newest .eml files in ',
+    h('code#mail-outbox', { text: outbox }), ' hold the links it mails.'));
 }
 
 export function usageBar(used, max) {

@@ -5,16 +5,18 @@ import { api, post } from '../api.js';
 import { form, showError } from '../forms.js';
 import { signedIn } from '../main.js';
 
-const outbox = document.querySelector('meta[name=keyward-outbox]')?.content || '';
+// Whether mails go to files; the folder's path is told to signed-in owners only.
+const mailToFiles = document.querySelector('meta[name=keyward-mail]')?.content === 'outbox';
 
 function card(title, ...body) {
   return h('div.auth', h('h1', { text: title }), ...body);
 }
 
 function outboxNote() {
-  if (!outbox) return null;
-  return h('p.note', 'This server writes its mails to files (no SMTP server is set): open the newest .eml file in ',
-    h('code', { text: outbox }), ' and follow the link in it.');
+  if (!mailToFiles) return null;
+  return h('p.note', 'This server writes its mails to files (no SMTP server is set): open the newest .eml file in its mail outbox folder (',
+    h('code', { text: 'KEYWARD_MAIL_OUTBOX' }), ', by default ', h('code', { text: 'outbox' }),
+    ' in its data directory) and follow the link in it.');
 }
 
 const passwordHelp = 'At least 8 characters, with an upper-case letter, a lower-case letter and a digit.';

@@ -1,4 +1,4 @@
-package httpapi
+package ws
 
 import (
 	"bufio"
@@ -15,25 +15,33 @@ import (
 )
 
 // wsDeadlineSlack is how much later than the write deadline in place a new one may be
-// and still not be set: a socket's writer asks for now+wsWriteWait before every frame,
+// and still not be set: a socket's writer asks for now+Config.WriteWait before every frame,
 // and setting a deadline re-arms a runtime timer each time (about a tenth of a
 // broadcast's server CPU per socket). A write then times out after at least
-// wsWriteWait-wsDeadlineSlack.
+// Config.WriteWait-wsDeadlineSlack.
 const wsDeadlineSlack = time.Second
 
 // wsReadBuffer is the size of a socket's read buffer: the size class of anything over
 // 256 bytes, the least gorilla/websocket takes as the reader of a hijacked connection
 // (Upgrader.ReadBufferSize 0). The socket's reader peeks into this buffer itself, which
-// lets it wait for a frame in a shallow call (peer.reader). It holds a control frame
+// lets it wait for a frame in a shallow call (Conn.reader). It holds a control frame
 // (at most 131 bytes with its header); a larger message is read past it straight into
 // the message (bufio reads directly into a destination larger than its buffer).
 const wsReadBuffer = 288
 
+// SocketConner is a connection wrapper that a socket's frames may skip: one that only
+// changes what net/http itself writes (the http package's EnvelopeListener rewrites
+// net/http's plain-text refusals). The upgrade writes to the connection it answers, so
+// that a socket's frames pass no wrapper, and writes through to a plain socket.
+type SocketConner interface {
+	SocketConn() net.Conn
+}
+
 // socketWriter is the ResponseWriter handed to the upgrader: its Hijack answers the
-// connection as a socketConn, read through br, which it keeps for the socket's reader.
+// connection as a socketConn, read through the buffer it keeps (socketConn.br) for the
+// socket's reader.
 type socketWriter struct {
 	http.ResponseWriter
-	br *bufio.Reader
 }
 
 func (w *socketWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
@@ -41,17 +49,17 @@ func (w *socketWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	// The socket's frames skip the envelope wrapper: they are never net/http's answers.
-	if e, ok := conn.(*envelopeConn); ok {
-		conn = e.Conn
+	// The socket's frames skip a wrapper of net/http's answers: they are never those.
+	if e, ok := conn.(SocketConner); ok {
+		conn = e.SocketConn()
 	}
 	sc := newSocketConn(conn)
 	if brw.Reader.Buffered() > 0 {
 		// The client sent data before the handshake's answer: the upgrader refuses it.
 		return sc, brw, nil
 	}
-	w.br = bufio.NewReaderSize(sc, wsReadBuffer)
-	return sc, bufio.NewReadWriter(w.br, brw.Writer), nil
+	sc.br = bufio.NewReaderSize(sc, wsReadBuffer)
+	return sc, bufio.NewReadWriter(sc.br, brw.Writer), nil
 }
 
 // newSocketConn wraps an upgraded connection; a plain socket's descriptor is kept for
@@ -71,7 +79,7 @@ func newSocketConn(conn net.Conn) *socketConn {
 
 // socketConn is a socket's connection once upgraded. Every write to the network passes
 // here, one whole frame a call: gorilla/websocket writes only control frames (pings,
-// pongs, close frames: one Write each) and the handshake, and the peer writes its data
+// pongs, close frames: one Write each) and the handshake, and the Conn writes its data
 // frames itself (writeData, tryWrite: frames encoded by appendFrame), so that frames
 // from different writers never interleave (mu orders them). It leaves out write deadlines
 // that hardly move the one in place; while corked it gathers the frames written into one
@@ -95,6 +103,9 @@ type socketConn struct {
 	// pending is what was gathered while corked, or the rest of a frame tryWrite could
 	// not write whole (not corked then): the next write sends it first.
 	pending []byte
+	// br is the buffer the socket is read through (nil when the client sent data before
+	// the handshake's answer: the upgrade is refused then).
+	br *bufio.Reader
 }
 
 // maxCorked bounds what a corked socket gathers before it writes.
@@ -217,14 +228,15 @@ func (c *socketConn) Close() error {
 	return c.Conn.Close()
 }
 
-// flushPending writes what tryWrite left, if anything; the caller is the socket's writer.
-func (c *socketConn) flushPending() error {
+// flushPending writes what tryWrite left, if anything, within wait; the caller is the
+// socket's writer.
+func (c *socketConn) flushPending(wait time.Duration) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if len(c.pending) == 0 || c.corked {
 		return nil
 	}
-	if err := c.setWriteDeadline(time.Now().Add(wsWriteWait)); err != nil {
+	if err := c.setWriteDeadline(time.Now().Add(wait)); err != nil {
 		return err
 	}
 	err := c.flush()
@@ -318,42 +330,5 @@ func frameSize(msg []byte) int {
 		return 4 + n
 	default:
 		return 10 + n
-	}
-}
-
-// wsLinger is how long a socket's writer waits at most for more frames before it ends.
-const wsLinger = 100 * time.Millisecond
-
-// lingerClock wakes the writers that wait on it every wsLinger (from 0 to wsLinger after
-// they start waiting). One timer for every writer of the node, armed only while one
-// waits, and each writer waits on its own channel: a timer per wait, or a channel shared
-// by every writer, would cost what the wait saves.
-type lingerClock struct {
-	mu      sync.Mutex
-	armed   bool
-	waiting []chan struct{}
-}
-
-// wake has wake (a channel of capacity 1) sent a token at the next tick.
-func (c *lingerClock) wake(wake chan struct{}) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.waiting = append(c.waiting, wake)
-	if !c.armed {
-		c.armed = true
-		time.AfterFunc(wsLinger, c.tick)
-	}
-}
-
-func (c *lingerClock) tick() {
-	c.mu.Lock()
-	waiting := c.waiting
-	c.waiting, c.armed = nil, false
-	c.mu.Unlock()
-	for _, w := range waiting {
-		select {
-		case w <- struct{}{}:
-		default: // woken already
-		}
 	}
 }

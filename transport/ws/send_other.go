@@ -1,6 +1,6 @@
 //go:build !linux
 
-package httpapi
+package ws
 
 import "errors"
 
@@ -9,5 +9,5 @@ import "errors"
 const canSendNow = false
 
 func sendNow(uintptr, []byte) (int, error) {
-	return 0, errors.New("httpapi: no direct send on this system")
+	return 0, errors.New("ws: no direct send on this system")
 }

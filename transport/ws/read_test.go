@@ -1,4 +1,4 @@
-package httpapi
+package ws
 
 import (
 	"net"
@@ -10,8 +10,8 @@ import (
 	"github.com/gorilla/websocket"
 )
 
-// readingPair answers a real loopback socket upgraded as the handlers do (socketWriter),
-// its server side read by a peer's reader into the returned channel, and the client's
+// readingPair answers a real loopback socket upgraded as Transport.Upgrade does
+// (socketWriter), its server side read by a Conn's reader into the returned channel, and the client's
 // raw connection (frames are written to it by hand: several in one write, or one cut in
 // two). The channel is closed when the reader ends.
 func readingPair(t *testing.T) (<-chan string, net.Conn, *websocket.Conn) {
@@ -20,10 +20,10 @@ func readingPair(t *testing.T) (<-chan string, net.Conn, *websocket.Conn) {
 	if br == nil {
 		t.Fatal("the upgrade kept no read buffer for the reader")
 	}
-	p := newPeer()
+	p := newConn()
 	p.start(sc)
 	got := make(chan string, 16)
-	p.read(br, func(msg []byte) { got <- string(msg) }, func() { close(got) })
+	p.Read(func(msg []byte) { got <- string(msg) }, func() { close(got) })
 	t.Cleanup(func() { p.Close(websocket.CloseNormalClosure, "") })
 	return got, cc.NetConn(), cc
 }
@@ -136,7 +136,7 @@ func TestIdleReaderWaitsOutsideGorilla(t *testing.T) {
 		buf := make([]byte, 1<<20)
 		for _, g := range strings.Split(string(buf[:runtime.Stack(buf, true)]), "\n\n") {
 			switch {
-			case !strings.Contains(g, "(*peer).read") || !strings.Contains(g, "[IO wait"):
+			case !strings.Contains(g, "transport/ws.(*Conn).read") || !strings.Contains(g, "[IO wait"):
 			case strings.Contains(g, "gorilla/websocket"):
 				deep = append(deep, g)
 			default:

@@ -1,4 +1,4 @@
-package httpapi
+package ws
 
 import (
 	"bufio"
@@ -13,8 +13,6 @@ import (
 	"unsafe"
 
 	"github.com/gorilla/websocket"
-
-	"github.com/keyward/keyward/core/realtime"
 )
 
 // countingConn counts the writes to the network.
@@ -29,7 +27,7 @@ func (c *countingConn) Write(b []byte) (int, error) {
 }
 
 // upgradedPair answers the server side of a real loopback socket upgraded as the
-// handlers do (socketWriter), its network writes counted, and the client side. Its
+// Transport.Upgrade does (socketWriter), its network writes counted, and the client side. Its
 // network writes go through the counter, so its peer cannot write through (the counter
 // is no plain socket).
 func upgradedPair(t *testing.T) (*websocket.Conn, *countingConn, *websocket.Conn) {
@@ -43,22 +41,17 @@ func upgradedPair(t *testing.T) (*websocket.Conn, *countingConn, *websocket.Conn
 }
 
 // loopbackSocket answers the server and the client side of a real socket on loopback,
-// upgraded through socketWriter as the handlers do when asHandlers is set (br is then the
-// read buffer it kept for the socket's reader; nil otherwise).
+// upgraded through socketWriter as Transport.Upgrade does when asHandlers is set (br is
+// then the read buffer it kept for the socket's reader; nil otherwise).
 func loopbackSocket(t *testing.T, asHandlers bool) (server, client *websocket.Conn, br *bufio.Reader) {
 	t.Helper()
-	type upgraded struct {
-		conn *websocket.Conn
-		br   *bufio.Reader
-	}
-	ups := make(chan upgraded, 1)
+	ups := make(chan *websocket.Conn, 1)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		sw := &socketWriter{ResponseWriter: w}
 		if asHandlers {
-			w = sw
+			w = &socketWriter{ResponseWriter: w}
 		}
 		if c, err := (&websocket.Upgrader{}).Upgrade(w, r, nil); err == nil {
-			ups <- upgraded{c, sw.br}
+			ups <- c
 		}
 	}))
 	t.Cleanup(srv.Close)
@@ -67,12 +60,15 @@ func loopbackSocket(t *testing.T, asHandlers bool) (server, client *websocket.Co
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { cc.Close() })
-	up := <-ups
-	return up.conn, cc, up.br
+	sc := <-ups
+	if s, ok := sc.NetConn().(*socketConn); ok {
+		br = s.br
+	}
+	return sc, cc, br
 }
 
 // upgradedSocket answers the server side of a real loopback socket upgraded as the
-// handlers do (socketWriter), and the client side.
+// Transport.Upgrade does (socketWriter), and the client side.
 func upgradedSocket(t *testing.T) (*websocket.Conn, *websocket.Conn) {
 	t.Helper()
 	sc, cc, _ := loopbackSocket(t, true)
@@ -86,7 +82,7 @@ func upgradedSocket(t *testing.T) (*websocket.Conn, *websocket.Conn) {
 // in one write to the network rather than one per frame.
 func TestPeerWritesQueuedFramesTogether(t *testing.T) {
 	sc, counted, cc := upgradedPair(t)
-	p := newPeer()
+	p := newConn()
 	const n = 20
 	for i := range n {
 		if !p.Send(fmt.Appendf(nil, `{"type":"message","data":{"message":"m%d"}}`, i)) {
@@ -113,7 +109,7 @@ func TestPeerWritesQueuedFramesTogether(t *testing.T) {
 		t.Fatalf("the next frame: %s, %v", msg, err)
 	}
 	p.Close(websocket.CloseNormalClosure, "bye")
-	p.wait()
+	p.Wait()
 	if _, _, err := cc.ReadMessage(); !websocket.IsCloseError(err, websocket.CloseNormalClosure) {
 		t.Fatalf("close: %v", err)
 	}
@@ -124,8 +120,8 @@ func TestPeerWritesQueuedFramesTogether(t *testing.T) {
 // no channel.
 func TestPeerWriterLingersThenEnds(t *testing.T) {
 	sc, _, cc := upgradedPair(t)
-	p := newPeer()
-	p.clocks = &socketClocks{linger: &lingerClock{}}
+	p := newConn()
+	p.node = &Transport{linger: &lingerClock{}}
 	p.start(sc)
 	_ = cc.SetReadDeadline(time.Now().Add(5 * time.Second))
 	for i := range 3 {
@@ -150,7 +146,7 @@ func TestPeerWriterLingersThenEnds(t *testing.T) {
 		t.Fatalf("a frame after the writer ended: %s, %v", msg, err)
 	}
 	p.Close(websocket.CloseNormalClosure, "bye")
-	p.wait()
+	p.Wait()
 	if _, _, err := cc.ReadMessage(); !websocket.IsCloseError(err, websocket.CloseNormalClosure) {
 		t.Fatalf("close while lingering: %v", err)
 	}
@@ -177,7 +173,7 @@ func readInOrder(t *testing.T, cc *websocket.Conn, from, to int) {
 }
 
 // waitIdle waits until no writer runs for p.
-func waitIdle(t *testing.T, p *peer) {
+func waitIdle(t *testing.T, p *Conn) {
 	t.Helper()
 	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(2 * time.Millisecond) {
 		p.mu.Lock()
@@ -197,12 +193,12 @@ func waitIdle(t *testing.T, p *peer) {
 // frame as well, and the socket closes as before.
 func TestPeerWritesThroughWithoutAWriter(t *testing.T) {
 	sc, cc := upgradedSocket(t)
-	p := newPeer()
-	p.clocks = &socketClocks{linger: &lingerClock{}}
+	p := newConn()
+	p.node = &Transport{linger: &lingerClock{}}
 	p.start(sc)
 	waitIdle(t, p)
-	shared := &realtime.Shared{Msg: msgText(1)}
-	if !p.Send(msgText(0)) || !p.SendShared(shared) {
+	shared := NewFrame(msgText(1))
+	if !p.Send(msgText(0)) || !p.SendFrame(shared) {
 		t.Fatal("a frame was refused")
 	}
 	if p.mu.Lock(); p.writing {
@@ -211,7 +207,7 @@ func TestPeerWritesThroughWithoutAWriter(t *testing.T) {
 	p.mu.Unlock()
 	readInOrder(t, cc, 0, 2)
 	p.Close(websocket.CloseNormalClosure, "bye")
-	p.wait()
+	p.Wait()
 	if _, _, err := cc.ReadMessage(); !websocket.IsCloseError(err, websocket.CloseNormalClosure) {
 		t.Fatalf("close: %v", err)
 	}
@@ -230,7 +226,7 @@ func TestPeerWriteThroughLeavesTheRestToTheWriter(t *testing.T) {
 	if err := tcp.SetWriteBuffer(8 << 10); err != nil {
 		t.Fatal(err)
 	}
-	p := newPeer()
+	p := newConn()
 	p.start(sc)
 	waitIdle(t, p)
 	big := append(msgText(0), strings.Repeat(" ", 4<<20)...)
@@ -272,14 +268,14 @@ func TestPeerWriteThroughLeavesTheRestToTheWriter(t *testing.T) {
 	<-done
 	<-pings
 	p.Close(websocket.CloseNormalClosure, "bye")
-	p.wait()
+	p.Wait()
 }
 
 // TestPeerWritesNoFrameAfterACloseFrame: once a close frame went out (the reader answers
 // the other side's close), a frame sent after it is not written: the socket closes.
 func TestPeerWritesNoFrameAfterACloseFrame(t *testing.T) {
 	sc, cc := upgradedSocket(t)
-	p := newPeer()
+	p := newConn()
 	p.start(sc)
 	waitIdle(t, p)
 	if err := sc.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.CloseNormalClosure, ""), time.Now().Add(time.Second)); err != nil {
@@ -287,7 +283,7 @@ func TestPeerWritesNoFrameAfterACloseFrame(t *testing.T) {
 	}
 	p.Send(msgText(0))
 	select {
-	case <-p.finished():
+	case <-p.Done():
 	case <-time.After(5 * time.Second):
 		t.Fatal("a frame after the close frame did not end the socket")
 	}
@@ -301,7 +297,7 @@ func TestPeerWritesNoFrameAfterACloseFrame(t *testing.T) {
 // write deadline still takes a frame written through.
 func TestPeerWritesThroughAfterItsDeadlinePassed(t *testing.T) {
 	sc, cc := upgradedSocket(t)
-	p := newPeer()
+	p := newConn()
 	p.start(sc)
 	p.Send(msgText(0))
 	readInOrder(t, cc, 0, 1)
@@ -317,13 +313,13 @@ func TestPeerWritesThroughAfterItsDeadlinePassed(t *testing.T) {
 // and is closed as too slow (1013), counted once it ends.
 func TestPeerClosesASlowReader(t *testing.T) {
 	sc, cc := upgradedSocket(t)
-	p := newPeer()
+	p := newConn()
 	codes := make(chan int, 1)
 	p.onClose = func(code int) { codes <- code }
 	p.start(sc)
 	big := append(msgText(0), strings.Repeat(" ", 64<<10)...)
 	refused := false
-	for i := 0; i < 10*wsQueue && !refused; i++ {
+	for i := 0; i < 10*DefaultQueue && !refused; i++ {
 		refused = !p.Send(big)
 	}
 	if !refused {
@@ -335,7 +331,7 @@ func TestPeerClosesASlowReader(t *testing.T) {
 		if code != websocket.CloseTryAgainLater {
 			t.Fatalf("closed with %d, want %d", code, websocket.CloseTryAgainLater)
 		}
-	case <-time.After(2 * wsWriteWait):
+	case <-time.After(2 * DefaultWriteWait):
 		t.Fatal("the slow socket did not end")
 	}
 }
@@ -344,10 +340,10 @@ func TestPeerClosesASlowReader(t *testing.T) {
 // side closed ends the socket (no writer was running to see it).
 func TestPeerEndsWhenItsWriteThroughFails(t *testing.T) {
 	sc, cc := upgradedSocket(t)
-	p := newPeer()
+	p := newConn()
 	p.start(sc)
 	waitIdle(t, p)
-	done := p.finished()
+	done := p.Done()
 	if tcp, ok := cc.NetConn().(*net.TCPConn); ok {
 		_ = tcp.SetLinger(0) // closing resets the connection: the next writes fail
 	}
@@ -370,7 +366,7 @@ func TestPeerEndsWhenItsWriteThroughFails(t *testing.T) {
 func TestPeerEndsWhileFramesAreWrittenThrough(t *testing.T) {
 	for round := range 20 {
 		sc, cc := upgradedSocket(t)
-		p := newPeer()
+		p := newConn()
 		p.start(sc)
 		waitIdle(t, p)
 		go func() {
@@ -389,7 +385,7 @@ func TestPeerEndsWhileFramesAreWrittenThrough(t *testing.T) {
 		}
 		p.Close(websocket.CloseNormalClosure, "bye")
 		select {
-		case <-p.finished():
+		case <-p.Done():
 		case <-time.After(5 * time.Second):
 			t.Fatalf("round %d: the socket did not end", round)
 		}
@@ -410,7 +406,7 @@ func TestSocketConnSize(t *testing.T) {
 func TestPeerFramesOfEveryLengthForm(t *testing.T) {
 	sc, cc := upgradedSocket(t)
 	cc.SetReadLimit(1 << 20)
-	p := newPeer()
+	p := newConn()
 	p.start(sc)
 	waitIdle(t, p)
 	sizes := []int{0, 1, 125, 126, 127, 65535, 65536, 70000}
@@ -422,7 +418,7 @@ func TestPeerFramesOfEveryLengthForm(t *testing.T) {
 				p.writing = true // as if a writer ran: the frame is queued
 				p.mu.Unlock()
 			}
-			if !p.SendShared(&realtime.Shared{Msg: msg}) {
+			if !p.SendFrame(NewFrame(msg)) {
 				t.Fatalf("a frame of %d bytes was refused", n)
 			}
 			if queued {

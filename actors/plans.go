@@ -1,0 +1,128 @@
+package actors
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/keyward/keyward/hooks"
+)
+
+// The AppActor runs its application's WebSocket hook pipeline: a client message's plan is
+// asked of it (Plan) and made inside its Receive from the compiled pipeline of its
+// snapshot, so that no plan runs on a snapshot another goroutine holds. Planning reads
+// the message and the compiled conditions and does no I/O (hooks.Pipeline.Plan); a
+// request that arrives while the snapshot loads waits for it.
+
+// Planner makes the plan of message m from snapshot snap (the snapshot's compiled hooks).
+type Planner[S any] func(snap S, m hooks.Message) []hooks.Step
+
+// Messages of the AppActor's planning.
+type (
+	planHooks  struct{ msg hooks.Message }
+	planAnswer struct {
+		steps []hooks.Step
+		err   error
+	}
+	// planWaiter is a plan request that waits for the snapshot.
+	planWaiter struct {
+		sender *actor.PID
+		msg    hooks.Message
+	}
+)
+
+// errNoPlanner answers Plan on a directory that was given no planner.
+var errNoPlanner = errors.New("actors: the directory has no hook planner")
+
+// SetPlanner gives the directory the planner of its snapshots; it is called once, before
+// the first Plan.
+func (a *Apps[S]) SetPlanner(plan Planner[S]) {
+	a.mu.Lock()
+	a.plan = plan
+	a.mu.Unlock()
+}
+
+func (a *Apps[S]) planner() Planner[S] {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.plan
+}
+
+// Plan asks the app's actor for the plan of client message m: the actions its hooks
+// planned, in order. The loader's error comes back as Snapshot's does.
+func (a *Apps[S]) Plan(ctx context.Context, appID string, m hooks.Message) ([]hooks.Step, error) {
+	if a.planner() == nil {
+		return nil, errNoPlanner
+	}
+	for try := 0; try < 3; try++ {
+		pid, err := a.pid(appID)
+		if err != nil {
+			return nil, err
+		}
+		timeout := askTimeout
+		if d, ok := ctx.Deadline(); ok {
+			timeout = min(timeout, time.Until(d))
+		}
+		if timeout <= 0 {
+			return nil, context.DeadlineExceeded
+		}
+		res, err := a.system.Root.RequestFuture(pid, planHooks{msg: m}, timeout).Result()
+		if errors.Is(err, actor.ErrDeadLetter) {
+			a.forget(appID, pid)
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("app actor %s: %w: %w", appID, ErrUnavailable, err)
+		}
+		r := res.(planAnswer)
+		return r.steps, r.err
+	}
+	return nil, fmt.Errorf("app actor %s: stopped repeatedly: %w", appID, ErrUnavailable)
+}
+
+// receivePlans handles the planning messages; it answers whether msg was one.
+func (s *appActor[S]) receivePlans(ctx actor.Context) bool {
+	m, ok := ctx.Message().(planHooks)
+	if !ok {
+		return false
+	}
+	switch {
+	case s.failed != nil:
+		ctx.Respond(planAnswer{err: s.failed})
+	case s.have:
+		ctx.Respond(s.planNow(m.msg))
+	default:
+		s.planWaiters = append(s.planWaiters, planWaiter{sender: ctx.Sender(), msg: m.msg})
+		if !s.loading {
+			s.startLoad(ctx)
+		}
+	}
+	return true
+}
+
+// planNow plans msg from the snapshot. A planner that panics answers an error (a bug,
+// logged and counted) and leaves the actor as it was.
+func (s *appActor[S]) planNow(msg hooks.Message) (out planAnswer) {
+	defer func() {
+		if p := recover(); p != nil {
+			s.dir.panicked("the hook pipeline of an app", s.appID, p)
+			out = planAnswer{err: fmt.Errorf("actors: planning the hooks of app %s panicked: %v", s.appID, p)}
+		}
+	}()
+	return planAnswer{steps: s.dir.planner()(s.snap, msg)}
+}
+
+// answerPlans answers the plan requests that waited for a load that ended with err.
+func (s *appActor[S]) answerPlans(ctx actor.Context, err error) {
+	for _, w := range s.planWaiters {
+		a := planAnswer{err: err}
+		if err == nil {
+			a = s.planNow(w.msg)
+		}
+		ctx.Send(w.sender, a)
+	}
+	s.planWaiters = s.planWaiters[:0]
+}

@@ -1,0 +1,24 @@
+// Package ws is Keyward's WebSocket transport: what a socket is on the wire, and nothing
+// of what it means. It owns
+//
+//   - the upgrade (Transport.Upgrade): gorilla/websocket's Upgrader with hardened
+//     settings (Config: no compression, no subprotocol, a bounded handshake, an origin
+//     check the caller decides) and an upgrade it refuses answered with the body the
+//     caller gives (Config.Refusal: the http package's error envelope, as JSON bytes);
+//   - the reader (Conn.Read): one message after another to the caller's function, pings
+//     and pongs answered, the read limit and the pong deadline, waiting for each frame in
+//     a shallow call so that an idle socket's goroutine keeps a 2 KiB stack;
+//   - the writer (Conn.Send, Conn.SendFrame): a bounded queue per socket (a socket too
+//     slow to take it is closed with 1013), frames queued together written in one
+//     system call, a frame for an idle socket written through by the sender without
+//     blocking (send(2) on Linux) so that no goroutine starts, and a broadcast's frame
+//     encoded once for every socket (Frame);
+//   - the pinger: one timer per second of the ping period for the whole node, not one
+//     per socket;
+//   - the close (Conn.Close): a close code and reason after the frames queued before.
+//
+// It imports neither gin nor any of Keyward's domain packages (a test checks with `go
+// list -deps`): the http package authenticates and admits a socket, upgrades it here, and
+// hands the Conn to the realtime wing, which sends to it and closes it through a small
+// interface of its own.
+package ws
