@@ -248,28 +248,6 @@ func (h *appDataHandlers) purgeLogs(c *gin.Context) {
 	reply(c, http.StatusOK, gin.H{"deleted": n}, err)
 }
 
-// routes registers the routes under /api/apps/:appId.
-func (h *appDataHandlers) routes(one *gin.RouterGroup) {
-	for _, base := range []string{"/variables", "/users/:userId/variables", "/licenses/:licenseId/variables"} {
-		one.GET(base, h.listVariables)
-		one.POST(base, h.createVariable)
-		patchOrPut(one, base+"/:varId", h.updateVariable)
-		one.DELETE(base+"/:varId", h.deleteVariable)
-	}
-	one.POST("/variables/bulk", h.bulkVariables)
-
-	one.GET("/rules", h.listRules)
-	one.POST("/rules", h.createRule)
-	one.POST("/rules/bulk", h.bulkRules)
-	patchOrPut(one, "/rules/:ruleId", h.updateRule)
-	one.DELETE("/rules/:ruleId", h.deleteRule)
-
-	one.GET("/logs", h.listLogs)
-	one.GET("/logs/stats", h.logStats)
-	one.GET("/logs/events", h.logEvents)
-	one.DELETE("/logs", h.purgeLogs)
-}
-
 // analyticsHandlers serves SPEC 4.8's analytics.
 type analyticsHandlers struct {
 	svc      *analytics.Service
@@ -310,11 +288,4 @@ func (h *analyticsHandlers) recent(c *gin.Context) {
 		return gin.H{"id": e.ID, "event": e.Event, "message": e.Message, "username": e.Username, "ipAddress": e.IP,
 			"level": e.Level, "createdAt": stamp(e.CreatedAt)}
 	}), err)
-}
-
-func (h *analyticsHandlers) routes(one *gin.RouterGroup) {
-	one.GET("/analytics/overview", h.overview)
-	one.GET("/analytics/timeseries", h.timeseries)
-	one.GET("/analytics/geography", h.geography)
-	one.GET("/analytics/recent", h.recent)
 }

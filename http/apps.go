@@ -415,50 +415,6 @@ func (h *appHandlers) deleteToken(c *gin.Context) {
 	reply(c, http.StatusOK, gin.H{"message": "token deleted"}, err)
 }
 
-// routes registers SPEC 4.2 to 4.5 under /api/apps for authenticated owners and answers
-// the /api/apps/:appId group for the other app-scoped routes.
-func (h *appHandlers) routes(g *gin.RouterGroup, admin gin.HandlerFunc) *gin.RouterGroup {
-	g.GET("", h.list)
-	g.POST("", h.create)
-	one := g.Group("/:appId")
-	one.GET("", h.get)
-	patchOrPut(one, "", h.update)
-	one.DELETE("", h.delete)
-	one.POST("/secret/regenerate", h.regenerateSecret)
-	one.POST("/signing-key/regenerate", h.regenerateSigningKey)
-	one.GET("/stats", h.stats)
-
-	one.GET("/users", h.listUsers)
-	one.POST("/users", h.createUser)
-	one.GET("/users/:userId", h.getUser)
-	patchOrPut(one, "/users/:userId", h.updateUser)
-	one.DELETE("/users/:userId", h.deleteUser)
-	one.POST("/users/:userId/kill-sessions", h.killSessions)
-	one.POST("/users/:userId/reset-hwid", h.resetHWID)
-	one.POST("/users/:userId/extend", h.extendUser)
-	one.GET("/users/:userId/ip", admin, h.userIP)
-
-	one.GET("/licenses", h.listLicenses)
-	one.POST("/licenses", h.createLicenses)
-	one.POST("/licenses/verify", h.verifyLicense)
-	one.POST("/licenses/bulk-delete", h.bulkDeleteLicenses)
-	one.GET("/licenses/:licenseId", h.getLicense)
-	patchOrPut(one, "/licenses/:licenseId", h.updateLicense)
-	one.DELETE("/licenses/:licenseId", h.deleteLicense)
-	one.GET("/licenses/:licenseId/user", admin, h.licenseUser)
-	one.POST("/licenses/:licenseId/file", h.licenseFile)
-	one.GET("/licenses/:licenseId/seats", h.listSeats)
-	one.DELETE("/licenses/:licenseId/seats/:seatId", h.freeSeat)
-
-	one.GET("/devices", h.listDevices)
-	one.DELETE("/devices/:deviceId", h.deleteDevice)
-	one.GET("/tokens", h.listTokens)
-	one.POST("/tokens", h.createTokens)
-	patchOrPut(one, "/tokens/:tokenId", h.updateToken)
-	one.DELETE("/tokens/:tokenId", h.deleteToken)
-	return one
-}
-
 // killSessions ends every client session of a user (SPEC 4.3); the WebSocket work adds the
 // force_logout to connected sockets.
 func (h *appHandlers) killSessions(c *gin.Context) {

@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"net/http"
 	"reflect"
-	"strings"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -96,17 +95,18 @@ func (w *heldWriter) release() {
 	}
 }
 
-// auditChanges records every successful change (any method but GET/HEAD/OPTIONS answered
-// 2xx) of the Dashboard and admin routes it is installed on, after requireOwner: refused
-// requests (4xx/5xx, or stopped by authentication) are not recorded. The services' update
+// auditChanges records every successful change (answered 2xx) through a route whose row of
+// the route table audits it (auditOf: the route's Audit, by method and FullPath; its record
+// type names the entry's), after requireOwner: refused requests (4xx/5xx, or stopped by
+// authentication) are not recorded. The services' update
 // paths hand the record they read and the one they wrote to the request's collector
 // (audit.Changed); the entry holds the members that differ, secrets redacted by the
 // record's own fields (audit.Diff). The answer is held until the entry is stored; when it
 // cannot be, the change is answered UNAVAILABLE instead of acknowledged.
 func auditChanges(rec auditRecorder, log *slog.Logger) gin.HandlerFunc {
 	return func(c *gin.Context) {
-		switch c.Request.Method {
-		case http.MethodGet, http.MethodHead, http.MethodOptions:
+		policy := auditOf(c.Request.Method, c.FullPath())
+		if !policy.Audited() {
 			c.Next()
 			return
 		}
@@ -131,7 +131,7 @@ func auditChanges(rec auditRecorder, log *slog.Logger) gin.HandlerFunc {
 			_ = json.Unmarshal(held.body.Bytes(), &answer)
 		}
 		data, _ := answer.Data.(map[string]any)
-		e := auditEntryOf(c, status, data)
+		e := auditEntryOf(c, status, data, policy)
 		if err := describeChanges(&e, changes.List()); err != nil {
 			log.Error("audit entry without its changes", "err", err, "route", e.Method+" "+e.Route)
 		}
@@ -191,10 +191,10 @@ func jsonOf(v any) string {
 }
 
 // auditEntryOf describes the request: who, from where, on what.
-func auditEntryOf(c *gin.Context, status int, data map[string]any) storage.AuditEntry {
+func auditEntryOf(c *gin.Context, status int, data map[string]any, policy Audit) storage.AuditEntry {
 	p := principal(c)
 	e := storage.AuditEntry{AccountID: p.Account.ID, AppID: c.Param("appId"), IP: c.ClientIP(), Method: c.Request.Method,
-		Route: c.FullPath(), Path: c.Request.URL.Path, Status: status, RecordType: recordTypeOf(c.Request.Method, c.FullPath())}
+		Route: c.FullPath(), Path: c.Request.URL.Path, Status: status, RecordType: policy.Record}
 	switch k, _ := c.Get(ctxAPIKey); {
 	case k != nil:
 		key := k.(*apikeys.Key)
@@ -252,19 +252,6 @@ func socketAuditor(rec auditRecorder, log *slog.Logger, c *gin.Context, p accoun
 			log.Error("dashboard socket action not in the audit log", "err", err, "action", action, "app", e.AppID, "user", userID)
 		}
 	}
-}
-
-// recordTypeOf names the kind of record a route changes: the resource of its scope.
-func recordTypeOf(method, route string) string {
-	if strings.Contains(route, "/api-keys") {
-		return "api_keys"
-	}
-	scope, _ := scopeOf(method, route)
-	res, _, _ := strings.Cut(scope, ":")
-	if res == "admin" {
-		return "account"
-	}
-	return res
 }
 
 // auditHandlers serve the audit log: an owner's own, and any account's for administrators.

@@ -17,19 +17,20 @@ import (
 	"github.com/keyward/keyward/storage/sqlite"
 )
 
-// heldEngine routes PATCH /things/:id through recovery and auditChanges on svc to h.
+// heldEngine routes PATCH /api/apps/:appId/users/:userId (a route the table audits)
+// through recovery and auditChanges on svc to h.
 func heldEngine(svc *audit.Service, h gin.HandlerFunc) *gin.Engine {
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	e := gin.New()
 	e.Use(recovery(log))
-	e.PATCH("/things/:id", func(c *gin.Context) {
+	e.PATCH("/api/apps/:appId/users/:userId", func(c *gin.Context) {
 		c.Set(ctxPrincipal, accounts.Principal{Account: storage.Account{ID: "acc", Username: "owner"}, TokenID: "tok"})
 	}, auditChanges(svc, log), h)
 	return e
 }
 
 func patchThing(e *gin.Engine) *httptest.ResponseRecorder {
-	req := httptest.NewRequest("PATCH", "/things/t1", strings.NewReader(`{"level":2}`))
+	req := httptest.NewRequest("PATCH", "/api/apps/a1/users/t1", strings.NewReader(`{"level":2}`))
 	req.Header.Set("Content-Type", "application/json")
 	w := httptest.NewRecorder()
 	e.ServeHTTP(w, req)

@@ -37,35 +37,6 @@ type clientHandlers struct {
 	countryHeader string
 }
 
-func (h *clientHandlers) routes(api *gin.RouterGroup) {
-	g := api.Group("/client", h.signClient, h.limitIP)
-	g.POST("/init", h.init)
-	g.POST("/nonce", h.nonce)
-	g.POST("/login", h.login)
-	g.POST("/register", h.register)
-	g.POST("/license", h.license)
-	g.POST("/activate", h.activate)
-	g.POST("/heartbeat", h.heartbeat)
-	g.POST("/check", h.check)
-	g.POST("/end", h.end)
-	g.POST("/variables", h.variables)
-	g.POST("/variable", h.variable)
-	g.POST("/license-variables", h.licenseVariables)
-	g.POST("/license-variable", h.licenseVariable)
-	g.POST("/user-variables", h.userVariables)
-	g.POST("/user-variable", h.userVariable)
-	g.POST("/set-user-variable", h.setUserVariable)
-	g.POST("/delete-user-variable", h.deleteUserVariable)
-	g.POST("/user", h.user)
-	g.POST("/log", h.log)
-	g.POST("/token", h.token)
-	g.POST("/check-license", h.checkLicense)
-	g.POST("/change-password", h.changePassword)
-	g.POST("/check-update", h.checkUpdate)
-	g.POST("/file", h.file)
-	g.POST("/license-file", h.licenseFile)
-}
-
 // limitIP is the overall per-address limit of every client call.
 func (h *clientHandlers) limitIP(c *gin.Context) {
 	if err := rateLimit(c, h.limiter, limitClientIP, c.ClientIP()); err != nil {

@@ -12,13 +12,6 @@ import (
 	"github.com/keyward/keyward/core/client"
 )
 
-// resetRoutes serve the HWID/IP reset a client requests and its user confirms by mail.
-func (h *clientHandlers) resetRoutes(api *gin.RouterGroup) {
-	g := api.Group("/client", h.signClient, h.limitIP)
-	g.POST("/request-reset", h.requestReset)
-	g.GET("/confirm-reset/:token", h.confirmReset)
-}
-
 func (h *clientHandlers) requestReset(c *gin.Context) {
 	call, b, ok := h.begin(c, false)
 	if !ok {

@@ -4,6 +4,16 @@
 // limits). It never talks to a database: handlers call the core services and turn their
 // answers and errors into the wire format in one place (envelope.go).
 //
+// Routes (route_table.go, routes.go): every route is declared once, as a row of the route
+// table: method (update is PATCH and PUT), full path, scope, audit policy, handler and
+// OpenAPI operation, in a section that gives its access (open, owner, admin), its OpenAPI
+// tag and any middleware of its own. New registers the gin routes from the table; the scope
+// check (scopeOf), the audit middleware (auditOf: the row's Audit, by method and FullPath)
+// and the OpenAPI description (buildOpenAPI) read the same rows. Adding a route is one row
+// and its handler; TestRouteTable fails when a row lacks a scope, an operation or an audit
+// decision, or when the router serves a route the table does not declare (New refuses to
+// build such a router too), and TestScopeTableDocumented when docs/API.md lacks its scope.
+//
 // The package is named httpapi, not http, so that it does not shadow net/http in its own
 // files or in its importers.
 //

@@ -193,11 +193,3 @@ func (h *fileHandlers) delete(c *gin.Context) {
 	err := h.svc.Delete(c.Request.Context(), ownerOf(c), c.Param("appId"), c.Param("fileId"))
 	reply(c, http.StatusOK, gin.H{"message": "file deleted"}, err)
 }
-
-func (h *fileHandlers) routes(one *gin.RouterGroup) {
-	one.GET("/files", h.list)
-	one.POST("/files", h.upload)
-	one.GET("/files/:fileId/download", h.download)
-	patchOrPut(one, "/files/:fileId", h.update)
-	one.DELETE("/files/:fileId", h.delete)
-}

@@ -14,18 +14,6 @@ type integrationHandlers struct {
 	svc *integrations.Service
 }
 
-func (h *integrationHandlers) routes(owner, one *gin.RouterGroup) {
-	owner.GET("/integrations/events", h.events)
-	one.GET("/integrations", h.list)
-	one.POST("/integrations", h.create)
-	one.GET("/integrations/:integrationId", h.get)
-	patchOrPut(one, "/integrations/:integrationId", h.update)
-	one.DELETE("/integrations/:integrationId", h.delete)
-	one.POST("/integrations/:integrationId/test", h.test)
-	one.POST("/integrations/:integrationId/secret/regenerate", h.regenerateSecret)
-	one.GET("/integrations/:integrationId/deliveries", h.deliveries)
-}
-
 type integrationView struct {
 	ID         string   `json:"id"`
 	AppID      string   `json:"appId"`

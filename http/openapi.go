@@ -16,9 +16,9 @@ import (
 )
 
 // The OpenAPI 3.1 description of the API (issue 14), served at /api/openapi.json and
-// browsable at /api/docs. It is built from the scope table (every route, its auth and
-// scope), operationSchemas (each route's summary, query, body and answer; openapi_schemas.go)
-// and the component schemas (records reflected from the handlers' views, inputs, socket
+// browsable at /api/docs. It is built from the route table (every route: its auth and
+// scope, its tag, its summary, query, body and answer; route_table.go) and the component
+// schemas (records reflected from the handlers' views, inputs, socket
 // messages). Tests keep it true: every route of the router is described in detail and
 // every described route exists, the examples validate against their schemas, and real
 // answers and socket messages validate against the description.
@@ -39,13 +39,34 @@ func envelope(data obj) obj {
 		"success": obj{"const": true}, "data": data}}
 }
 
-// opSchema names the body and answer of an operation.
-type opSchema struct {
+// operation is a route's OpenAPI detail, declared in its row of the route table.
+type operation struct {
 	summary string
 	body    obj // schema of the JSON body; nil for none
 	status  int // success status; 0 means 200
 	data    obj // schema of data; nil for an answer that is not the envelope
+	// raw is the media type of a success that is not the JSON envelope (a file, a page).
+	raw string
+	// formBody is the schema of a multipart/form-data body (an upload), instead of JSON.
+	formBody obj
+	// orErr: the success may be the Error envelope too (a sign-in answering requires2FA).
+	orErr bool
+	// sock names the message schemas of a WebSocket upgrade ("WSClient": WSClientIn and
+	// WSClientOut).
+	sock string
 }
+
+// answers sets the media type of a success that is not the envelope.
+func (o operation) answers(mediaType string) operation { o.raw = mediaType; return o }
+
+// form sets a multipart/form-data body.
+func (o operation) form(schema obj) operation { o.formBody = schema; return o }
+
+// orError lets the success be the Error envelope too.
+func (o operation) orError() operation { o.orErr = true; return o }
+
+// socket makes the operation a WebSocket upgrade whose messages are side+"In"/"Out".
+func (o operation) socket(side string) operation { o.sock = side; return o }
 
 // componentSchemas are the named schemas, each with an example the tests validate: the
 // records reflected from the views, the inputs and small answers, the envelopes.
@@ -61,7 +82,7 @@ func componentSchemas() obj {
 	for _, c := range errorCodes {
 		codes = append(codes, string(c))
 	}
-	created := obj{"allOf": []any{ref("APIKey"), obj{"type": "object", "required": []string{"key"}, "properties": obj{"key": str}}},
+	apiKeyCreated := obj{"allOf": []any{ref("APIKey"), obj{"type": "object", "required": []string{"key"}, "properties": obj{"key": str}}},
 		"examples": []any{obj{"id": "5f0c6c1e-2d7e-4a57-9b0e-0b7f3f1f2b11", "name": "shop", "maskedKey": "kws_Ab3d...x9Yz",
 			"key": "kws_Ab3dEfGhIjKlMnOpQrStUvWxYz0123x9Yz", "scopes": []string{"licenses:create"}, "apps": []string{},
 			"expiresAt": nil, "lastUsedAt": nil, "lastUsedIp": "", "createdAt": "2026-04-01T10:00:00.000Z", "updatedAt": "2026-04-01T10:00:00.000Z"}}}
@@ -85,7 +106,7 @@ func componentSchemas() obj {
 			"expiresAt": obj{"type": "string", "description": "RFC 3339; \"\" removes the expiry"}},
 			"examples": []any{obj{"name": "shop", "scopes": []string{"licenses:create", "users:read"}, "apps": []string{"app-1"},
 				"expiresAt": "2027-01-01T00:00:00Z"}}},
-		"APIKeyCreated": created,
+		"APIKeyCreated": apiKeyCreated,
 		"AuditEntry": obj{"type": "object", "required": []string{"id", "accountId", "appId", "actor", "ip", "method", "route", "path", "recordType", "recordId", "status", "before", "after", "createdAt"},
 			"properties": obj{"id": str, "accountId": str, "appId": str, "ip": str, "method": str, "route": str, "path": str,
 				"recordType": str, "recordId": str, "status": obj{"type": "integer"}, "createdAt": strOrNull,
@@ -183,8 +204,8 @@ func responseRef(named obj, status string, codes []string) obj {
 // scopeNames are the grantable scopes of the scope table, sorted.
 func scopeNames() []string {
 	seen := map[string]bool{}
-	for _, s := range routeScopes {
-		if strings.Contains(s, ":") && s != apikeys.Credentials {
+	for _, r := range routeIndex.sorted {
+		if s := r.scope; strings.Contains(s, ":") && s != apikeys.Credentials {
 			res, _, _ := strings.Cut(s, ":")
 			for _, a := range []string{"read", "create", "update", "delete", "write"} {
 				seen[res+":"+a] = true
@@ -197,28 +218,6 @@ func scopeNames() []string {
 	}
 	sort.Strings(out)
 	return out
-}
-
-// tagOf groups a route in the reference.
-func tagOf(path, scope string) string {
-	switch {
-	case scope == scopeClient:
-		return "Client API"
-	case strings.HasPrefix(path, "/api/admin"):
-		return "Administration"
-	case strings.HasPrefix(path, "/api/auth/api-keys"):
-		return "API keys"
-	case strings.HasPrefix(path, "/api/auth") || path == "/api/plans":
-		return "Account"
-	case path == "/api/audit":
-		return "Audit"
-	case strings.Contains(path, "/ws"):
-		return "WebSocket"
-	case !strings.HasPrefix(path, "/api/"), path == "/api/openapi.json", path == "/api/docs":
-		return "Operations"
-	}
-	res, _, _ := strings.Cut(scope, ":")
-	return strings.ToUpper(res[:1]) + res[1:]
 }
 
 // operationID is a unique name made of the method and the path's words.
@@ -234,97 +233,74 @@ func operationID(method, route string) string {
 	return b.String()
 }
 
-// specOf answers the detail of a route (PUT is PATCH's twin).
-func specOf(method, route string) (opSchema, bool) {
-	if method == http.MethodPut {
-		method = http.MethodPatch
-	}
-	spec, found := operationSchemas[method+" "+route]
-	return spec, found
-}
-
-// rawAnswers are the routes whose success is not the JSON envelope: their media type.
-var rawAnswers = map[string]string{
-	"GET /metrics": "text/plain", "GET /api/docs": "text/html", "GET /api/docs/app.js": "text/javascript",
-	"GET /api/openapi.json": "application/json", "GET /api/client/confirm-reset/:token": "text/html",
-	"GET /api/apps/:appId/files/:fileId/download": "application/octet-stream", "POST /api/client/file": "application/octet-stream",
-}
-
-// buildOpenAPI makes the description of every route of the scope table.
-func buildOpenAPI() obj {
+// buildOpenAPI makes the description of every route of the table.
+func buildOpenAPI(routes []*route) obj {
 	paths, named := obj{}, obj{}
 	ids := map[string]int{}
-	for _, r := range RouteScopes() {
-		p := openAPIPath(r.Path)
+	for _, r := range routes {
+		p := openAPIPath(r.path)
 		item, _ := paths[p].(obj)
 		if item == nil {
 			item = obj{}
 			paths[p] = item
 		}
-		key := r.Method + " " + r.Path
-		spec, _ := specOf(r.Method, r.Path)
-		id := operationID(r.Method, r.Path)
+		spec := r.op
+		id := operationID(r.method, r.path)
 		if ids[id]++; ids[id] > 1 {
 			id = fmt.Sprintf("%s%d", id, ids[id])
 		}
-		op := obj{"operationId": id, "tags": []string{tagOf(r.Path, r.Scope)}, "x-keyward-scope": r.Scope}
+		op := obj{"operationId": id, "tags": []string{r.tag}, "x-keyward-scope": r.scope}
 		summary := spec.summary
 		if summary == "" {
-			summary = r.Method + " " + r.Path
+			summary = r.method + " " + r.path
 		}
 		op["summary"] = summary
 		var params []any
-		for _, m := range pathParam.FindAllStringSubmatch(r.Path, -1) {
+		for _, m := range pathParam.FindAllStringSubmatch(r.path, -1) {
 			params = append(params, obj{"name": m[1], "in": "path", "required": true, "schema": obj{"type": "string"}})
 		}
 		params = append(params, queryParams(spec.summary)...)
-		switch r.Scope {
+		switch r.scope {
 		case scopePublic, scopeClient:
 			op["security"] = []any{}
 		case scopeSession:
 			op["security"] = []any{obj{"bearer": []string{}}}
 		default:
 			op["security"] = []any{obj{"bearer": []string{}}, obj{"apiKey": []string{}}}
-			op["description"] = fmt.Sprintf("Scoped API keys need the scope `%s`.", r.Scope)
+			op["description"] = fmt.Sprintf("Scoped API keys need the scope `%s`.", r.scope)
 		}
-		if r.Scope == apikeys.Credentials {
+		if r.scope == apikeys.Credentials {
 			op["description"] = "A session or the account key only: no scoped key reaches this route."
 		}
-		hasBody := spec.body != nil || key == "POST "+uploadRoute
+		hasBody := spec.body != nil || spec.formBody != nil
 		if hasBody {
 			body, ct := spec.body, "application/json"
-			if key == "POST "+uploadRoute {
-				ct, body = "multipart/form-data", obj{"type": "object", "required": []string{"file"}, "properties": obj{
-					"file": obj{"type": "string", "contentMediaType": "application/octet-stream"}, "name": obj{"type": "string"}, "version": obj{"type": "string"}}}
+			if spec.formBody != nil {
+				ct, body = "multipart/form-data", spec.formBody
 			}
 			required, _ := body["required"].([]string)
 			op["requestBody"] = obj{"required": len(required) > 0 || body["$ref"] != nil, "content": obj{ct: obj{"schema": body}}}
 		}
-		responses := errorResponses(named, r, hasBody)
+		responses := errorResponses(named, RouteScope{Method: r.method, Path: r.path, Scope: r.scope}, hasBody)
 		status := spec.status
 		if status == 0 {
 			status = http.StatusOK
 		}
 		success := obj{"description": "Success"}
-		switch mt, raw := rawAnswers[key]; {
-		case strings.HasSuffix(r.Path, "/ws") || strings.HasSuffix(r.Path, "/ws/connect"):
+		switch {
+		case spec.sock != "":
 			op["description"] = "WebSocket upgrade (token in the `token` query member). The messages are the schemas WSClientIn/WSClientOut (program's socket) and WSDashboardIn/WSDashboardOut (dashboard socket), and the tables in docs/API.md (WebSocket channels)."
 			params = append(params, obj{"name": "token", "in": "query", "required": true, "schema": obj{"type": "string"}})
 			status, success = http.StatusSwitchingProtocols, obj{"description": "Switching Protocols: the socket is open"}
-			side := "WSClient"
-			if strings.HasSuffix(r.Path, "/ws/connect") {
-				side = "WSDashboard"
-			}
-			op["x-keyward-messages"] = obj{"send": ref(side + "In"), "receive": ref(side + "Out")}
-		case raw:
-			success["content"] = obj{mt: obj{"schema": obj{"type": "string"}}}
-			if mt == "application/json" {
-				success["content"] = obj{mt: obj{"schema": obj{"type": "object"}}}
+			op["x-keyward-messages"] = obj{"send": ref(spec.sock + "In"), "receive": ref(spec.sock + "Out")}
+		case spec.raw != "":
+			success["content"] = obj{spec.raw: obj{"schema": obj{"type": "string"}}}
+			if spec.raw == "application/json" {
+				success["content"] = obj{spec.raw: obj{"schema": obj{"type": "object"}}}
 			}
 		default:
 			schema := envelope(spec.data)
-			if key == "POST /api/auth/login" {
-				// A sign-in that needs a code answers 200 with requires2FA (SPEC 7.2).
+			if spec.orErr {
 				schema = obj{"anyOf": []any{schema, ref("Error")}}
 			}
 			success["content"] = obj{"application/json": obj{"schema": schema}}
@@ -334,7 +310,7 @@ func buildOpenAPI() obj {
 		if params != nil {
 			op["parameters"] = params
 		}
-		item[strings.ToLower(r.Method)] = op
+		item[strings.ToLower(r.method)] = op
 	}
 	return obj{
 		"openapi": "3.1.0",
@@ -359,18 +335,20 @@ func buildOpenAPI() obj {
 type apiDocsHandlers struct{ spec []byte }
 
 func newAPIDocs() (*apiDocsHandlers, error) {
-	b, err := json.Marshal(buildOpenAPI())
+	b, err := json.Marshal(buildOpenAPI(routeIndex.sorted))
 	if err != nil {
 		return nil, fmt.Errorf("httpapi: OpenAPI description: %w", err)
 	}
 	return &apiDocsHandlers{spec: b}, nil
 }
 
-func (h *apiDocsHandlers) routes(api *gin.RouterGroup) {
-	api.GET("/openapi.json", func(c *gin.Context) { c.Data(http.StatusOK, "application/json", h.spec) })
-	api.GET("/docs", func(c *gin.Context) {
-		c.Header("Content-Security-Policy", "default-src 'self'; frame-ancestors 'none'")
-		c.Data(http.StatusOK, "text/html; charset=utf-8", apidocs.Page)
-	})
-	api.GET("/docs/app.js", func(c *gin.Context) { c.Data(http.StatusOK, "text/javascript; charset=utf-8", apidocs.Script) })
+func (h *apiDocsHandlers) openAPI(c *gin.Context) { c.Data(http.StatusOK, "application/json", h.spec) }
+
+func (h *apiDocsHandlers) page(c *gin.Context) {
+	c.Header("Content-Security-Policy", "default-src 'self'; frame-ancestors 'none'")
+	c.Data(http.StatusOK, "text/html; charset=utf-8", apidocs.Page)
+}
+
+func (h *apiDocsHandlers) script(c *gin.Context) {
+	c.Data(http.StatusOK, "text/javascript; charset=utf-8", apidocs.Script)
 }

@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"encoding/json"
+	"net/http"
 	"reflect"
 	"regexp"
 	"sort"
@@ -316,9 +317,18 @@ func batch(name, item string) obj { return props(name+"!:"+item+"[]", "count!:in
 func list(item string) obj { return typeOf(item + "[]") }
 
 // op is an operation's detail: a summary, its body, and its data.
-func op(summary string, body, data obj) opSchema {
-	return opSchema{summary: summary, body: body, data: data}
+func op(summary string, body, data obj) operation {
+	return operation{summary: summary, body: body, data: data}
 }
+
+// created is an operation answering 201 with the record made.
+func created(summary string, body, data obj) operation {
+	return operation{summary: summary, body: body, status: http.StatusCreated, data: data}
+}
+
+// uploadForm is the multipart body of a file upload.
+var uploadForm = obj{"type": "object", "required": []string{"file"}, "properties": obj{
+	"file": obj{"type": "string", "contentMediaType": "application/octet-stream"}, "name": obj{"type": "string"}, "version": obj{"type": "string"}}}
 
 var (
 	msgData = ref("Message")
@@ -331,187 +341,9 @@ var (
 	noBody  obj
 )
 
-// operationSchemas are the operations' bodies and answers, by "METHOD /route" (PUT reads
-// PATCH's). Every route of the router has one; a test keeps it so.
-var operationSchemas = withVariableRoutes(map[string]opSchema{
-	"GET /healthz":          op("Liveness", noBody, props("status!:string")),
-	"GET /readyz":           op("Readiness: each engine's state", noBody, obj{"type": "object", "additionalProperties": obj{"enum": []string{"ok", "unavailable"}}}),
-	"GET /metrics":          op("Prometheus metrics", noBody, nil),
-	"GET /api/openapi.json": op("This description", noBody, nil),
-	"GET /api/docs":         op("The browsable reference", noBody, nil),
-	"GET /api/docs/app.js":  op("The reference page's script", noBody, nil),
-	"GET /api/plans":        op("The plans", noBody, list("Plan")),
-
-	"POST /api/auth/register": {summary: "Create an account (a verification mail follows)", body: props("email!:string", "username!:string", "password!:string"),
-		status: 202, data: props("message!:string", "requireVerify!:boolean")},
-	"POST /api/auth/login":               op("Sign in (answers requires2FA when a code is needed)", props("username!:string", "password!:string", "twoFactorCode:string"), ref("Session")),
-	"POST /api/auth/verify-email":        op("Verify the email and sign in", props("token!:string"), props("message!:string", "token!:string", "account!:AccountSummary", "expiresAt:string")),
-	"POST /api/auth/resend-verification": op("Mail the verification link again", props("email!:string"), msgData),
-	"POST /api/auth/forgot-password":     op("Mail a password reset link", props("email!:string"), msgData),
-	"POST /api/auth/reset-password":      op("Set a new password with the mailed token", props("token!:string", "newPassword!:string"), msgData),
-	"POST /api/auth/reset-password-2fa":  op("Set a new password with a 2FA code", props("username!:string", "twoFactorCode!:string", "newPassword!:string"), msgData),
-	"GET /api/auth/me":                   op("The signed-in account", noBody, ref("Account")),
-	"GET /api/auth/mail-outbox":          op("The folder this server writes its mails to when no SMTP server is set (empty otherwise)", noBody, props("outbox!:string")),
-	"POST /api/auth/change-password": op("Change the password (every other session ends; a new token is answered)",
-		props("currentPassword!:string", "newPassword!:string", "twoFactorCode:string"), props("message!:string", "token!:string", "expiresAt:string")),
-	"POST /api/auth/logout":             op("End this session", noBody, msgData),
-	"POST /api/auth/api-key/regenerate": op("Replace the account key (shown once)", noBody, props("apiKey!:string")),
-	"POST /api/auth/2fa/setup":          op("Start 2FA: a TOTP secret", noBody, props("secret!:string", "otpauth!:string")),
-	"POST /api/auth/2fa/enable":         op("Enable 2FA with a first code", props("code!:string"), msgData),
-	"POST /api/auth/2fa/disable":        op("Disable 2FA", props("password!:string", "code!:string"), msgData),
-	"POST /api/auth/plan":               op("Choose a plan", props("plan!:string"), ref("Account")),
-	"GET /api/auth/api-keys":            op("List scoped API keys (masked)", noBody, list("APIKey")),
-	"POST /api/auth/api-keys":           {summary: "Create a scoped API key (the full key is shown once)", body: ref("APIKeyInput"), status: 201, data: ref("APIKeyCreated")},
-	"PATCH /api/auth/api-keys/:keyId":   op("Change a scoped API key", ref("APIKeyInput"), ref("APIKey")),
-	"DELETE /api/auth/api-keys/:keyId":  op("Revoke a scoped API key", noBody, msgData),
-
-	"GET /api/admin/accounts":              op("Accounts (administrators; query: search, limit, offset)", noBody, pageSchema("accounts", "Account")),
-	"PATCH /api/admin/accounts/:accountId": op("Change an account's plan or role (administrators)", props("plan:string", "role:string"), ref("Account")),
-	"GET /api/admin/audit":                 op("Any account's audit log (administrators; query: accountId, appId, actorId, recordType, from, to, limit, offset)", noBody, ref("AuditPage")),
-	"GET /api/audit":                       op("The account's audit log (query: appId, actorId, recordType, from, to, limit, offset)", noBody, ref("AuditPage")),
-
-	"GET /api/apps":        op("The account's applications", noBody, list("App")),
-	"POST /api/apps":       {summary: "Create an application (the full secret is shown once)", body: props("name!:string", "description:string", "version:string"), status: 201, data: ref("App")},
-	"GET /api/apps/:appId": op("An application (with its public key)", noBody, ref("App")),
-	"PATCH /api/apps/:appId": op("Change an application", props("name:string", "description:string", "version:string", "enabled:boolean", "paused:boolean",
-		"antiDebug:boolean", "antiVM:boolean", "lockHwid:boolean", "lockIp:boolean", "lockPcName:boolean", "sessionTimeout:integer",
-		"fileEncryption:boolean", "signResponses:boolean", "graceSeconds:integer", "licenseFileDays:integer"), ref("App")),
-	"DELETE /api/apps/:appId":                      op("Delete an application and all its data", props("confirm!:boolean"), msgData),
-	"POST /api/apps/:appId/secret/regenerate":      op("Replace the application secret (shown once)", noBody, secret),
-	"POST /api/apps/:appId/signing-key/regenerate": op("Replace the signing key pair", noBody, ref("App")),
-	"GET /api/apps/:appId/stats": op("Counts of the application", noBody, members(obj{
-		"users": props("total!:integer", "active!:integer", "banned!:integer"), "licenses": props("total!:integer", "used!:integer", "unused!:integer"),
-		"sessions": props("active!:integer"), "logins": props("today!:integer", "thisWeek!:integer")})),
-	"GET /api/apps/:appId/users":                        op("Users (query: search, sortBy, sortOrder, banned, expired, inGrace, limit, offset)", noBody, pageSchema("users", "User")),
-	"POST /api/apps/:appId/users":                       {summary: "Create a user", body: props("username!:string", "password!:string", "email:string", "level:integer", "expiresAt:date", "deviceLimit:integer", "metadata:object"), status: 201, data: ref("User")},
-	"GET /api/apps/:appId/users/:userId":                op("A user with devices and subscriptions", noBody, ref("User")),
-	"PATCH /api/apps/:appId/users/:userId":              op("Change a user", userPatch, ref("User")),
-	"DELETE /api/apps/:appId/users/:userId":             op("Delete a user", noBody, msgData),
-	"POST /api/apps/:appId/users/:userId/kill-sessions": op("End every client session of a user", noBody, deleted),
-	"POST /api/apps/:appId/users/:userId/reset-hwid":    op("Reset a user's hardware binding", noBody, props("message!:string", "devicesRemoved!:integer", "hwidResets!:integer")),
-	"POST /api/apps/:appId/users/:userId/extend":        op("Extend a user's subscription by duration seconds", props("duration!:integer"), ref("User")),
-	"GET /api/apps/:appId/users/:userId/ip":             op("A user's IP addresses (administrators)", noBody, props("lastLoginIp!:string", "lockedIp!:string")),
-
-	"GET /api/apps/:appId/licenses": op("Licenses (query: search, sortBy, sortOrder, used, banned, expired, limit, offset)", noBody, pageSchema("licenses", "License")),
-	"POST /api/apps/:appId/licenses": {summary: "Create licenses", body: props("count:integer", "level:integer", "maxUses:integer", "duration:integer",
-		"expiresAt:date", "prefix:string", "note:string", "maxSeats:integer"), status: 201, data: batch("licenses", "License")},
-	"POST /api/apps/:appId/licenses/verify":      op("Find a license by its key", props("key!:string"), ref("License")),
-	"POST /api/apps/:appId/licenses/bulk-delete": op("Delete licenses by id or by filter (used, unused, expired, banned, all)", props("ids:strings", "filter:string"), deleted),
-	"GET /api/apps/:appId/licenses/:licenseId":   op("A license", noBody, ref("License")),
-	"PATCH /api/apps/:appId/licenses/:licenseId": op("Change a license", props("level:integer", "maxUses:integer", "duration:integer", "deviceLimit:integer",
-		"maxSeats:integer", "displayName:string", "note:string", "discordId:string", "enabled:boolean", "banned:boolean"), ref("License")),
-	"DELETE /api/apps/:appId/licenses/:licenseId":               op("Delete a license", noBody, msgData),
-	"GET /api/apps/:appId/licenses/:licenseId/user":             op("The user of a license (administrators)", noBody, props("username!:string", "lastLoginIp!:string", "lockedIp!:string", "hwid!:string", "pcName!:string")),
-	"POST /api/apps/:appId/licenses/:licenseId/file":            op("Issue a signed offline license file", noBody, ref("LicenseFile")),
-	"GET /api/apps/:appId/licenses/:licenseId/seats":            op("The seats in use of a floating license", noBody, props("maxSeats!:integer", "inUse!:integer", "seats!:Seat[]")),
-	"DELETE /api/apps/:appId/licenses/:licenseId/seats/:seatId": op("Free a seat (ends that session)", noBody, msgData),
-
-	"GET /api/apps/:appId/devices":              op("Devices (query: search, limit, offset)", noBody, pageSchema("devices", "Device")),
-	"DELETE /api/apps/:appId/devices/:deviceId": op("Forget a device", noBody, msgData),
-	"GET /api/apps/:appId/tokens":               op("Tokens (query: limit, offset)", noBody, pageSchema("tokens", "Token")),
-	"POST /api/apps/:appId/tokens":              {summary: "Create tokens", body: props("count:integer", "maxUses:integer", "expiresAt:date", "note:string", "level:integer"), status: 201, data: batch("tokens", "Token")},
-	"PATCH /api/apps/:appId/tokens/:tokenId":    op("Change a token", props("maxUses:integer", "note:string", "enabled:boolean", "level:integer"), ref("Token")),
-	"DELETE /api/apps/:appId/tokens/:tokenId":   op("Delete a token", noBody, msgData),
-
-	"POST /api/apps/:appId/variables/bulk":  {summary: "Create or replace many application variables", body: props("variables!:VariableInput[]"), status: 201, data: batch("variables", "Variable")},
-	"GET /api/apps/:appId/rules":            op("Access rules (query: type, action)", noBody, list("Rule")),
-	"POST /api/apps/:appId/rules":           {summary: "Create an access rule", body: ref("RuleInput"), status: 201, data: ref("Rule")},
-	"POST /api/apps/:appId/rules/bulk":      {summary: "Create many access rules", body: props("rules!:RuleInput[]"), status: 201, data: batch("rules", "Rule")},
-	"PATCH /api/apps/:appId/rules/:ruleId":  op("Change an access rule", props("value:string", "note:string", "enabled:boolean"), ref("Rule")),
-	"DELETE /api/apps/:appId/rules/:ruleId": op("Delete an access rule", noBody, msgData),
-	"GET /api/apps/:appId/logs":             op("Logs (query: event, level, username, startDate, endDate, limit, offset)", noBody, pageSchema("logs", "LogEntry")),
-	"DELETE /api/apps/:appId/logs":          op("Purge logs older than some days (query: days)", noBody, deleted),
-	"GET /api/apps/:appId/logs/stats":       op("Log counts by level and event (query: hours)", noBody, obj{"type": "object", "required": []string{"total", "byLevel", "byEvent"}, "properties": obj{"total": obj{"type": "integer"}, "byLevel": obj{"type": "object", "additionalProperties": obj{"type": "integer"}}, "byEvent": obj{"type": "object", "additionalProperties": obj{"type": "integer"}}}}),
-	"GET /api/apps/:appId/logs/events":      op("The event names seen", noBody, typeOf("strings")),
-	"GET /api/apps/:appId/analytics/overview": op("Analytics overview (query: period)", noBody, members(obj{"period": typeOf("string"),
-		"users": props("total!:integer", "new!:integer", "active!:integer", "banned!:integer"), "licenses": props("total!:integer", "unused!:integer"),
-		"sessions": props("active!:integer"), "activity": props("logins!:integer", "failedLogins!:integer", "registrations!:integer")})),
-	"GET /api/apps/:appId/analytics/timeseries": op("Event counts per bucket (query: period, event)", noBody, typeOf("AnalyticsPoint[]")),
-	"GET /api/apps/:appId/analytics/geography":  op("Logins by country (query: days)", noBody, typeOf("CountryCount[]")),
-	"GET /api/apps/:appId/analytics/recent":     op("Recent events (query: limit)", noBody, typeOf("RecentEvent[]")),
-
-	"GET /api/apps/:appId/files":                  op("Files", noBody, list("File")),
-	"POST /api/apps/:appId/files":                 {summary: "Upload a file (multipart: file, name, version)", status: 201, data: ref("File")},
-	"PATCH /api/apps/:appId/files/:fileId":        op("Rename or re-version a file", props("name:string", "version:string"), ref("File")),
-	"DELETE /api/apps/:appId/files/:fileId":       op("Delete a file", noBody, msgData),
-	"GET /api/apps/:appId/files/:fileId/download": op("Download a file's bytes", noBody, nil),
-
-	"GET /api/integrations/events":      op("The event names integrations subscribe to", noBody, typeOf("strings")),
-	"GET /api/apps/:appId/integrations": op("Integrations", noBody, list("Integration")),
-	"POST /api/apps/:appId/integrations": {summary: "Create an integration (a CUSTOM one's secret is shown once)",
-		body: props("name!:string", "type!:string", "webhookUrl!:string", "events:strings", "enabled:boolean"), status: 201, data: ref("Integration")},
-	"GET /api/apps/:appId/integrations/:integrationId":    op("An integration", noBody, ref("Integration")),
-	"PATCH /api/apps/:appId/integrations/:integrationId":  op("Change an integration", props("name:string", "webhookUrl:string", "events:strings", "enabled:boolean"), ref("Integration")),
-	"DELETE /api/apps/:appId/integrations/:integrationId": op("Delete an integration", noBody, msgData),
-	"POST /api/apps/:appId/integrations/:integrationId/test": op("Send a test delivery", noBody,
-		props("message!:string", "delivered!:boolean", "statusCode!:integer", "latencyMs!:integer", "error:string")),
-	"POST /api/apps/:appId/integrations/:integrationId/secret/regenerate": op("Replace the signing secret (shown once)", noBody, secret),
-	"GET /api/apps/:appId/integrations/:integrationId/deliveries":         op("Delivery attempts (query: limit, offset)", noBody, pageSchema("attempts", "DeliveryAttempt")),
-
-	"GET /api/apps/:appId/ws/connect":                     op("The owner's dashboard socket (WebSocket)", noBody, nil),
-	"GET /api/apps/:appId/ws/online":                      op("Users online", noBody, count),
-	"GET /api/apps/:appId/ws/sessions":                    op("Sockets online", noBody, props("count!:integer", "sessions!:SocketSession[]")),
-	"POST /api/apps/:appId/ws/broadcast":                  op("Broadcast a message to every socket", props("message!:string", "type:string"), props("sent!:boolean", "onlineUsers!:integer")),
-	"POST /api/apps/:appId/ws/chat":                       op("Send a chat message to a user", props("userId!:string", "message!:string"), props("sent!:boolean")),
-	"POST /api/apps/:appId/ws/command":                    op("Send a command (to a user, or to every socket)", props("command!:string", "userId:string", "payload:object"), props("sent!:boolean", "recipients!:integer")),
-	"POST /api/apps/:appId/ws/push":                       op("Push JSON (to a user, or to every socket)", props("payload!:object", "userId:string"), props("sent!:boolean", "recipients!:integer")),
-	"POST /api/apps/:appId/ws/users/:userId/force-logout": op("Force a user's sockets to log out", reason, sentTo),
-	"POST /api/apps/:appId/ws/users/:userId/kick":         op("Close a user's sockets", reason, sentTo),
-	"POST /api/apps/:appId/ws/users/:userId/ban":          op("Ban a user and close their sockets", reason, props("banned!:boolean", "userId!:string")),
-	"GET /api/apps/:appId/ws/hooks":                       op("Socket hooks", noBody, props("count!:integer", "hooks!:WSHook[]")),
-	"POST /api/apps/:appId/ws/hooks":                      {summary: "Create a socket hook", body: props("name!:string", "event!:string", "description:string", "conditions:HookCondition[]", "actions!:HookAction[]", "enabled:boolean", "priority:integer"), status: 201, data: ref("WSHook")},
-	"PATCH /api/apps/:appId/ws/hooks/:hookId":             op("Change a socket hook", props("name:string", "event:string", "description:string", "conditions:HookCondition[]", "actions:HookAction[]", "enabled:boolean", "priority:integer"), ref("WSHook")),
-	"DELETE /api/apps/:appId/ws/hooks/:hookId":            op("Delete a socket hook", noBody, msgData),
-
-	// The Client API (SPEC 5, CLIENT-SDKS.md): members are read as text, so numbers and
-	// booleans are accepted where strings are meant.
-	"GET /api/client/ws":                   op("The program's socket (WebSocket)", noBody, nil),
-	"GET /api/client/confirm-reset/:token": op("Confirm a mailed HWID/IP reset (an HTML page)", noBody, nil),
-	"POST /api/client/init":                op("Open a session", props("secret!:scalar", "version:scalar", "hwid:scalar"), ref("ClientInit")),
-	"POST /api/client/nonce":               op("A nonce for the next call (X-Nonce)", clientReq(), props("nonce!:string")),
-	"POST /api/client/login":               op("Sign a user in", clientReq("username!:scalar", "password!:scalar", "licenseKey:scalar", "hwid:scalar", "pcName:scalar"), ref("ClientUser")),
-	"POST /api/client/register": op("Register a user with a license key", clientReq("username!:scalar", "password!:scalar", "email:scalar",
-		"displayName:scalar", "licenseKey:scalar", "hwid:scalar", "pcName:scalar"), ref("ClientUser")),
-	"POST /api/client/license":              op("Sign in with a license key alone", clientReq("licenseKey!:scalar", "hwid:scalar", "pcName:scalar"), ref("ClientUser")),
-	"POST /api/client/activate":             op("Activate a license on the signed-in user", clientReq("licenseKey!:scalar"), props("level!:integer", "username!:string", "licenseActivated!:boolean", "expiresAt:string")),
-	"POST /api/client/heartbeat":            op("Keep the session alive", clientReq(), props("expiresAt!:string")),
-	"POST /api/client/check":                op("Check the session (or a license, with licenseKey)", clientReq("licenseKey:scalar"), obj{"anyOf": []any{props("valid!:boolean", "loggedIn!:boolean", "expiresAt!:string", "username:string"), ref("LicenseCheck")}}),
-	"POST /api/client/end":                  op("End the session", clientReq(), msgData),
-	"POST /api/client/variables":            op("The application's variables", clientReq(), list("ClientVariable")),
-	"POST /api/client/variable":             op("One application variable", clientReq("key:scalar", "name:scalar"), ref("ClientVariable")),
-	"POST /api/client/license-variables":    op("The license's variables", clientReq(), list("ClientVariable")),
-	"POST /api/client/license-variable":     op("One license variable", clientReq("key:scalar", "name:scalar"), ref("ClientVariable")),
-	"POST /api/client/user-variables":       op("The user's variables", clientReq(), list("ClientVariable")),
-	"POST /api/client/user-variable":        op("One user variable", clientReq("key:scalar", "name:scalar"), ref("ClientVariable")),
-	"POST /api/client/set-user-variable":    op("Set a user variable", clientReq("key:scalar", "name:scalar", "value!:scalar"), ref("ClientVariable")),
-	"POST /api/client/delete-user-variable": op("Delete a user variable", clientReq("key:scalar", "name:scalar"), msgData),
-	"POST /api/client/user":                 op("The signed-in user", clientReq(), ref("ClientUser")),
-	"POST /api/client/log":                  op("Write a log entry", clientReq("event!:scalar", "message:scalar", "level:scalar", "data:object"), msgData),
-	"POST /api/client/token":                op("Validate a token", clientReq("token!:scalar"), props("valid!:boolean", "level!:integer", "usedCount:integer", "maxUses:integer")),
-	"POST /api/client/check-license":        op("Check a license key", clientReq("licenseKey!:scalar"), ref("LicenseCheck")),
-	"POST /api/client/change-password":      op("Change the signed-in user's password", clientReq("currentPassword!:scalar", "newPassword!:scalar"), msgData),
-	"POST /api/client/check-update": op("Is a newer version or file out?", clientReq("currentVersion:scalar", "fileName:scalar", "name:scalar"),
-		props("updateAvailable!:boolean", "latestVersion!:string", "currentVersion!:string", "file:UpdateFile", "downloadUrl:string")),
-	"POST /api/client/file":          op("Download a file's bytes (X-File-Hash, X-File-Version, X-File-Encrypted, X-File-Nonce)", clientReq("name:scalar", "fileName:scalar"), nil),
-	"POST /api/client/request-reset": op("Mail a link that resets the HWID and IP binding", clientReq("licenseKey:scalar", "hwid:scalar"), msgData),
-	"POST /api/client/license-file":  op("The signed-in user's offline license file", clientReq(), ref("LicenseFile")),
-})
-
 var userPatch = props("password:string", "email:string", "level:integer", "expiresAt:date", "deviceLimit:integer", "enabled:boolean",
 	"banned:boolean", "banReason:string", "hwid:string", "displayName:string", "pcName:string", "lockedIp:string",
 	"hwidResetMax:integer", "hwidResetCooldown:integer", "ipResetMax:integer", "ipResetCooldown:integer", "metadata:object")
-
-// withVariableRoutes adds the three variable collections (app, user, license), described
-// alike, to the operations.
-func withVariableRoutes(operationSchemas map[string]opSchema) map[string]opSchema {
-	for _, base := range []string{"/api/apps/:appId/variables", "/api/apps/:appId/users/:userId/variables", "/api/apps/:appId/licenses/:licenseId/variables"} {
-		operationSchemas["GET "+base] = op("Variables", noBody, list("Variable"))
-		operationSchemas["POST "+base] = opSchema{summary: "Create a variable", body: ref("VariableInput"), status: 201, data: ref("Variable")}
-		operationSchemas["PATCH "+base+"/:varId"] = op("Change a variable", varBody, ref("Variable"))
-		operationSchemas["DELETE "+base+"/:varId"] = op("Delete a variable", noBody, msgData)
-	}
-	return operationSchemas
-}
 
 // wsMessage describes a socket message of one type: {"type": typ, "data": data}.
 func wsMessage(typ string, data obj) obj {

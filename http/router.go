@@ -96,7 +96,7 @@ const (
 
 func init() { gin.SetMode(gin.ReleaseMode) }
 
-// New builds the handler with every route of ROUTES.md that exists so far.
+// New builds the handler with every route of the route table (route_table.go).
 func New(d Deps, cfg Config) (http.Handler, error) {
 	if d.Accounts == nil || d.APIKeys == nil || d.Audit == nil || d.Apps == nil || d.Variables == nil || d.Rules == nil || d.Logs == nil || d.Analytics == nil || d.Files == nil || d.Integrations == nil || d.Client == nil || d.Realtime == nil || d.WSHooks == nil || d.Limiter == nil || d.Metrics == nil || d.Log == nil {
 		return nil, errors.New("httpapi: missing dependency")
@@ -136,77 +136,49 @@ func New(d Deps, cfg Config) (http.Handler, error) {
 		fail(c, core.E(core.CodeNoMethod, "method %s is not allowed on %s", c.Request.Method, c.Request.URL.Path))
 	})
 
-	r.GET("/healthz", func(c *gin.Context) { ok(c, http.StatusOK, gin.H{"status": "ok"}) })
-	r.GET("/readyz", readyz(d.Ready))
-	if cfg.MetricsOnMain {
-		r.GET("/metrics", gin.WrapH(promhttp.HandlerFor(d.Metrics, promhttp.HandlerOpts{})))
-	}
-
-	// Owner routes take a session, the account key or a scoped key (checkScope).
+	// Owner routes take a session, the account key or a scoped key (checkScope). Changes
+	// through the routes the table audits go to the audit log (after requireOwner: refused
+	// requests are not recorded).
 	owners := ownerAuth{Authenticator: d.Accounts, keys: d.APIKeys}
-	// Changes through the owner and admin routes go to the audit log (after requireOwner:
-	// refused requests are not recorded).
-	audited := auditChanges(d.Audit, d.Log)
-	h := &accountHandlers{svc: d.Accounts, limiter: d.Limiter, outbox: cfg.MailOutbox}
-	api := r.Group("/api")
 	docs, err := newAPIDocs()
 	if err != nil {
 		return nil, err
 	}
-	docs.routes(api)
-	api.GET("/plans", h.listPlans)
-	auth := api.Group("/auth")
-	auth.POST("/register", h.register)
-	auth.POST("/login", h.login)
-	auth.POST("/verify-email", h.verifyEmail)
-	auth.POST("/resend-verification", h.resendVerification)
-	auth.POST("/forgot-password", h.forgotPassword)
-	auth.POST("/reset-password", h.resetPassword)
-	auth.POST("/reset-password-2fa", h.resetPassword2FA)
-
-	owner := auth.Group("", requireOwner(owners), audited)
-	owner.GET("/me", h.me)
-	owner.GET("/mail-outbox", h.mailOutbox)
-	owner.POST("/change-password", h.changePassword)
-	owner.POST("/logout", h.logout)
-	owner.POST("/api-key/regenerate", h.regenerateAPIKey)
-	owner.POST("/2fa/setup", h.setup2FA)
-	owner.POST("/2fa/enable", h.enable2FA)
-	owner.POST("/2fa/disable", h.disable2FA)
-	owner.POST("/plan", h.selectPlan)
-	(&apiKeyHandlers{svc: d.APIKeys}).routes(owner)
-
-	admin := api.Group("/admin", requireOwner(owners), requireAdmin(), audited)
-	admin.GET("/accounts", h.adminList)
-	patchOrPut(admin, "/accounts/:accountId", h.adminChange)
-	auditLog := &auditHandlers{svc: d.Audit}
-	admin.GET("/audit", auditLog.any)
-	api.GET("/audit", requireOwner(owners), auditLog.own)
-
-	ah := &appHandlers{svc: d.Apps, sessions: d.Client, files: d.Client.LicenseFiles(), seats: d.Client}
-	one := ah.routes(api.Group("/apps", requireOwner(owners), audited), requireAdmin())
-	dh := &appDataHandlers{vars: d.Variables, rules: d.Rules, logs: d.Logs}
-	dh.routes(one)
-	(&analyticsHandlers{svc: d.Analytics, sessions: d.Client}).routes(one)
-	(&fileHandlers{svc: d.Files}).routes(one)
 	ch := &clientHandlers{svc: d.Client, tokens: d.Apps, limiter: d.Limiter, countryHeader: cfg.CountryHeader}
-	ch.routes(api)
-	ch.resetRoutes(api)
-	(&integrationHandlers{svc: d.Integrations}).routes(api.Group("", requireOwner(owners), audited), one)
 	wsh := newWSHandlers(d.Realtime, d.WSHooks, d.Apps, d.Accounts, d.Limiter, d.Metrics, d.Log)
 	wsh.audit = d.Audit
-	wsh.routes(api, one, ch)
+	handlers := &handlerSet{
+		accounts:     &accountHandlers{svc: d.Accounts, limiter: d.Limiter, outbox: cfg.MailOutbox},
+		apiKeys:      &apiKeyHandlers{svc: d.APIKeys},
+		audit:        &auditHandlers{svc: d.Audit},
+		apps:         &appHandlers{svc: d.Apps, sessions: d.Client, files: d.Client.LicenseFiles(), seats: d.Client},
+		data:         &appDataHandlers{vars: d.Variables, rules: d.Rules, logs: d.Logs},
+		analytics:    &analyticsHandlers{svc: d.Analytics, sessions: d.Client},
+		files:        &fileHandlers{svc: d.Files},
+		client:       ch,
+		integrations: &integrationHandlers{svc: d.Integrations},
+		ws:           wsh,
+		hooks:        &wsHookHandlers{svc: d.WSHooks},
+		docs:         docs,
+		readyz:       readyz(d.Ready),
+		metrics:      gin.WrapH(promhttp.HandlerFor(d.Metrics, promhttp.HandlerOpts{})),
+	}
+	err = register(r, routeTable(handlers), edge{
+		owner: requireOwner(owners), admin: requireAdmin(), audit: auditChanges(d.Audit, d.Log),
+		// /metrics has its own listener unless MetricsOnMain.
+		skip: func(rt route) bool { return rt.path == metricsPath && !cfg.MetricsOnMain },
+	})
+	if err != nil {
+		return nil, err
+	}
 	if missing := unscopedRoutes(r.Routes()); len(missing) > 0 {
 		return nil, errUnscoped(missing)
 	}
 	return r, nil
 }
 
-// patchOrPut registers h for PATCH and, as ROUTES.md allows, PUT with the same body.
-func patchOrPut(g *gin.RouterGroup, path string, h gin.HandlerFunc) {
-	g.PATCH(path, h)
-	g.PUT(path, h)
-}
+// healthz answers that the process serves.
+func healthz(c *gin.Context) { ok(c, http.StatusOK, gin.H{"status": "ok"}) }
 
 // readyz answers 200 when every checker answers within 2 s, else 503 naming the failures.
 func readyz(checks []Checker) gin.HandlerFunc {

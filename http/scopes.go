@@ -2,11 +2,8 @@ package httpapi
 
 import (
 	"context"
-	"fmt"
 	"net/http"
 	"slices"
-	"sort"
-	"strings"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -17,8 +14,8 @@ import (
 	"github.com/keyward/keyward/storage"
 )
 
-// Route classes of the scope table that are not scopes: who may call a route that no
-// scoped key reaches through its scopes.
+// Route classes of the route table's scope column that are not scopes: who may call a
+// route that no scoped key reaches through its scopes.
 const (
 	// scopePublic routes need no credentials (sign-up, login, health, plans).
 	scopePublic = "public"
@@ -29,179 +26,6 @@ const (
 )
 
 const ctxAPIKey = "keyward.apiKey"
-
-// routeScopes is the scope every route of the router needs ("METHOD /full/path"). New
-// refuses to build a router with a route missing here, and docs/API.md lists the table.
-var routeScopes = buildRouteScopes()
-
-func buildRouteScopes() map[string]string {
-	t := map[string]string{
-		"GET /healthz": scopePublic, "GET /readyz": scopePublic, "GET /metrics": scopePublic,
-		"GET /api/plans":        scopePublic,
-		"GET /api/openapi.json": scopePublic, "GET /api/docs": scopePublic, "GET /api/docs/app.js": scopePublic,
-
-		"POST /api/auth/register": scopePublic, "POST /api/auth/login": scopePublic,
-		"POST /api/auth/verify-email": scopePublic, "POST /api/auth/resend-verification": scopePublic,
-		"POST /api/auth/forgot-password": scopePublic, "POST /api/auth/reset-password": scopePublic,
-		"POST /api/auth/reset-password-2fa": scopePublic,
-
-		"GET /api/auth/me":                  "account:read",
-		"GET /api/auth/mail-outbox":         "account:read",
-		"POST /api/auth/change-password":    apikeys.Credentials,
-		"POST /api/auth/logout":             apikeys.Credentials,
-		"POST /api/auth/api-key/regenerate": apikeys.Credentials,
-		"POST /api/auth/2fa/setup":          apikeys.Credentials,
-		"POST /api/auth/2fa/enable":         apikeys.Credentials,
-		"POST /api/auth/2fa/disable":        apikeys.Credentials,
-		"POST /api/auth/plan":               apikeys.Credentials,
-		"GET /api/auth/api-keys":            apikeys.Credentials,
-		"POST /api/auth/api-keys":           apikeys.Credentials,
-		"DELETE /api/auth/api-keys/:keyId":  apikeys.Credentials,
-
-		"GET /api/admin/accounts": "admin:read",
-		"GET /api/admin/audit":    "admin:read",
-		"GET /api/audit":          "audit:read",
-
-		"GET /api/apps": "apps:read", "POST /api/apps": "apps:create",
-		"GET /api/integrations/events": "integrations:read",
-
-		"GET /api/client/ws":                                  scopeClient,
-		"GET /api/client/confirm-reset/:token":                scopeClient,
-		"GET /api/apps/:appId/ws/connect":                     scopeSession,
-		"GET /api/apps/:appId/ws/online":                      "realtime:read",
-		"GET /api/apps/:appId/ws/sessions":                    "realtime:read",
-		"POST /api/apps/:appId/ws/broadcast":                  "realtime:create",
-		"POST /api/apps/:appId/ws/chat":                       "realtime:create",
-		"POST /api/apps/:appId/ws/command":                    "realtime:create",
-		"POST /api/apps/:appId/ws/push":                       "realtime:create",
-		"POST /api/apps/:appId/ws/users/:userId/force-logout": "realtime:update",
-		"POST /api/apps/:appId/ws/users/:userId/kick":         "realtime:update",
-		"POST /api/apps/:appId/ws/users/:userId/ban":          "realtime:update",
-	}
-	for _, r := range []string{"init", "nonce", "login", "register", "license", "activate", "heartbeat", "check", "end",
-		"variables", "variable", "license-variables", "license-variable", "user-variables", "user-variable",
-		"set-user-variable", "delete-user-variable", "user", "log", "token", "check-license", "change-password",
-		"check-update", "file", "request-reset", "license-file"} {
-		t["POST /api/client/"+r] = scopeClient
-	}
-	// PATCH and PUT are one route (patchOrPut).
-	update := func(path, scope string) {
-		t["PATCH "+path], t["PUT "+path] = scope, scope
-	}
-	update("/api/auth/api-keys/:keyId", apikeys.Credentials)
-	update("/api/admin/accounts/:accountId", "admin:update")
-	// crud gives a collection and its members the usual scopes of the resource.
-	crud := func(base, member, res string) {
-		t["GET "+base], t["POST "+base] = res+":read", res+":create"
-		if member != "" {
-			t["GET "+base+"/"+member] = res + ":read"
-			update(base+"/"+member, res+":update")
-			t["DELETE "+base+"/"+member] = res + ":delete"
-		}
-	}
-	app := "/api/apps/:appId"
-	t["GET "+app], t["DELETE "+app] = "apps:read", "apps:delete"
-	update(app, "apps:update")
-	t["POST "+app+"/secret/regenerate"] = "apps:update"
-	t["POST "+app+"/signing-key/regenerate"] = "apps:update"
-	t["GET "+app+"/stats"] = "apps:read"
-
-	crud(app+"/users", ":userId", "users")
-	for _, a := range []string{"kill-sessions", "reset-hwid", "extend"} {
-		t["POST "+app+"/users/:userId/"+a] = "users:update"
-	}
-	t["GET "+app+"/users/:userId/ip"] = "users:read"
-
-	crud(app+"/licenses", ":licenseId", "licenses")
-	t["POST "+app+"/licenses/verify"] = "licenses:read"
-	t["POST "+app+"/licenses/bulk-delete"] = "licenses:delete"
-	t["GET "+app+"/licenses/:licenseId/user"] = "licenses:read"
-	t["POST "+app+"/licenses/:licenseId/file"] = "licenses:create" // issues a signed offline license file
-	t["GET "+app+"/licenses/:licenseId/seats"] = "licenses:read"
-	t["DELETE "+app+"/licenses/:licenseId/seats/:seatId"] = "licenses:update" // frees a seat: ends that session
-
-	t["GET "+app+"/devices"], t["DELETE "+app+"/devices/:deviceId"] = "devices:read", "devices:delete"
-
-	crud(app+"/tokens", ":tokenId", "tokens")
-	delete(t, "GET "+app+"/tokens/:tokenId") // no single-token read route
-
-	for _, base := range []string{"/variables", "/users/:userId/variables", "/licenses/:licenseId/variables"} {
-		crud(app+base, ":varId", "variables")
-		delete(t, "GET "+app+base+"/:varId")
-	}
-	t["POST "+app+"/variables/bulk"] = "variables:write"
-
-	crud(app+"/rules", ":ruleId", "rules")
-	delete(t, "GET "+app+"/rules/:ruleId")
-	t["POST "+app+"/rules/bulk"] = "rules:write"
-
-	for _, p := range []string{"/logs", "/logs/stats", "/logs/events"} {
-		t["GET "+app+p] = "logs:read"
-	}
-	t["DELETE "+app+"/logs"] = "logs:delete"
-
-	for _, p := range []string{"overview", "timeseries", "geography", "recent"} {
-		t["GET "+app+"/analytics/"+p] = "analytics:read"
-	}
-
-	crud(app+"/files", ":fileId", "files")
-	delete(t, "GET "+app+"/files/:fileId")
-	t["GET "+app+"/files/:fileId/download"] = "files:read"
-
-	crud(app+"/integrations", ":integrationId", "integrations")
-	t["POST "+app+"/integrations/:integrationId/test"] = "integrations:update"
-	t["POST "+app+"/integrations/:integrationId/secret/regenerate"] = "integrations:update"
-	t["GET "+app+"/integrations/:integrationId/deliveries"] = "integrations:read"
-
-	crud(app+"/ws/hooks", ":hookId", "hooks")
-	delete(t, "GET "+app+"/ws/hooks/:hookId")
-	return t
-}
-
-// scopeOf answers the scope of a route ("" and false when the table lacks it).
-func scopeOf(method, fullPath string) (string, bool) {
-	s, ok := routeScopes[method+" "+fullPath]
-	return s, ok
-}
-
-// RouteScope is one row of the scope table, for the documentation and the OpenAPI
-// description.
-type RouteScope struct{ Method, Path, Scope string }
-
-// RouteScopes answers the scope table sorted by path and method.
-func RouteScopes() []RouteScope {
-	out := make([]RouteScope, 0, len(routeScopes))
-	for k, s := range routeScopes {
-		m, p, _ := strings.Cut(k, " ")
-		out = append(out, RouteScope{Method: m, Path: p, Scope: s})
-	}
-	sort.Slice(out, func(i, j int) bool {
-		if out[i].Path != out[j].Path {
-			return out[i].Path < out[j].Path
-		}
-		return out[i].Method < out[j].Method
-	})
-	return out
-}
-
-// unscopedRoutes answers the routes of the router the scope table does not name.
-func unscopedRoutes(routes gin.RoutesInfo) []string {
-	var missing []string
-	for _, r := range routes {
-		if _, ok := scopeOf(r.Method, r.Path); !ok {
-			missing = append(missing, r.Method+" "+r.Path)
-		}
-	}
-	return missing
-}
-
-// Routes answers the routes of a handler made by New (nil for any other handler).
-func Routes(h http.Handler) gin.RoutesInfo {
-	if e, ok := h.(*gin.Engine); ok {
-		return e.Routes()
-	}
-	return nil
-}
 
 // appFreeScopes are what an app-restricted key may call outside /api/apps/:appId: its
 // own account view and the list of integration events, which show no app's data.
@@ -281,13 +105,6 @@ func authenticateKey(c *gin.Context, auth Authenticator, key string) (accounts.P
 
 // apiKeyHandlers serve /api/auth/api-keys: the owner's scoped keys.
 type apiKeyHandlers struct{ svc *apikeys.Service }
-
-func (h *apiKeyHandlers) routes(owner *gin.RouterGroup) {
-	owner.GET("/api-keys", h.list)
-	owner.POST("/api-keys", h.create)
-	patchOrPut(owner, "/api-keys/:keyId", h.update)
-	owner.DELETE("/api-keys/:keyId", h.revoke)
-}
 
 type apiKeyView struct {
 	ID         string   `json:"id"`
@@ -387,9 +204,4 @@ func (h *apiKeyHandlers) update(c *gin.Context) {
 func (h *apiKeyHandlers) revoke(c *gin.Context) {
 	err := h.svc.Revoke(c.Request.Context(), principal(c).Account.ID, c.Param("keyId"))
 	reply(c, http.StatusOK, gin.H{"message": "API key revoked"}, err)
-}
-
-// errUnscoped is New's refusal of a router with routes outside the scope table.
-func errUnscoped(missing []string) error {
-	return fmt.Errorf("httpapi: routes without a scope (add them to routeScopes): %s", strings.Join(missing, ", "))
 }

@@ -117,24 +117,6 @@ func refusedUpgrade(status int, reason string) []byte {
 	return append(body, '\n')
 }
 
-func (h *wsHandlers) routes(api, one *gin.RouterGroup, ch *clientHandlers) {
-	api.GET("/client/ws", func(c *gin.Context) { h.client(c, ch) })
-	api.GET("/apps/:appId/ws/connect", h.dashboard)
-
-	ws := one.Group("/ws", h.gate)
-	ws.GET("/online", h.online)
-	ws.GET("/sessions", h.sessions)
-	ws.POST("/broadcast", h.broadcast)
-	ws.POST("/users/:userId/force-logout", h.forceLogout)
-	ws.POST("/users/:userId/kick", h.kick)
-	ws.POST("/users/:userId/ban", h.ban)
-	ws.POST("/chat", h.chat)
-	ws.POST("/command", h.command)
-	ws.POST("/push", h.push)
-	// The hooks service checks the app and the plan itself, so its routes skip the gate.
-	(&wsHookHandlers{svc: h.hooks}).routes(one.Group("/ws"))
-}
-
 // gate admits the REST helpers: the owner's app on a plan with WebSocket access.
 func (h *wsHandlers) gate(c *gin.Context) {
 	if _, err := h.apps.WebSocketApp(c.Request.Context(), ownerOf(c), c.Param("appId")); err != nil {

@@ -14,13 +14,6 @@ type wsHookHandlers struct {
 	svc *wshooks.Service
 }
 
-func (h *wsHookHandlers) routes(ws *gin.RouterGroup) {
-	ws.GET("/hooks", h.list)
-	ws.POST("/hooks", h.create)
-	patchOrPut(ws, "/hooks/:hookId", h.update)
-	ws.DELETE("/hooks/:hookId", h.delete)
-}
-
 type wsHookView struct {
 	ID          string            `json:"id"`
 	AppID       string            `json:"appId"`
