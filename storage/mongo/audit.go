@@ -130,7 +130,10 @@ func (s *Store) ListAudit(ctx context.Context, q storage.AuditQuery) ([]storage.
 	if len(created) > 0 {
 		filter = append(filter, bson.E{Key: "createdAt", Value: created})
 	}
-	return listDocs(ctx, s.audit, "list audit", filter, sortBy("createdAt", true), q.Page, auditDoc.entry)
+	// Entries of one millisecond come in their chain's order (seq), newest first: the _id
+	// ("account/seq" as text) does not sort by number.
+	newest := bson.D{{Key: "createdAt", Value: -1}, {Key: "seq", Value: -1}, {Key: "_id", Value: -1}}
+	return listDocs(ctx, s.audit, "list audit", filter, newest, q.Page, auditDoc.entry)
 }
 
 // DeleteAuditBefore implements storage.AuditStore, account by account: the bound is the

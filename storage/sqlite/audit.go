@@ -85,7 +85,9 @@ func (s *Store) ListAudit(ctx context.Context, q storage.AuditQuery) ([]storage.
 	if !q.Until.IsZero() {
 		w.add("created_at < ?", q.Until.UnixMilli())
 	}
-	return listPage(ctx, s, "list audit", "audit_log", auditCols, w, orderBy("created_at", true), q.Page, scanAudit)
+	// Entries of one millisecond come in their chain's order (seq), newest first: a random
+	// id must not decide which of two quick changes reads as the newer.
+	return listPage(ctx, s, "list audit", "audit_log", auditCols, w, "created_at DESC, seq DESC, id DESC", q.Page, scanAudit)
 }
 
 // DeleteAuditBefore implements storage.AuditStore: per account, an old entry goes only when
