@@ -273,12 +273,22 @@ func New(ctx context.Context, cfg Config) (*Engine, error) {
 	if e.prefix == "" {
 		e.prefix = DefaultPrefix
 	}
-	if err := e.client.Ping(ctx).Err(); err != nil {
+	// Start-up is not a request: the first connection (a Redis Cluster's slot map too) is
+	// bounded by the caller's ctx and the socket timeouts, not by the command budget, and
+	// tried a few times, so a node starting on a busy machine is not refused by a bound
+	// meant for answers under a frozen server.
+	startCtx := context.WithValue(ctx, unbudgeted{}, true)
+	for attempt := 0; attempt < startAttempts; attempt++ {
+		if err = e.client.Ping(startCtx).Err(); err == nil || ctx.Err() != nil {
+			break
+		}
+	}
+	if err != nil {
 		_ = e.client.Close()
 		return nil, e.wrap(ctx, "connect", err)
 	}
 	if e.cluster {
-		sharded, err := e.hasShardedPubSub(ctx)
+		sharded, err := e.hasShardedPubSub(startCtx)
 		if err != nil {
 			_ = e.client.Close()
 			return nil, e.wrap(ctx, "connect", err)
@@ -288,6 +298,12 @@ func New(ctx context.Context, cfg Config) (*Engine, error) {
 	return e, nil
 }
 
+// startAttempts is how many times New tries its first Ping.
+const startAttempts = 3
+
+// unbudgeted marks a context whose commands the command budget leaves alone (start-up).
+type unbudgeted struct{}
+
 // commandBudget is a go-redis hook that puts a deadline on every command and pipeline of
 // the engine's client (ContextTimeoutEnabled makes the pool wait and the socket honour it):
 // the per-attempt timeouts bound neither the wait for a pooled connection nor the retry,
@@ -296,6 +312,9 @@ func New(ctx context.Context, cfg Config) (*Engine, error) {
 type commandBudget struct{ limit time.Duration }
 
 func (b commandBudget) bound(ctx context.Context) (context.Context, context.CancelFunc) {
+	if ctx.Value(unbudgeted{}) != nil {
+		return ctx, func() {}
+	}
 	if d, ok := ctx.Deadline(); ok && time.Until(d) <= b.limit {
 		return ctx, func() {}
 	}
