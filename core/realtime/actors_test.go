@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"slices"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -54,8 +55,11 @@ func oneNode(t *testing.T, d Deps) (*Service, *actors.Apps[struct{}]) {
 // withPanicOnPurpose has a delivery of panicOnPurpose make the app's actor panic
 // (failAppActor); the other deliveries go to the service as usual.
 func withPanicOnPurpose(s *Service, dir *actors.Apps[struct{}]) {
+	panicking := make(chan struct{}, 16)
+	panickingOf.Store(s, panicking)
 	dir.SetBus(actors.BusConfig{Bus: s.d.Engine, Topic: busTopic, Deliver: func(appID string, raw []byte, sockets []any) {
 		if string(raw) == panicOnPurpose {
+			panicking <- struct{}{}
 			panic("on purpose")
 		}
 		s.receive(appID, raw, sockets)
@@ -70,7 +74,19 @@ func failAppActor(t *testing.T, s *Service, appID string) {
 	if err := s.d.Engine.Publish(t.Context(), busTopic(appID), []byte(panicOnPurpose)); err != nil {
 		t.Fatal(err)
 	}
+	// The bus delivers on its own goroutine: wait until the actor is panicking, so that
+	// what the test sends next is queued behind the restart (as a direct failure was).
+	ch, _ := panickingOf.Load(s)
+	select {
+	case <-ch.(chan struct{}):
+	case <-time.After(10 * time.Second):
+		t.Fatal("the app's actor was not made to panic")
+	}
 }
+
+// panickingOf holds, per service of a test, the channel its app actors' panics on purpose
+// are told on (withPanicOnPurpose); test-only.
+var panickingOf sync.Map // *Service → chan struct{}
 
 // TestSessionActorKeepsTheOrder: what happens to a client socket happens in order in its
 // SessionActor. A frame that arrives while the previous one's I/O runs (its hooks) waits
