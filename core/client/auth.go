@@ -82,11 +82,21 @@ func (s *Service) gate(call Call, hwid, username string) error {
 	return s.checkRules(call.Snap, call.Caller, call.Country, hwid, username)
 }
 
+// BannedMessage starts the message of a banned user's refusal; the owner's reason follows
+// after ": " (BanReasonOf takes it back out).
+const BannedMessage = "this account is banned"
+
+// BanReasonOf answers the owner's reason of a banned user's refusal message (the text
+// after BannedMessage), "" when it has none.
+func BanReasonOf(msg string) string {
+	return strings.TrimPrefix(strings.TrimPrefix(msg, BannedMessage), ": ")
+}
+
 // checkUser is step 5.
 func checkUser(u storage.AppUser, now time.Time) error {
 	switch {
 	case u.Banned:
-		msg := "this account is banned"
+		msg := BannedMessage
 		if u.BanReason != "" {
 			msg += ": " + u.BanReason
 		}

@@ -276,6 +276,9 @@ func (s *Service) handle(c *Client, err error) {
 	msg := wire.Outgoing{Type: wire.TypeForceLogout, Data: map[string]any{"reason": reason}}
 	closing := wire.ForceLogout(reason)
 	if code == core.CodeBanned {
+		// The owner's reason alone, as a ban delivered by its event or a hook says it: a
+		// socket hears the same reason whichever reaches it first.
+		reason = client.BanReasonOf(reason)
 		msg, closing = wire.Outgoing{Type: wire.TypeBanned, Data: map[string]any{"reason": reason}}, wire.Banned(reason)
 	}
 	c.peer.Send(wire.Encode(msg))
