@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
 
@@ -57,30 +56,12 @@ func (a *Apps[S]) Plan(ctx context.Context, appID string, m hooks.Message) ([]ho
 	if a.planner() == nil {
 		return nil, errNoPlanner
 	}
-	for try := 0; try < 3; try++ {
-		pid, err := a.pid(appID)
-		if err != nil {
-			return nil, err
-		}
-		timeout := askTimeout
-		if d, ok := ctx.Deadline(); ok {
-			timeout = min(timeout, time.Until(d))
-		}
-		if timeout <= 0 {
-			return nil, context.DeadlineExceeded
-		}
-		res, err := a.system.Root.RequestFuture(pid, planHooks{msg: m}, timeout).Result()
-		if errors.Is(err, actor.ErrDeadLetter) {
-			a.forget(appID, pid)
-			continue
-		}
-		if err != nil {
-			return nil, fmt.Errorf("app actor %s: %w: %w", appID, ErrUnavailable, err)
-		}
-		r := res.(planAnswer)
-		return r.steps, r.err
+	res, err := a.ask(ctx, appID, planHooks{msg: m})
+	if err != nil {
+		return nil, err
 	}
-	return nil, fmt.Errorf("app actor %s: stopped repeatedly: %w", appID, ErrUnavailable)
+	r := res.(planAnswer)
+	return r.steps, r.err
 }
 
 // receivePlans handles the planning messages; it answers whether msg was one.
