@@ -84,6 +84,10 @@ type UserQuery struct {
 // UserStore persists application users. Usernames are unique per app, case-insensitively.
 type UserStore interface {
 	CreateUser(ctx context.Context, u AppUser) error
+	// CreateUsers inserts all the users, or none: ErrConflict when a username is taken in
+	// its app (or repeated in the batch), ErrNotFound when an app does not exist. Imports
+	// write users this way, a batch at a time.
+	CreateUsers(ctx context.Context, us []AppUser) error
 	GetUser(ctx context.Context, appID, id string) (AppUser, error)
 	GetUserByUsername(ctx context.Context, appID, username string) (AppUser, error)
 	// GetUsers reads the app's users with the given ids in one query (the users of a

@@ -167,6 +167,10 @@ type parentRef struct {
 	what   string
 	coll   *mongo.Collection
 	filter bson.D
+	// want is how many documents filter must match (0 means 1): the parents of a batch
+	// are checked with one $in query per collection, not one query per parent, so that a
+	// batch of n records costs the same few round trips whatever n is.
+	want int64
 }
 
 // insertOwned inserts docs into coll, all or none, and only while their parents exist.
@@ -198,11 +202,12 @@ func (s *Store) insertOwned(ctx context.Context, op string, coll *mongo.Collecti
 		return s.undoInsert(ctx, op, coll, undo, wrap(op, err))
 	}
 	for _, p := range parents {
-		n, err := p.coll.CountDocuments(ctx, p.filter, options.Count().SetLimit(1))
+		want := max(p.want, 1)
+		n, err := p.coll.CountDocuments(ctx, p.filter, options.Count().SetLimit(want))
 		if err != nil {
 			return s.undoInsert(ctx, op, coll, undo, wrap(op+": check "+p.what, err))
 		}
-		if n == 0 {
+		if n < want {
 			return s.undoInsert(ctx, op, coll, undo, wrap(op+": "+p.what, mongo.ErrNoDocuments))
 		}
 	}
@@ -226,16 +231,29 @@ func batchUndo(ids []string, version int64) bson.D {
 	return bson.D{{Key: "_id", Value: bson.D{{Key: "$in", Value: ids}}}, {Key: "version", Value: version}}
 }
 
-// appParents answers the distinct apps of a batch, to be checked by insertOwned.
+// appParents answers the distinct apps of a batch, to be checked by insertOwned with one
+// query.
 func (s *Store) appParents(appIDs []string) []parentRef {
-	seen := map[string]bool{}
-	var out []parentRef
-	for _, id := range appIDs {
-		if seen[id] {
-			continue
+	ids := distinct(appIDs)
+	if len(ids) == 0 {
+		return nil
+	}
+	if len(ids) == 1 {
+		return []parentRef{{what: "app " + ids[0], coll: s.apps, filter: bson.D{{Key: "_id", Value: ids[0]}}}}
+	}
+	return []parentRef{{what: fmt.Sprintf("%d apps", len(ids)), coll: s.apps,
+		filter: bson.D{{Key: "_id", Value: bson.D{{Key: "$in", Value: ids}}}}, want: int64(len(ids))}}
+}
+
+// distinct answers the values of ss without repeats, in their first order.
+func distinct(ss []string) []string {
+	seen := make(map[string]bool, len(ss))
+	out := make([]string, 0, len(ss))
+	for _, v := range ss {
+		if !seen[v] {
+			seen[v] = true
+			out = append(out, v)
 		}
-		seen[id] = true
-		out = append(out, parentRef{what: "app " + id, coll: s.apps, filter: bson.D{{Key: "_id", Value: id}}})
 	}
 	return out
 }

@@ -136,6 +136,20 @@ func (s *Store) CreateUser(ctx context.Context, u storage.AppUser) error {
 		bson.D{{Key: "_id", Value: u.ID}}, s.appParents([]string{u.AppID}))
 }
 
+// CreateUsers inserts every user with one InsertMany, all or none, while their apps exist
+// (see insertOwned); a username taken in its app, or repeated in the batch, answers
+// ErrConflict and what was inserted is deleted again.
+func (s *Store) CreateUsers(ctx context.Context, us []storage.AppUser) error {
+	version := newVersion()
+	docs := make([]any, len(us))
+	ids := make([]string, len(us))
+	apps := make([]string, len(us))
+	for i, u := range us {
+		docs[i], ids[i], apps[i] = toUserDoc(u, version), u.ID, u.AppID
+	}
+	return s.insertOwned(ctx, "create users", s.users, docs, batchUndo(ids, version), s.appParents(apps))
+}
+
 // GetUser reads the app's user by id.
 func (s *Store) GetUser(ctx context.Context, appID, id string) (storage.AppUser, error) {
 	d, err := findDoc[userDoc](ctx, s.users, "get user", byApp(appID, id))

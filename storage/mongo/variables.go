@@ -80,16 +80,22 @@ func checkScope(scope, ownerID string) error {
 	return nil
 }
 
-// ownerRef names the user or license a variable belongs to, to be checked by insertOwned
-// (nil for an app variable, whose app is checked anyway).
-func (s *Store) ownerRef(appID, scope, ownerID string) *parentRef {
-	switch scope {
-	case storage.ScopeUser:
-		return &parentRef{what: "user " + ownerID, coll: s.users, filter: byApp(appID, ownerID)}
-	case storage.ScopeLicense:
-		return &parentRef{what: "license " + ownerID, coll: s.licenses, filter: byApp(appID, ownerID)}
+// ownerRefs names the users or licenses a batch of variables belongs to, to be checked
+// by insertOwned: one $in query per app and scope, however many owners the batch has.
+func (s *Store) ownerRefs(owners map[[2]string][]string) []parentRef {
+	var out []parentRef
+	for k, ids := range owners {
+		appID, scope := k[0], k[1]
+		coll, what := s.users, "users"
+		if scope == storage.ScopeLicense {
+			coll, what = s.licenses, "licenses"
+		}
+		ids = distinct(ids)
+		out = append(out, parentRef{what: fmt.Sprintf("%d %s of app %s", len(ids), what, appID), coll: coll,
+			filter: bson.D{{Key: "_id", Value: bson.D{{Key: "$in", Value: ids}}}, {Key: "appId", Value: appID}},
+			want:   int64(len(ids))})
 	}
-	return nil
+	return out
 }
 
 // CreateVariables inserts every variable with one InsertMany, all or none, while their
@@ -103,21 +109,18 @@ func (s *Store) CreateVariables(ctx context.Context, vs []storage.Variable) erro
 	docs := make([]any, len(vs))
 	ids := make([]string, len(vs))
 	apps := make([]string, len(vs))
-	var owners []parentRef
-	seen := map[[3]string]bool{}
+	owners := map[[2]string][]string{}
 	for i, v := range vs {
 		if err := checkScope(v.Scope, v.OwnerID); err != nil {
 			return fmt.Errorf("mongo: %s: record %d: %w", op, i, err)
 		}
 		docs[i], ids[i], apps[i] = toVariableDoc(v, version), v.ID, v.AppID
-		if k := [3]string{v.AppID, v.Scope, v.OwnerID}; !seen[k] {
-			seen[k] = true
-			if p := s.ownerRef(v.AppID, v.Scope, v.OwnerID); p != nil {
-				owners = append(owners, *p)
-			}
+		if v.Scope == storage.ScopeUser || v.Scope == storage.ScopeLicense {
+			k := [2]string{v.AppID, v.Scope}
+			owners[k] = append(owners[k], v.OwnerID)
 		}
 	}
-	return s.insertOwned(ctx, op, s.variables, docs, batchUndo(ids, version), append(s.appParents(apps), owners...))
+	return s.insertOwned(ctx, op, s.variables, docs, batchUndo(ids, version), append(s.appParents(apps), s.ownerRefs(owners)...))
 }
 
 // GetVariable reads the app's variable by id.

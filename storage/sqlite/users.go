@@ -57,15 +57,27 @@ func normalizeUser(u *storage.AppUser) {
 // CreateUser inserts u. The unique index on (app_id, username_lower) answers ErrConflict;
 // the foreign key answers ErrNotFound when the app does not exist.
 func (s *Store) CreateUser(ctx context.Context, u storage.AppUser) error {
-	args := append([]any{u.ID, u.AppID, toMillis(u.CreatedAt)}, userSetArgs(u)...)
-	return s.insertAll(ctx, "create user", `INSERT INTO app_users (id, app_id, created_at,
+	return s.CreateUsers(ctx, []storage.AppUser{u})
+}
+
+// CreateUsers inserts every user in one transaction, all or none (see insertAll).
+func (s *Store) CreateUsers(ctx context.Context, us []storage.AppUser) error {
+	rows := make([][]any, len(us))
+	for i, u := range us {
+		rows[i] = append([]any{u.ID, u.AppID, toMillis(u.CreatedAt)}, userSetArgs(u)...)
+	}
+	op := "create user"
+	if len(us) != 1 {
+		op = "create users"
+	}
+	return s.insertAll(ctx, op, `INSERT INTO app_users (id, app_id, created_at,
 	username, username_lower, password_hash, email, email_lower,
 	level, expires_at, device_limit, metadata, enabled, banned, ban_reason,
 	hwid, display_name, pc_name, locked_ip, last_login_ip,
 	hwid_reset_max, hwid_reset_cooldown, ip_reset_max, ip_reset_cooldown,
 	hwid_resets, last_hwid_reset_at, ip_resets, last_ip_reset_at,
 	license_id, discord_id, last_login_at, updated_at)
-VALUES (`+placeholders(32)+`)`, [][]any{args})
+VALUES (`+placeholders(32)+`)`, rows)
 }
 
 func (s *Store) getUserWhere(ctx context.Context, op, cond string, args ...any) (storage.AppUser, error) {
