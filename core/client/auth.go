@@ -13,6 +13,7 @@ import (
 	"github.com/keyward/keyward/core"
 	"github.com/keyward/keyward/core/apps"
 	"github.com/keyward/keyward/core/events"
+	"github.com/keyward/keyward/core/passwords"
 	"github.com/keyward/keyward/storage"
 )
 
@@ -416,6 +417,10 @@ func (s *Service) login(ctx context.Context, call Call, in LoginInput) (AuthResu
 	if err != nil {
 		return AuthResult{}, err
 	}
+	rehash, err := s.rehashed(ctx, u.PasswordHash, in.Password)
+	if err != nil {
+		return AuthResult{}, err
+	}
 	var grant licenseGrant
 	activate := in.LicenseKey != ""
 	if activate {
@@ -423,9 +428,14 @@ func (s *Service) login(ctx context.Context, call Call, in LoginInput) (AuthResu
 			return AuthResult{}, err
 		}
 	}
-	if !activate && b.bindsNothing(u) {
+	if !activate && rehash == "" && b.bindsNothing(u) {
 		u = s.recordLogin(u, b, call, now)
-	} else if u, err = s.d.Store.UpdateUser(ctx, appID, u.ID, func(u *storage.AppUser) error {
+	} else if u, err = s.d.Store.UpdateUser(ctx, appID, u.ID, func(stored *storage.AppUser) error {
+		if rehash != "" && stored.PasswordHash == u.PasswordHash {
+			// Unless the password changed since it was verified.
+			stored.PasswordHash = rehash
+		}
+		u := stored
 		if activate {
 			grant.apply(u, now)
 		}
@@ -458,6 +468,21 @@ func (s *Service) login(ctx context.Context, call Call, in LoginInput) (AuthResu
 		return AuthResult{}, err
 	}
 	return AuthResult{User: u, Key: key, LicenseActivated: activate, Warnings: warn}, nil
+}
+
+// rehashed answers an argon2id hash of password when the user's stored hash, which it
+// just verified, is of another scheme (bcrypt, kept by keyward import keyauth), and ""
+// otherwise: the login that verifies such a hash stores the new one in its own write, so
+// imported users move to argon2id on their first login and are never asked to reset.
+func (s *Service) rehashed(ctx context.Context, stored, password string) (string, error) {
+	if !passwords.NeedsRehash(stored) {
+		return "", nil
+	}
+	h, err := s.d.Hasher.Hash(ctx, password)
+	if err != nil {
+		return "", fmt.Errorf("login: rehash the password: %w", err)
+	}
+	return h, nil
 }
 
 func isExpired(err error) bool {

@@ -2,6 +2,11 @@
 // encoded in the PHC string format so that parameters can change without breaking stored
 // hashes. Hashing is deliberately slow, so the number of hashes running at once is bounded
 // (by default to the number of CPUs): a burst of logins queues instead of starving the node.
+//
+// Verify also checks bcrypt hashes ($2a$, $2b$, $2y$: what PHP's password_hash writes), so
+// that users imported from another server (keyward import keyauth) keep their passwords;
+// NeedsRehash tells the login that verified one to store an argon2id hash in its place.
+// Nothing here writes bcrypt.
 package passwords
 
 import (
@@ -15,6 +20,7 @@ import (
 	"strings"
 
 	"golang.org/x/crypto/argon2"
+	"golang.org/x/crypto/bcrypt"
 )
 
 // Params are argon2id's cost parameters.
@@ -35,6 +41,10 @@ const (
 	maxIterations = 20
 	saltLen       = 16
 	keyLen        = 32
+	// bcrypt costs accepted on stored hashes: PHP writes 10 by default; 15 is about two
+	// seconds a login here, past what any owner would have chosen.
+	minBcryptCost = 4
+	maxBcryptCost = 15
 )
 
 // ErrMismatch is answered by Verify when the password does not match.
@@ -105,7 +115,21 @@ func (h *Hasher) Verify(ctx context.Context, hash, password string) error {
 	return verify(hash, password)
 }
 
+// NeedsRehash reports whether a stored hash that verified should be replaced by an argon2id
+// hash of the same password: it is of another scheme (bcrypt, kept from an import).
+func NeedsRehash(hash string) bool {
+	return hash != "" && !strings.HasPrefix(hash, "$argon2id$")
+}
+
+// isBcrypt reports whether hash is in the modular crypt form of bcrypt.
+func isBcrypt(hash string) bool {
+	return len(hash) > 4 && hash[0] == '$' && hash[1] == '2' && strings.ContainsRune("aby", rune(hash[2])) && hash[3] == '$'
+}
+
 func verify(hash, password string) error {
+	if isBcrypt(hash) {
+		return verifyBcrypt(hash, password)
+	}
 	parts := strings.Split(hash, "$")
 	if len(parts) != 6 || parts[1] != "argon2id" {
 		return fmt.Errorf("passwords: unsupported hash format")
@@ -135,4 +159,24 @@ func verify(hash, password string) error {
 		return ErrMismatch
 	}
 	return nil
+}
+
+// verifyBcrypt checks password against a bcrypt hash as PHP's password_verify does ($2y$
+// is the same algorithm as $2b$; only the first 72 bytes of a password count).
+func verifyBcrypt(hash, password string) error {
+	cost, err := bcrypt.Cost([]byte(hash))
+	if err != nil {
+		return fmt.Errorf("passwords: bad bcrypt hash: %w", err)
+	}
+	if cost < minBcryptCost || cost > maxBcryptCost {
+		return fmt.Errorf("passwords: bcrypt cost %d out of bounds", cost)
+	}
+	switch err := bcrypt.CompareHashAndPassword([]byte(hash), []byte(password)); {
+	case err == nil:
+		return nil
+	case errors.Is(err, bcrypt.ErrMismatchedHashAndPassword):
+		return ErrMismatch
+	default:
+		return fmt.Errorf("passwords: bad bcrypt hash: %w", err)
+	}
 }

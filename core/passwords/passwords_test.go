@@ -5,6 +5,8 @@ import (
 	"errors"
 	"strings"
 	"testing"
+
+	"golang.org/x/crypto/bcrypt"
 )
 
 var cheap = Params{MemoryKiB: 1024, Iterations: 1, Parallelism: 1}
@@ -58,4 +60,64 @@ func TestHashWaitsForASlot(t *testing.T) {
 	if _, err := h.Hash(ctx, "x"); !errors.Is(err, context.Canceled) {
 		t.Fatalf("err %v", err)
 	}
+}
+
+// phpManualHash is the example of PHP's password_verify documentation: password_hash's
+// $2y$ form, as a KeyAuth dump holds them.
+const phpManualHash = "$2y$07$BCryptRequires22Chrcte/VlQH0piJtjXl.0t1XkA8pw9dMXTpOq"
+
+func TestVerifyBcrypt(t *testing.T) {
+	h := NewHasher(cheap, 1)
+	ctx := context.Background()
+	if err := h.Verify(ctx, phpManualHash, "rasmuslerdorf"); err != nil {
+		t.Fatalf("PHP's $2y$ hash: %v", err)
+	}
+	if err := h.Verify(ctx, phpManualHash, "rasmuslerdorF"); !errors.Is(err, ErrMismatch) {
+		t.Fatalf("wrong password: %v", err)
+	}
+	if !NeedsRehash(phpManualHash) {
+		t.Fatal("a bcrypt hash does not need a rehash")
+	}
+	argon, _ := h.Hash(ctx, "rasmuslerdorf")
+	if NeedsRehash(argon) || NeedsRehash("") {
+		t.Fatal("an argon2id hash (or none) needs a rehash")
+	}
+	// $2a$ and $2b$ are the same algorithm; only the first 72 bytes of a password count,
+	// as in PHP.
+	long := strings.Repeat("x", 72)
+	for _, prefix := range []string{"$2a$", "$2b$", "$2y$"} {
+		hash := prefix + strings.TrimPrefix(phpManualHash, "$2y$")
+		if err := h.Verify(ctx, hash, "rasmuslerdorf"); err != nil {
+			t.Fatalf("%s: %v", prefix, err)
+		}
+	}
+	withLong := bcryptOf(t, long)
+	if err := h.Verify(ctx, withLong, long+"and more"); err != nil {
+		t.Fatalf("a password longer than 72 bytes: %v", err)
+	}
+}
+
+func TestVerifyRefusesTamperedBcrypt(t *testing.T) {
+	h := NewHasher(cheap, 1)
+	ctx := context.Background()
+	for _, bad := range []string{
+		"$2y$31$BCryptRequires22Chrcte/VlQH0piJtjXl.0t1XkA8pw9dMXTpOq", // days per login
+		"$2y$03$BCryptRequires22Chrcte/VlQH0piJtjXl.0t1XkA8pw9dMXTpOq",
+		"$2y$07$BCryptRequires22Chrcte",
+		"$2x$07$BCryptRequires22Chrcte/VlQH0piJtjXl.0t1XkA8pw9dMXTpOq", // PHP's buggy variant
+	} {
+		err := h.Verify(ctx, bad, "rasmuslerdorf")
+		if err == nil || errors.Is(err, ErrMismatch) {
+			t.Fatalf("Verify(%q) = %v, want a refusal of the hash", bad, err)
+		}
+	}
+}
+
+func bcryptOf(t *testing.T, password string) string {
+	t.Helper()
+	b, err := bcrypt.GenerateFromPassword([]byte(password), bcrypt.MinCost)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return "$2y$" + strings.TrimPrefix(string(b), "$2a$")
 }
