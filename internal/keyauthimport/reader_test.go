@@ -3,6 +3,7 @@ package keyauthimport
 import (
 	"errors"
 	"io"
+	"os"
 	"strings"
 	"testing"
 )
@@ -110,6 +111,9 @@ func FuzzReader(f *testing.F) {
 	f.Add([]byte(sampleDump), "it's a \\ test\n\x00")
 	f.Add([]byte("CREATE TABLE `t` (`a` int, `b` text);\nINSERT INTO `t` VALUES (1,'x'),(2,NULL);"), "")
 	f.Add([]byte("INSERT INTO `t` (`a`) VALUES (-1),(+2),(0x),(X'4a'),(TRUE);"), "`")
+	if dump, err := os.ReadFile("testdata/keyauth.sql"); err == nil {
+		f.Add(dump, "")
+	}
 	f.Fuzz(func(t *testing.T, dump []byte, s string) {
 		d := NewReader(strings.NewReader(string(dump)))
 		for i := 0; ; i++ {
