@@ -35,9 +35,12 @@ Usage:
                                  of each (exit 1 when one is broken)
   keyward doctor [flags]         check this node's settings, data dir modes, secrets key, storage
                                  and Redis (versions, clock skew); one line per check, exit 1 on a fail
+  keyward import keyauth --account USERNAME DUMP.sql
+                                 read a KeyAuth database dump (mysqldump) into the account's apps;
+                                 prints what was imported, what was not and why
   keyward version                print the version
 
-The admin, audit and doctor commands read the same settings as serve (flags or KEYWARD_* variables) to find the store.
+The admin, audit, doctor and import commands read the same settings as serve (flags or KEYWARD_* variables) to find the store.
 `
 
 func main() {
@@ -60,6 +63,13 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return auditCmd(args[1:], stdout, stderr)
 	case "doctor":
 		return doctorCmd(args[1:], stdout, stderr)
+	case "import":
+		switch {
+		case len(args) > 1 && args[1] == "keyauth":
+			return importKeyAuth(args[2:], stdout, stderr)
+		}
+		fmt.Fprint(stderr, usage)
+		return 2
 	case "version", "--version", "-v":
 		fmt.Fprintln(stdout, "keyward", version)
 		return 0

@@ -57,7 +57,8 @@ type Options struct {
 type Report struct {
 	Apps []AppReport
 	// Mapped counts the records written, by kind (apps, users, licenses, variables,
-	// user variables, rules, integrations).
+	// user variables, rules, integrations), and the live subscriptions that became their
+	// users' level and expiry.
 	Mapped map[string]int
 	// Dropped are records or values of mapped tables that were left out or changed, by
 	// reason, with a few examples each.
@@ -88,11 +89,14 @@ type TableNote struct {
 	Why   string
 }
 
-// Records answers how many records the import wrote.
+// Records answers how many records the import wrote (subscriptions are not records of
+// their own: they became their users' level and expiry).
 func (r *Report) Records() int {
 	n := 0
-	for _, v := range r.Mapped {
-		n += v
+	for k, v := range r.Mapped {
+		if k != "subscriptions" {
+			n += v
+		}
 	}
 	return n
 }
@@ -154,7 +158,7 @@ var unmapped = map[string]string{
 	"sessions":     "live client sessions: clients sign in again against Keyward",
 	"support":      "KeyAuth support tickets",
 	"webhooks":     "KeyAuth webhooks are requests KeyAuth's server makes for the client (webid to URL); Keyward has no server-side request proxy",
-	"whitelist":    "KeyAuth's IP allow list of its seller API; Keyward's API keys carry their own restrictions",
+	"whitelist":    "addresses KeyAuth lets through its VPN block, which Keyward does not have",
 	"tokens":       "KeyAuth tokens are not Keyward access tokens (different use)",
 }
 
