@@ -1,6 +1,8 @@
 // Package client owns everything client software does (SPEC 4.10, CLIENT-SDKS.md): client
 // sessions and their nonces, the authentication flows (login, register, license-only login,
-// activate), and the data calls of a signed-in program.
+// activate), and the data calls of a signed-in program. A password login that verifies a
+// hash of another scheme (bcrypt, kept by keyward import keyauth) stores an argon2id hash of
+// the password in the same write as the login (rehashed in auth.go).
 //
 // Hot path. Each request reads its application from the app's actor (actors.Apps, a
 // Snapshot of the app, its owner's plan and its compiled rules) instead of storage, and its

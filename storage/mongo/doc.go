@@ -25,8 +25,10 @@
 //     to another (an account token, a user, license or token of an app, a device of a user)
 //     inserts it and then checks the parent, undoing the insert and answering ErrNotFound
 //     if the parent is gone: either the check sees the parent gone, or the parent's sweep
-//     runs after the insert and removes it (insertOwned).
-//   - Bulk inserts (CreateLicenses, CreateTokens) are one ordered InsertMany, made all or
+//     runs after the insert and removes it (insertOwned). The parents of a batch are
+//     checked with one $in count per collection, whatever the batch's size.
+//   - Bulk inserts (CreateLicenses, CreateTokens, CreateUsers, CreateVariables, CreateRules)
+//     are one ordered InsertMany, made all or
 //     nothing by hand: when it fails, the documents of the batch that were written are
 //     deleted again, found by their ids together with the version the whole batch was
 //     created at, so that a pre-existing document under one of the ids is never touched.
