@@ -1,7 +1,7 @@
 // Command keyward is the Keyward server binary: `keyward serve` runs a node, `keyward admin`
-// manages accounts in the configured store (also while a server runs on it) and
+// manages accounts in the configured store (also while a server runs on it),
 // `keyward import keyauth` reads a KeyAuth database dump into an account (its own file,
-// import_keyauth.go; the work is in internal/keyauthimport) and `keyward version` prints
+// import_keyauth.go; the work is in internal/keyauthimport), and `keyward version` prints
 // the build. It holds no logic of its own: everything is in
 // package server and the core packages.
 package main
