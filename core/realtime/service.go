@@ -22,9 +22,7 @@ import (
 
 // Engine is what the channels need from the cluster engine.
 type Engine interface {
-	cluster.ExpiringSets
-	cluster.Values
-	cluster.Batches
+	cluster.Presence
 	cluster.Bus
 }
 
@@ -107,7 +105,7 @@ type Deps struct {
 	Log      *slog.Logger
 	Now      func() time.Time
 	// LeaseTTL is how long the sockets of a node that died still count as online
-	// (DefaultLeaseTTL when 0, at least MinLeaseTTL).
+	// (DefaultLeaseTTL, 10 s, when 0; at least MinLeaseTTL).
 	LeaseTTL time.Duration
 	// DashboardRecheck is how often a dashboard socket's token is checked again
 	// (RevalidateEvery when 0).
