@@ -47,7 +47,9 @@ func (s *Service) describe(ctx context.Context, appID string, info SessionInfo) 
 // one-socket-per-user rule, in one atomic engine call: of sockets racing for the last
 // places of an app exactly as many are admitted as there are places; of sockets of one
 // user racing, each replaces the one admitted before it, and the replaced one is closed
-// on whatever node holds it.
+// on whatever node holds it. A replaced socket whose own admission had not yet registered
+// it with its app's actor when the close reached that node misses the close; the next
+// renewal finds it superseded and closes it (within a third of the lease).
 func (s *Service) admitPresence(ctx context.Context, c *Client) error {
 	info, err := json.Marshal(c.info())
 	if err != nil {

@@ -76,7 +76,9 @@ func TestNoSessionsIsAnEmptyList(t *testing.T) {
 // (its user has no other socket), and its actor writes what the session list shows of it
 // again; a socket that a newer socket of its user replaced meanwhile is closed as
 // replaced, without coming back.
-func TestRenewalRestoresAndSupersedes(t *testing.T) { onEachEngine(t, testRenewalRestoresAndSupersedes) }
+func TestRenewalRestoresAndSupersedes(t *testing.T) {
+	onEachEngine(t, testRenewalRestoresAndSupersedes)
+}
 
 func testRenewalRestoresAndSupersedes(t *testing.T, twoNodes pair) {
 	a, _ := twoNodes(t, sessions{"tok-u1": user("u1")})
