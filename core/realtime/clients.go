@@ -84,6 +84,10 @@ func (c *Client) Receive(sc actors.SocketContext, msg any) {
 	}
 }
 
+// Admit makes the socket's admission (actors.Admittee): its presence, under the app's
+// limit and the one-socket-per-user rule. The app's actor runs it outside its Receive.
+func (c *Client) Admit(ctx context.Context) error { return c.svc.admitPresence(ctx, c) }
+
 func (c *Client) handle(raw []byte) work { return c.svc.clientMessage(c, raw) }
 
 // Failed closes a socket whose actor failed (1011) and frees its waiting reader.
@@ -171,7 +175,7 @@ func (s *Service) connectClient(ctx context.Context, caller client.Caller, token
 	// The app's actor subscribes to the app's deliveries before the admission, so that none
 	// made after it is missed; it runs the admission (one atomic presence call) and holds
 	// the socket from the moment it passes (deliveries, the periodic work).
-	if err := s.reg.Admit(ctx, u.AppID, c.ID, c, func(ctx context.Context) error { return s.admitPresence(ctx, c) }); err != nil {
+	if err := s.reg.Admit(ctx, u.AppID, c.ID, c); err != nil {
 		s.reg.Leave(u.AppID, c.ID)
 		s.release(ctx, c)
 		return nil, err

@@ -75,7 +75,7 @@ type Registry interface {
 	// Held answers how many sockets of a kind ("session", "dashboard") the actors hold.
 	Held(kind string) int
 	Join(ctx context.Context, appID, id string, socket any) error
-	Admit(ctx context.Context, appID, id string, socket any, admit func(ctx context.Context) error) error
+	Admit(ctx context.Context, appID, id string, socket actors.Admittee) error
 	Leave(appID, id string) bool
 	Sockets(ctx context.Context, appID string) ([]any, error)
 	AllSockets(ctx context.Context) map[string][]any
