@@ -17,8 +17,9 @@
 // notification was lost.
 //
 // The AppActor also holds the registry of its application's sockets on this node
-// (sockets.go): a client socket's admission runs through it (Admit: the admission's I/O on
-// a goroutine, the socket registered in the same step as the answer), a socket joins and
+// (sockets.go): a client socket's admission runs through it (Admit: the socket, an
+// Admittee, travels in the message as data; its Admit, the admission's I/O, runs on a
+// goroutine, and the socket is registered in the same step as the answer), a socket joins and
 // leaves with a message to it (Join, Leave), it owns the app's subscription to the cluster
 // bus (bus.go, SetBus: made before its first socket registers, a registration waiting for
 // it; ended with its last socket; one subscription per app, not a second registry beside

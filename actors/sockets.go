@@ -82,8 +82,7 @@ type (
 	admitReq struct {
 		ctx    context.Context
 		id     string
-		socket any
-		admit  func(ctx context.Context) error
+		socket Admittee
 	}
 	admitted struct {
 		req    admitReq
@@ -150,14 +149,21 @@ func (a *Apps[S]) Join(ctx context.Context, appID, id string, socket any) error 
 	return r.err
 }
 
-// Admit drives a socket's admission through the app's actor: the actor runs admit (the
-// admission's storage and cluster calls) on a goroutine, and when its answer comes back
+// Admittee is a socket that is admitted before it is registered: its Admit makes the
+// admission's storage and cluster calls. The AppActor runs it on a goroutine of the
+// directory, never in its Receive; the socket travels in the actor's messages as data.
+type Admittee interface {
+	Admit(ctx context.Context) error
+}
+
+// Admit drives a socket's admission through the app's actor: the actor runs the socket's
+// Admit (the admission's storage and cluster calls) on a goroutine, and when its answer comes back
 // as a message the actor registers the socket in the same step if it passed, so that no
 // delivery handed to the actor after that misses it. It answers admit's error; after an
 // error (the caller's ctx ended too) the caller calls Leave, which undoes a registration
 // that raced with the end of ctx.
-func (a *Apps[S]) Admit(ctx context.Context, appID, id string, socket any, admit func(ctx context.Context) error) error {
-	res, err := a.ask(ctx, appID, admitReq{ctx: ctx, id: id, socket: socket, admit: admit})
+func (a *Apps[S]) Admit(ctx context.Context, appID, id string, socket Admittee) error {
+	res, err := a.ask(ctx, appID, admitReq{ctx: ctx, id: id, socket: socket})
 	if err != nil {
 		return err
 	}
@@ -363,7 +369,7 @@ func (s *appActor[S]) runAdmission(ctx actor.Context, m admitReq, waiter *actor.
 			}
 			root.Send(self, admitted{req: m, err: err, waiter: waiter})
 		}()
-		err = m.admit(m.ctx)
+		err = m.socket.Admit(m.ctx)
 	}()
 }
 

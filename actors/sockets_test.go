@@ -32,6 +32,9 @@ func socketIDs(t *testing.T, dir *Apps[int], appID string) []string {
 	}
 	out := make([]string, 0, len(list))
 	for _, s := range list {
+		if a, ok := s.(admittee); ok {
+			s = a.name
+		}
 		out = append(out, s.(string))
 	}
 	sort.Strings(out)
@@ -116,7 +119,7 @@ func TestAdmissionRunsOutsideTheActor(t *testing.T) {
 	gate := make(chan struct{})
 	done := make(chan error, 1)
 	go func() {
-		done <- dir.Admit(ctx, "a", "slow", "slow", func(context.Context) error { <-gate; return nil })
+		done <- dir.Admit(ctx, "a", "slow", admittee{"slow", func(context.Context) error { <-gate; return nil }})
 	}()
 	waitFor(t, "the actor", func() bool { return dir.Len() == 1 })
 	// The actor answers while the admission waits.
@@ -131,10 +134,18 @@ func TestAdmissionRunsOutsideTheActor(t *testing.T) {
 		t.Fatal(err)
 	}
 	refused := errors.New("refused")
-	if err := dir.Admit(ctx, "a", "no", "no", func(context.Context) error { return refused }); !errors.Is(err, refused) {
+	if err := dir.Admit(ctx, "a", "no", admittee{"no", func(context.Context) error { return refused }}); !errors.Is(err, refused) {
 		t.Fatalf("refused admission answered %v", err)
 	}
 	if got := socketIDs(t, dir, "a"); len(got) != 1 || got[0] != "slow" {
 		t.Fatalf("sockets after the admissions: %v", got)
 	}
 }
+
+// admittee is a test socket, named, whose admission is the given function.
+type admittee struct {
+	name  string
+	admit func(ctx context.Context) error
+}
+
+func (a admittee) Admit(ctx context.Context) error { return a.admit(ctx) }

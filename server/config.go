@@ -137,7 +137,7 @@ func options() []*option {
 		{flag: "log-max-per-app", env: "KEYWARD_LOG_MAX_PER_APP", def: "1000000", usage: "application log entries kept per application (the oldest go first)"},
 		{flag: "max-upload-bytes", env: "KEYWARD_MAX_UPLOAD_BYTES", def: "104857600", usage: "largest file upload accepted"},
 		{flag: "client-session-ttl", env: "KEYWARD_CLIENT_SESSION_TTL", def: "30m", usage: "idle timeout of client sessions: a session without any call for this long expires"},
-		{flag: "ws-lease-ttl", env: "KEYWARD_WS_LEASE_TTL", def: "30s", usage: "how long the WebSocket sockets of a node that died still count as online (presence leases, renewed every third of it for all the sockets of an app in one call; at least 3s)"},
+		{flag: "ws-lease-ttl", env: "KEYWARD_WS_LEASE_TTL", def: "10s", usage: "how long the WebSocket sockets of a node that died still count as online (presence leases, renewed every third of it for all the sockets of an app in one call; at least 3s)"},
 		{flag: "client-file-encryption", env: "KEYWARD_CLIENT_FILE_ENCRYPTION", def: "true", usage: "encrypt client file downloads as the official SDKs expect (plain bytes still go to clients that cannot decrypt)"},
 		{flag: "webhooks-allow-private", env: "KEYWARD_WEBHOOKS_ALLOW_PRIVATE", def: "false", usage: "let webhook integrations reach private, loopback and link-local addresses (tests and private networks only)"},
 		{flag: "webhooks-ca-file", env: "KEYWARD_WEBHOOKS_CA_FILE", usage: "PEM file of extra root certificates trusted for webhook receivers (a private CA)"},

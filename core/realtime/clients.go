@@ -20,8 +20,8 @@ import (
 
 // Client is a client socket held by this node: the state and rules of its SessionActor
 // (turns.go). Its actor alone reads and changes its state: the app's periodic lease
-// renewal asks the actor for the socket's lease (presenceAsk), and a status or metadata
-// change is encoded in the actor before its write leaves it. There is no lock.
+// renewal needs only the socket's id and user, which never change, and a status or
+// metadata change is encoded in the actor before its write leaves it. There is no lock.
 type Client struct {
 	ID     string
 	User   client.SocketUser
@@ -71,13 +71,22 @@ func (c *Client) Receive(sc actors.SocketContext, msg any) {
 		}
 	case verdict:
 		c.svc.handle(c, m.err)
-	case presenceAsk:
-		l, err := c.svc.leaseOf(c)
-		m.into <- presenceAnswer{id: c.ID, lease: l, err: err} // room for every answer: never blocks
+	case redescribe:
+		info, svc, appID := c.info(), c.svc, c.User.AppID
+		sc.Go(func(ctx context.Context) any {
+			if err := svc.describe(ctx, appID, info); err != nil {
+				svc.d.Log.Warn("realtime: cannot describe a restored socket", "socket", info.ID, "err", err)
+			}
+			return nil
+		})
 	case actors.Leaving:
 		c.turn.leave(sc)
 	}
 }
+
+// Admit makes the socket's admission (actors.Admittee): its presence, under the app's
+// limit and the one-socket-per-user rule. The app's actor runs it outside its Receive.
+func (c *Client) Admit(ctx context.Context) error { return c.svc.admitPresence(ctx, c) }
 
 func (c *Client) handle(raw []byte) work { return c.svc.clientMessage(c, raw) }
 
@@ -135,10 +144,7 @@ func Refusal(err error) (msg []byte, closing wire.Disconnect) {
 	return wire.Encode(wire.Outgoing{Type: wire.TypeForceLogout, Data: map[string]any{"reason": reason, "code": string(code)}}), closing
 }
 
-var (
-	errAppFull = core.E(core.CodePlanLimit, "this application already has %d connected clients", MaxClientsPerApp)
-	errRaced   = core.E(core.CodeConflict, "another connection of this account opened at the same moment")
-)
+var errAppFull = core.E(core.CodePlanLimit, "this application already has %d connected clients", MaxClientsPerApp)
 
 // ConnectClient admits a client socket (SPEC 4.11): the session checks of CheckSocket,
 // then the app's limit of MaxClientsPerApp sockets. A user has one socket: an earlier
@@ -164,19 +170,12 @@ func (s *Service) connectClient(ctx context.Context, caller client.Caller, token
 	// Every socket of an app has the same app and owner ids: one copy of each (the
 	// session's decoding made a copy per socket).
 	u.AppID, u.AccountID = unique.Make(u.AppID).Value(), unique.Make(u.AccountID).Value()
-	earlier, err := s.d.Engine.Members(ctx, userSocketsKey(u.AppID, u.UserID))
-	if err != nil {
-		return nil, fmt.Errorf("realtime: read the user's sockets: %w", err)
-	}
 	c := &Client{ID: newID(), User: u, Caller: caller, connectedAt: s.d.Now().UnixMilli(), svc: s, peer: peer, session: sessionRef(u.Token),
 		rate: window{limit: ClientMessages, per: ClientWindow}, status: "online"}
-	for _, id := range earlier {
-		s.replace(ctx, u, id)
-	}
 	// The app's actor subscribes to the app's deliveries before the admission, so that none
-	// made after it is missed; it runs the admission and holds the socket from the moment
-	// it passes (deliveries, the periodic work).
-	if err := s.reg.Admit(ctx, u.AppID, c.ID, c, func(ctx context.Context) error { return s.admit(ctx, c) }); err != nil {
+	// made after it is missed; it runs the admission (one atomic presence call) and holds
+	// the socket from the moment it passes (deliveries, the periodic work).
+	if err := s.reg.Admit(ctx, u.AppID, c.ID, c); err != nil {
 		s.reg.Leave(u.AppID, c.ID)
 		s.release(ctx, c)
 		return nil, err
@@ -188,49 +187,16 @@ func (s *Service) connectClient(ctx context.Context, caller client.Caller, token
 	return c, nil
 }
 
-// admit puts the socket's presence in place, then checks the two limits with it there,
-// which holds them when sockets connect at the same moment on several nodes: of sockets
-// racing for the last places of an app some may be refused, none admitted beyond the
-// limit; of two sockets of one user that both found no earlier one, the greater id stays
-// and replaces the other, the smaller gives way (whichever looks last sees both). The
-// caller releases the presence when admit fails.
-func (s *Service) admit(ctx context.Context, c *Client) error {
-	if err := s.lease(ctx, c); err != nil {
-		return err
-	}
-	n, err := s.d.Engine.CountMembers(ctx, appSocketsKey(c.User.AppID))
-	if err != nil {
-		return fmt.Errorf("realtime: count the app's sockets: %w", err)
-	}
-	if n > MaxClientsPerApp {
-		return errAppFull
-	}
-	mine, err := s.d.Engine.Members(ctx, userSocketsKey(c.User.AppID, c.User.UserID))
-	if err != nil {
-		return fmt.Errorf("realtime: read the user's sockets: %w", err)
-	}
-	for _, id := range mine {
-		if id > c.ID {
-			return errRaced
-		}
-	}
-	for _, id := range mine {
-		if id != c.ID {
-			s.replace(ctx, c.User, id)
-		}
-	}
-	return nil
-}
+// replacedMsg is what a socket replaced by a newer socket of its user hears before it is
+// closed with wire.CodeReplaced.
+var replacedMsg = wire.Encode(wire.Outgoing{Type: wire.TypeForceLogout, Data: map[string]any{"reason": "connected from another place"}})
 
-// replace ends socket id of user u, on whatever node holds it, for a newer socket of the
-// user, and removes its presence at once.
-func (s *Service) replace(ctx context.Context, u client.SocketUser, id string) {
-	_ = s.publish(ctx, delivery{App: u.AppID, To: toConn, Conn: id,
-		Msg:   wire.Encode(wire.Outgoing{Type: wire.TypeForceLogout, Data: map[string]any{"reason": "connected from another place"}}),
-		Close: wire.CodeReplaced, Reason: "replaced by a newer connection"})
-	_, _ = s.d.Engine.TakeMember(ctx, userSocketsKey(u.AppID, u.UserID), id)
-	_, _ = s.d.Engine.TakeMember(ctx, appSocketsKey(u.AppID), id)
-	_, _ = s.d.Engine.DeleteValue(ctx, socketKey(id))
+const replacedReason = "replaced by a newer connection"
+
+// replaced ends socket id of app appID, on whatever node holds it, for a newer socket of
+// its user; the admission that replaced it removed its presence already.
+func (s *Service) replaced(ctx context.Context, appID, id string) {
+	_ = s.publish(ctx, delivery{App: appID, To: toConn, Conn: id, Msg: replacedMsg, Close: wire.CodeReplaced, Reason: replacedReason})
 }
 
 // DisconnectClient forgets a socket that ended, for whatever reason.
@@ -331,7 +297,7 @@ func (s *Service) clientMessage(c *Client, raw []byte) work {
 		c.status = st
 		info := c.info()
 		return func(ctx context.Context) any {
-			_ = s.describe(ctx, info)
+			_ = s.describe(ctx, appID, info)
 			_ = s.toDashboardsMsg(ctx, appID, wire.Outgoing{Type: wire.TypeStatus, Data: with("status", st)})
 			return ioDone{}
 		}
@@ -364,7 +330,7 @@ func (s *Service) clientMessage(c *Client, raw []byte) work {
 		c.metadata = meta
 		info := c.info()
 		return func(ctx context.Context) any {
-			_ = s.describe(ctx, info)
+			_ = s.describe(ctx, appID, info)
 			return ioDone{}
 		}
 	default:

@@ -3,20 +3,22 @@
 // where deliveries go.
 //
 // A socket lives on one node. The node's sockets of an app are registered with the app's
-// actor (Registry, actors.Apps), which runs a client socket's admission (the checks here,
-// their I/O on a goroutine, the registration in the same step as the answer), hands them
-// the app's bus deliveries and drives their periodic work; presence (the 500-per-app and
-// 1-per-user limits, online counts and session lists) lives in the cluster engine as
-// leases that the node renews while the socket is open, so a node that dies releases its
-// sockets within Deps.LeaseTTL (30 s by default). The node's periodic work runs per app,
-// not per socket (tick.go, on the app actor's timers): one lease renewal call for all its
-// sockets of an app (each socket's actor is asked for its lease: status and metadata are
-// its own, under no lock), and one batched revalidation every RevalidateEvery and at once when
-// the app changed (the change reaches the app's actor as a message, Registry.Invalidate). The
-// online count, the session list (one read of the app's set and one batched read of the
-// sockets' values) and whether a user is online are asked of the app's actor, which reads
-// them from the cluster engine outside its Receive and shares a read among the requests
-// that arrive while it runs (Registry.Read).
+// actor (Registry, actors.Apps), which runs a client socket's admission (one atomic call
+// of the cluster engine's Presence: the 500-per-app limit and the one-socket-per-user rule
+// in one step, the user's earlier socket named to be closed; on a goroutine, the
+// registration in the same step as the answer), hands them the app's bus deliveries and
+// drives their periodic work. Presence (online counts and session lists too) lives in the
+// cluster engine as leases that the node renews while the socket is open, so a node that
+// dies releases its sockets within Deps.LeaseTTL (10 s by default). The node's periodic
+// work runs per app, not per socket (tick.go, on the app actor's timers): one renewal
+// call for all its sockets of an app every third of the lease (a renewal needs only the
+// sockets' ids and users; a socket it restores writes what the list shows of it again, one
+// it finds replaced is closed), and one batched revalidation every RevalidateEvery and at
+// once when the app changed (the change reaches the app's actor as a message,
+// Registry.Invalidate). The online count, the session list (one engine call) and whether a
+// user is online are asked of the app's actor, which reads them from the cluster engine
+// outside its Receive and shares a read among the requests that arrive while it runs
+// (Registry.Read).
 //
 // Each socket is an actor, a child of its app's actor (actors.Socket; turns.go): Client
 // is the state and rules of a client socket's SessionActor (user, status, metadata, its

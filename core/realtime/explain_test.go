@@ -115,11 +115,11 @@ func TestRevalidationOfABug(t *testing.T) {
 	}
 }
 
-// buggyMembers is a memory engine whose set reads fail with an error no part would
+// buggyMembers is a memory engine whose presence lists fail with an error no part would
 // answer (a bug), so that the session list of a dashboard's greeting fails.
 type buggyMembers struct{ *memory.Engine }
 
-func (buggyMembers) Members(context.Context, string) ([]string, error) {
+func (buggyMembers) List(context.Context, string) ([]cluster.PresentSocket, error) {
 	return nil, errors.New("decoding went wrong")
 }
 

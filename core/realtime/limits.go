@@ -23,7 +23,7 @@ const (
 	// DefaultLeaseTTL is how long a socket's presence outlives its node when Deps.LeaseTTL
 	// is not set; a node renews its sockets' leases every third of it. MinLeaseTTL bounds
 	// the setting from below (renewals are engine writes).
-	DefaultLeaseTTL = 30 * time.Second
+	DefaultLeaseTTL = 10 * time.Second
 	MinLeaseTTL     = 3 * time.Second
 	// messageDeadline bounds the work of one socket message.
 	messageDeadline = 10 * time.Second

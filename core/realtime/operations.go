@@ -39,14 +39,17 @@ func validPayload(field string, p map[string]any, required bool) error {
 	return nil
 }
 
-// userSockets counts the user's client sockets across the cluster (0 or 1 but for a
-// moment while one replaces another).
+// userSockets counts the user's client sockets across the cluster (0 or 1: an admission
+// replaces the user's earlier socket in the same step).
 func (s *Service) userSockets(ctx context.Context, appID, userID string) (int, error) {
-	n, err := s.d.Engine.CountMembers(ctx, userSocketsKey(appID, userID))
+	_, ok, err := s.d.Engine.SocketOf(ctx, appID, userID)
 	if err != nil {
-		return 0, fmt.Errorf("realtime: count the user's sockets: %w", err)
+		return 0, fmt.Errorf("realtime: find the user's socket: %w", err)
 	}
-	return n, nil
+	if !ok {
+		return 0, nil
+	}
+	return 1, nil
 }
 
 // userOnline reports whether the user has a client socket anywhere in the cluster.

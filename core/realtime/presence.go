@@ -10,13 +10,13 @@ import (
 	"github.com/keyward/keyward/cluster"
 )
 
-// Presence keys in the cluster engine. A client socket is a member of its app's set and of
-// its user's set, and has a value with what the session list shows; all three are leases of
-// Deps.LeaseTTL that the socket's node renews every third of it, for all the sockets of an
-// app in one call (tick.go).
-func appSocketsKey(appID string) string          { return "wsa:" + appID }
-func userSocketsKey(appID, userID string) string { return "wsu:" + appID + ":" + userID }
-func socketKey(id string) string                 { return "wsc:" + id }
+// A client socket's presence is a lease in the cluster engine's Presence (cluster.Presence):
+// admitted under the app's limit and the one-socket-per-user rule in one atomic call
+// (Admit, whose answer names the user's earlier socket to close), renewed for all of an
+// app's sockets on this node in one call every third of Deps.LeaseTTL (tick.go), described
+// again when its status or metadata change, released when it leaves. Only the app's actor
+// drives these calls (its admission, its ticks, its sockets' actors' work), so a node that
+// dies leaves the counts and lists within one lease.
 
 // SessionInfo is one live client socket as the dashboard sees it (SPEC 4.9 sessions).
 type SessionInfo struct {
@@ -30,41 +30,49 @@ type SessionInfo struct {
 }
 
 // describe writes what the session list shows of a socket (status and metadata changes
-// need only this), renewing that part of the lease; info was taken in the socket's actor.
-func (s *Service) describe(ctx context.Context, info SessionInfo) error {
+// need only this); info was taken in the socket's actor. A socket that is not live any
+// more (released, or lapsed until its next renewal restores it) is left alone.
+func (s *Service) describe(ctx context.Context, appID string, info SessionInfo) error {
 	raw, err := json.Marshal(info)
 	if err != nil {
 		return fmt.Errorf("realtime: encode presence: %w", err)
 	}
-	if err := s.d.Engine.SetValue(ctx, socketKey(info.ID), raw, s.leaseTTL); err != nil {
+	if _, err := s.d.Engine.Describe(ctx, appID, info.ID, raw); err != nil {
 		return fmt.Errorf("realtime: write presence: %w", err)
 	}
 	return nil
 }
 
-// lease writes (or renews) the socket's presence, in one engine call.
-func (s *Service) lease(ctx context.Context, c *Client) error {
-	l, err := s.leaseOf(c)
+// admitPresence puts the socket's presence in place under the app's limit and the
+// one-socket-per-user rule, in one atomic engine call: of sockets racing for the last
+// places of an app exactly as many are admitted as there are places; of sockets of one
+// user racing, each replaces the one admitted before it, and the replaced one is closed
+// on whatever node holds it. A replaced socket whose own admission had not yet registered
+// it with its app's actor when the close reached that node misses the close; the next
+// renewal finds it superseded and closes it (within a third of the lease).
+func (s *Service) admitPresence(ctx context.Context, c *Client) error {
+	info, err := json.Marshal(c.info())
 	if err != nil {
-		return err
+		return fmt.Errorf("realtime: encode presence: %w", err)
 	}
-	if err := s.d.Engine.PutLeases(ctx, []cluster.Lease{l}); err != nil {
-		return fmt.Errorf("realtime: lease: %w", err)
+	a, err := s.d.Engine.Admit(ctx, c.User.AppID, cluster.PresentSocket{ID: c.ID, User: c.User.UserID, Info: info}, s.leaseTTL, MaxClientsPerApp)
+	if err != nil {
+		return fmt.Errorf("realtime: admit presence: %w", err)
+	}
+	if !a.Admitted {
+		return errAppFull
+	}
+	if a.Replaced != "" {
+		s.replaced(ctx, c.User.AppID, a.Replaced)
 	}
 	return nil
 }
 
 // release removes the socket's presence.
 func (s *Service) release(ctx context.Context, c *Client) {
-	_, err1 := s.d.Engine.TakeMember(ctx, appSocketsKey(c.User.AppID), c.ID)
-	_, err2 := s.d.Engine.TakeMember(ctx, userSocketsKey(c.User.AppID, c.User.UserID), c.ID)
-	_, err3 := s.d.Engine.DeleteValue(ctx, socketKey(c.ID))
-	for _, err := range []error{err1, err2, err3} {
-		if err != nil {
-			// The lease runs out by itself within the lease ttl.
-			s.d.Log.Warn("realtime: cannot release a socket's presence", "socket", c.ID, "err", err)
-			return
-		}
+	if _, err := s.d.Engine.Release(ctx, c.User.AppID, c.ID); err != nil {
+		// The lease runs out by itself within the lease ttl.
+		s.d.Log.Warn("realtime: cannot release a socket's presence", "socket", c.ID, "err", err)
 	}
 }
 
@@ -96,35 +104,28 @@ func (s *Service) Sessions(ctx context.Context, appID string) ([]SessionInfo, er
 }
 
 func (s *Service) countOnline(ctx context.Context, appID string) (int, error) {
-	n, err := s.d.Engine.CountMembers(ctx, appSocketsKey(appID))
+	n, err := s.d.Engine.Count(ctx, appID)
 	if err != nil {
 		return 0, fmt.Errorf("realtime: count sockets: %w", err)
 	}
 	return n, nil
 }
 
-// listSessions reads the app's socket set and then every socket's value in one batch.
+// listSessions reads the app's live sockets and what each shows, in one engine call.
 func (s *Service) listSessions(ctx context.Context, appID string) ([]SessionInfo, error) {
-	ids, err := s.d.Engine.Members(ctx, appSocketsKey(appID))
+	live, err := s.d.Engine.List(ctx, appID)
 	if err != nil {
 		return nil, fmt.Errorf("realtime: list sockets: %w", err)
 	}
-	keys := make([]string, len(ids))
-	for i, id := range ids {
-		keys[i] = socketKey(id)
-	}
-	raws, err := s.d.Engine.GetValues(ctx, keys)
-	if err != nil {
-		return nil, fmt.Errorf("realtime: read the sockets: %w", err)
-	}
-	out := make([]SessionInfo, 0, len(ids))
-	for _, raw := range raws {
-		if raw == nil {
-			continue // released between the two reads
-		}
-		var info SessionInfo
-		if err := json.Unmarshal(raw, &info); err != nil {
-			continue
+	out := make([]SessionInfo, 0, len(live))
+	for _, p := range live {
+		info := SessionInfo{ID: p.ID, UserID: p.User}
+		if p.Info != nil {
+			// A socket restored by a renewal shows its id and user until its holder
+			// describes it again.
+			if err := json.Unmarshal(p.Info, &info); err != nil {
+				continue
+			}
 		}
 		out = append(out, info)
 	}

@@ -6,6 +6,8 @@ import (
 	"log/slog"
 	"testing"
 
+	"github.com/keyward/keyward/actors/wire"
+	"github.com/keyward/keyward/cluster"
 	"github.com/keyward/keyward/cluster/memory"
 	"github.com/keyward/keyward/core/client"
 )
@@ -67,5 +69,52 @@ func TestNoSessionsIsAnEmptyList(t *testing.T) {
 	list, err := s.Sessions(t.Context(), "app")
 	if err != nil || list == nil || len(list) != 0 {
 		t.Fatalf("got %#v, %v; want an empty list", list, err)
+	}
+}
+
+// TestRenewalRestoresAndSupersedes: a renewal puts back a socket whose presence lapsed
+// (its user has no other socket), and its actor writes what the session list shows of it
+// again; a socket that a newer socket of its user replaced meanwhile is closed as
+// replaced, without coming back.
+func TestRenewalRestoresAndSupersedes(t *testing.T) {
+	onEachEngine(t, testRenewalRestoresAndSupersedes)
+}
+
+func testRenewalRestoresAndSupersedes(t *testing.T, twoNodes pair) {
+	a, _ := twoNodes(t, sessions{"tok-u1": user("u1")})
+	ctx := t.Context()
+	p := &recorder{}
+	c, err := a.ConnectClient(ctx, client.Caller{IP: "192.0.2.1"}, "tok-u1", p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The lease lapsed (a node that could not renew in time).
+	if n, err := a.d.Engine.Release(ctx, "app", c.ID); err != nil || n != 1 {
+		t.Fatalf("release: %d, %v", n, err)
+	}
+	if n, _ := a.Online(ctx, "app"); n != 0 {
+		t.Fatalf("online after the lapse: %d", n)
+	}
+	runNow(t, a, a.renewApp)
+	waitUntil(t, "the restored socket described again", func() bool {
+		list, err := a.listSessions(ctx, "app")
+		return err == nil && len(list) == 1 && list[0].ID == c.ID && list[0].Username == "name-u1" && list[0].Status == "online"
+	})
+	if p.closedWith() != 0 {
+		t.Fatalf("a restored socket closed with %d", p.closedWith())
+	}
+
+	// A newer socket of the user, admitted elsewhere while this one had lapsed.
+	if _, err := a.d.Engine.Release(ctx, "app", c.ID); err != nil {
+		t.Fatal(err)
+	}
+	adm, err := a.d.Engine.Admit(ctx, "app", cluster.PresentSocket{ID: "newer", User: "u1", Info: []byte(`{"id":"newer","userId":"u1"}`)}, a.leaseTTL, MaxClientsPerApp)
+	if err != nil || !adm.Admitted {
+		t.Fatalf("admit the newer socket: %+v, %v", adm, err)
+	}
+	runNow(t, a, a.renewApp)
+	waitUntil(t, "the superseded socket's close", func() bool { return p.closedWith() == wire.CodeReplaced })
+	if id, ok, err := a.d.Engine.SocketOf(ctx, "app", "u1"); err != nil || !ok || id != "newer" {
+		t.Fatalf("the user's socket is %q (%v, %v), want the newer one", id, ok, err)
 	}
 }

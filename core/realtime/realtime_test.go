@@ -336,9 +336,9 @@ func testOneSocketPerUserUnderRace(t *testing.T, twoNodes pair) {
 			}()
 		}
 		wg.Wait()
-		ids, err := a.d.Engine.Members(ctx, userSocketsKey("app", "u1"))
-		if err != nil || len(ids) != 1 {
-			t.Fatalf("round %d: the user's sockets are %v (%v), want one", round, ids, err)
+		n, err := a.userSockets(ctx, "app", "u1")
+		if err != nil || n != 1 {
+			t.Fatalf("round %d: the user has %d live sockets (%v), want one", round, n, err)
 		}
 		if admitted[0] == nil && admitted[1] == nil {
 			t.Fatalf("round %d: both sockets refused", round)

@@ -22,9 +22,7 @@ import (
 
 // Engine is what the channels need from the cluster engine.
 type Engine interface {
-	cluster.ExpiringSets
-	cluster.Values
-	cluster.Batches
+	cluster.Presence
 	cluster.Bus
 }
 
@@ -77,7 +75,7 @@ type Registry interface {
 	// Held answers how many sockets of a kind ("session", "dashboard") the actors hold.
 	Held(kind string) int
 	Join(ctx context.Context, appID, id string, socket any) error
-	Admit(ctx context.Context, appID, id string, socket any, admit func(ctx context.Context) error) error
+	Admit(ctx context.Context, appID, id string, socket actors.Admittee) error
 	Leave(appID, id string) bool
 	Sockets(ctx context.Context, appID string) ([]any, error)
 	AllSockets(ctx context.Context) map[string][]any
@@ -107,7 +105,7 @@ type Deps struct {
 	Log      *slog.Logger
 	Now      func() time.Time
 	// LeaseTTL is how long the sockets of a node that died still count as online
-	// (DefaultLeaseTTL when 0, at least MinLeaseTTL).
+	// (DefaultLeaseTTL, 10 s, when 0; at least MinLeaseTTL).
 	LeaseTTL time.Duration
 	// DashboardRecheck is how often a dashboard socket's token is checked again
 	// (RevalidateEvery when 0).

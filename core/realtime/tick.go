@@ -2,11 +2,11 @@ package realtime
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"runtime/debug"
 	"time"
 
+	"github.com/keyward/keyward/actors/wire"
 	"github.com/keyward/keyward/cluster"
 	"github.com/keyward/keyward/core/client"
 )
@@ -14,7 +14,7 @@ import (
 // The node's periodic work on its client sockets runs per app, batched, driven by the
 // app's actor (actors.Tick: its timers, the work on a goroutine): every third of the
 // lease ttl the leases of an app's sockets are renewed in one cluster-engine call
-// (PutLeases), and every RevalidateEvery, and at once when the app changed, its sockets
+// (Presence.Renew), and every RevalidateEvery, and at once when the app changed, its sockets
 // are checked again in one call of Sessions.CheckSockets (one engine read for the
 // sessions, one storage query for the users), not a round per socket. There is no
 // goroutine or timer per socket.
@@ -41,57 +41,48 @@ func (s *Service) safely(appID string, fn func()) {
 	fn()
 }
 
-// askPresenceWait bounds how long a renewal waits for the sockets' actors to answer with
-// their leases; an actor answers at once unless it stopped (its socket is leaving).
-const askPresenceWait = 2 * time.Second
-
-// renewApp renews the leases of an app's sockets in one call. Each socket's actor is
-// asked for its lease (its status and metadata are the actor's alone).
+// renewApp renews the leases of an app's sockets on this node in one engine call. A
+// renewal needs only each socket's id and user, which never change, so no socket's actor
+// is asked. A socket whose presence had lapsed is put back, and its actor writes what the
+// session list shows of it again; one that a newer socket of its user replaced meanwhile
+// is closed as replaced.
 func (s *Service) renewApp(appID string, clients []*Client) {
-	leases := s.askLeases(clients)
+	leases := make([]cluster.SocketLease, 0, len(clients))
+	byID := make(map[string]*Client, len(clients))
+	for _, c := range clients {
+		if !c.gone.Load() {
+			leases = append(leases, cluster.SocketLease{ID: c.ID, User: c.User.UserID})
+			byID[c.ID] = c
+		}
+	}
+	if len(leases) == 0 {
+		return
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	if err := s.d.Engine.PutLeases(ctx, leases); err != nil {
+	r, err := s.d.Engine.Renew(ctx, appID, leases, s.leaseTTL)
+	if err != nil {
 		s.stats.leaseErrors.Add(1)
 		s.d.Log.Warn("realtime: cannot renew the presence of an app's sockets", "app", appID, "sockets", len(leases), "err", err)
 		return
 	}
-	// A socket that ended while its lease was being renewed has its presence back: it is
-	// released again (its owner released it already, or is about to).
+	for _, id := range r.Restored {
+		if c := byID[id]; c != nil {
+			c.ref.Tell(redescribe{})
+		}
+	}
+	for _, id := range r.Superseded {
+		if c := byID[id]; c != nil {
+			c.ref.Tell(&delivery{App: appID, To: toConn, Conn: id, Msg: replacedMsg, Close: wire.CodeReplaced, Reason: replacedReason})
+		}
+	}
+	// A socket that ended while its lease was being renewed may have its presence back: it
+	// is released again (its owner released it already, or is about to).
 	for _, c := range clients {
 		if c.gone.Load() {
 			s.release(ctx, c)
 		}
 	}
-}
-
-// askLeases asks each socket's actor for its lease and answers those that came within
-// askPresenceWait.
-func (s *Service) askLeases(clients []*Client) []cluster.Lease {
-	answers := make(chan presenceAnswer, len(clients))
-	asked := 0
-	for _, c := range clients {
-		if c.ref.Valid() && !c.gone.Load() {
-			c.ref.Tell(presenceAsk{into: answers})
-			asked++
-		}
-	}
-	leases := make([]cluster.Lease, 0, asked)
-	wait := time.NewTimer(askPresenceWait)
-	defer wait.Stop()
-	for range asked {
-		select {
-		case a := <-answers:
-			if a.err != nil {
-				s.d.Log.Warn("realtime: cannot encode a socket's presence", "socket", a.id, "err", a.err)
-				continue
-			}
-			leases = append(leases, a.lease)
-		case <-wait.C:
-			return leases
-		}
-	}
-	return leases
 }
 
 // recheckApp checks an app's sockets again in one batch.
@@ -109,15 +100,4 @@ func (s *Service) recheckApp(appID string, clients []*Client) {
 			c.ref.Tell(verdict{err: errs[i]})
 		}
 	}
-}
-
-// leaseOf is socket c's presence lease: what the session list shows of it, and its
-// membership in its app's and its user's sets.
-func (s *Service) leaseOf(c *Client) (cluster.Lease, error) {
-	info, err := json.Marshal(c.info())
-	if err != nil {
-		return cluster.Lease{}, fmt.Errorf("realtime: encode presence: %w", err)
-	}
-	return cluster.Lease{Key: socketKey(c.ID), Value: info, Member: c.ID,
-		Sets: []string{appSocketsKey(c.User.AppID), userSocketsKey(c.User.AppID, c.User.UserID)}, TTL: s.leaseTTL}, nil
 }

@@ -18,27 +18,28 @@ import (
 	"github.com/keyward/keyward/internal/testenv"
 )
 
-// countingEngine counts the lease writes and value reads of the memory engine.
+// countingEngine counts the presence renewals and reads of the memory engine: valueReads
+// are reads of one socket (SocketOf), batchedReads reads of an app's sockets (List).
 type countingEngine struct {
 	*memory.Engine
 	leaseCalls, leases       atomic.Int64
 	valueReads, batchedReads atomic.Int64
 }
 
-func (e *countingEngine) GetValue(ctx context.Context, key string) ([]byte, time.Duration, bool, error) {
+func (e *countingEngine) SocketOf(ctx context.Context, app, user string) (string, bool, error) {
 	e.valueReads.Add(1)
-	return e.Engine.GetValue(ctx, key)
+	return e.Engine.SocketOf(ctx, app, user)
 }
 
-func (e *countingEngine) GetValues(ctx context.Context, keys []string) ([][]byte, error) {
+func (e *countingEngine) List(ctx context.Context, app string) ([]cluster.PresentSocket, error) {
 	e.batchedReads.Add(1)
-	return e.Engine.GetValues(ctx, keys)
+	return e.Engine.List(ctx, app)
 }
 
-func (e *countingEngine) PutLeases(ctx context.Context, ls []cluster.Lease) error {
+func (e *countingEngine) Renew(ctx context.Context, app string, ls []cluster.SocketLease, ttl time.Duration) (cluster.Renewal, error) {
 	e.leaseCalls.Add(1)
 	e.leases.Add(int64(len(ls)))
-	return e.Engine.PutLeases(ctx, ls)
+	return e.Engine.Renew(ctx, app, ls, ttl)
 }
 
 // countingSessions counts the batched checks; revoked tokens fail with UNAUTHORIZED and

@@ -4,7 +4,6 @@ import (
 	"context"
 
 	"github.com/keyward/keyward/actors"
-	"github.com/keyward/keyward/cluster"
 )
 
 // Each socket is an actor (actors.Socket, a child of its app's actor): Client is a
@@ -30,14 +29,9 @@ type (
 	planned struct{ steps []HookAction }
 	// verdict is a revalidation's answer for a client socket (nil: it passes).
 	verdict struct{ err error }
-	// presenceAsk asks a client socket's actor for its presence lease (the periodic
-	// renewal); into has room for every answer of the batch, so the actor never blocks.
-	presenceAsk    struct{ into chan<- presenceAnswer }
-	presenceAnswer struct {
-		id    string
-		lease cluster.Lease
-		err   error
-	}
+	// redescribe: a renewal put the socket's lapsed presence back without what the
+	// session list shows of it; its actor writes that again.
+	redescribe struct{}
 )
 
 // work is what handling a message leaves to do outside the actor: it runs on a goroutine
