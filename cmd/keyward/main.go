@@ -1,7 +1,10 @@
-// Command keyward is the Keyward server binary: `keyward serve` runs a node, `keyward admin`
-// manages accounts in the configured store (also while a server runs on it) and
-// `keyward version` prints the build. It holds no logic of its own: everything is in
-// package server and the core packages.
+// Command keyward is the Keyward server binary: `keyward serve` runs a node (its ready log
+// line names the dashboard's URL), `keyward admin create|set` manages accounts in the
+// configured store (also while a server runs on it; --help lists each one's flags),
+// `keyward audit verify` checks the audit hash chains, `keyward doctor` checks a node's
+// settings and engines, `keyward license verify` checks an offline license file against an
+// app's public key, and `keyward version` prints the build. It holds no logic of its own:
+// everything is in package server and the core packages.
 package main
 
 import (
