@@ -90,6 +90,11 @@ func (h *appHandlers) bulkUsers(c *gin.Context) {
 		fail(c, core.Invalid("duration", "duration (seconds, above 0) is required to extend"))
 		return
 	}
+	// The app is the caller's, or nothing is done (404, as every route of the app).
+	if _, _, _, err := h.svc.ListUsers(ctx, o, appID, apps.UserQueryInput{Page: storage.Page{Limit: 1}}); err != nil {
+		fail(c, err)
+		return
+	}
 	ids, err := h.bulkUserIDs(c, o, appID, in.IDs, in.Filter)
 	if err != nil {
 		fail(c, err)
