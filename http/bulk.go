@@ -258,3 +258,98 @@ func describeBulkChanges(e *storage.AuditEntry, list []audit.Change) error {
 	e.Before, e.After = jsonOf(before), jsonOf(after)
 	return errors.Join(errs...)
 }
+
+// maxUserImport bounds the users one import request creates (each password is hashed).
+const maxUserImport = 200
+
+// madeRecord is what the audit entry of an import holds for each record made: nothing
+// before, its name (user) or key (license) after.
+type madeRecord struct {
+	ID   string
+	Name string
+}
+
+// userImportRow is one user of an import: the members of POST users.
+type userImportRow struct {
+	Username    string          `json:"username"`
+	Password    string          `json:"password"`
+	Email       string          `json:"email,omitempty"`
+	Level       *int            `json:"level,omitempty"`
+	ExpiresAt   *string         `json:"expiresAt,omitempty"`
+	DeviceLimit *int            `json:"deviceLimit,omitempty"`
+	Metadata    json.RawMessage `json:"metadata,omitempty"`
+}
+
+// licenseImportRow is one key of an import with its terms.
+type licenseImportRow struct {
+	Key      string `json:"key"`
+	Level    *int   `json:"level,omitempty"`
+	MaxUses  *int   `json:"maxUses,omitempty"`
+	Duration *int64 `json:"duration,omitempty"`
+	Note     string `json:"note,omitempty"`
+}
+
+// importUsers serves POST /api/apps/:appId/users/import: up to maxUserImport users, each
+// created as POST users would (the plan's user limit holds); a refused row is its error.
+func (h *appHandlers) importUsers(c *gin.Context) {
+	var in struct {
+		Users []userImportRow `json:"users"`
+	}
+	if !bind(c, &in) {
+		return
+	}
+	if len(in.Users) == 0 || len(in.Users) > maxUserImport {
+		fail(c, core.Invalid("users", "import 1 to %d users per request (%d given)", maxUserImport, len(in.Users)))
+		return
+	}
+	ctx, o, appID := c.Request.Context(), ownerOf(c), c.Param("appId")
+	if _, _, _, err := h.svc.ListUsers(ctx, o, appID, apps.UserQueryInput{Page: storage.Page{Limit: 1}}); err != nil {
+		fail(c, err)
+		return
+	}
+	out := bulkAnswer{Action: "import", Results: make([]bulkRowResult, 0, len(in.Users))}
+	for _, r := range in.Users {
+		u, err := h.svc.CreateUser(ctx, o, appID, apps.CreateUserInput{Username: r.Username, Password: r.Password, Email: r.Email,
+			Level: r.Level, ExpiresAt: r.ExpiresAt, DeviceLimit: r.DeviceLimit, Metadata: r.Metadata})
+		if isOutage(err) {
+			fail(c, err)
+			return
+		}
+		id := r.Username
+		if err == nil {
+			id = u.ID
+			audit.Changed(ctx, madeRecord{ID: u.ID}, madeRecord{ID: u.ID, Name: u.Username})
+		}
+		out.add(id, err)
+	}
+	ok(c, http.StatusOK, out)
+}
+
+// importLicenses serves POST /api/apps/:appId/licenses/import: up to 1000 keys made
+// elsewhere, each with its terms; rows answer by key.
+func (h *appHandlers) importLicenses(c *gin.Context) {
+	var in struct {
+		Licenses []licenseImportRow `json:"licenses"`
+	}
+	if !bind(c, &in) {
+		return
+	}
+	rows := make([]apps.ImportLicenseInput, len(in.Licenses))
+	for i, r := range in.Licenses {
+		rows[i] = apps.ImportLicenseInput{Key: r.Key, Level: r.Level, MaxUses: r.MaxUses, Duration: r.Duration, Note: r.Note}
+	}
+	ctx := c.Request.Context()
+	res, err := h.svc.ImportLicenses(ctx, ownerOf(c), c.Param("appId"), rows)
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	out := bulkAnswer{Action: "import", Results: make([]bulkRowResult, 0, len(res))}
+	for _, r := range res {
+		if r.Err == nil {
+			audit.Changed(ctx, madeRecord{ID: r.License.ID}, madeRecord{ID: r.License.ID, Name: r.Key})
+		}
+		out.add(r.Key, r.Err)
+	}
+	ok(c, http.StatusOK, out)
+}

@@ -133,3 +133,49 @@ func TestLicensesAddTime(t *testing.T) {
 		}
 	})
 }
+
+// TestBulkImports: users and keys made elsewhere come in one request each, with per-row
+// results; a bad or repeated row is its own error; one audit entry per import.
+func TestBulkImports(t *testing.T) {
+	ts.Each(t, func(t *testing.T, e ts.Engines) {
+		s := ts.Start(t, e)
+		o := newOwner(t, s)
+		setPlan(t, s, o.Username, "pro")
+		a := api{t, s, o.Token}
+		appID, secret := a.createApp("Imports")
+		base := "/api/apps/" + appID
+
+		expect(t, a.do("POST", base+"/users/import", map[string]any{"users": []any{}}), http.StatusBadRequest, "VALIDATION_ERROR")
+		r := a.do("POST", base+"/users/import", map[string]any{"users": []map[string]any{
+			{"username": "imp1", "password": "pw-123456", "level": 3}, {"username": "x", "password": "pw-123456"}, {"username": "imp1", "password": "pw-123456"}}})
+		expectOK(t, r, http.StatusOK)
+		if r.Data()["succeeded"] != float64(1) || r.Data()["failed"] != float64(2) {
+			t.Fatalf("users import: %s", r.Raw)
+		}
+		if n := a.do("GET", base+"/users?search=imp1", nil).Data()["total"]; n != float64(1) {
+			t.Fatalf("%v imported users found", n)
+		}
+
+		expect(t, a.do("POST", base+"/licenses/import", map[string]any{"licenses": make([]map[string]any, 1001)}), http.StatusBadRequest, "VALIDATION_ERROR")
+		r = a.do("POST", base+"/licenses/import", map[string]any{"licenses": []map[string]any{
+			{"key": "OLD-KEY-0001", "duration": 86400, "note": "from keyauth"}, {"key": "OLD-KEY-0001"}, {"key": "no"}, {"key": "old-key-0002", "level": 2}}})
+		expectOK(t, r, http.StatusOK)
+		res := r.Data()["results"].([]any)
+		if r.Data()["succeeded"] != float64(2) || res[1].(map[string]any)["error"].(map[string]any)["code"] != "CONFLICT" ||
+			res[2].(map[string]any)["error"].(map[string]any)["code"] != "VALIDATION_ERROR" {
+			t.Fatalf("licenses import: %s", r.Raw)
+		}
+		r = a.do("POST", base+"/licenses/import", map[string]any{"licenses": []map[string]any{{"key": "OLD-KEY-0001"}}})
+		if r.Data()["failed"] != float64(1) {
+			t.Fatalf("an existing key imported again: %s", r.Raw)
+		}
+		entry := auditEntries(t, s, o.Token, "/api/audit?recordType=licenses&limit=2", 2)[1]
+		if len(entry["after"].(map[string]any)) != 2 {
+			t.Fatalf("licenses import audit entry: %v", entry)
+		}
+		// An imported key signs in.
+		c := newSDK(t, s, secret)
+		c.mustInit()
+		expectOK(t, c.withNonce("license", map[string]any{"licenseKey": "old-key-0002"}), http.StatusOK)
+	})
+}

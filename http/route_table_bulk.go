@@ -10,11 +10,17 @@ func bulkSections(h *handlerSet) []section {
 			{post, "/api/apps/:appId/users/bulk", "users:update", auditBulk("users"), h.apps.bulkUsers,
 				op("Act on many users at once: ban, unban, extend (duration seconds), reset-hwid or delete, on up to 1000 ids or on every expired user (filter \"expired\")",
 					props("action!:string", "ids:strings", "filter:string", "duration:integer", "banReason:string"), bulkResults)},
+			{post, "/api/apps/:appId/users/import", "users:create", auditBulk("users"), h.apps.importUsers,
+				op("Create up to 200 users in one request (rows answer by user id, or by username when refused)",
+					props("users!:UserImport[]"), bulkResults)},
 		}},
 		{tag: "Licenses", access: accessOwner, rows: []row{
 			{post, "/api/apps/:appId/licenses/add-time", "licenses:update", auditBulk("licenses"), h.apps.addTimeLicenses,
 				op("Add seconds to the duration of every unused license (at most 10,000; keys without a duration are skipped)",
 					props("seconds!:integer"), props("action!:string", "succeeded!:integer", "failed!:integer", "skipped!:integer", "results!:BulkResult[]"))},
+			{post, "/api/apps/:appId/licenses/import", "licenses:create", auditBulk("licenses"), h.apps.importLicenses,
+				op("Import up to 1000 keys made elsewhere, each with its terms (rows answer by key; an existing or repeated key is its row's CONFLICT)",
+					props("licenses!:LicenseImport[]"), bulkResults)},
 		}},
 	}
 }
