@@ -14,7 +14,8 @@ import (
 // TestAccessibility runs the axe-core checker (WCAG 2 A and AA rules) on the main pages. It
 // needs axe-core's axe.min.js, which is not vendored (the product does not use it): set
 // KEYWARD_TEST_AXE to its path, e.g. after `npm install axe-core` in a scratch folder.
-// Serious and critical violations fail the test; the others are reported.
+// Every violation fails the test (issue 22: 0 on every page); deploy/testenv.sh installs axe-core
+// with npm into its cache and sets KEYWARD_TEST_AXE.
 func TestAccessibility(t *testing.T) {
 	axePath := os.Getenv("KEYWARD_TEST_AXE")
 	if axePath == "" {
@@ -44,13 +45,13 @@ func TestAccessibility(t *testing.T) {
 		for _, v := range out {
 			line := fmt.Sprintf("%s: %s [%s] %s ×%d (first: %s)", page, v.ID, v.Impact, v.Help, v.Nodes, v.Target)
 			t.Log(line)
-			if v.Impact == "serious" || v.Impact == "critical" {
-				bad = append(bad, line)
+			if v.ID != "passes" {
+				bad = append(bad, line) // issue 22: 0 violations of any impact
 			}
 		}
 		t.Logf("%s: %d violations", page, len(out)-1)
 		if len(bad) > 0 {
-			t.Errorf("serious accessibility problems:\n%s", strings.Join(bad, "\n"))
+			t.Errorf("accessibility violations:\n%s", strings.Join(bad, "\n"))
 		}
 	}
 	b.do("open", chromedp.Navigate(n.url+"/"), chromedp.WaitVisible(`.auth [name=username]`, chromedp.ByQuery))
@@ -66,7 +67,8 @@ func TestAccessibility(t *testing.T) {
 	b.click("main", "Create application")
 	check("applications")
 	b.do("open app", chromedp.WaitVisible(`#open-app`, chromedp.ByQuery), chromedp.Click(`#open-app`, chromedp.ByQuery))
-	for _, p := range []string{"users", "licenses", "variables", "files", "logs", "analytics", "live", "hooks", "settings"} {
+	for _, p := range []string{"overview", "users", "licenses", "variables", "files", "devices", "tokens", "rules", "logs", "analytics",
+		"integrations", "live", "hooks", "audit", "settings"} {
 		b.do("open "+p, chromedp.Evaluate(`location.hash = location.hash.replace(/[^/]+$/, `+js(p)+`)`, nil))
 		b.do("wait "+p, chromedp.WaitVisible(`.tabs a.active`, chromedp.ByQuery), chromedp.Sleep(500*time.Millisecond))
 		check(p)
@@ -74,4 +76,10 @@ func TestAccessibility(t *testing.T) {
 	b.hash("account")
 	b.waitText("main", "Two-factor")
 	check("account")
+	b.hash("api-keys")
+	b.waitText("main", "New API key")
+	check("api-keys")
+	b.hash("audit")
+	b.waitText("#audit", "apps")
+	check("audit")
 }

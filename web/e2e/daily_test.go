@@ -65,7 +65,7 @@ func ownerDailyWork(t *testing.T, width, height int) {
 	b.waitText(".pager", "of 6")
 	var sorted string
 	b.eval(`document.querySelector('th[aria-sort]')?.dataset.sort + ' ' + document.querySelectorAll('th[data-sort] .arrow').length`, &sorted)
-	if sorted != "created_at 3" {
+	if sorted != "created_at 4" {
 		t.Fatalf("sortable columns: %q", sorted)
 	}
 	b.do("select all", chromedp.Evaluate(`document.querySelector('thead input[aria-label="select all"]').click()`, nil))
@@ -89,12 +89,19 @@ func ownerDailyWork(t *testing.T, width, height int) {
 	b.click("dialog", "Delete")
 	b.waitText("#toasts", "1 user done")
 	b.waitText(".pager", "of 5")
+	// Import: a CSV of two users, one request.
+	b.click("main", "Import CSV…")
+	b.do("csv", chromedp.SetValue(`#import-text`, "username,password,level\nimported1,User-Pass-12,2\nimported2,User-Pass-12,3\n", chromedp.ByQuery))
+	b.click("dialog", "Import")
+	b.waitText("#toasts", "2 users imported")
+	b.waitText(".pager", "of 7")
 
 	// The audit log (the app's tab): the bulk ban with each user's before and after.
 	b.hash("apps/" + appID + "/audit")
 	b.waitText("#audit tbody", "users")
-	b.do("open the ban's changes", chromedp.Evaluate(`[...document.querySelectorAll('#audit tbody tr')].find((r) => r.textContent.includes('POST'))
-		?.querySelector('button').click()`, nil))
+	// The newest POSTs are the import, then "delete expired", then the ban.
+	b.do("open the ban's changes", chromedp.Evaluate(`[...document.querySelectorAll('#audit tbody tr')].filter((r) => r.textContent.includes('POST'))[2]
+		.querySelector('button').click()`, nil))
 	b.waitText("dialog .diff", "chargeback")
 	var sides int
 	b.eval(`document.querySelectorAll('dialog .diff pre').length`, &sides)
@@ -113,7 +120,7 @@ func ownerDailyWork(t *testing.T, width, height int) {
 	if len(key) < 20 {
 		t.Fatalf("key %q", key)
 	}
-	b.waitText("#api-keys", "users:read, licenses:create")
+	b.waitText("#api-keys", "licenses:create, users:read")
 	if strings.Contains(b.text("#api-keys"), key) {
 		t.Fatal("the list shows the whole key")
 	}
@@ -150,6 +157,7 @@ func ownerDailyWork(t *testing.T, width, height int) {
 	b.waitText("main table", "GeoIP")
 
 	// The server goes away: the tab says so in place under its tabs; Retry brings it back.
+	n.admin(t, "set", "--username", "daily", "--plan", "business") // the Live page needs it
 	b.hash("apps/" + appID + "/live")
 	b.waitText("#socket-state", "connected")
 	n2 := n.restartLater(t)

@@ -183,3 +183,34 @@ export async function readAll(load, max = 100000) {
   }
   return out;
 }
+
+// parseCSV reads CSV text (quoted cells, "" inside quotes, CRLF or LF) into rows of cells.
+export function parseCSV(text) {
+  const rows = [];
+  let row = []; let cell = ''; let quoted = false;
+  for (let i = 0; i < text.length; i++) {
+    const c = text[i];
+    if (quoted) {
+      if (c === '"' && text[i + 1] === '"') { cell += '"'; i++; } else if (c === '"') quoted = false; else cell += c;
+    } else if (c === '"') quoted = true;
+    else if (c === ',') { row.push(cell); cell = ''; } else if (c === '\n' || c === '\r') {
+      if (c === '\r' && text[i + 1] === '\n') i++;
+      row.push(cell); cell = '';
+      if (row.some((x) => x !== '')) rows.push(row);
+      row = [];
+    } else cell += c;
+  }
+  row.push(cell);
+  if (row.some((x) => x !== '')) rows.push(row);
+  return rows;
+}
+
+// importDialog asks for CSV or text (pasted or from a file) and hands the rows to send.
+export async function importDialog(title, help, send) {
+  const area = h('textarea.mono#import-text', { rows: 8, 'aria-label': 'rows to import' });
+  const file = h('input', { type: 'file', accept: '.csv,.txt,text/csv,text/plain', 'aria-label': 'file to import', on: { change: async (e) => {
+    const f = e.target.files[0];
+    if (f) area.value = await f.text();
+  } } });
+  return modal(title, h('div', h('p.muted', { text: help }), file, area), { ok: 'Import', onOk: () => send(parseCSV(area.value)) });
+}

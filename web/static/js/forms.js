@@ -152,7 +152,9 @@ export function listView(opts) {
     });
     filterForm.addEventListener('change', (e) => { if (e.target.tagName === 'SELECT' || e.target.type === 'checkbox') filterForm.requestSubmit(); });
   }
-  const root = h('div.list', filterForm, opts.toolbar ? h('div.toolbar', opts.toolbar) : null, err,
+  // On a phone the table head (and its select-all box) is hidden: a button does the same.
+  const selPage = selAll ? h('button.select-page', { type: 'button', text: 'Select all on this page', on: { click: () => { selAll.checked = !selAll.checked; selAll.dispatchEvent(new Event('change')); } } }) : null;
+  const root = h('div.list', filterForm, opts.toolbar || selPage ? h('div.toolbar', selPage, opts.toolbar) : null, err,
     h('div.table-wrap', h('table', h('thead', head), body)), h('div.pager', prev, info, next, sizeSel));
 
   function renderRows() {

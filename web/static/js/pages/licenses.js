@@ -1,6 +1,6 @@
 // License keys: generation (1-1000, downloaded as text or CSV), filters, bulk delete, edit, verify.
 
-import { h, clear, fmtDate, toast, modal, badge, saveFile, csv, readAll, plural } from '../dom.js';
+import { h, clear, fmtDate, toast, modal, badge, saveFile, csv, readAll, plural, importDialog } from '../dom.js';
 import { get, post, patch, del } from '../api.js';
 import { form, listView, section, values, field } from '../forms.js';
 import { typedEditor } from './variables.js';
@@ -51,6 +51,26 @@ export async function licenses(ctx) {
           return post(base + '/add-time', { seconds: Math.round(n * 86400) });
         } });
         if (d) { toast(`${plural(d.succeeded, 'key')} lengthened` + (d.skipped ? `, ${d.skipped} without a duration left as they are` : '')); lv.reload(); }
+      } } }),
+      h('button#import-licenses', { type: 'button', text: 'Import keys…', on: { click: async () => {
+        const d = await importDialog('Import keys', 'One key a line, or CSV with a header line: key and optionally level,maxUses,duration (seconds),note. At most 1000 keys per request; more are sent in parts.', async (rows) => {
+          let head = ['key'];
+          if (rows.length && rows[0].map((x) => x.trim()).includes('key')) head = rows.shift().map((x) => x.trim());
+          const list = rows.map((r) => {
+            const l = {};
+            head.forEach((k, i) => { const v = (r[i] ?? '').trim(); if (v === '') return; l[k] = ['level', 'maxUses', 'duration'].includes(k) ? Number(v) : v; });
+            return l;
+          });
+          if (!list.length) throw new Error('Give at least one key.');
+          const total = { succeeded: 0, failed: 0, first: null };
+          for (let i = 0; i < list.length; i += 1000) {
+            const a = await post(base + '/import', { licenses: list.slice(i, i + 1000) });
+            total.succeeded += a.succeeded; total.failed += a.failed;
+            total.first ||= a.results.find((x) => !x.ok);
+          }
+          return total;
+        });
+        if (d) { toast(`${plural(d.succeeded, 'key')} imported` + (d.failed ? `, ${d.failed} refused (${d.first.id}: ${d.first.error.message})` : ''), d.failed ? 'warn' : 'ok'); lv.reload(); }
       } } }),
       h('button#export-licenses', { type: 'button', text: 'Export all (CSV)', on: { click: async () => {
         try {

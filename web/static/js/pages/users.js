@@ -1,6 +1,6 @@
 // Users of an application: the list, creation, and one user's page.
 
-import { h, clear, fmtDate, toast, modal, badge, plural, csv, readAll, saveFile } from '../dom.js';
+import { h, clear, fmtDate, toast, modal, badge, plural, csv, readAll, saveFile, importDialog } from '../dom.js';
 import { get, post, patch, del } from '../api.js';
 import { form, listView, section, field, values } from '../forms.js';
 
@@ -14,7 +14,8 @@ export async function users(ctx) {
       on: { click: () => bulk(ctx.appId, action, { ids: [...lv.state.selected] }).then((done) => { if (done) { lv.clearSelection(); lv.reload(); } }) } }));
   const toolbar = [h('div.selection-bar', { role: 'group', 'aria-label': 'act on the selected users' }, selCount, bulkButtons),
     h('button.danger#delete-expired', { type: 'button', text: 'Delete expired…', on: { click: () => bulk(ctx.appId, 'delete', { filter: 'expired' }).then((done) => done && lv.reload()) } }),
-    h('button#export-users', { type: 'button', text: 'Export CSV', on: { click: () => exportUsers(ctx.appId) } })];
+    h('button#export-users', { type: 'button', text: 'Export CSV', on: { click: () => exportUsers(ctx.appId) } }),
+    h('button#import-users', { type: 'button', text: 'Import CSV…', on: { click: () => importUsers(ctx.appId).then((d) => d && lv.reload()) } })];
   lv = listView({
     sortBy: 'created_at',
     selectable: true,
@@ -191,3 +192,28 @@ async function loadVars(base, box) {
 }
 
 export { values };
+
+// importUsers sends CSV rows (header: username,password[,email,level,expiresAt,deviceLimit])
+// 200 at a time through POST users/import.
+async function importUsers(appId) {
+  const d = await importDialog('Import users', 'CSV with a header line: username,password and optionally email,level,expiresAt (RFC 3339),deviceLimit. At most 200 users per request; more are sent in parts.', async (rows) => {
+    if (rows.length < 2) throw new Error('Give a header line and at least one user.');
+    const head = rows[0].map((x) => x.trim());
+    if (!head.includes('username') || !head.includes('password')) throw new Error('The header needs username and password.');
+    const users = rows.slice(1).map((r) => {
+      const u = {};
+      head.forEach((k, i) => { const v = (r[i] ?? '').trim(); if (v === '') return; u[k] = ['level', 'deviceLimit'].includes(k) ? Number(v) : v; });
+      return u;
+    });
+    const total = { succeeded: 0, failed: 0, first: null };
+    for (let i = 0; i < users.length; i += 200) {
+      const a = await post(`/api/apps/${appId}/users/import`, { users: users.slice(i, i + 200) });
+      total.succeeded += a.succeeded; total.failed += a.failed;
+      total.first ||= a.results.find((x) => !x.ok);
+    }
+    return total;
+  });
+  if (!d) return null;
+  toast(`${plural(d.succeeded, 'user')} imported` + (d.failed ? `, ${d.failed} refused (${d.first.id}: ${d.first.error.message})` : ''), d.failed ? 'warn' : 'ok');
+  return d;
+}
