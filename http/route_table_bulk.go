@@ -22,6 +22,12 @@ func bulkSections(h *handlerSet) []section {
 				op("Import up to 1000 keys made elsewhere, each with its terms (rows answer by key; an existing or repeated key is its row's CONFLICT)",
 					props("licenses!:LicenseImport[]"), bulkResults)},
 		}},
+		{tag: "Integrations", access: accessOwner, rows: []row{
+			{get, "/api/apps/:appId/integrations/:integrationId/deliveries/:deliveryId", "integrations:read", notAudited, h.integrations.delivery,
+				op("One delivery: the event's payload, its state and attempt count (finished deliveries are removed after a while)", noBody, ref("Delivery"))},
+			{post, "/api/apps/:appId/integrations/:integrationId/deliveries/:deliveryId/redeliver", "integrations:update", auditCommand("integrations"),
+				h.integrations.redeliver, op("Send a delivery again, now, to the integration's URL of this moment", noBody, ref("Delivery"))},
+		}},
 	}
 }
 

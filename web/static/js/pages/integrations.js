@@ -38,9 +38,14 @@ export async function integrations(ctx) {
         h('button', { type: 'button', text: 'Deliveries', on: { click: async () => {
           try {
             const d = await get(`${base}/${i.id}/deliveries`, { limit: 50 });
-            await modal('Last deliveries', table(['Time', 'Event', 'Attempt', 'Status', 'Time taken', 'Receiver said'], d.attempts.map((a) => [fmtDate(a.createdAt), a.event, String(a.attempt),
+            const detail = h('div#delivery-detail');
+            await modal('Last deliveries', h('div', table(['Time', 'Event', 'Attempt', 'Status', 'Time taken', 'Receiver said', ''], d.attempts.map((a) => [fmtDate(a.createdAt), a.event, String(a.attempt),
               a.success ? badge(String(a.statusCode), 'ok') : badge(a.error || String(a.statusCode), 'bad'), `${a.latencyMs} ms`,
-              a.response ? h('code', { text: a.response.length > 300 ? a.response.slice(0, 300) + '…' : a.response }) : '—'])), { ok: 'Close', cancel: null });
+              a.response ? h('code', { text: a.response.length > 300 ? a.response.slice(0, 300) + '…' : a.response }) : '—',
+              a.deliveryId ? h('span.row-actions', h('button', { type: 'button', text: 'Payload', on: { click: () => showDelivery(`${base}/${i.id}/deliveries/${a.deliveryId}`, detail) } }),
+                h('button', { type: 'button', text: 'Redeliver', on: { click: async () => {
+                  try { await post(`${base}/${i.id}/deliveries/${a.deliveryId}/redeliver`); toast('Queued again: it is sent in a moment'); } catch (x) { toast(x.message, 'error'); }
+                } } })) : ''])), detail), { ok: 'Close', cancel: null });
           } catch (x) { toast(x.message, 'error'); }
         } } }),
         i.type === 'CUSTOM' ? h('button', { type: 'button', text: 'New secret', on: { click: async () => {
@@ -69,4 +74,13 @@ export async function integrations(ctx) {
       load();
     },
   })));
+}
+
+// showDelivery puts one delivery's state and payload under the attempts.
+async function showDelivery(path, box) {
+  clear(box);
+  try {
+    const d = await get(path);
+    box.append(h('h3', { text: `${d.event}: ${d.state}, ${d.attempts} attempt(s)` }), h('pre.log-data', { text: JSON.stringify(d.payload, null, 2) }));
+  } catch (x) { box.append(h('p.error', { role: 'alert', text: x.message })); }
 }
