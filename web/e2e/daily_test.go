@@ -28,6 +28,13 @@ func ownerDailyWork(t *testing.T, width, height int) {
 	n := startNode(t)
 	n.admin(t, "create", "--username", "daily", "--email", "daily@example.com", "--password", "Daily-Pass-12")
 	b := newBrowser(t, width, height)
+	axe := axeSource(t) // with it, the new pages are checked at this size too
+	check := func(page string) {
+		t.Helper()
+		if axe != nil {
+			b.axe(axe, fmt.Sprintf("%s at %d×%d", page, width, height))
+		}
+	}
 	jwt := signIn(t, b, n, "daily", "Daily-Pass-12")
 	auth := map[string]string{"Authorization": "Bearer " + jwt}
 
@@ -44,6 +51,7 @@ func ownerDailyWork(t *testing.T, width, height int) {
 	b.do("open app", chromedp.Click(`#open-app`, chromedp.ByQuery))
 	b.waitText("#app-overview", "Failed logins")
 	b.waitText(".tabs a.active", "Overview")
+	check("overview")
 
 	// Users: the level and device limit keep their defaults after a creation.
 	b.hash("apps/" + appID + "/users")
@@ -70,6 +78,7 @@ func ownerDailyWork(t *testing.T, width, height int) {
 	}
 	b.do("select all", chromedp.Evaluate(`document.querySelector('thead input[aria-label="select all"]').click()`, nil))
 	b.waitText("#selected-count", "6 users selected")
+	check("users with a selection")
 	b.click(".selection-bar", "Ban")
 	b.fill("dialog", map[string]string{"banReason": "chargeback"})
 	b.click("dialog", "Ban")
@@ -103,6 +112,7 @@ func ownerDailyWork(t *testing.T, width, height int) {
 	b.do("open the ban's changes", chromedp.Evaluate(`[...document.querySelectorAll('#audit tbody tr')].filter((r) => r.textContent.includes('POST'))[2]
 		.querySelector('button').click()`, nil))
 	b.waitText("dialog .diff", "chargeback")
+	check("audit change")
 	var sides int
 	b.eval(`document.querySelectorAll('dialog .diff pre').length`, &sides)
 	if sides != 2 {
@@ -121,6 +131,7 @@ func ownerDailyWork(t *testing.T, width, height int) {
 		t.Fatalf("key %q", key)
 	}
 	b.waitText("#api-keys", "licenses:create, users:read")
+	check("api keys")
 	if strings.Contains(b.text("#api-keys"), key) {
 		t.Fatal("the list shows the whole key")
 	}
@@ -165,6 +176,7 @@ func ownerDailyWork(t *testing.T, width, height int) {
 	b.waitText("#sessions", "Unknown while the server cannot be reached")
 	b.hash("apps/" + appID + "/logs")
 	b.do("away notice", chromedp.WaitVisible(`.away[role=alert]`, chromedp.ByQuery))
+	check("server away")
 	var tabs int
 	b.eval(`document.querySelectorAll('.tabs a').length`, &tabs)
 	if tabs < 10 {
