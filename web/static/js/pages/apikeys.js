@@ -28,7 +28,7 @@ export async function page(ctx) {
         h('td.row-actions', h('button.danger', { type: 'button', text: 'Revoke', on: { click: async () => {
           if (!await modal(`Revoke ${k.name}?`, h('p', { text: 'Programs using this key are refused from now on.' }), { ok: 'Revoke', danger: true })) return;
           try { await del(`/api/auth/api-keys/${k.id}`); toast('Key revoked'); renderList(await get('/api/auth/api-keys')); } catch (x) { toast(x.message, 'error'); }
-        } } }))))) : h('tr', h('td.muted', { colspan: 7, text: 'No API keys yet.' }))))));
+        } } })))) : h('tr', h('td.muted', { colspan: 7, text: 'No API keys yet.' }))))));
   }
   renderList(keys);
 
