@@ -10,6 +10,7 @@
 #   KEYWARD_TEST_REDIS_SERVER     path of redis-server (to start more servers)
 #   KEYWARD_TEST_FERRETDB_BIN     path of the FerretDB test server binary
 #   KEYWARD_TEST_CHROMIUM         path of Chromium (the dashboard's browser tests, web/e2e)
+#   KEYWARD_TEST_AXE              axe-core's axe.min.js (installed with npm into the cache dir)
 #   KEYWARD_TEST_PROMTOOL         path of promtool (deploy/'s check of the alert rules)
 #   KEYWARD_TEST_SENTINEL_URL     with KEYWARD_TEST_SENTINEL=1 only: a Sentinel group
 #                                 (master, replica, three sentinels), in the URL form
@@ -162,6 +163,21 @@ if [[ ! -x $ferret_bin ]]; then
 	mv -f "$ferret_bin.tmp.$$" "$ferret_bin"
 	# Drop binaries built from older sources.
 	find "$cache" -maxdepth 1 -name 'ferretdb-*' ! -name "ferretdb-$hash" -delete 2>/dev/null || true
+fi
+
+# --- axe-core (the dashboard's accessibility check, web/e2e) ----------------------
+# Installed with npm into the cache, never into the repository; pinned. Without npm (or
+# offline) the accessibility tests skip, as they do without KEYWARD_TEST_AXE.
+axe_version=4.14.1
+axe_js="$cache/axe-core-$axe_version/node_modules/axe-core/axe.min.js"
+if [[ -z ${KEYWARD_TEST_AXE:-} ]]; then
+	if [[ ! -f $axe_js ]] && command -v npm >/dev/null 2>&1; then
+		log "installing axe-core $axe_version with npm into $cache"
+		mkdir -p "$cache/axe-core-$axe_version"
+		npm install --silent --no-audit --no-fund --prefix "$cache/axe-core-$axe_version" "axe-core@$axe_version" >"$tmp/npm-axe.log" 2>&1 ||
+			log "npm could not install axe-core (the accessibility tests will skip): $(tail -1 "$tmp/npm-axe.log")"
+	fi
+	if [[ -f $axe_js ]]; then export KEYWARD_TEST_AXE="$axe_js"; fi
 fi
 
 # --- helpers --------------------------------------------------------------------

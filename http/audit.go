@@ -132,7 +132,11 @@ func auditChanges(rec auditRecorder, log *slog.Logger) gin.HandlerFunc {
 		}
 		data, _ := answer.Data.(map[string]any)
 		e := auditEntryOf(c, status, data, policy)
-		if err := describeChanges(&e, changes.List()); err != nil {
+		describe := describeChanges
+		if policy.Bulk {
+			describe = describeBulkChanges
+		}
+		if err := describe(&e, changes.List()); err != nil {
 			log.Error("audit entry without its changes", "err", err, "route", e.Method+" "+e.Route)
 		}
 		wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), auditWriteTimeout)

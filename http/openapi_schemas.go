@@ -31,7 +31,7 @@ var viewComponents = []struct {
 	{"Integration", integrationView{}}, {"DeliveryAttempt", attemptView{}},
 	{"WSHook", wsHookView{}}, {"HookCondition", hooks.Condition{}}, {"HookAction", hooks.Action{}},
 	{"APIKey", apiKeyView{}}, {"Account", accountView{}}, {"AccountSummary", accountSummary{}}, {"Session", sessionView{}},
-	{"Plan", plans.Plan{}}, {"PlanLimits", plans.Limits{}}, {"Seat", seatView{}},
+	{"Plan", plans.Plan{}}, {"PlanLimits", plans.Limits{}}, {"Seat", seatView{}}, {"BulkResult", bulkRowResult{}}, {"Delivery", deliveryView{}}, {"UserImport", userImportRow{}}, {"LicenseImport", licenseImportRow{}},
 	{"LicenseFile", licenseFileView{}}, {"LicenseFilePayload", licensefile.Payload{}},
 	{"SocketSession", realtime.SessionInfo{}},
 	{"ClientInit", initView{}}, {"ClientInitApp", initAppView{}}, {"ClientUser", clientUserView{}},

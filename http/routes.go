@@ -56,6 +56,9 @@ type Audit struct {
 	// Record names the kind of record changed (the entry's recordType): "users",
 	// "licenses", "account", "api_keys", ...
 	Record string
+	// Bulk marks a route that changes many records in one request: its one entry holds
+	// every changed record's before and after, keyed by record id (describeBulkChanges).
+	Bulk bool
 }
 
 // Audited reports whether changes through the route are recorded.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -105,7 +106,7 @@ func options() []*option {
 		{flag: "addr", env: "KEYWARD_ADDR", def: ":8080", usage: "listen address of the API"},
 		{flag: "metrics-addr", env: "KEYWARD_METRICS_ADDR", usage: "separate listen address for /metrics (default: served on the API address)"},
 		{flag: "data-dir", env: "KEYWARD_DATA_DIR", def: "./data", usage: "folder for the SQLite database, the generated JWT secret and the mail outbox"},
-		{flag: "public-url", env: "KEYWARD_PUBLIC_URL", def: "http://localhost:8080", usage: "base URL owners reach this server at, used in mailed links"},
+		{flag: "public-url", env: "KEYWARD_PUBLIC_URL", usage: "base URL owners reach this server at, used in mailed links (default: http://localhost:PORT, the port of --addr)"},
 		{flag: "mongo-uri", env: "KEYWARD_MONGO_URI", usage: "MongoDB URI; when set, MongoDB replaces the embedded SQLite store"},
 		{flag: "mongo-database", env: "KEYWARD_MONGO_DATABASE", usage: "MongoDB database name (default: the one in the URI, else keyward)"},
 		{flag: "redis-url", env: "KEYWARD_REDIS_URL", usage: "Redis URL: one server (redis://[:password@]host:port/db) a Sentinel group (redis://sentinel1:26379/db?master_name=NAME&addr=sentinel2:26379&addr=sentinel3:26379[&password=...]) or a Redis Cluster (redis://[:password@]node1:6379?addr=node2:6379&addr=node3:6379&cluster=true); when set, Redis replaces the single-node memory cluster engine"},
@@ -256,6 +257,9 @@ func parse(v map[string]string) (Config, error) {
 	} else {
 		c.WebhooksAllowPrivate = b
 	}
+	if c.PublicURL == "" {
+		c.PublicURL = publicURLOf(c.Addr)
+	}
 	if c.Addr == "" {
 		errs = append(errs, errors.New("--addr must not be empty"))
 	}
@@ -311,4 +315,19 @@ func NewLogger(c Config, w io.Writer) *slog.Logger {
 		return slog.New(slog.NewJSONHandler(w, opts))
 	}
 	return slog.New(slog.NewTextHandler(w, opts))
+}
+
+// publicURLOf answers the URL mailed links use when --public-url is unset: this server's
+// own listen address, so a server on :8091 mails links to :8091 (a wildcard or empty host
+// is localhost).
+func publicURLOf(addr string) string {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return "http://localhost:8080"
+	}
+	switch host {
+	case "", "0.0.0.0", "::":
+		host = "localhost"
+	}
+	return "http://" + net.JoinHostPort(host, port)
 }

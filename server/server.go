@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -532,6 +533,9 @@ func newServer(ctx context.Context, c Config, log *slog.Logger, wrap wrapFunc) (
 	ln, err := net.Listen("tcp", c.Addr)
 	if err != nil {
 		_ = core.Close()
+		if errors.Is(err, syscall.EADDRINUSE) {
+			return nil, fmt.Errorf("cannot listen on %s: the port is in use by another program: set KEYWARD_ADDR (or --addr) to a free one, e.g. KEYWARD_ADDR=:8091: %w", c.Addr, err)
+		}
 		return nil, fmt.Errorf("cannot listen on %s: %w", c.Addr, err)
 	}
 	// net/http's own answers to malformed requests become error envelopes too.
@@ -571,7 +575,8 @@ func newServer(ctx context.Context, c Config, log *slog.Logger, wrap wrapFunc) (
 		_ = core.Close()
 		return nil, err
 	}
-	log.Info("keyward ready", append(core.Engines, "listen", s.apiLn.Addr().String(), "metrics", s.metricsAddr())...)
+	log.Info("keyward ready", append(core.Engines, "listen", s.apiLn.Addr().String(), "metrics", s.metricsAddr(),
+		"dashboard", strings.TrimSuffix(c.PublicURL, "/")+"/")...)
 	return s, nil
 }
 

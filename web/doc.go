@@ -23,6 +23,12 @@
 // party), while every owner-controlled string is rendered with textContent, never as HTML.
 // It is gone when the tab closes, and a 401 from the API drops it.
 //
+// An app opens on its overview tab. Work on many records goes through the API's bulk and
+// import routes (one request, per-row results), never one request per record. When the
+// server cannot be reached a page says so in place (role="alert") with a Retry that loads
+// it again without a reload, under the app's tabs (dom.js errorNotice); the Live page shows
+// no one online while its socket is down and reconnects with a 1-30 s backoff.
+//
 // Vendored libraries (uPlot for charts, qrcode-generator for the 2FA QR code) are in
 // static/vendor with their licences and a README saying how to update them.
 package web

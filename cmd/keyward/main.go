@@ -1,9 +1,12 @@
-// Command keyward is the Keyward server binary: `keyward serve` runs a node, `keyward admin`
-// manages accounts in the configured store (also while a server runs on it),
-// `keyward import keyauth` reads a KeyAuth database dump into an account (its own file,
-// import_keyauth.go; the work is in internal/keyauthimport), and `keyward version` prints
-// the build. It holds no logic of its own: everything is in
-// package server and the core packages.
+// Command keyward is the Keyward server binary: `keyward serve` runs a node (its ready log
+// line names the dashboard's URL), `keyward admin create|set` manages accounts in the
+// configured store (also while a server runs on it; --help lists each one's flags),
+// `keyward audit verify` checks the audit hash chains, `keyward doctor` checks a node's
+// settings and engines, `keyward license verify` checks an offline license file against an
+// app's public key, `keyward import keyauth` reads a KeyAuth database dump into an account
+// (import_keyauth.go; the work is in internal/keyauthimport), and `keyward version` prints
+// the build. It holds no logic of its own: everything is in package server and the core
+// packages.
 package main
 
 import (
@@ -123,6 +126,12 @@ func admin(args []string, stdout, stderr io.Writer) int {
 	role := fs.String("role", "", "role: user or admin")
 	plan := fs.String("plan", "", "plan: free, pro or business (set)")
 	own, storeArgs := splitFlags(args[1:], map[string]bool{"username": true, "email": true, "password": true, "role": true, "plan": true})
+	for _, a := range storeArgs {
+		if a == "-h" || a == "-help" || a == "--help" || a == "--h" {
+			adminHelp(cmd, fs, stdout)
+			return 0
+		}
+	}
 	if err := fs.Parse(own); err != nil {
 		return 2
 	}
@@ -170,6 +179,27 @@ func admin(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stdout, "account %s: role %s, plan %s\n", v.Account.Username, v.Account.Role, v.Plan.Name)
 	}
 	return 0
+}
+
+// adminHelp prints the command's own flags, then where the store settings come from.
+func adminHelp(cmd string, fs *flag.FlagSet, w io.Writer) {
+	if cmd == "create" {
+		fmt.Fprintln(w, "Usage: keyward admin create --username NAME --email ADDRESS --password PASSWORD [--role admin] [store settings]")
+		fmt.Fprintln(w, "Creates a verified account (no mail is sent).")
+	} else {
+		fmt.Fprintln(w, "Usage: keyward admin set --username NAME [--plan free|pro|business] [--role user|admin] [store settings]")
+		fmt.Fprintln(w, "Changes an account's plan or role.")
+	}
+	fmt.Fprintln(w, "\nFlags:")
+	fs.SetOutput(w)
+	fs.VisitAll(func(f *flag.Flag) {
+		if cmd == "create" && f.Name == "plan" || cmd == "set" && (f.Name == "email" || f.Name == "password") {
+			return
+		}
+		fmt.Fprintf(w, "  --%s\t%s\n", f.Name, f.Usage)
+	})
+	fmt.Fprintln(w, "\nStore settings are those of keyward serve (--data-dir, --mongo-uri, --secrets-key, ... or their KEYWARD_* variables):")
+	fmt.Fprintln(w, "the command opens the same store the server uses. See keyward serve --help.")
 }
 
 // splitFlags separates the flags named in own (as -name value, --name value or

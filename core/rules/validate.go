@@ -117,12 +117,12 @@ func parseIPValue(value string) (netip.Prefix, error) {
 	if strings.Contains(value, "/") {
 		var err error
 		if p, err = netip.ParsePrefix(value); err != nil {
-			return netip.Prefix{}, core.Invalid(fieldValue, "value must be an IP address or CIDR: %v", err)
+			return netip.Prefix{}, core.Invalid(fieldValue, "value must be an IP address or CIDR range, such as 203.0.113.7 or 203.0.113.0/24")
 		}
 	} else {
 		a, err := netip.ParseAddr(value)
 		if err != nil {
-			return netip.Prefix{}, core.Invalid(fieldValue, "value must be an IP address or CIDR: %v", err)
+			return netip.Prefix{}, core.Invalid(fieldValue, "value must be an IP address or CIDR range, such as 203.0.113.7 or 203.0.113.0/24")
 		}
 		if a.Zone() != "" {
 			return netip.Prefix{}, core.Invalid(fieldValue, "value must not carry an IPv6 zone")

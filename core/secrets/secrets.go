@@ -2,8 +2,8 @@
 // tokens, app secrets. Only hashes are stored; lookups go by hash, so no stored value can
 // be replayed if the database leaks.
 //
-// The few secrets the server must read back (TOTP secrets, integration signing secrets)
-// cannot be hashed: Box encrypts them at rest with the operator's secrets key (AEAD, the
+// The few secrets the server must read back (TOTP secrets, integration signing secrets,
+// the apps' Ed25519 signing keys) cannot be hashed: Box encrypts them at rest with the operator's secrets key (AEAD, the
 // record and field as associated data). The storage engines seal and open them through
 // storage.Sealer, so services never see the sealed form.
 package secrets

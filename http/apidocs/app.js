@@ -37,6 +37,7 @@ function render(spec) {
   main.textContent = "";
   for (const tag of [...groups.keys()].sort()) {
     const section = el("section", null, [el("h2", tag)]);
+    section.className = "card";
     section.dataset.tag = tag.toLowerCase();
     for (const { path, method, op } of groups.get(tag)) {
       const d = el("details", null, [el("summary", method.toUpperCase() + " " + path + "  —  " + (op.summary || ""))]);
@@ -58,12 +59,35 @@ function render(spec) {
   }
 }
 
+// The dashboard's stylesheet (same origin; its path carries the build's version, read from
+// the dashboard page).
+async function useDashboardStyle() {
+  try {
+    const html = await (await fetch("/")).text();
+    const m = /href="([^"]*app\.css)"/.exec(html);
+    if (!m) return;
+    const link = document.createElement("link");
+    link.rel = "stylesheet";
+    link.href = m[1];
+    document.head.appendChild(link);
+  } catch (e) { /* the page reads without it */ }
+}
+
 document.addEventListener("DOMContentLoaded", async () => {
+  useDashboardStyle();
   const res = await fetch("/api/openapi.json");
   const spec = await res.json();
   render(spec);
   document.getElementById("filter").addEventListener("input", (ev) => {
     const q = ev.target.value.toLowerCase();
     for (const d of document.querySelectorAll("details[data-search]")) d.hidden = q !== "" && !d.dataset.search.includes(q);
+    // A tag with no operation left is hidden with its heading.
+    let shown = 0;
+    for (const s of document.querySelectorAll("section[data-tag]")) {
+      const any = [...s.querySelectorAll("details[data-search]")].some((d) => !d.hidden);
+      s.hidden = !any;
+      if (any) shown++;
+    }
+    document.getElementById("none").hidden = shown > 0;
   });
 });

@@ -1,7 +1,12 @@
-// Package testenv tells tests where the real servers started by `make test` listen:
-// a Redis server and a MongoDB-wire server (FerretDB). Under `make test` the variable
-// KEYWARD_TEST_REQUIRE_SERVERS=1 is set, and a missing server fails the test; in a plain
-// `go test` run without the servers, tests that need them are skipped with a message.
+// Package testenv tells tests where the real servers and tools started or found by
+// deploy/testenv.sh (which `make test` runs) are: a Redis server, a MongoDB-wire server
+// (FerretDB), optionally a Sentinel group and a Redis Cluster (rediscluster.go,
+// sentinel.go), the FerretDB binary (ferretdb.go), and for the dashboard's browser tests
+// Chromium (KEYWARD_TEST_CHROMIUM) and axe-core (KEYWARD_TEST_AXE). It also builds the
+// keyward binary the process tests start once per run (binary.go) and collects a child's
+// log (logbuffer.go). Under deploy/testenv.sh the variable KEYWARD_TEST_REQUIRE_SERVERS=1
+// is set, and a missing server fails the test; in a plain `go test` run without the
+// servers, tests that need them are skipped with a message.
 package testenv
 
 import (

@@ -55,6 +55,9 @@ func chromium(t *testing.T) string {
 type node struct {
 	url, dataDir string
 	stderr       *testenv.LogBuffer
+	addr         string
+	env          []string
+	stop         func()
 }
 
 func startNode(t *testing.T, env ...string) *node {
@@ -65,7 +68,12 @@ func startNode(t *testing.T, env ...string) *node {
 	}
 	addr := l.Addr().String()
 	l.Close()
-	n := &node{url: "http://" + addr, dataDir: t.TempDir(), stderr: &testenv.LogBuffer{}}
+	return startNodeAt(t, addr, t.TempDir(), env...)
+}
+
+func startNodeAt(t *testing.T, addr, dataDir string, env ...string) *node {
+	t.Helper()
+	n := &node{url: "http://" + addr, dataDir: dataDir, stderr: &testenv.LogBuffer{}, addr: addr, env: env}
 	cmd := exec.Command(binary, "serve")
 	cmd.Env = append(os.Environ(), "KEYWARD_ADDR="+addr, "KEYWARD_DATA_DIR="+n.dataDir, "KEYWARD_PUBLIC_URL="+n.url,
 		"KEYWARD_ARGON2_MEMORY_KIB=1024", "KEYWARD_ARGON2_ITERATIONS=1", "KEYWARD_MONGO_URI=", "KEYWARD_REDIS_URL=", "KEYWARD_SMTP_HOST=")
@@ -76,10 +84,14 @@ func startNode(t *testing.T, env ...string) *node {
 	}
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		<-done
-	})
+	var once sync.Once
+	n.stop = func() {
+		once.Do(func() {
+			_ = cmd.Process.Kill()
+			<-done
+		})
+	}
+	t.Cleanup(n.stop)
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		if resp, err := http.Get(n.url + "/readyz"); err == nil {

@@ -157,6 +157,8 @@ func TestOwnerJourney(t *testing.T) {
 	b.noInjectedImage()
 	var appID string
 	b.eval(`location.hash.split('/')[2]`, &appID)
+	b.waitText("#app-overview", "Users") // an app opens on its overview
+	b.hash("apps/" + appID + "/users")
 
 	// Users: a refused one keeps its input; then two users, one with the payload as display name.
 	b.fill("main form.inline", map[string]string{"username": xss, "password": "Alice-Pass-1"})

@@ -133,7 +133,7 @@ func TestLivePagesOnAPlanWithoutWebSocket(t *testing.T) {
 	b.do("choose business", chromedp.SetValue(`select[aria-label="plan of freeowner"]`, "business", chromedp.ByQuery),
 		chromedp.Evaluate(`document.querySelector('select[aria-label="plan of freeowner"]').dispatchEvent(new Event('change'))`, nil))
 	b.waitText("#toasts", "plan business")
-	b.do("live", chromedp.Evaluate(`location.hash = `+js(strings.Replace(appHash, "/users", "/live", 1)), nil))
+	b.do("live", chromedp.Evaluate(`location.hash = `+js(strings.Replace(appHash, "/overview", "/live", 1)), nil))
 	b.waitText("#socket-state", "connected")
 	b.shot("admin-then-live-1280")
 

@@ -20,7 +20,12 @@ export function h(spec, attrs, ...children) {
     if (k === 'on') for (const [ev, fn] of Object.entries(v)) el.addEventListener(ev, fn);
     else if (k === 'class') el.className = v;
     else if (k === 'text') el.textContent = String(v);
-    else if (k === 'value') el.value = v;
+    else if (k === 'value') {
+      // The default value too, so that a form's reset() goes back to it, not to blank.
+      if (el.tagName === 'INPUT' && el.type !== 'file') el.setAttribute('value', String(v));
+      el.value = v;
+      if (el.tagName === 'TEXTAREA') el.defaultValue = v;
+    }
     else if (k === 'checked') el.checked = !!v;
     else if (BOOL_ATTRS.has(k)) el.setAttribute(k, '');
     else if (k.startsWith('on')) throw new Error('use on: {} for events');
@@ -130,4 +135,82 @@ export function saveFile(name, text, type = 'text/plain') {
 
 export function badge(text, kind = '') {
   return h('span.badge' + (kind ? '.' + kind : ''), { text });
+}
+
+// plural(1, 'app') is "1 app", plural(2, 'app') "2 apps".
+export function plural(n, word, many = word + 's') {
+  return `${fmtNum(n)} ${n === 1 ? word : many}`;
+}
+
+// awayNotice says in place that the server cannot be reached (or answered as a proxy does
+// when it is down), with a Retry that runs again what failed: no reload, the page's
+// frame and tabs stay. Other errors are shown as they are.
+export function isAway(x) {
+  return x && (x.code === 'NETWORK' || x.code === 'BAD_REPLY' || [502, 503, 504].includes(x.status));
+}
+
+export function errorNotice(x, retry) {
+  if (!isAway(x) || !retry) return h('p.error', { role: 'alert', text: x.message });
+  const box = h('div.away', { role: 'alert' },
+    h('strong', { text: 'The server cannot be reached.' }), ' ',
+    h('span', { text: 'Your work on this page is kept; try again when it is back.' }), ' ',
+    h('button.away-retry', { type: 'button', text: 'Retry', on: { click: async (e) => {
+      e.target.disabled = true;
+      try { await retry(box); } finally { e.target.disabled = false; }
+    } } }));
+  return box;
+}
+
+// csvCell quotes a cell, and defuses cells a spreadsheet would run as a formula.
+export function csvCell(v) {
+  let s = String(v ?? '');
+  if (/^[=+\-@\t\r]/.test(s)) s = "'" + s;
+  return /[",\n\r]/.test(s) ? '"' + s.replace(/"/g, '""') + '"' : s;
+}
+
+export function csv(head, rows) {
+  return [head, ...rows].map((r) => r.map(csvCell).join(',')).join('\n') + '\n';
+}
+
+// Reads every page of a list route (limit 200 each) up to max items.
+export async function readAll(load, max = 100000) {
+  const out = [];
+  for (let offset = 0; out.length < max;) {
+    const { items, total } = await load({ limit: 200, offset });
+    out.push(...items);
+    offset += items.length;
+    if (!items.length || offset >= total) break;
+  }
+  return out;
+}
+
+// parseCSV reads CSV text (quoted cells, "" inside quotes, CRLF or LF) into rows of cells.
+export function parseCSV(text) {
+  const rows = [];
+  let row = []; let cell = ''; let quoted = false;
+  for (let i = 0; i < text.length; i++) {
+    const c = text[i];
+    if (quoted) {
+      if (c === '"' && text[i + 1] === '"') { cell += '"'; i++; } else if (c === '"') quoted = false; else cell += c;
+    } else if (c === '"') quoted = true;
+    else if (c === ',') { row.push(cell); cell = ''; } else if (c === '\n' || c === '\r') {
+      if (c === '\r' && text[i + 1] === '\n') i++;
+      row.push(cell); cell = '';
+      if (row.some((x) => x !== '')) rows.push(row);
+      row = [];
+    } else cell += c;
+  }
+  row.push(cell);
+  if (row.some((x) => x !== '')) rows.push(row);
+  return rows;
+}
+
+// importDialog asks for CSV or text (pasted or from a file) and hands the rows to send.
+export async function importDialog(title, help, send) {
+  const area = h('textarea.mono#import-text', { rows: 8, 'aria-label': 'rows to import' });
+  const file = h('input', { type: 'file', accept: '.csv,.txt,text/csv,text/plain', 'aria-label': 'file to import', on: { change: async (e) => {
+    const f = e.target.files[0];
+    if (f) area.value = await f.text();
+  } } });
+  return modal(title, h('div', h('p.muted', { text: help }), file, area), { ok: 'Import', onOk: () => send(parseCSV(area.value)) });
 }

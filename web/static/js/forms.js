@@ -1,7 +1,7 @@
 // Forms and lists built from descriptions. A refused submit shows the envelope's message in
 // the form and marks the field the API named; what was typed stays in place.
 
-import { h, clear, append, fmtNum } from './dom.js';
+import { h, clear, append, fmtNum, errorNotice } from './dom.js';
 
 let seq = 0;
 
@@ -110,40 +110,52 @@ export function showError(formEl, errEl, x) {
 // listView({load: async (params) => ({items, total}), columns: [{label, get: item => node|string, sort}],
 //           filters: [fields], actions: item => [nodes], selectable, toolbar: [nodes], pageSize, empty})
 export function listView(opts) {
-  const pageSize = opts.pageSize || 25;
-  const state = { offset: 0, sortBy: opts.sortBy, sortOrder: opts.sortOrder || 'desc', filters: {}, selected: new Set(), items: [] };
+  const state = { offset: 0, sortBy: opts.sortBy, sortOrder: opts.sortOrder || 'desc', filters: {}, selected: new Set(), items: [],
+    pageSize: opts.pageSize || 25 };
   const body = h('tbody');
   const info = h('span.muted');
-  const err = h('p.error', { role: 'alert' });
-  const prev = h('button', { type: 'button', text: '‹ Previous', on: { click: () => { state.offset = Math.max(0, state.offset - pageSize); reload(); } } });
-  const next = h('button', { type: 'button', text: 'Next ›', on: { click: () => { state.offset += pageSize; reload(); } } });
+  const err = h('div.list-error');
+  const prev = h('button', { type: 'button', text: '‹ Previous', on: { click: () => { state.offset = Math.max(0, state.offset - state.pageSize); reload(); } } });
+  const next = h('button', { type: 'button', text: 'Next ›', on: { click: () => { state.offset += state.pageSize; reload(); } } });
   const selAll = opts.selectable ? h('input', { type: 'checkbox', 'aria-label': 'select all', on: { change: (e) => {
     for (const it of state.items) e.target.checked ? state.selected.add(it.id) : state.selected.delete(it.id);
     renderRows();
   } } }) : null;
   const head = h('tr', selAll ? h('th', selAll) : null, opts.columns.map((c) => {
     if (!c.sort) return h('th', { text: c.label });
-    const b = h('button.link', { type: 'button', text: c.label, on: { click: () => {
+    // A sortable column says so: a button with an arrow, and aria-sort on the sorted one.
+    const b = h('button.link.sort', { type: 'button', title: 'Sort by ' + c.label, on: { click: () => {
       state.sortOrder = state.sortBy === c.sort && state.sortOrder === 'asc' ? 'desc' : 'asc';
       state.sortBy = c.sort;
       state.offset = 0;
       reload();
-    } } });
+    } } }, c.label, h('span.arrow', { 'aria-hidden': 'true' }));
     return h('th', { 'data-sort': c.sort }, b);
-  }), opts.actions ? h('th', { text: '' }) : null);
+  }), opts.actions ? h('th', h('span.sr-only', { text: 'Actions' })) : null);
+  function markSort() {
+    for (const th of head.querySelectorAll('th[data-sort]')) {
+      const on = th.dataset.sort === state.sortBy;
+      if (on) th.setAttribute('aria-sort', state.sortOrder === 'asc' ? 'ascending' : 'descending'); else th.removeAttribute('aria-sort');
+      th.querySelector('.arrow').textContent = on ? (state.sortOrder === 'asc' ? ' ▲' : ' ▼') : ' ↕';
+    }
+  }
+  const sizeSel = h('select', { 'aria-label': 'rows per page', on: { change: (e) => { state.pageSize = Number(e.target.value); state.offset = 0; reload(); } } },
+    [10, 25, 50, 100, 200].map((n) => h('option', { value: n, text: `${n} per page`, selected: n === state.pageSize })));
   let filterForm = null;
   if (opts.filters && opts.filters.length) {
     filterForm = h('form.filters', { role: 'search' }, opts.filters.map(field), h('button', { type: 'submit', text: 'Filter' }));
     filterForm.addEventListener('submit', (e) => {
       e.preventDefault();
-      try { state.filters = values(filterForm, opts.filters); } catch (x) { err.textContent = x.message; return; }
+      try { state.filters = values(filterForm, opts.filters); } catch (x) { clear(err).append(h('p.error', { role: 'alert', text: x.message })); return; }
       state.offset = 0;
       reload();
     });
     filterForm.addEventListener('change', (e) => { if (e.target.tagName === 'SELECT' || e.target.type === 'checkbox') filterForm.requestSubmit(); });
   }
-  const root = h('div.list', filterForm, opts.toolbar ? h('div.toolbar', opts.toolbar) : null, err,
-    h('div.table-wrap', h('table', h('thead', head), body)), h('div.pager', prev, info, next));
+  // On a phone the table head (and its select-all box) is hidden: a button does the same.
+  const selPage = selAll ? h('button.select-page', { type: 'button', text: 'Select all on this page', on: { click: () => { selAll.checked = !selAll.checked; selAll.dispatchEvent(new Event('change')); } } }) : null;
+  const root = h('div.list', filterForm, opts.toolbar || selPage ? h('div.toolbar', selPage, opts.toolbar) : null, err,
+    h('div.table-wrap', h('table', h('thead', head), body)), h('div.pager', prev, info, next, sizeSel));
 
   function renderRows() {
     clear(body);
@@ -162,13 +174,17 @@ export function listView(opts) {
       if (opts.actions) tr.append(h('td.row-actions', opts.actions(it, reload)));
       body.append(tr);
     }
+    if (selAll) selAll.checked = state.items.length > 0 && state.items.every((it) => state.selected.has(it.id));
     root.dispatchEvent(new Event('selection'));
   }
+  // clearSelection forgets the chosen rows (after a bulk action removed or changed them).
+  root.clearSelection = () => { state.selected.clear(); if (selAll) selAll.checked = false; root.dispatchEvent(new Event('selection')); };
 
   async function reload() {
-    err.textContent = '';
+    clear(err);
+    markSort();
     try {
-      const params = { ...state.filters, limit: pageSize, offset: state.offset };
+      const params = { ...state.filters, limit: state.pageSize, offset: state.offset };
       if (state.sortBy) { params.sortBy = state.sortBy; params.sortOrder = state.sortOrder; }
       const { items, total } = await opts.load(params);
       state.items = items || [];
@@ -178,7 +194,7 @@ export function listView(opts) {
       prev.disabled = state.offset === 0;
       next.disabled = state.offset + state.items.length >= t;
     } catch (x) {
-      err.textContent = x.message;
+      clear(err).append(errorNotice(x, () => reload()));
     }
   }
   root.reload = reload;

@@ -1,6 +1,6 @@
 // The dashboard's entry: a hash router over the pages, and the frame around them.
 
-import { h, clear, toast } from './dom.js';
+import { h, clear, toast, errorNotice } from './dom.js';
 import { api, session, setUnauthorizedHandler } from './api.js';
 import * as auth from './pages/auth.js';
 import * as account from './pages/account.js';
@@ -18,6 +18,8 @@ const routes = [
   [/^reset-2fa$/, auth.reset2FA, false],
   [/^account$/, account.page, true],
   [/^admin$/, admin.page, true],
+  [/^audit$/, (ctx) => import('./pages/audit.js').then((m) => m.page(ctx)), true],
+  [/^api-keys$/, (ctx) => import('./pages/apikeys.js').then((m) => m.page(ctx)), true],
   [/^apps$/, apps.list, true],
   [/^apps\/([\w-]+)(?:\/([\w-]+))?(?:\/([\w-]+))?$/, apps.detail, true],
 ];
@@ -58,7 +60,8 @@ function frame(content, signed) {
     ? h('nav.top', { 'aria-label': 'main' },
       h('a.brand', { href: '#/apps' }, h('img', { src: document.querySelector('link[rel=icon]').href, alt: '', width: 22, height: 22 }), 'Keyward'),
       h('a', { href: '#/apps', text: 'Applications' }),
-      h('a', { href: '#/account', text: 'Account' }), adminLink,
+      h('a', { href: '#/account', text: 'Account' }), h('a', { href: '#/api-keys', text: 'API keys' }),
+      h('a', { href: '#/audit', text: 'Audit log' }), h('a', { href: '/api/docs', text: 'API docs' }), adminLink,
       h('button.link#logout', { type: 'button', text: 'Sign out', on: { click: logout } }))
     : h('nav.top', h('a.brand', { href: '#/login' }, 'Keyward'));
   return [nav, h('main', content)];
@@ -94,7 +97,7 @@ async function render() {
       holder.append(content);
     } catch (x) {
       if (seq !== renderSeq) return;
-      holder.append(h('p.error', { role: 'alert', text: x.message }));
+      holder.append(errorNotice(x, () => render()));
     }
     document.title = (holder.querySelector('h1')?.textContent || 'Dashboard') + ' · Keyward';
     if (!performance.getEntriesByName('keyward-ready').length) performance.mark('keyward-ready'); // first page usable

@@ -40,6 +40,8 @@ export async function analytics(ctx) {
       document.head.append(h('link', { rel: 'stylesheet', href: new URL('../../vendor/uplot/uPlot.min.css', import.meta.url).href }));
       cssLoaded = true;
     }
+    // The series has hourly buckets at best: "last hour" keeps the buckets of that hour.
+    if (p === '1h') { const since = Date.now() - 2 * 3600 * 1000; series = series.filter((b) => Date.parse(b.bucket) >= since); }
     const xs = series.map((b) => Date.parse(b.bucket) / 1000);
     const ys = series.map((b) => b.count);
     if (plot) plot.destroy();
@@ -58,7 +60,8 @@ export async function analytics(ctx) {
     clear(geo); clear(recent);
     try {
       const g = await get(base + '/geography', { days: 30 });
-      geo.append(table(['Country', 'Events'], g.map((r) => [r.country, fmtNum(r.count)])));
+      geo.append(g.length ? table(['Country', 'Events'], g.map((r) => [r.country, fmtNum(r.count)]))
+        : h('p.muted#geo-empty', { text: 'No countries yet. Countries come from a GeoIP database: set KEYWARD_GEOIP_DB (or --geoip-db) to a GeoLite2-Country or -City file and restart the server.' }));
     } catch (x) { geo.append(h('p.error', { text: x.message })); }
     try {
       const r = await get(base + '/recent', { limit: 20 });
@@ -72,5 +75,5 @@ export async function analytics(ctx) {
   window.addEventListener('resize', onResize);
   ctx.setCleanup(() => { window.removeEventListener('resize', onResize); if (plot) plot.destroy(); });
   queueMicrotask(() => { refresh(); rest(); });
-  return h('div', h('div.filters', period, evSel), cards, section('Over time', chartBox), h('div.grid', section('Geography (30 days)', geo), section('Recent activity', recent)));
+  return h('div', h('div.filters', period, evSel), cards, section('Over time', chartBox), section('Recent activity', recent), section('Geography (30 days)', geo));
 }

@@ -2,7 +2,7 @@
 
 import { h, clear, fmtDate, toast, modal, badge, secretBox } from '../dom.js';
 import { get, post, patch, del } from '../api.js';
-import { form, section } from '../forms.js';
+import { form, section, field } from '../forms.js';
 import { table } from './users.js';
 
 export async function integrations(ctx) {
@@ -30,9 +30,23 @@ export async function integrations(ctx) {
           const p = picker(i.events);
           if (await modal('Events of ' + i.name, p, { ok: 'Save', onOk: () => patch(`${base}/${i.id}`, { events: chosenOf(p.parentElement) }).then(() => true) })) load();
         } } }),
+        h('button', { type: 'button', text: 'Edit URL', on: { click: async () => {
+          const f = field({ name: 'webhookUrl', label: 'Webhook URL', type: 'url', value: i.webhookUrl, required: true,
+            help: 'The host must resolve now to a public address: the server checks it on save.' });
+          if (await modal('Webhook URL of ' + i.name, f, { ok: 'Save', onOk: () => patch(`${base}/${i.id}`, { webhookUrl: f.querySelector('input').value.trim() }).then(() => true) })) { toast('URL saved'); load(); }
+        } } }),
         h('button', { type: 'button', text: 'Deliveries', on: { click: async () => {
-          const d = await get(`${base}/${i.id}/deliveries`, { limit: 20 });
-          await modal('Last deliveries', table(['Time', 'Event', 'Try', 'Result'], d.attempts.map((a) => [fmtDate(a.createdAt), a.event, String(a.attempt), a.success ? badge(String(a.statusCode), 'ok') : badge(a.error || String(a.statusCode), 'bad')])), { ok: 'Close', cancel: null });
+          try {
+            const d = await get(`${base}/${i.id}/deliveries`, { limit: 50 });
+            const detail = h('div#delivery-detail');
+            await modal('Last deliveries', h('div', table(['Time', 'Event', 'Attempt', 'Status', 'Time taken', 'Receiver said', ''], d.attempts.map((a) => [fmtDate(a.createdAt), a.event, String(a.attempt),
+              a.success ? badge(String(a.statusCode), 'ok') : badge(a.error || String(a.statusCode), 'bad'), `${a.latencyMs} ms`,
+              a.response ? h('code', { text: a.response.length > 300 ? a.response.slice(0, 300) + '…' : a.response }) : '—',
+              a.deliveryId ? h('span.row-actions', h('button', { type: 'button', text: 'Payload', on: { click: () => showDelivery(`${base}/${i.id}/deliveries/${a.deliveryId}`, detail) } }),
+                h('button', { type: 'button', text: 'Redeliver', on: { click: async () => {
+                  try { await post(`${base}/${i.id}/deliveries/${a.deliveryId}/redeliver`); toast('Queued again: it is sent in a moment'); } catch (x) { toast(x.message, 'error'); }
+                } } })) : ''])), detail), { ok: 'Close', cancel: null });
+          } catch (x) { toast(x.message, 'error'); }
         } } }),
         i.type === 'CUSTOM' ? h('button', { type: 'button', text: 'New secret', on: { click: async () => {
           try { const d = await post(`${base}/${i.id}/secret/regenerate`); clear(shown).append(h('p.warn', { text: 'Signing secret, shown once:' }), secretBox(d.secret)); } catch (x) { toast(x.message, 'error'); }
@@ -46,7 +60,8 @@ export async function integrations(ctx) {
   const pick = picker(['user.login', 'user.register', 'license.activate']);
   return h('div', section('Integrations', shown, listBox), section('New integration', form({
     fields: [{ name: 'name', label: 'Name', required: true }, { name: 'type', label: 'Type', type: 'select', options: [['DISCORD', 'Discord'], ['SLACK', 'Slack'], ['TELEGRAM', 'Telegram'], ['CUSTOM', 'Custom (signed JSON)']] },
-      { name: 'webhookUrl', label: 'Webhook URL (https, public)', type: 'url', required: true }, { name: 'enabled', label: 'Enabled', type: 'checkbox', value: true }],
+      { name: 'webhookUrl', label: 'Webhook URL (https, public)', type: 'url', required: true,
+        help: 'The server checks on save that the host resolves to a public address: a host that does not resolve yet is refused.' }, { name: 'enabled', label: 'Enabled', type: 'checkbox', value: true }],
     extra: [pick],
     submit: 'Create integration',
     onSubmit: async (v, el) => {
@@ -59,4 +74,13 @@ export async function integrations(ctx) {
       load();
     },
   })));
+}
+
+// showDelivery puts one delivery's state and payload under the attempts.
+async function showDelivery(path, box) {
+  clear(box);
+  try {
+    const d = await get(path);
+    box.append(h('h3', { text: `${d.event}: ${d.state}, ${d.attempts} attempt(s)` }), h('pre.log-data', { text: JSON.stringify(d.payload, null, 2) }));
+  } catch (x) { box.append(h('p.error', { role: 'alert', text: x.message })); }
 }

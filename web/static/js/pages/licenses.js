@@ -1,6 +1,6 @@
 // License keys: generation (1-1000, downloaded as text or CSV), filters, bulk delete, edit, verify.
 
-import { h, clear, fmtDate, toast, modal, badge, saveFile } from '../dom.js';
+import { h, clear, fmtDate, toast, modal, badge, saveFile, csv, readAll, plural, importDialog } from '../dom.js';
 import { get, post, patch, del } from '../api.js';
 import { form, listView, section, values, field } from '../forms.js';
 import { typedEditor } from './variables.js';
@@ -28,23 +28,64 @@ export async function licenses(ctx) {
       { label: 'Status', get: (l) => l.banned ? badge('banned', 'bad') : l.enabled === false ? badge('disabled', 'bad') : l.expiresAt && new Date(l.expiresAt) < new Date() ? badge('expired', 'warn') : badge('ok', 'ok') },
       { label: 'Duration', get: (l) => l.duration ? `${Math.round(l.duration / 86400)} d` : '—' },
       { label: 'Expires', sort: 'expires_at', get: (l) => fmtDate(l.expiresAt) },
+      { label: 'Seats', get: (l) => l.maxSeats ? h('button.link', { type: 'button', text: `${l.maxSeats} seats`, on: { click: () => seats(base, l) } }) : '—' },
       { label: 'Note', get: (l) => l.note || '' },
     ],
     actions: (l, reload) => [
       h('button', { type: 'button', text: 'Edit', on: { click: () => edit(base, l).then((ok) => ok && reload()) } }),
+      h('button', { type: 'button', text: 'Offline file', on: { click: async () => {
+        try { const f = await post(`${base}/${l.id}/file`); saveFile(f.filename, f.file); toast(`License file saved (valid until ${fmtDate(f.payload?.expiresAt)})`); } catch (x) { toast(x.message, 'error'); }
+      } } }),
       h('button', { type: 'button', text: 'Variables', on: { click: () => vars(base, l) } }),
       h('button.danger', { type: 'button', text: 'Delete', on: { click: async () => {
         if (!await modal('Delete this key?', h('code', { text: l.key }), { ok: 'Delete', danger: true })) return;
         try { await del(`${base}/${l.id}`); reload(); } catch (x) { toast(x.message, 'error'); }
       } } }),
     ],
-    toolbar: [bulkBtn, filterDel],
+    toolbar: [bulkBtn, filterDel,
+      h('button#add-time', { type: 'button', text: 'Add time to unused…', on: { click: async () => {
+        const f = field({ name: 'days', label: 'Days to add to every unused key', type: 'number', value: 7, min: 1 });
+        const d = await modal('Add time to every unused key?', h('div', f, h('p.muted', { text: 'Keys without a duration never run out and are left as they are.' })), { ok: 'Add time', onOk: async () => {
+          const n = Number(f.querySelector('input').value);
+          if (!(n > 0)) throw new Error('Give a number of days above 0.');
+          return post(base + '/add-time', { seconds: Math.round(n * 86400) });
+        } });
+        if (d) { toast(`${plural(d.succeeded, 'key')} lengthened` + (d.skipped ? `, ${d.skipped} without a duration left as they are` : '')); lv.reload(); }
+      } } }),
+      h('button#import-licenses', { type: 'button', text: 'Import keys…', on: { click: async () => {
+        const d = await importDialog('Import keys', 'One key a line, or CSV with a header line: key and optionally level,maxUses,duration (seconds),note. At most 1000 keys per request; more are sent in parts.', async (rows) => {
+          let head = ['key'];
+          if (rows.length && rows[0].map((x) => x.trim()).includes('key')) head = rows.shift().map((x) => x.trim());
+          const list = rows.map((r) => {
+            const l = {};
+            head.forEach((k, i) => { const v = (r[i] ?? '').trim(); if (v === '') return; l[k] = ['level', 'maxUses', 'duration'].includes(k) ? Number(v) : v; });
+            return l;
+          });
+          if (!list.length) throw new Error('Give at least one key.');
+          const total = { succeeded: 0, failed: 0, first: null };
+          for (let i = 0; i < list.length; i += 1000) {
+            const a = await post(base + '/import', { licenses: list.slice(i, i + 1000) });
+            total.succeeded += a.succeeded; total.failed += a.failed;
+            total.first ||= a.results.find((x) => !x.ok);
+          }
+          return total;
+        });
+        if (d) { toast(`${plural(d.succeeded, 'key')} imported` + (d.failed ? `, ${d.failed} refused (${d.first.id}: ${d.first.error.message})` : ''), d.failed ? 'warn' : 'ok'); lv.reload(); }
+      } } }),
+      h('button#export-licenses', { type: 'button', text: 'Export all (CSV)', on: { click: async () => {
+        try {
+          const all = await readAll(async (p) => { const d = await get(base, { ...p, sortBy: 'created_at', sortOrder: 'asc' }); return { items: d.licenses, total: d.total }; });
+          saveFile('licenses-all.csv', csv(['key', 'level', 'maxUses', 'usedCount', 'usedBy', 'duration', 'expiresAt', 'maxSeats', 'banned', 'enabled', 'note', 'createdAt'],
+            all.map((l) => [l.key, l.level, l.maxUses, l.usedCount, l.usedBy, l.duration || 0, l.expiresAt, l.maxSeats, l.banned, l.enabled, l.note, l.createdAt])), 'text/csv');
+          toast(`${plural(all.length, 'key')} exported`);
+        } catch (x) { toast(x.message, 'error'); }
+      } } })],
   });
   lv.addEventListener('selection', () => { bulkBtn.disabled = lv.state.selected.size === 0; bulkBtn.textContent = `Delete selected (${lv.state.selected.size})`; });
   bulkBtn.addEventListener('click', async () => {
     const ids = [...lv.state.selected];
     if (!await modal(`Delete ${ids.length} keys?`, h('p', { text: 'They stop working at once.' }), { ok: 'Delete', danger: true })) return;
-    try { const d = await post(base + '/bulk-delete', { ids }); toast(`${d.deleted} keys deleted`); lv.state.selected.clear(); lv.reload(); } catch (x) { toast(x.message, 'error'); }
+    try { const d = await post(base + '/bulk-delete', { ids }); toast(`${plural(d.deleted, 'key')} deleted`); lv.clearSelection(); lv.reload(); } catch (x) { toast(x.message, 'error'); }
   });
   filterDel.addEventListener('change', async () => {
     const filter = filterDel.value;
@@ -59,6 +100,7 @@ export async function licenses(ctx) {
     { name: 'level', label: 'Level', type: 'number', value: 1 },
     { name: 'durationDays', label: 'Duration after activation (days, 0 = none)', type: 'number', value: 30, min: 0 },
     { name: 'maxUses', label: 'Uses (0 = unlimited)', type: 'number', value: 1, min: 0 },
+    { name: 'maxSeats', label: 'Floating seats (0 = no limit)', type: 'number', value: 0, min: 0, help: 'Sessions using the key at once' },
     { name: 'expiresAt', label: 'Key expires', type: 'datetime' },
     { name: 'note', label: 'Note', maxlength: 500 },
   ];
@@ -108,6 +150,7 @@ async function edit(base, l) {
     { name: 'maxUses', label: 'Uses (0 = unlimited)', type: 'number', value: l.maxUses, min: 0 },
     { name: 'duration', label: 'Duration (seconds)', type: 'number', value: l.duration || 0, min: 0 },
     { name: 'deviceLimit', label: 'Device limit', type: 'number', value: l.deviceLimit ?? 0, min: 0 },
+    { name: 'maxSeats', label: 'Floating seats (0 = no limit)', type: 'number', value: l.maxSeats ?? 0, min: 0 },
     { name: 'displayName', label: 'Display name', value: l.displayName, omitEmpty: false },
     { name: 'note', label: 'Note', value: l.note, omitEmpty: false },
     { name: 'discordId', label: 'Discord id', value: l.discordId, omitEmpty: false },
@@ -122,4 +165,21 @@ async function vars(base, l) {
   const box = h('div');
   typedEditor(`${base}/${l.id}/variables`, box);
   await modal('Variables of ' + l.key, box, { ok: 'Close', cancel: null });
+}
+
+// seats lists a floating license's seats held now, each freeable.
+async function seats(base, l) {
+  const box = h('div#seats');
+  async function load() {
+    clear(box);
+    let d;
+    try { d = await get(`${base}/${l.id}/seats`); } catch (x) { box.append(h('p.error', { role: 'alert', text: x.message })); return; }
+    box.append(h('p', { text: `${d.inUse} of ${d.maxSeats} seats in use.` }),
+      d.seats.length ? h('ul', d.seats.map((s) => h('li', `${s.username || s.userId || 'license'} · ${s.ip || '?'} · since ${fmtDate(s.since)} `,
+        h('button.danger', { type: 'button', text: 'Free', on: { click: async () => {
+          try { await del(`${base}/${l.id}/seats/${s.id}`); toast('Seat freed: that session ended'); load(); } catch (x) { toast(x.message, 'error'); }
+        } } })))) : h('p.muted', { text: 'No seat is held now.' }));
+  }
+  await load();
+  await modal('Seats of ' + l.key, box, { ok: 'Close', cancel: null });
 }

@@ -42,8 +42,12 @@ export async function live(ctx) {
     ws.addEventListener('open', () => { retry = 0; status.textContent = 'connected'; status.className = 'badge ok'; applyFilters(); });
     ws.addEventListener('message', (e) => { let m; try { m = JSON.parse(e.data); } catch { return; } onMessage(m); });
     ws.addEventListener('close', (e) => {
-      status.textContent = 'disconnected'; status.className = 'badge bad';
+      status.textContent = 'disconnected: reconnecting'; status.className = 'badge bad';
       if (closed) return;
+      // Who is online is unknown while the socket is down: show no one rather than a stale list.
+      sessions = []; renderSessions();
+      count.textContent = '—';
+      clear(sessBody).append(h('tr', h('td.muted#online-unknown', { colspan: 5, text: 'Unknown while the server cannot be reached; reconnecting…' })));
       if (e.code === 1006 && retry > 2) {
         // The upgrade was refused (token gone or plan changed): ask the API why.
         get(`/api/apps/${appId}/ws/online`).catch((x) => toast(x.message, 'error'));
@@ -175,7 +179,10 @@ export async function hooks(ctx) {
         h('td', k.enabled ? badge('enabled', 'ok') : badge('disabled')),
         h('td.row-actions', h('button', { type: 'button', text: 'Edit', on: { click: () => edit(k) } }),
           h('button', { type: 'button', text: k.enabled ? 'Disable' : 'Enable', on: { click: () => patch(`${base}/${k.id}`, { enabled: !k.enabled }).then(load, (x) => toast(x.message, 'error')) } }),
-          h('button.danger', { type: 'button', text: 'Delete', on: { click: () => del(`${base}/${k.id}`).then(load, (x) => toast(x.message, 'error')) } })))) : h('tr', h('td.muted', { colspan: 7, text: 'No hooks yet.' }))))));
+          h('button.danger', { type: 'button', text: 'Delete', on: { click: async () => {
+            if (!await modal(`Delete the hook ${k.name}?`, h('p', { text: 'Clients sending its event get no answer from it any more.' }), { ok: 'Delete', danger: true })) return;
+            del(`${base}/${k.id}`).then(load, (x) => toast(x.message, 'error'));
+          } } })))) : h('tr', h('td.muted', { colspan: 7, text: 'No hooks yet.' }))))));
   }
   function edit(hook) {
     clear(editor).append(hookForm(hook, async (body) => {
@@ -206,8 +213,9 @@ function hookForm(hook, save) {
     const members = h('span.members');
     const typeSel = h('select', { name: 'type', 'aria-label': 'action' }, Object.keys(ACTIONS).map((t) => h('option', { value: t, text: t, selected: a.type === t })));
     const renderMembers = (vals) => {
-      clear(members).append(...ACTIONS[typeSel.value].map((m) => h('input', { name: m, placeholder: m, 'aria-label': m,
-        value: vals[m] === undefined ? '' : typeof vals[m] === 'string' ? vals[m] : JSON.stringify(vals[m]) })));
+      // Each member has a visible label, not only a placeholder.
+      clear(members).append(...ACTIONS[typeSel.value].map((m) => h('label.member', h('span', { text: m }), h('input', { name: m,
+        value: vals[m] === undefined ? '' : typeof vals[m] === 'string' ? vals[m] : JSON.stringify(vals[m]) }))));
     };
     typeSel.addEventListener('change', () => renderMembers({}));
     renderMembers(a);

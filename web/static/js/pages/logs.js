@@ -1,6 +1,6 @@
 // The application log: filters, stats, purge.
 
-import { h, fmtDate, fmtNum, toast, modal, badge, clear } from '../dom.js';
+import { h, fmtDate, fmtNum, toast, modal, badge, clear, csv, readAll, saveFile } from '../dom.js';
 import { get, del } from '../api.js';
 import { listView, section, field } from '../forms.js';
 
@@ -36,6 +36,15 @@ export async function logs(ctx) {
       { label: 'Event', get: (l) => h('code', { text: l.event }) }, { label: 'Message', get: (l) => l.message || '' },
       { label: 'User', get: (l) => l.username || '—' }, { label: 'IP', get: (l) => [l.ipAddress || '—', l.country ? ` (${l.country})` : ''] },
     ],
+    actions: (l) => [h('button', { type: 'button', text: 'Details', on: { click: () => detail(l) } })],
+    toolbar: [h('button#export-logs', { type: 'button', text: 'Export CSV', on: { click: async () => {
+      try {
+        const all = await readAll(async (p) => { const d = await get(base, { ...lv.state.filters, ...p }); return { items: d.logs, total: d.total }; }, 50000);
+        saveFile('logs.csv', csv(['time', 'level', 'event', 'message', 'username', 'ip', 'country', 'data'],
+          all.map((l) => [l.createdAt, l.level, l.event, l.message, l.username, l.ipAddress, l.country, l.data ? JSON.stringify(l.data) : ''])), 'text/csv');
+        toast(`${fmtNum(all.length)} entries exported`);
+      } catch (x) { toast(x.message, 'error'); }
+    } } })],
     empty: 'No log entries match.',
   });
   const days = field({ name: 'days', label: 'Older than (days)', type: 'number', value: 30, min: 0 });
@@ -45,4 +54,12 @@ export async function logs(ctx) {
       if (!await modal(`Delete entries older than ${n} days?`, h('p', { text: 'This cannot be undone.' }), { ok: 'Purge', danger: true })) return;
       try { const d = await del(`${base}?days=${encodeURIComponent(n)}`); toast(`${d.deleted} entries deleted`); lv.reload(); loadStats(); } catch (x) { toast(x.message, 'error'); }
     } } }))));
+}
+
+// detail shows one entry whole: every member, and its event data as JSON.
+function detail(l) {
+  const { data, ...rest } = l;
+  return modal(l.event, h('div',
+    h('dl', Object.entries(rest).filter(([, v]) => v !== null && v !== '' && typeof v !== 'object').map(([k, v]) => [h('dt', { text: k }), h('dd', { text: String(v) })])),
+    h('h3', { text: 'Data' }), h('pre.log-data', { text: data == null ? '(none)' : JSON.stringify(data, null, 2) })), { ok: 'Close', cancel: null });
 }

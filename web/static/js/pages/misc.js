@@ -19,7 +19,7 @@ export async function devices(ctx) {
       if (!await modal('Remove this device?', h('p', { text: 'The user can then sign in from a new device.' }), { ok: 'Remove', danger: true })) return;
       try { await del(`${base}/${d.id}`); reload(); } catch (x) { toast(x.message, 'error'); }
     } } })],
-    empty: 'No devices registered yet.',
+    empty: 'No devices recorded yet. Devices are recorded only when the application locks users to a hardware id (Settings: Lock to hardware id) and clients send one.',
   });
 }
 
@@ -36,7 +36,10 @@ export async function tokens(ctx) {
     ],
     actions: (t, reload) => [
       h('button', { type: 'button', text: t.enabled === false ? 'Enable' : 'Disable', on: { click: () => patch(`${base}/${t.id}`, { enabled: t.enabled === false }).then(reload, (x) => toast(x.message, 'error')) } }),
-      h('button.danger', { type: 'button', text: 'Delete', on: { click: () => del(`${base}/${t.id}`).then(reload, (x) => toast(x.message, 'error')) } }),
+      h('button.danger', { type: 'button', text: 'Delete', on: { click: async () => {
+        if (!await modal('Delete this token?', h('code', { text: t.token }), { ok: 'Delete', danger: true })) return;
+        del(`${base}/${t.id}`).then(reload, (x) => toast(x.message, 'error'));
+      } } }),
     ],
   });
   return h('div', section('New tokens', form({
@@ -54,6 +57,9 @@ export async function tokens(ctx) {
   }), made), lv);
 }
 
+// The words of the form and of the table are the same: deny, allow only.
+const ACTION_WORDS = { blacklist: 'deny', whitelist: 'allow only' };
+
 export async function rules(ctx) {
   const base = `/api/apps/${ctx.appId}/rules`;
   const box = h('div');
@@ -64,8 +70,11 @@ export async function rules(ctx) {
     try { list = await get(base, filters); } catch (x) { box.append(h('p.error', { text: x.message })); return; }
     box.append(h('div.table-wrap', h('table', h('thead', h('tr', ['Type', 'Action', 'Value', 'Note', 'State', ''].map((t) => h('th', { text: t })))),
       h('tbody', list.length ? list.map((r) => h('tr',
-        h('td', { text: r.type }), h('td', {}, badge(r.action, r.action === 'blacklist' ? 'bad' : 'ok')), h('td', h('code', { text: r.value })), h('td', { text: r.note || '' }),
-        h('td', r.enabled === false ? badge('disabled') : r.active === false ? badge('inactive', 'warn') : badge('active', 'ok')),
+        h('td', { 'data-label': 'Type', text: r.type }), h('td', { 'data-label': 'Action' }, badge(ACTION_WORDS[r.action] || r.action, r.action === 'blacklist' ? 'bad' : 'ok')),
+        h('td', { 'data-label': 'Value' }, h('code', { text: r.value })), h('td', { 'data-label': 'Note', text: r.note || '' }),
+        h('td', { 'data-label': 'State' }, r.enabled === false ? badge('disabled') : r.active === false
+          ? [badge('inactive', 'warn'), h('small.muted.rule-why', { text: r.type === 'country' ? ' no GeoIP database is set (KEYWARD_GEOIP_DB), so countries are unknown' : ' not applied' })]
+          : badge('active', 'ok')),
         h('td.row-actions',
           h('button', { type: 'button', text: r.enabled === false ? 'Enable' : 'Disable', on: { click: () => patch(`${base}/${r.id}`, { enabled: r.enabled === false }).then(load, (x) => toast(x.message, 'error')) } }),
           h('button', { type: 'button', text: 'Edit', on: { click: async () => {
@@ -73,10 +82,13 @@ export async function rules(ctx) {
             const holder = h('div', fields.map(field));
             if (await modal('Edit rule', holder, { ok: 'Save', onOk: () => patch(`${base}/${r.id}`, values(holder, fields)).then(() => true) })) load();
           } } }),
-          h('button.danger', { type: 'button', text: 'Delete', on: { click: () => del(`${base}/${r.id}`).then(load, (x) => toast(x.message, 'error')) } })))) : h('tr', h('td.muted', { colspan: 6, text: 'No rules: every address, device and country may sign in.' }))))));
+          h('button.danger', { type: 'button', text: 'Delete', on: { click: async () => {
+            if (!await modal('Delete this rule?', h('code', { text: `${r.type} ${r.value}` }), { ok: 'Delete', danger: true })) return;
+            del(`${base}/${r.id}`).then(load, (x) => toast(x.message, 'error'));
+          } } })))) : h('tr', h('td.muted', { colspan: 6, text: 'No rules: every address, device and country may sign in.' }))))));
   }
   const filterForm = h('form.filters', ...[['type', ['', 'ip', 'hwid', 'country']], ['action', ['', 'blacklist', 'whitelist']]].map(([name, opts]) =>
-    field({ name, label: name[0].toUpperCase() + name.slice(1), type: 'select', options: opts.map((o) => [o, o || 'any']) })));
+    field({ name, label: name[0].toUpperCase() + name.slice(1), type: 'select', options: opts.map((o) => [o, o ? (ACTION_WORDS[o] || o) : 'any']) })));
   filterForm.addEventListener('change', () => { filters.type = filterForm.querySelector('[name=type]').value; filters.action = filterForm.querySelector('[name=action]').value; load(); });
   load();
   return h('div', section('New rule', form({

@@ -1,6 +1,6 @@
 // Users of an application: the list, creation, and one user's page.
 
-import { h, clear, fmtDate, toast, modal, badge } from '../dom.js';
+import { h, clear, fmtDate, toast, modal, badge, plural, csv, readAll, saveFile, importDialog } from '../dom.js';
 import { get, post, patch, del } from '../api.js';
 import { form, listView, section, field, values } from '../forms.js';
 
@@ -8,8 +8,18 @@ export async function users(ctx) {
   if (ctx.sub) return user(ctx, ctx.sub);
   const base = `/api/apps/${ctx.appId}/users`;
   let lv;
+  const selCount = h('span.muted#selected-count', { text: 'none selected' });
+  const bulkButtons = [['ban', 'Ban'], ['unban', 'Unban'], ['extend', 'Extend…'], ['reset-hwid', 'Reset HWID'], ['delete', 'Delete']].map(([action, label]) =>
+    h('button' + (action === 'delete' || action === 'ban' ? '.danger' : ''), { type: 'button', text: label, disabled: true, 'data-action': action,
+      on: { click: () => bulk(ctx.appId, action, { ids: [...lv.state.selected] }).then((done) => { if (done) { lv.clearSelection(); lv.reload(); } }) } }));
+  const toolbar = [h('div.selection-bar', { role: 'group', 'aria-label': 'act on the selected users' }, selCount, bulkButtons),
+    h('button.danger#delete-expired', { type: 'button', text: 'Delete expired…', on: { click: () => bulk(ctx.appId, 'delete', { filter: 'expired' }).then((done) => done && lv.reload()) } }),
+    h('button#export-users', { type: 'button', text: 'Export CSV', on: { click: () => exportUsers(ctx.appId) } }),
+    h('button#import-users', { type: 'button', text: 'Import CSV…', on: { click: () => importUsers(ctx.appId).then((d) => d && lv.reload()) } })];
   lv = listView({
     sortBy: 'created_at',
+    selectable: true,
+    toolbar,
     load: async (p) => { const d = await get(base, p); return { items: d.users, total: d.total }; },
     filters: [
       { name: 'search', label: 'Search', placeholder: 'username or email', type: 'search' },
@@ -30,7 +40,47 @@ export async function users(ctx) {
       h('button', { type: 'button', text: u.banned ? 'Unban' : 'Ban', on: { click: () => banToggle(ctx.appId, u).then(reload) } }),
     ],
   });
+  lv.addEventListener('selection', () => {
+    const n = lv.state.selected.size;
+    selCount.textContent = n ? plural(n, 'user') + ' selected' : 'none selected';
+    for (const b of bulkButtons) b.disabled = n === 0;
+  });
   return h('div', section('New user', createForm(ctx.appId, () => lv.reload())), lv);
+}
+
+const BULK_WORDS = { ban: 'Ban', unban: 'Unban', extend: 'Extend', 'reset-hwid': 'Reset the HWID of', delete: 'Delete' };
+
+// bulk asks once, sends one request (POST users/bulk) and says what happened per row.
+async function bulk(appId, action, target) {
+  const who = target.filter === 'expired' ? 'every expired user' : plural(target.ids.length, 'user');
+  const body = { action, ...target };
+  const parts = [];
+  let reason = null; let days = null;
+  if (action === 'ban') { reason = field({ name: 'banReason', label: 'Reason (shown to the users)' }); parts.push(reason); }
+  if (action === 'extend') { days = field({ name: 'days', label: 'Days to add', type: 'number', value: 30, min: 1 }); parts.push(days); }
+  if (action === 'delete') parts.push(h('p', { text: 'The users and their devices are removed. This cannot be undone.' }));
+  const d = await modal(`${BULK_WORDS[action]} ${who}?`, h('div', parts), { ok: BULK_WORDS[action].split(' ')[0], danger: action === 'delete' || action === 'ban', onOk: async () => {
+    if (reason) body.banReason = reason.querySelector('input').value;
+    if (days) {
+      const n = Number(days.querySelector('input').value);
+      if (!(n > 0)) throw new Error('Give a number of days above 0.');
+      body.duration = Math.round(n * 86400);
+    }
+    return post(`/api/apps/${appId}/users/bulk`, body);
+  } });
+  if (!d) return false;
+  const failed = d.results.filter((r) => !r.ok);
+  toast(`${BULK_WORDS[action]}: ${plural(d.succeeded, 'user')} done` + (failed.length ? `, ${failed.length} refused (${failed[0].error.message})` : ''), failed.length ? 'warn' : 'ok');
+  return true;
+}
+
+async function exportUsers(appId) {
+  try {
+    const all = await readAll(async (p) => { const d = await get(`/api/apps/${appId}/users`, { ...p, sortBy: 'created_at', sortOrder: 'asc' }); return { items: d.users, total: d.total }; });
+    saveFile('users.csv', csv(['id', 'username', 'email', 'displayName', 'level', 'banned', 'banReason', 'expiresAt', 'lastLoginAt', 'createdAt'],
+      all.map((u) => [u.id, u.username, u.email, u.displayName, u.level, u.banned, u.banReason, u.expiresAt, u.lastLoginAt, u.createdAt])), 'text/csv');
+    toast(`${plural(all.length, 'user')} exported`);
+  } catch (x) { toast(x.message, 'error'); }
 }
 
 function userStatus(u) {
@@ -142,3 +192,28 @@ async function loadVars(base, box) {
 }
 
 export { values };
+
+// importUsers sends CSV rows (header: username,password[,email,level,expiresAt,deviceLimit])
+// 200 at a time through POST users/import.
+async function importUsers(appId) {
+  const d = await importDialog('Import users', 'CSV with a header line: username,password and optionally email,level,expiresAt (RFC 3339),deviceLimit. At most 200 users per request; more are sent in parts.', async (rows) => {
+    if (rows.length < 2) throw new Error('Give a header line and at least one user.');
+    const head = rows[0].map((x) => x.trim());
+    if (!head.includes('username') || !head.includes('password')) throw new Error('The header needs username and password.');
+    const users = rows.slice(1).map((r) => {
+      const u = {};
+      head.forEach((k, i) => { const v = (r[i] ?? '').trim(); if (v === '') return; u[k] = ['level', 'deviceLimit'].includes(k) ? Number(v) : v; });
+      return u;
+    });
+    const total = { succeeded: 0, failed: 0, first: null };
+    for (let i = 0; i < users.length; i += 200) {
+      const a = await post(`/api/apps/${appId}/users/import`, { users: users.slice(i, i + 200) });
+      total.succeeded += a.succeeded; total.failed += a.failed;
+      total.first ||= a.results.find((x) => !x.ok);
+    }
+    return total;
+  });
+  if (!d) return null;
+  toast(`${plural(d.succeeded, 'user')} imported` + (d.failed ? `, ${d.failed} refused (${d.first.id}: ${d.first.error.message})` : ''), d.failed ? 'warn' : 'ok');
+  return d;
+}

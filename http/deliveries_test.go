@@ -1,0 +1,59 @@
+package httpapi_test
+
+import (
+	"net/http"
+	"testing"
+	"time"
+
+	ts "github.com/keyward/keyward/internal/testserver"
+)
+
+// TestDeliveryDetailAndRedeliver (issue 22): a delivery shows the event's payload, its state
+// and attempts; redeliver sends it again to the receiver; another integration's or a
+// stranger's delivery is not found.
+func TestDeliveryDetailAndRedeliver(t *testing.T) {
+	ts.Each(t, func(t *testing.T, e ts.Engines) {
+		rc := newReceiver(t, http.StatusOK)
+		s := startWithReceiver(t, e, rc)
+		o := newOwner(t, s)
+		a := api{t, s, o.Token}
+		appID, _ := a.createApp("Redeliver")
+		base := "/api/apps/" + appID + "/integrations"
+		r := a.do("POST", base, map[string]any{"name": "Ops", "type": "CUSTOM", "webhookUrl": rc.URL + "/hook", "events": []string{"rule.create"}})
+		expectOK(t, r, http.StatusCreated)
+		hookID := r.Data()["id"].(string)
+		expectOK(t, a.do("POST", "/api/apps/"+appID+"/rules", map[string]any{"type": "ip", "action": "blacklist", "value": "203.0.113.9"}), http.StatusCreated)
+		rc.wait(t, 1)
+		var deliveryID string
+		for deadline := time.Now().Add(10 * time.Second); deliveryID == ""; time.Sleep(20 * time.Millisecond) {
+			if list := a.do("GET", base+"/"+hookID+"/deliveries", nil).Data()["attempts"].([]any); len(list) > 0 {
+				deliveryID = list[0].(map[string]any)["deliveryId"].(string)
+			} else if time.Now().After(deadline) {
+				t.Fatal("no attempt listed")
+			}
+		}
+		path := base + "/" + hookID + "/deliveries/" + deliveryID
+		r = a.do("GET", path, nil)
+		expectOK(t, r, http.StatusOK)
+		d := r.Data()
+		payload, _ := d["payload"].(map[string]any)
+		if d["event"] != "rule.create" || d["state"] != "delivered" || d["attempts"] != float64(1) || payload["Name"] != "rule.create" {
+			t.Fatalf("delivery: %s", r.Raw)
+		}
+		r = a.do("POST", path+"/redeliver", nil)
+		expectOK(t, r, http.StatusOK)
+		if r.Data()["state"] != "pending" {
+			t.Fatalf("redeliver: %s", r.Raw)
+		}
+		if h := rc.wait(t, 2)[1]; string(h.Body) != string(rc.wait(t, 1)[0].Body) {
+			t.Fatalf("the redelivery sent another body: %s", h.Body)
+		}
+		entry := auditEntries(t, s, o.Token, "/api/audit?recordType=integrations&limit=1", 1)[0]
+		if entry["recordId"] != deliveryID || entry["after"].(map[string]any)["state"] != "pending" {
+			t.Fatalf("redeliver audit entry: %v", entry)
+		}
+		expect(t, a.do("GET", base+"/"+hookID+"/deliveries/nope", nil), http.StatusNotFound, "NOT_FOUND")
+		stranger := api{t, s, newOwner(t, s).Token}
+		expect(t, stranger.do("POST", path+"/redeliver", nil), http.StatusNotFound, "NOT_FOUND")
+	})
+}
