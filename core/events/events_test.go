@@ -281,3 +281,84 @@ func TestCompactionKeepsWhatAConsumerNeeds(t *testing.T) {
 }
 
 var _ storage.EventLogStore = (*sqlite.Store)(nil)
+
+// publishRecorder is a Publisher that is not the event log.
+type publishRecorder struct{ got []events.Event }
+
+func (p *publishRecorder) Publish(_ context.Context, es ...events.Event) error {
+	p.got = append(p.got, es...)
+	return nil
+}
+
+func TestChangeStoresEventsInTheChangesTransaction(t *testing.T) {
+	ctx := t.Context()
+	store := openStore(t, t.TempDir())
+	bus := events.NewBus(events.Config{Store: store})
+	defer bus.Close()
+	var mu sync.Mutex
+	var heard []events.Event
+	bus.OnStored(func(e events.Event) {
+		mu.Lock()
+		heard = append(heard, e)
+		mu.Unlock()
+	})
+	if err := store.CreateAccount(ctx, storage.Account{ID: "acc-1", Username: "owner", Email: "owner@example.org"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := store.CreateApp(ctx, storage.App{ID: "app-1", AccountID: "acc-1", Name: "One"}); err != nil {
+		t.Fatal(err)
+	}
+
+	// A change that fails writes none of its events.
+	octx, ch := events.Begin(ctx, bus)
+	if _, err := store.UpdateApp(octx, "acc-1", "app-1", func(a *storage.App) error {
+		ch.Set(events.Event{Name: events.AppUpdate, AppID: a.ID})
+		return errors.New("refused")
+	}); err == nil {
+		t.Fatal("UpdateApp with a failing updater answered nil")
+	}
+	if pos, err := store.LastEventPos(ctx); err != nil || pos != 0 {
+		t.Fatalf("after a failed change the log's head is %d, %v; want 0", pos, err)
+	}
+
+	// A change that succeeds writes its events in its transaction: they are in the log
+	// before Commit, which only announces them.
+	octx, ch = events.Begin(ctx, bus)
+	if _, err := store.UpdateApp(octx, "acc-1", "app-1", func(a *storage.App) error {
+		a.Paused = true
+		ch.Set(events.Event{Name: events.AppUpdate, AppID: a.ID, Data: map[string]any{"paused": a.Paused}})
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	stored, err := store.ReadEvents(ctx, 0, 10)
+	if err != nil || len(stored) != 1 {
+		t.Fatalf("after the change and before Commit the log holds %d events (%v), want 1", len(stored), err)
+	}
+	if err := ch.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if stored[0].ID != ch.Events()[0].ID || stored[0].Seq != 1 || stored[0].Type != string(events.AppUpdate) {
+		t.Fatalf("stored %+v, want the change's event %s with seq 1", stored[0], ch.Events()[0].ID)
+	}
+	mu.Lock()
+	if len(heard) != 1 || heard[0].ID != stored[0].ID || heard[0].Pos != stored[0].Pos {
+		t.Errorf("OnStored heard %+v, want the event at position %d once", heard, stored[0].Pos)
+	}
+	mu.Unlock()
+	if pos, _ := store.LastEventPos(ctx); pos != stored[0].Pos {
+		t.Fatalf("Commit wrote again: the log's head is %d, want %d", pos, stored[0].Pos)
+	}
+
+	// Over a Publisher that is not the log (or an engine that takes no outbox), Commit
+	// publishes the events.
+	rec := &publishRecorder{}
+	octx, ch = events.Begin(ctx, rec)
+	ch.Add(events.Event{Name: events.AppDelete, AppID: "app-1"})
+	if _, err := store.UpdateApp(octx, "acc-1", "app-1", func(*storage.App) error { return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if err := ch.Commit(ctx); err != nil || len(rec.got) != 1 || rec.got[0].ID != ch.Events()[0].ID {
+		t.Fatalf("Commit over a recorder: %v, published %+v", err, rec.got)
+	}
+}

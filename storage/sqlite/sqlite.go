@@ -42,6 +42,8 @@ type Store struct {
 	// stmts are the prepared forms of the hottest reads (readStmt), by query text: parsing
 	// a query is most of a point read's cost (a user's read at every socket connect).
 	stmts sync.Map // string -> *sql.Stmt
+	// Statements of the writer prepared once (prepareWrites).
+	lastEventSeq, insertEvent *sql.Stmt
 }
 
 var _ storage.Store = (*Store)(nil)
@@ -88,6 +90,10 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		return nil, wrap("open readers "+cfg.Path, err)
 	}
 	st := &Store{w: w, r: r, sealer: cfg.Sealer}
+	if err := st.prepareWrites(ctx); err != nil {
+		_ = st.Close()
+		return nil, wrap("open "+cfg.Path, err)
+	}
 	if err := st.sealStored(ctx); err != nil {
 		_ = st.Close()
 		return nil, fmt.Errorf("sqlite: open %s: %w", cfg.Path, err)
@@ -169,6 +175,11 @@ func (s *Store) Close() error {
 		_ = v.(*sql.Stmt).Close()
 		return true
 	})
+	for _, st := range []*sql.Stmt{s.lastEventSeq, s.insertEvent} {
+		if st != nil {
+			_ = st.Close()
+		}
+	}
 	return errors.Join(s.r.Close(), s.w.Close())
 }
 
@@ -188,6 +199,24 @@ func (s *Store) readRow(ctx context.Context, query string, args ...any) *sql.Row
 		st = prev.(*sql.Stmt)
 	}
 	return st.QueryRowContext(ctx, args...)
+}
+
+// prepareWrites prepares the statements every change's transaction runs (the event
+// log's append) once, on the writer's one connection, outside any transaction (the
+// connection is the transaction's while one runs): parsing them would otherwise be a good
+// part of a small write's cost. Transactions use them through tx.StmtContext.
+func (s *Store) prepareWrites(ctx context.Context) error {
+	for _, q := range []struct {
+		stmt  **sql.Stmt
+		query string
+	}{{&s.lastEventSeq, lastEventSeq}, {&s.insertEvent, insertEvent}} {
+		st, err := s.w.PrepareContext(ctx, q.query)
+		if err != nil {
+			return err
+		}
+		*q.stmt = st
+	}
+	return nil
 }
 
 // wrap adds the operation to err and maps driver errors onto the storage sentinels. The
