@@ -137,7 +137,8 @@ type Bus struct {
 	consumers []*Consumer
 	appended  chan struct{} // closed and replaced after each stored round
 	started   bool
-	// recent are the last events this node stored, in position order: a consumer that
+	// recent are the last events this node stored (and only those: SkipLocal rests on
+	// it), in position order: a consumer that
 	// has caught up reads the next ones here instead of from the database (the log is
 	// read once per node, not once per consumer).
 	recent []cachedEvent

@@ -362,3 +362,39 @@ func TestChangeStoresEventsInTheChangesTransaction(t *testing.T) {
 		t.Fatalf("Commit over a recorder: %v, published %+v", err, rec.got)
 	}
 }
+
+// TestSkipLocalHandlesOnlyOtherNodesEvents: a node's consumer with SkipLocal leaves the
+// events this node stored (its OnStored hooks had them) and handles the other nodes'.
+func TestSkipLocalHandlesOnlyOtherNodesEvents(t *testing.T) {
+	ctx := t.Context()
+	store := openStore(t, t.TempDir())
+	bus := events.NewBus(events.Config{Store: store})
+	defer bus.Close()
+	var local atomic.Int64
+	bus.OnStored(func(events.Event) { local.Add(1) })
+	rec := newRecorder(1)
+	c := bus.Consume(events.ConsumerConfig{Name: "app-actors", SkipLocal: true, Handle: rec.handle})
+	bus.Start()
+	for i := range 5 {
+		if err := bus.Publish(ctx, events.Event{Name: events.AppUpdate, AppID: "app-" + strconv.Itoa(i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Another node's event: stored in the log, not through this bus.
+	other, err := events.Encode(events.Event{ID: "other-node", Name: events.AppUpdate, AppID: "app-9", At: time.Now()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := store.AppendEvents(ctx, []storage.EventRecord{other}); err != nil {
+		t.Fatal(err)
+	}
+	bus.Wake()
+	got := rec.wait(t, "the other node's event")
+	deadline := time.Now().Add(10 * time.Second)
+	for c.Cursor() < other.Pos && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if len(got) != 1 || got[0].ID != "other-node" || local.Load() != 5 {
+		t.Fatalf("handled %+v and heard %d locally; want only the other node's event handled and 5 heard", got, local.Load())
+	}
+}
