@@ -5,6 +5,10 @@
 // commit). Consumers (log entries, webhook deliveries, socket pushes, app actors, client
 // sessions) read the stored log after their cursor, in order, at least once; each is
 // idempotent by event id. A consumer that falls behind catches up; nothing is dropped.
+//
+// A change's events are written with it where the engine allows (Change over
+// storage.EventOutbox: in the change's SQLite transaction; a sign-in's with its session
+// copies, WritePendingWith); elsewhere in a write the acknowledgement waits for.
 package events
 
 import (
