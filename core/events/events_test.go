@@ -398,3 +398,60 @@ func TestSkipLocalHandlesOnlyOtherNodesEvents(t *testing.T) {
 		t.Fatalf("handled %+v and heard %d locally; want only the other node's event handled and 5 heard", got, local.Load())
 	}
 }
+
+// TestWritePendingWithStoresStagedEventsInTheWrite: the round of staged events is written
+// by the write's own transaction (a sign-in's session copies), and when the write fails
+// it is appended after it, so that its publishers are answered either way.
+func TestWritePendingWithStoresStagedEventsInTheWrite(t *testing.T) {
+	ctx := t.Context()
+	store := openStore(t, t.TempDir())
+	bus := events.NewBus(events.Config{Store: store})
+	defer bus.Close()
+	if err := store.CreateAccount(ctx, storage.Account{ID: "acc-1", Username: "owner", Email: "owner@example.org"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := store.CreateApp(ctx, storage.App{ID: "app-1", AccountID: "acc-1", Name: "One"}); err != nil {
+		t.Fatal(err)
+	}
+	ticket, err := bus.Stage(events.Event{Name: events.UserLogin, AppID: "app-1"}, events.Event{Name: events.LicenseActivate, AppID: "app-1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var inWrite int64
+	err = bus.WritePendingWith(ctx, func(ctx context.Context) error {
+		if _, err := store.UpdateApp(ctx, "acc-1", "app-1", func(a *storage.App) error { a.Description = "x"; return nil }); err != nil {
+			return err
+		}
+		inWrite, _ = store.LastEventPos(ctx) // before WritePendingWith could append them itself
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ticket.Wait(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if inWrite != 2 {
+		t.Fatalf("the log's head right after the write is %d, want 2: the staged events were not in its transaction", inWrite)
+	}
+
+	// A write that fails: the staged events are appended after it.
+	ticket, err = bus.Stage(events.Event{Name: events.UserLogin, AppID: "app-1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	refused := errors.New("refused")
+	err = bus.WritePendingWith(ctx, func(ctx context.Context) error {
+		_, err := store.UpdateApp(ctx, "acc-1", "app-1", func(*storage.App) error { return refused })
+		return err
+	})
+	if !errors.Is(err, refused) {
+		t.Fatalf("WritePendingWith answered %v, want the write's error", err)
+	}
+	if err := ticket.Wait(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if pos, _ := store.LastEventPos(ctx); pos != 3 {
+		t.Fatalf("after a failed write the log's head is %d, want 3 (the staged event appended after it)", pos)
+	}
+}
