@@ -41,7 +41,7 @@ const (
 // of AppendEvents and of a change's outbox (inWriteTx).
 func (s *Store) appendEventsTx(ctx context.Context, tx *sql.Tx, evs []storage.EventRecord) error {
 	const op = "append events"
-	lastSeq, ins := tx.StmtContext(ctx, s.lastEventSeq), tx.StmtContext(ctx, s.insertEvent)
+	lastSeq, ins := s.txStmt(ctx, tx, lastEventSeq), s.txStmt(ctx, tx, insertEvent)
 	var last map[string]int64
 	for i := range evs {
 		e := &evs[i]

@@ -42,8 +42,9 @@ type Store struct {
 	// stmts are the prepared forms of the hottest reads (readStmt), by query text: parsing
 	// a query is most of a point read's cost (a user's read at every socket connect).
 	stmts sync.Map // string -> *sql.Stmt
-	// Statements of the writer prepared once (prepareWrites).
-	lastEventSeq, insertEvent *sql.Stmt
+	// writes are the hotWrites statements prepared once on the writer (prepareWrites);
+	// set at Open, read only after.
+	writes map[string]*sql.Stmt
 }
 
 var _ storage.Store = (*Store)(nil)
@@ -175,10 +176,8 @@ func (s *Store) Close() error {
 		_ = v.(*sql.Stmt).Close()
 		return true
 	})
-	for _, st := range []*sql.Stmt{s.lastEventSeq, s.insertEvent} {
-		if st != nil {
-			_ = st.Close()
-		}
+	for _, st := range s.writes {
+		_ = st.Close()
 	}
 	return errors.Join(s.r.Close(), s.w.Close())
 }
@@ -201,22 +200,29 @@ func (s *Store) readRow(ctx context.Context, query string, args ...any) *sql.Row
 	return st.QueryRowContext(ctx, args...)
 }
 
-// prepareWrites prepares the statements every change's transaction runs (the event
-// log's append) once, on the writer's one connection, outside any transaction (the
-// connection is the transaction's while one runs): parsing them would otherwise be a good
-// part of a small write's cost. Transactions use them through tx.StmtContext.
+// hotWrites are the statements every change of their kind runs in its write
+// transaction (the event log's append, an app's update): prepareWrites prepares them once.
+var hotWrites = []string{lastEventSeq, insertEvent, selectAppForUpdate, updateApp}
+
+// prepareWrites prepares hotWrites once, on the writer's one connection, outside any
+// transaction (the connection is the transaction's while one runs): parsing them would
+// otherwise be a good part of a small write's cost. Transactions use them through
+// txStmt.
 func (s *Store) prepareWrites(ctx context.Context) error {
-	for _, q := range []struct {
-		stmt  **sql.Stmt
-		query string
-	}{{&s.lastEventSeq, lastEventSeq}, {&s.insertEvent, insertEvent}} {
-		st, err := s.w.PrepareContext(ctx, q.query)
+	s.writes = make(map[string]*sql.Stmt, len(hotWrites))
+	for _, q := range hotWrites {
+		st, err := s.w.PrepareContext(ctx, q)
 		if err != nil {
 			return err
 		}
-		*q.stmt = st
+		s.writes[q] = st
 	}
 	return nil
+}
+
+// txStmt answers the prepared form of a hotWrites statement for use in tx.
+func (s *Store) txStmt(ctx context.Context, tx *sql.Tx, query string) *sql.Stmt {
+	return tx.StmtContext(ctx, s.writes[query])
 }
 
 // wrap adds the operation to err and maps driver errors onto the storage sentinels. The
