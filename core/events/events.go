@@ -147,7 +147,7 @@ type Bus struct {
 	// read once per node, not once per consumer).
 	recent []cachedEvent
 
-	writing sync.Mutex // one round is written at a time (the writer, WritePending)
+	writing sync.Mutex // one round is written at a time (the writer, WritePendingWith)
 	wake    chan struct{}
 	notify  chan struct{}
 	stop    chan struct{}
@@ -298,7 +298,7 @@ type Ticket struct {
 }
 
 // Stage adds the events to the round being gathered without waking the writer: another
-// group commit that writes with WritePending (the client's session writes) carries them
+// group commit that writes with WritePendingWith (the client's session writes) carries them
 // in its own round, so a login's session and its events cost one wait. Wait returns once
 // they are stored; Cancel withdraws them if the change failed before they were written.
 func (b *Bus) Stage(es ...Event) (*Ticket, error) {
@@ -337,10 +337,6 @@ func (t *Ticket) Cancel() {
 		}
 	}
 }
-
-// WritePending writes, on the caller's goroutine, the round being gathered: staged and
-// published events alike.
-func (b *Bus) WritePending() { b.writeRound() }
 
 func (b *Bus) stage(es []Event) (*round, int, error) {
 	recs := make([]storage.EventRecord, len(es))
@@ -456,7 +452,7 @@ func (b *Bus) finish(r *round, recs []storage.EventRecord, evs []Event) {
 // transaction (a login's events with its session copies); the round is taken when the
 // engine asks for it, after write took what it writes. What write did not store (it
 // wrote nothing, it failed, or the engine has no such transaction) is appended after it,
-// as by WritePending. Answers write's error.
+// as the log's writer does. Answers write's error.
 func (b *Bus) WritePendingWith(ctx context.Context, write func(ctx context.Context) error) error {
 	b.writing.Lock()
 	defer b.writing.Unlock()
