@@ -74,16 +74,17 @@ func startAppActors(ctx context.Context, store storage.Store, engine cluster.Eng
 	}
 	// The one change signal: an event of events.SnapshotChanges in the event log (app
 	// updates, key resets, rules, deletion, plan and hook changes). This node's actor
-	// hears of it when it is stored, before the change is acknowledged; every node's
-	// (this one's again) when its "app-actors" consumer reads it from the log: at once
-	// when the cluster bus says events were stored, within a second otherwise, and after
-	// being cut off from the others, everything stored meanwhile.
+	// hears of it when it is stored, before the change is acknowledged; the other nodes'
+	// when their "app-actors" consumer reads it from the log: at once when the cluster
+	// bus says events were stored, within a second otherwise, and after being cut off
+	// from the others, everything stored meanwhile. The consumer skips what this node's
+	// hook applied already (SkipLocal), so a change reloads this node's actor once.
 	bus.OnStored(func(e events.Event) {
 		if e.AppID != "" && events.SnapshotChanges.Has(e.Name) {
 			dir.Invalidate(e.AppID)
 		}
 	})
-	bus.Consume(events.ConsumerConfig{Name: "app-actors", Types: events.SnapshotChanges,
+	bus.Consume(events.ConsumerConfig{Name: "app-actors", Types: events.SnapshotChanges, SkipLocal: true,
 		Handle: func(_ context.Context, evs []events.Event) error {
 			seen := make(map[string]bool, len(evs))
 			for _, e := range evs {

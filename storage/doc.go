@@ -21,4 +21,8 @@
 //     their record, and answered in clear; values found in clear are sealed at open, and a
 //     sealed value that does not open (another key) fails the open. storagetest.RunSealing
 //     checks it against the raw bytes of each engine.
+//   - A write made with a context carrying an EventOutbox (WithEventOutbox) either stores
+//     the outbox's events in the write's own transaction and reports them Stored, or
+//     leaves them (the producer appends them before it answers): SQLite stores them,
+//     MongoDB leaves them (FerretDB 1.24 has no multi-document transactions).
 package storage

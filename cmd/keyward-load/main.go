@@ -88,6 +88,7 @@ func main() {
 	flag.DurationVar(&idleSettle, "idle-settle", 2*time.Second, "with -idle-sockets, how long the sockets are held open before their memory is measured (30s takes every socket through a round of the server's pings)")
 	flag.DurationVar(&periodicWindow, "periodic-window", 0, "with -idle-sockets, then count the Redis round trips and storage commands of the idle sockets over this window")
 	flag.StringVar(&redisURL, "redis", "", "run the node on this Redis (loopback) instead of the memory engine")
+	flag.StringVar(&selectedRuns, "runs", "", "make only these runs, comma-separated: init, license, licseq (init + nonce + license), appupdate")
 	flag.StringVar(&mongoURI, "mongo", "", "run the node on this MongoDB (loopback) instead of SQLite")
 	flag.Parse()
 	if *idleList != "" {
@@ -178,6 +179,8 @@ type result struct {
 	firstErr string
 	// exhausted: the prepared sessions ran out before the duration did.
 	exhausted bool
+	// cpu is the process's CPU time over the run, when measured (processCPU).
+	cpu time.Duration
 }
 
 func (r result) rate() float64 { return float64(r.ops) / r.elapsed.Seconds() }
@@ -465,6 +468,13 @@ func run(d time.Duration, conc, nSessions int) error {
 		}
 		fmt.Println("signResponses on: every client answer carries an Ed25519 signature")
 	}
+	if selectedRuns != "" {
+		runs, err := parseRuns(selectedRuns)
+		if err != nil {
+			return err
+		}
+		return runSelected(ctx, core, c, owner, appID, secret, runs, conc, d)
+	}
 	if wsOnly {
 		fan, err := webSocketRun(ctx, core, node.Addr(), owner, appID, secret, c, 0, d)
 		if err != nil {
@@ -499,62 +509,10 @@ func run(d time.Duration, conc, nSessions int) error {
 	})
 	stopCeil()
 
-	// License logins: returning users, each on a fresh session whose init and nonce are
-	// made before the timed run, so the rate is of license calls alone; the full SDK
-	// sequence (init, nonce, license) is measured too.
-	keys, err := licenses(ctx, core, owner, appID, preparedLicenseLogins+fullLicenseLogins)
+	lic, licSeq, base, err := licenseRuns(ctx, core, c, owner, appID, secret, nSessions, preparedLicenseLogins, fullLicenseLogins, conc, d)
 	if err != nil {
 		return err
 	}
-	base := nSessions
-	type ready struct{ token, nonce, ip, key string }
-	pre := make([]ready, preparedLicenseLogins)
-	if err := parallel(conc, len(pre), func(i int) error {
-		ip := ipOf(base + i)
-		tok, err := c.initSession(secret, base+i)
-		if err != nil {
-			return fmt.Errorf("prepare license session: %w", err)
-		}
-		n, err := c.nonce(tok, ip)
-		if err != nil {
-			return fmt.Errorf("prepare license nonce: %w", err)
-		}
-		pre[i] = ready{tok, n, ip, keys[i]}
-		return nil
-	}); err != nil {
-		return err
-	}
-	lic := profiled("license", func() result {
-		return load("license login", conc, d, func(_, i int) (time.Duration, error) {
-			if i >= len(pre) {
-				return 0, errExhausted
-			}
-			p := pre[i]
-			start := time.Now()
-			err := c.post("license", p.ip, p.nonce, map[string]string{"sessionToken": p.token, "licenseKey": p.key, "hwid": "h", "pcName": ""}, nil)
-			return time.Since(start), err
-		})
-	})
-	base += len(pre)
-	rest := keys[len(pre):]
-	licSeq := load("init + nonce + license", conc, d, func(_, i int) (time.Duration, error) {
-		if i >= len(rest) {
-			return 0, errExhausted
-		}
-		ip := ipOf(base + i)
-		start := time.Now()
-		tok, err := c.initSession(secret, base+i)
-		if err != nil {
-			return 0, err
-		}
-		n, err := c.nonce(tok, ip)
-		if err != nil {
-			return 0, err
-		}
-		err = c.post("license", ip, n, map[string]string{"sessionToken": tok, "licenseKey": rest[i], "hwid": "h", "pcName": ""}, nil)
-		return time.Since(start), err
-	})
-	base += len(rest)
 
 	// Password logins against the argon2id bound.
 	users, err := passwordUsers(ctx, core, owner, appID, 2000)
@@ -600,6 +558,73 @@ func run(d time.Duration, conc, nSessions int) error {
 	fmt.Printf("license logins               %6.0f/s (target >= 2000)\n", lic.rate())
 	fmt.Printf("password logins / hashes     %6.2f  (target >= 0.80)\n", pw.rate()/hashes)
 	return nil
+}
+
+// licenseRuns measures license logins: returning users (nPre prepared sessions whose init
+// and nonce are made before the timed run) and the full SDK sequence (nFull keys). base
+// is the first client address index free; the next free one is answered.
+func licenseRuns(ctx context.Context, core *server.Core, c *client, owner apps.Owner, appID, secret string, base, nPre, nFull, conc int,
+	d time.Duration) (lic, licSeq result, next int, err error) {
+	// License logins: returning users, each on a fresh session whose init and nonce are
+	// made before the timed run, so the rate is of license calls alone; the full SDK
+	// sequence (init, nonce, license) is measured too.
+	keys, err := licenses(ctx, core, owner, appID, nPre+nFull)
+	if err != nil {
+		return result{}, result{}, 0, err
+	}
+	type ready struct{ token, nonce, ip, key string }
+	pre := make([]ready, nPre)
+	if err := parallel(conc, len(pre), func(i int) error {
+		ip := ipOf(base + i)
+		tok, err := c.initSession(secret, base+i)
+		if err != nil {
+			return fmt.Errorf("prepare license session: %w", err)
+		}
+		n, err := c.nonce(tok, ip)
+		if err != nil {
+			return fmt.Errorf("prepare license nonce: %w", err)
+		}
+		pre[i] = ready{tok, n, ip, keys[i]}
+		return nil
+	}); err != nil {
+		return result{}, result{}, 0, err
+	}
+	cpu := processCPU()
+	lic = profiled("license", func() result {
+		return load("license login", conc, d, func(_, i int) (time.Duration, error) {
+			if i >= len(pre) {
+				return 0, errExhausted
+			}
+			p := pre[i]
+			start := time.Now()
+			err := c.post("license", p.ip, p.nonce, map[string]string{"sessionToken": p.token, "licenseKey": p.key, "hwid": "h", "pcName": ""}, nil)
+			return time.Since(start), err
+		})
+	})
+	lic.cpu = processCPU() - cpu
+	base += len(pre)
+	rest := keys[len(pre):]
+	cpu = processCPU()
+	licSeq = load("init + nonce + license", conc, d, func(_, i int) (time.Duration, error) {
+		if i >= len(rest) {
+			return 0, errExhausted
+		}
+		ip := ipOf(base + i)
+		start := time.Now()
+		tok, err := c.initSession(secret, base+i)
+		if err != nil {
+			return 0, err
+		}
+		n, err := c.nonce(tok, ip)
+		if err != nil {
+			return 0, err
+		}
+		err = c.post("license", ip, n, map[string]string{"sessionToken": tok, "licenseKey": rest[i], "hwid": "h", "pcName": ""}, nil)
+		return time.Since(start), err
+	})
+	licSeq.cpu = processCPU() - cpu
+	base += len(rest)
+	return lic, licSeq, base, nil
 }
 
 const loadPassword = "load-test-password"

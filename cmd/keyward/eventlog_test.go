@@ -14,6 +14,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -90,7 +91,10 @@ func (r *webhookReceiver) counts() (distinct map[string]int, repeats int) {
 // receiver, SIGKILLs the node as soon as the last one is answered, and restarts it: every
 // acknowledged change has its log entry, exactly once, and its webhook delivery reaches
 // the receiver (repeats only of deliveries cut by the kill mid-send, which the receiver
-// drops by id). Both engine pairs; on FerretDB (slow on this shared machine) 200 changes.
+// drops by id), and every audited one (the owner's variable and app updates) its audit
+// entry, exactly once, in a chain `keyward audit verify` finds whole. Both engine pairs;
+// on FerretDB (slow on this shared machine) 200 changes, or 4 ×
+// KEYWARD_TEST_SIGKILL_FERRET_EACH (250 for the issue's 1,000).
 // KEYWARD_TEST_SIGKILL_BINARY runs another build (the
 // figures of the release before the event log come from it).
 func TestAcknowledgedChangesSurviveSIGKILL(t *testing.T) {
@@ -98,7 +102,11 @@ func TestAcknowledgedChangesSurviveSIGKILL(t *testing.T) {
 		testChangesSurviveSIGKILL(t, 250, []string{"KEYWARD_DATA_DIR=" + t.TempDir()})
 	})
 	t.Run("mongo+redis", func(t *testing.T) {
-		testChangesSurviveSIGKILL(t, 50, []string{"KEYWARD_DATA_DIR=" + t.TempDir(),
+		each := 50
+		if v, err := strconv.Atoi(os.Getenv("KEYWARD_TEST_SIGKILL_FERRET_EACH")); err == nil && v > 0 {
+			each = v
+		}
+		testChangesSurviveSIGKILL(t, each, []string{"KEYWARD_DATA_DIR=" + t.TempDir(),
 			"KEYWARD_MONGO_URI=" + testenv.MongoURI(t), "KEYWARD_MONGO_DATABASE=" + testenv.UniqueName("kwtest_"),
 			"KEYWARD_REDIS_URL=" + testenv.RedisURL(t), "KEYWARD_REDIS_PREFIX=" + testenv.UniqueName("kwtest:") + ":",
 			"KEYWARD_JWT_SECRET=" + strings.Repeat("e", 40), "KEYWARD_SECRETS_KEY=" + strings.Repeat("k", 40)})
@@ -224,7 +232,20 @@ func testChangesSurviveSIGKILL(t *testing.T, each int, env []string) {
 	if repeats > 32 {
 		t.Errorf("%d deliveries repeated; only ones in flight at the kill may be", repeats)
 	}
+	// Audit entries: the app's creation and its updates, the variable's creation and its
+	// updates, each once.
+	for _, rt := range []string{"apps", "variables"} {
+		total := call(t, "GET", n.url+"/api/audit?limit=1&appId="+appID+"&recordType="+rt, owner, nil).data(200)["total"].(float64)
+		if int(total) != each+1 {
+			t.Errorf("audit entries of %s: %v, want exactly %d (the creation and %d acknowledged updates)", rt, total, each+1, each)
+		}
+	}
 	n.stop(t)
+	verify := exec.Command(binary, "audit", "verify")
+	verify.Env = append(os.Environ(), env...)
+	if out, err := verify.CombinedOutput(); err != nil || !strings.Contains(string(out), " 0 broken") {
+		t.Errorf("keyward audit verify after SIGKILL: %v\n%s", err, out)
+	}
 }
 
 // sdkLicense runs init, nonce and a license login as an SDK on the address ip.

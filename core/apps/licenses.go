@@ -94,10 +94,12 @@ func (s *Service) CreateLicenses(ctx context.Context, o Owner, appID string, in 
 		core.Set(&l.MaxSeats, in.MaxSeats)
 		out[i] = l
 	}
-	if err := s.store.CreateLicenses(ctx, out); err != nil {
+	octx, ch := s.begin(ctx)
+	ch.Add(event(appID, events.LicenseCreate, "", fmt.Sprintf("%d license(s) created", count), map[string]any{"count": count}))
+	if err := s.store.CreateLicenses(octx, out); err != nil {
 		return nil, fmt.Errorf("apps: create licenses: %w", err)
 	}
-	if err := s.publish(ctx, appID, events.LicenseCreate, "", fmt.Sprintf("%d license(s) created", count), map[string]any{"count": count}); err != nil {
+	if err := ch.Commit(ctx); err != nil {
 		return nil, err
 	}
 	return out, nil
@@ -192,7 +194,8 @@ func (s *Service) UpdateLicense(ctx context.Context, o Owner, appID, id string, 
 	if _, err := s.license(ctx, o, appID, id); err != nil {
 		return storage.License{}, err
 	}
-	l, err := s.store.UpdateLicense(ctx, appID, id, audit.Track(ctx, func(l *storage.License) error {
+	octx, ch := s.begin(ctx)
+	l, err := s.store.UpdateLicense(octx, appID, id, audit.Track(ctx, func(l *storage.License) error {
 		core.Set(&l.Level, in.Level)
 		core.Set(&l.MaxUses, in.MaxUses)
 		core.Set(&l.DeviceLimit, in.DeviceLimit)
@@ -204,12 +207,13 @@ func (s *Service) UpdateLicense(ctx context.Context, o Owner, appID, id string, 
 		core.Set(&l.Enabled, in.Enabled)
 		core.Set(&l.Banned, in.Banned)
 		l.UpdatedAt = s.clock()
+		ch.Set(event(appID, events.LicenseUpdate, l.UsedBy, "license "+l.Key+" updated", map[string]any{"licenseId": l.ID}))
 		return nil
 	}))
 	if err != nil {
 		return storage.License{}, notFound(err, "license")
 	}
-	if err := s.publish(ctx, appID, events.LicenseUpdate, l.UsedBy, "license "+l.Key+" updated", map[string]any{"licenseId": l.ID}); err != nil {
+	if err := ch.Commit(ctx); err != nil {
 		return storage.License{}, err
 	}
 	return l, nil
@@ -221,10 +225,12 @@ func (s *Service) DeleteLicense(ctx context.Context, o Owner, appID, id string) 
 	if err != nil {
 		return err
 	}
-	if err := s.store.DeleteLicense(ctx, appID, id); err != nil {
+	octx, ch := s.begin(ctx)
+	ch.Add(event(appID, events.LicenseDelete, l.UsedBy, "license "+l.Key+" deleted", map[string]any{"licenseId": l.ID}))
+	if err := s.store.DeleteLicense(octx, appID, id); err != nil {
 		return notFound(err, "license")
 	}
-	if err := s.publish(ctx, appID, events.LicenseDelete, l.UsedBy, "license "+l.Key+" deleted", map[string]any{"licenseId": l.ID}); err != nil {
+	if err := ch.Commit(ctx); err != nil {
 		return err
 	}
 	return nil

@@ -63,7 +63,19 @@ func (s *Service) publish(ctx context.Context, appID string, name events.Type, u
 	if s.bus == nil {
 		return nil
 	}
-	return s.bus.Publish(ctx, events.Event{Name: name, AppID: appID, Username: username, Message: message, Data: data})
+	return s.bus.Publish(ctx, event(appID, name, username, message, data))
+}
+
+// event is an event of the app (SPEC 6.1 names).
+func event(appID string, name events.Type, username, message string, data map[string]any) events.Event {
+	return events.Event{Name: name, AppID: appID, Username: username, Message: message, Data: data}
+}
+
+// begin starts the events of one change, stored with it (events.Change): the context it
+// answers is for the change's own store call only, and Commit runs before the change is
+// acknowledged (its error is the change's).
+func (s *Service) begin(ctx context.Context) (context.Context, *events.Change) {
+	return events.Begin(ctx, s.bus)
 }
 
 func (s *Service) clock() time.Time { return storage.Truncate(s.now()) }
@@ -252,7 +264,8 @@ func (s *Service) UpdateApp(ctx context.Context, o Owner, appID string, in Updat
 	if _, err := s.app(ctx, o, appID); err != nil {
 		return storage.App{}, err
 	}
-	a, err := s.store.UpdateApp(ctx, o.AccountID, appID, audit.Track(ctx, func(a *storage.App) error {
+	octx, ch := s.begin(ctx)
+	a, err := s.store.UpdateApp(octx, o.AccountID, appID, audit.Track(ctx, func(a *storage.App) error {
 		applyLicensing(a, in)
 		core.Set(&a.Name, in.Name)
 		core.Set(&a.Description, in.Description)
@@ -269,6 +282,7 @@ func (s *Service) UpdateApp(ctx context.Context, o Owner, appID string, in Updat
 			a.PlainFiles = !*in.FileEncryption
 		}
 		a.UpdatedAt = s.clock()
+		ch.Set(event(a.ID, events.AppUpdate, "", "application settings changed", map[string]any{"paused": a.Paused, "enabled": a.Enabled}))
 		return nil
 	}))
 	switch {
@@ -277,7 +291,7 @@ func (s *Service) UpdateApp(ctx context.Context, o Owner, appID string, in Updat
 	case err != nil:
 		return storage.App{}, notFound(err, "application")
 	}
-	if err := s.publish(ctx, a.ID, events.AppUpdate, "", "application settings changed", map[string]any{"paused": a.Paused, "enabled": a.Enabled}); err != nil {
+	if err := ch.Commit(ctx); err != nil {
 		return storage.App{}, err
 	}
 	return a, nil
@@ -291,11 +305,13 @@ func (s *Service) DeleteApp(ctx context.Context, o Owner, appID string, confirm 
 	if _, err := s.app(ctx, o, appID); err != nil {
 		return err
 	}
-	if err := s.store.DeleteApp(ctx, o.AccountID, appID); err != nil {
+	// Every node's actor of the app drops it (events.SnapshotChanges).
+	octx, ch := s.begin(ctx)
+	ch.Add(event(appID, events.AppDelete, "", "application deleted", nil))
+	if err := s.store.DeleteApp(octx, o.AccountID, appID); err != nil {
 		return notFound(err, "application")
 	}
-	// Every node's actor of the app drops it (events.SnapshotChanges).
-	if err := s.publish(ctx, appID, events.AppDelete, "", "application deleted", nil); err != nil {
+	if err := ch.Commit(ctx); err != nil {
 		return err
 	}
 	for _, fn := range s.onDelete {
@@ -312,14 +328,16 @@ func (s *Service) RegenerateSecret(ctx context.Context, o Owner, appID string) (
 		return "", err
 	}
 	secret, hash, last6 := newSecret()
-	_, err := s.store.UpdateApp(ctx, o.AccountID, appID, audit.Track(ctx, func(a *storage.App) error {
+	octx, ch := s.begin(ctx)
+	ch.Add(event(appID, events.AppSecretReset, "", "application secret regenerated", nil))
+	_, err := s.store.UpdateApp(octx, o.AccountID, appID, audit.Track(ctx, func(a *storage.App) error {
 		a.SecretHash, a.SecretLast6, a.UpdatedAt = hash, last6, s.clock()
 		return nil
 	}))
 	if err != nil {
 		return "", notFound(err, "application")
 	}
-	if err := s.publish(ctx, appID, events.AppSecretReset, "", "application secret regenerated", nil); err != nil {
+	if err := ch.Commit(ctx); err != nil {
 		return "", err
 	}
 	return secret, nil

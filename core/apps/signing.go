@@ -67,14 +67,16 @@ func (s *Service) RegenerateSigningKey(ctx context.Context, o Owner, appID strin
 	if _, err := s.app(ctx, o, appID); err != nil {
 		return storage.App{}, err
 	}
-	a, err := s.store.UpdateApp(ctx, o.AccountID, appID, audit.Track(ctx, func(a *storage.App) error {
+	octx, ch := s.begin(ctx)
+	ch.Add(event(appID, events.AppSigningKeyReset, "", "application signing key regenerated", nil))
+	a, err := s.store.UpdateApp(octx, o.AccountID, appID, audit.Track(ctx, func(a *storage.App) error {
 		a.SigningKey, a.UpdatedAt = licensing.NewKey(), s.clock()
 		return nil
 	}))
 	if err != nil {
 		return storage.App{}, notFound(err, "application")
 	}
-	if err := s.publish(ctx, appID, events.AppSigningKeyReset, "", "application signing key regenerated", nil); err != nil {
+	if err := ch.Commit(ctx); err != nil {
 		return storage.App{}, err
 	}
 	return a, nil

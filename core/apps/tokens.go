@@ -50,10 +50,12 @@ func (s *Service) CreateTokens(ctx context.Context, o Owner, appID string, in Cr
 		core.Set(&t.ExpiresAt, expires)
 		out[i] = t
 	}
-	if err := s.store.CreateTokens(ctx, out); err != nil {
+	octx, ch := s.begin(ctx)
+	ch.Add(event(appID, events.TokenCreate, "", fmt.Sprintf("%d token(s) created", count), map[string]any{"count": count}))
+	if err := s.store.CreateTokens(octx, out); err != nil {
 		return nil, fmt.Errorf("apps: create tokens: %w", err)
 	}
-	if err := s.publish(ctx, appID, events.TokenCreate, "", fmt.Sprintf("%d token(s) created", count), map[string]any{"count": count}); err != nil {
+	if err := ch.Commit(ctx); err != nil {
 		return nil, err
 	}
 	return out, nil
@@ -107,10 +109,12 @@ func (s *Service) DeleteToken(ctx context.Context, o Owner, appID, id string) er
 	if _, err := s.app(ctx, o, appID); err != nil {
 		return err
 	}
-	if err := s.store.DeleteToken(ctx, appID, id); err != nil {
+	octx, ch := s.begin(ctx)
+	ch.Add(event(appID, events.TokenDelete, "", "token deleted", map[string]any{"tokenId": id}))
+	if err := s.store.DeleteToken(octx, appID, id); err != nil {
 		return notFound(err, "token")
 	}
-	if err := s.publish(ctx, appID, events.TokenDelete, "", "token deleted", map[string]any{"tokenId": id}); err != nil {
+	if err := ch.Commit(ctx); err != nil {
 		return err
 	}
 	return nil

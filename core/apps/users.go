@@ -63,13 +63,15 @@ func (s *Service) CreateUser(ctx context.Context, o Owner, appID string, in Crea
 	core.Set(&u.DeviceLimit, in.DeviceLimit)
 	core.Set(&u.ExpiresAt, expires)
 	core.Set(&u.Metadata, meta)
-	if err := s.store.CreateUser(ctx, u); err != nil {
+	octx, ch := s.begin(ctx)
+	ch.Add(event(appID, events.UserCreate, u.Username, "user created", map[string]any{"userId": u.ID}))
+	if err := s.store.CreateUser(octx, u); err != nil {
 		if errors.Is(err, storage.ErrConflict) {
 			return storage.AppUser{}, core.E(core.CodeConflict, "a user named %q exists in this application", in.Username)
 		}
 		return storage.AppUser{}, fmt.Errorf("apps: create user: %w", err)
 	}
-	if err := s.publish(ctx, appID, events.UserCreate, u.Username, "user created", map[string]any{"userId": u.ID}); err != nil {
+	if err := ch.Commit(ctx); err != nil {
 		return storage.AppUser{}, err
 	}
 	return u, nil
@@ -247,7 +249,8 @@ func (s *Service) UpdateUser(ctx context.Context, o Owner, appID, userID string,
 	if _, err := s.user(ctx, o, appID, userID); err != nil {
 		return storage.AppUser{}, err
 	}
-	u, err := s.store.UpdateUser(ctx, appID, userID, audit.Track(ctx, func(u *storage.AppUser) error {
+	octx, ch := s.begin(ctx)
+	u, err := s.store.UpdateUser(octx, appID, userID, audit.Track(ctx, func(u *storage.AppUser) error {
 		core.Set(&u.PasswordHash, hash)
 		core.Set(&u.Email, in.Email)
 		core.Set(&u.ExpiresAt, expires)
@@ -269,17 +272,17 @@ func (s *Service) UpdateUser(ctx context.Context, o Owner, appID, userID string,
 			u.BanReason = ""
 		}
 		u.UpdatedAt = s.clock()
+		var evs []events.Event
+		if in.Banned != nil && *in.Banned {
+			evs = append(evs, event(appID, events.UserBan, u.Username, "user banned: "+u.BanReason, map[string]any{"userId": u.ID, "reason": u.BanReason}))
+		}
+		ch.Set(append(evs, event(appID, events.UserUpdate, u.Username, "user updated", map[string]any{"userId": u.ID}))...)
 		return nil
 	}))
 	if err != nil {
 		return storage.AppUser{}, notFound(err, "user")
 	}
-	if in.Banned != nil && *in.Banned {
-		if err := s.publish(ctx, appID, events.UserBan, u.Username, "user banned: "+u.BanReason, map[string]any{"userId": u.ID, "reason": u.BanReason}); err != nil {
-			return storage.AppUser{}, err
-		}
-	}
-	if err := s.publish(ctx, appID, events.UserUpdate, u.Username, "user updated", map[string]any{"userId": u.ID}); err != nil {
+	if err := ch.Commit(ctx); err != nil {
 		return storage.AppUser{}, err
 	}
 	return u, nil
@@ -291,10 +294,12 @@ func (s *Service) DeleteUser(ctx context.Context, o Owner, appID, userID string)
 	if err != nil {
 		return err
 	}
-	if err := s.store.DeleteUser(ctx, appID, userID); err != nil {
+	octx, ch := s.begin(ctx)
+	ch.Add(event(appID, events.UserDelete, u.Username, "user deleted", map[string]any{"userId": u.ID}))
+	if err := s.store.DeleteUser(octx, appID, userID); err != nil {
 		return notFound(err, "user")
 	}
-	if err := s.publish(ctx, appID, events.UserDelete, u.Username, "user deleted", map[string]any{"userId": u.ID}); err != nil {
+	if err := ch.Commit(ctx); err != nil {
 		return err
 	}
 	return nil
@@ -349,20 +354,22 @@ func (s *Service) ExtendUser(ctx context.Context, o Owner, appID, userID string,
 		return storage.AppUser{}, err
 	}
 	now := s.clock()
-	u, err := s.store.UpdateUser(ctx, appID, userID, audit.Track(ctx, func(u *storage.AppUser) error {
+	octx, ch := s.begin(ctx)
+	u, err := s.store.UpdateUser(octx, appID, userID, audit.Track(ctx, func(u *storage.AppUser) error {
 		base := u.ExpiresAt
 		if base.IsZero() || base.Before(now) {
 			base = now
 		}
 		u.ExpiresAt = core.AddSeconds(base, *duration) // bounded: an expiry must read back
 		u.UpdatedAt = now
+		ch.Set(event(appID, events.UserExtend, u.Username, fmt.Sprintf("access extended by %d seconds", *duration),
+			map[string]any{"userId": u.ID, "duration": *duration, "expiresAt": u.ExpiresAt.Format(time.RFC3339)}))
 		return nil
 	}))
 	if err != nil {
 		return storage.AppUser{}, notFound(err, "user")
 	}
-	if err := s.publish(ctx, appID, events.UserExtend, u.Username, fmt.Sprintf("access extended by %d seconds", *duration),
-		map[string]any{"userId": u.ID, "duration": *duration, "expiresAt": u.ExpiresAt.Format(time.RFC3339)}); err != nil {
+	if err := ch.Commit(ctx); err != nil {
 		return storage.AppUser{}, err
 	}
 	return u, nil

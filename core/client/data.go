@@ -122,14 +122,16 @@ func (s *Service) SetUserVariable(ctx context.Context, call Call, key, value str
 			if err := variables.CheckValue("value", v.Type, value); err != nil {
 				return storage.Variable{}, err
 			}
-			err = s.d.Store.CreateVariables(ctx, []storage.Variable{v})
+			octx, ch := events.Begin(ctx, s.d.Bus)
+			ch.Add(userVariableEvent(call, u, events.VariableCreate, v))
+			err = s.d.Store.CreateVariables(octx, []storage.Variable{v})
 			if errors.Is(err, storage.ErrConflict) {
 				continue // created concurrently: overwrite it
 			}
 			if err != nil {
 				return storage.Variable{}, err
 			}
-			if err := s.userVariableEvent(ctx, call, u, events.VariableCreate, v); err != nil {
+			if err := ch.Commit(ctx); err != nil {
 				return storage.Variable{}, err
 			}
 			return v, nil
@@ -137,11 +139,13 @@ func (s *Service) SetUserVariable(ctx context.Context, call Call, key, value str
 		if err != nil {
 			return storage.Variable{}, err
 		}
-		v, err := s.d.Store.UpdateVariable(ctx, appID, cur.ID, func(v *storage.Variable) error {
+		octx, ch := events.Begin(ctx, s.d.Bus)
+		v, err := s.d.Store.UpdateVariable(octx, appID, cur.ID, func(v *storage.Variable) error {
 			if err := variables.CheckValue("value", v.Type, value); err != nil {
 				return err
 			}
 			v.Value, v.UpdatedAt = value, now
+			ch.Set(userVariableEvent(call, u, events.VariableUpdate, *v))
 			return nil
 		})
 		if errors.Is(err, storage.ErrNotFound) {
@@ -150,7 +154,7 @@ func (s *Service) SetUserVariable(ctx context.Context, call Call, key, value str
 		if err != nil {
 			return storage.Variable{}, err
 		}
-		if err := s.userVariableEvent(ctx, call, u, events.VariableUpdate, v); err != nil {
+		if err := ch.Commit(ctx); err != nil {
 			return storage.Variable{}, err
 		}
 		return v, nil
@@ -164,16 +168,26 @@ func (s *Service) DeleteUserVariable(ctx context.Context, call Call, key string)
 	if err != nil {
 		return err
 	}
-	if err := s.d.Store.DeleteVariable(ctx, v.AppID, v.ID); err != nil && !errors.Is(err, storage.ErrNotFound) {
+	octx, ch := events.Begin(ctx, s.d.Bus)
+	ch.Add(userVariableEvent(call, storage.AppUser{ID: call.Session.UserID, Username: call.Session.Username}, events.VariableDelete, v))
+	err = s.d.Store.DeleteVariable(octx, v.AppID, v.ID)
+	switch {
+	case errors.Is(err, storage.ErrNotFound):
+		// Deleted concurrently: its event is that delete's, or this one's when it
+		// was never stored.
+		return s.publish(ctx, ch.Events()...)
+	case err != nil:
 		return err
 	}
-	return s.userVariableEvent(ctx, call, storage.AppUser{ID: call.Session.UserID, Username: call.Session.Username}, events.VariableDelete, v)
+	return ch.Commit(ctx)
 }
 
-func (s *Service) userVariableEvent(ctx context.Context, call Call, u storage.AppUser, name events.Type, v storage.Variable) error {
-	return s.publish(ctx, events.Event{Name: name, AppID: v.AppID, Username: u.Username, IP: call.Caller.IP, Country: call.Country,
+// userVariableEvent is the event of a client's change of its user's variable, stored
+// with the change (events.Change).
+func userVariableEvent(call Call, u storage.AppUser, name events.Type, v storage.Variable) events.Event {
+	return events.Event{Name: name, AppID: v.AppID, Username: u.Username, IP: call.Caller.IP, Country: call.Country,
 		Level: events.LevelDebug, Message: "user variable " + v.Key + " changed by the client",
-		Data: map[string]any{"scope": storage.ScopeUser, "userId": u.ID, "key": v.Key, "value": v.Value}})
+		Data: map[string]any{"scope": storage.ScopeUser, "userId": u.ID, "key": v.Key, "value": v.Value}}
 }
 
 // TokenUser validates access tokens (apps.Service).
@@ -354,15 +368,17 @@ func (s *Service) ChangePassword(ctx context.Context, call Call, current, next s
 		return err
 	}
 	now := s.now()
-	_, err = s.d.Store.UpdateUser(ctx, u.AppID, u.ID, func(u *storage.AppUser) error {
+	octx, ch := events.Begin(ctx, s.d.Bus)
+	ch.Add(events.Event{Name: events.UserUpdate, AppID: u.AppID, Username: u.Username, IP: call.Caller.IP, Country: call.Country,
+		Message: "password changed by the client", Data: map[string]any{"userId": u.ID}})
+	_, err = s.d.Store.UpdateUser(octx, u.AppID, u.ID, func(u *storage.AppUser) error {
 		u.PasswordHash, u.UpdatedAt = hash, now
 		return nil
 	})
 	if err != nil {
 		return err
 	}
-	return s.publish(ctx, events.Event{Name: events.UserUpdate, AppID: u.AppID, Username: u.Username, IP: call.Caller.IP, Country: call.Country,
-		Message: "password changed by the client", Data: map[string]any{"userId": u.ID}})
+	return ch.Commit(ctx)
 }
 
 // Update is the check-update answer.

@@ -82,14 +82,18 @@ func New(d Deps) *Service {
 	}
 	st, _ := d.Bus.(stager)
 	s.commit = newGroupCommit(func(ctx context.Context, final bool) error {
-		// Logins first: a login waits for the round that writes both. Then the events
-		// staged by the sign-ins of the round (withEvents), after their sessions: an
-		// event stored is a session stored. Their errors reach them through their tickets.
-		err := errors.Join(s.logins.flush(ctx), s.sessions.arch.flush(ctx, final))
-		if st != nil {
-			st.WritePending()
+		// Logins first: a login waits for the round that writes both. Then the session
+		// copies, with the events staged by the sign-ins of the round (withEvents) in the
+		// same transaction where the engine has one (events.Bus.WritePendingWith; else
+		// written after them): an event stored is a session stored. Their errors reach
+		// them through their tickets.
+		err := s.logins.flush(ctx)
+		if st == nil {
+			return errors.Join(err, s.sessions.arch.flush(ctx, final))
 		}
-		return err
+		return errors.Join(err, st.WritePendingWith(ctx, func(ctx context.Context) error {
+			return s.sessions.arch.flush(ctx, final)
+		}))
 	})
 	s.sessions.durable = s.commit.wait
 	return s
@@ -166,12 +170,12 @@ func (s *Service) publish(ctx context.Context, es ...events.Event) error {
 // round it is gathering, and that round written by the client's own group commit.
 type stager interface {
 	Stage(es ...events.Event) (*events.Ticket, error)
-	WritePending()
+	WritePendingWith(ctx context.Context, write func(ctx context.Context) error) error
 }
 
 // withEvents runs a sign-in's durable write (a session put, which waits for the client's
 // group commit) and stores its events in the same round: they are staged first, the
-// round that writes the session copies writes them next (events.Bus.WritePending), and
+// round that writes the session copies writes them with them (events.Bus.WritePendingWith), and
 // the call waits for both; a write that fails withdraws its events. Without a stager the
 // events are published after the write.
 func (s *Service) withEvents(ctx context.Context, write func() error, es ...events.Event) error {

@@ -22,6 +22,13 @@ type ConsumerConfig struct {
 	// Types are the event types the consumer handles (nil: all). The cursor moves over
 	// the others.
 	Types Set
+	// SkipLocal skips the events this node stored itself when the consumer reads them
+	// from the node's recent events: the node's OnStored hooks were handed them before
+	// their change was acknowledged, so a consumer doing the same work (the app actors'
+	// invalidation) would do it twice. Events of other nodes, and this node's events read
+	// back from the database (after a restart, or once the recent ones were dropped), are
+	// handled.
+	SkipLocal bool
 	// Batch is the most events handed to Handle at once; default 500.
 	Batch int
 	// Handle handles events in log order. An error makes the consumer retry the same
@@ -279,6 +286,9 @@ func (c *Consumer) runLoop() (stopped bool) {
 		for i, r := range recs {
 			if c.cfg.Types != nil && !c.cfg.Types.Has(Type(r.Type)) {
 				continue
+			}
+			if decoded != nil && c.cfg.SkipLocal {
+				continue // recent holds only this node's events (Bus.remember)
 			}
 			if decoded != nil {
 				evs = append(evs, decoded[i])

@@ -5,6 +5,10 @@
 // commit). Consumers (log entries, webhook deliveries, socket pushes, app actors, client
 // sessions) read the stored log after their cursor, in order, at least once; each is
 // idempotent by event id. A consumer that falls behind catches up; nothing is dropped.
+//
+// A change's events are written with it where the engine allows (Change over
+// storage.EventOutbox: in the change's SQLite transaction; a sign-in's with its session
+// copies, WritePendingWith); elsewhere in a write the acknowledgement waits for.
 package events
 
 import (
@@ -137,12 +141,13 @@ type Bus struct {
 	consumers []*Consumer
 	appended  chan struct{} // closed and replaced after each stored round
 	started   bool
-	// recent are the last events this node stored, in position order: a consumer that
+	// recent are the last events this node stored (and only those: SkipLocal rests on
+	// it), in position order: a consumer that
 	// has caught up reads the next ones here instead of from the database (the log is
 	// read once per node, not once per consumer).
 	recent []cachedEvent
 
-	writing sync.Mutex // one round is written at a time (the writer, WritePending)
+	writing sync.Mutex // one round is written at a time (the writer, WritePendingWith)
 	wake    chan struct{}
 	notify  chan struct{}
 	stop    chan struct{}
@@ -177,10 +182,18 @@ func (b *Bus) remember(recs []storage.EventRecord, evs []Event) {
 		b.recent = append(make([]cachedEvent, 0, recentMax), keep...)
 	}
 	for i := range recs {
-		if n := len(b.recent); n > 0 && b.recent[n-1].rec.Pos >= recs[i].Pos {
-			b.recent = b.recent[:0] // out of order (cannot happen on one writer): start again
+		c := cachedEvent{rec: recs[i], ev: evs[i]}
+		n := len(b.recent)
+		if n == 0 || b.recent[n-1].rec.Pos < c.rec.Pos {
+			b.recent = append(b.recent, c)
+			continue
 		}
-		b.recent = append(b.recent, cachedEvent{rec: recs[i], ev: evs[i]})
+		// A change's transaction committed before a round but announced after it
+		// (Change): put it in its place.
+		j, found := slices.BinarySearchFunc(b.recent, c.rec.Pos, func(x cachedEvent, pos int64) int { return cmp.Compare(x.rec.Pos, pos) })
+		if !found {
+			b.recent = slices.Insert(b.recent, j, c)
+		}
 	}
 }
 
@@ -285,7 +298,7 @@ type Ticket struct {
 }
 
 // Stage adds the events to the round being gathered without waking the writer: another
-// group commit that writes with WritePending (the client's session writes) carries them
+// group commit that writes with WritePendingWith (the client's session writes) carries them
 // in its own round, so a login's session and its events cost one wait. Wait returns once
 // they are stored; Cancel withdraws them if the change failed before they were written.
 func (b *Bus) Stage(es ...Event) (*Ticket, error) {
@@ -324,10 +337,6 @@ func (t *Ticket) Cancel() {
 		}
 	}
 }
-
-// WritePending writes, on the caller's goroutine, the round being gathered: staged and
-// published events alike.
-func (b *Bus) WritePending() { b.writeRound() }
 
 func (b *Bus) stage(es []Event) (*round, int, error) {
 	recs := make([]storage.EventRecord, len(es))
@@ -384,16 +393,21 @@ func (b *Bus) runWriter() {
 func (b *Bus) writeRound() {
 	b.writing.Lock()
 	defer b.writing.Unlock()
+	b.writeTaken(b.takeRound())
+}
+
+// takeRound detaches the round being gathered (nil when none): publishers that arrive
+// later start the next one. The caller holds b.writing.
+func (b *Bus) takeRound() *round {
 	b.mu.Lock()
+	defer b.mu.Unlock()
 	r := b.next
 	b.next = nil
-	local := b.local
-	b.mu.Unlock()
-	if r == nil {
-		return
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), writeTimeout)
-	defer cancel()
+	return r
+}
+
+// live answers the round's records and events that no Ticket cancelled.
+func (r *round) live() ([]storage.EventRecord, []Event) {
 	recs := make([]storage.EventRecord, 0, len(r.records))
 	evs := make([]Event, 0, len(r.events))
 	for i := range r.records {
@@ -401,22 +415,98 @@ func (b *Bus) writeRound() {
 			recs, evs = append(recs, r.records[i]), append(evs, r.events[i])
 		}
 	}
+	return recs, evs
+}
+
+// writeTaken appends a taken round and answers its publishers. The caller holds b.writing.
+func (b *Bus) writeTaken(r *round) {
+	if r == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), writeTimeout)
+	defer cancel()
+	recs, evs := r.live()
 	if len(recs) > 0 {
 		r.err = b.safeAppend(ctx, recs)
 	}
+	b.finish(r, recs, evs)
+}
+
+// finish answers a written round's publishers, after announcing its events when they
+// were stored.
+func (b *Bus) finish(r *round, recs []storage.EventRecord, evs []Event) {
 	if r.err == nil && len(recs) > 0 {
-		for i := range evs {
-			evs[i].Pos, evs[i].Seq = recs[i].Pos, recs[i].Seq
-			for _, fn := range local {
-				b.safeLocal(fn, evs[i])
-			}
-		}
-		b.remember(recs, evs)
-		b.signal()
+		b.mu.Lock()
+		local := b.local
+		b.mu.Unlock()
+		b.announce(local, recs, evs)
 	} else if r.err != nil {
 		b.cfg.Log.Error("events: cannot store events; their changes are refused", "events", len(r.records), "err", r.err)
 	}
 	close(r.done)
+}
+
+// WritePendingWith writes the round being gathered (staged and published events) with
+// write, on the caller's goroutine: write runs with the round in its context's
+// storage.EventOutbox, so an engine that can stores the events in write's own
+// transaction (a login's events with its session copies); the round is taken when the
+// engine asks for it, after write took what it writes. What write did not store (it
+// wrote nothing, it failed, or the engine has no such transaction) is appended after it,
+// as the log's writer does. Answers write's error.
+func (b *Bus) WritePendingWith(ctx context.Context, write func(ctx context.Context) error) error {
+	b.writing.Lock()
+	defer b.writing.Unlock()
+	ob := &roundOutbox{b: b}
+	err := write(storage.WithEventOutbox(ctx, ob))
+	switch {
+	case ob.r == nil:
+		b.writeTaken(b.takeRound())
+	case ob.stored:
+		b.finish(ob.r, ob.recs, ob.evs)
+	default:
+		b.writeTaken(ob.r)
+	}
+	return err
+}
+
+// roundOutbox hands a round to a store's transaction (WritePendingWith).
+type roundOutbox struct {
+	b      *Bus
+	r      *round
+	recs   []storage.EventRecord
+	evs    []Event
+	stored bool
+}
+
+func (o *roundOutbox) Take() []storage.EventRecord {
+	if o.stored {
+		return nil
+	}
+	if o.r == nil {
+		if o.r = o.b.takeRound(); o.r == nil {
+			return nil
+		}
+		o.recs, o.evs = o.r.live()
+	}
+	return o.recs
+}
+
+func (o *roundOutbox) Stored(recs []storage.EventRecord) {
+	copy(o.recs, recs)
+	o.stored = true
+}
+
+// announce tells this node of stored events: the stored-event hooks, the recent events
+// consumers read, and the consumers (here and, through Notify, on the other nodes).
+func (b *Bus) announce(local []func(Event), recs []storage.EventRecord, evs []Event) {
+	for i := range evs {
+		evs[i].Pos, evs[i].Seq = recs[i].Pos, recs[i].Seq
+		for _, fn := range local {
+			b.safeLocal(fn, evs[i])
+		}
+	}
+	b.remember(recs, evs)
+	b.signal()
 }
 
 func (b *Bus) safeAppend(ctx context.Context, recs []storage.EventRecord) (err error) {

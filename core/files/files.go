@@ -114,10 +114,12 @@ func (s *Service) Commit(ctx context.Context, st Staged, name, version, contentT
 	now := storage.Truncate(s.now())
 	f := storage.File{ID: st.id, AppID: st.appID, Name: name, Version: version, Size: st.size, SHA256: st.sum, BlobKey: st.key,
 		ContentType: contentType, CreatedAt: now, UpdatedAt: now}
-	if err := s.store.CreateFile(ctx, f); err != nil {
+	octx, ch := events.Begin(ctx, s.bus)
+	ch.Add(fileEvent(st.appID, events.FileUpload, f))
+	if err := s.store.CreateFile(octx, f); err != nil {
 		return storage.File{}, fmt.Errorf("files: record: %w", err)
 	}
-	if err := s.publish(ctx, st.appID, events.FileUpload, f); err != nil {
+	if err := ch.Commit(ctx); err != nil {
 		return storage.File{}, err
 	}
 	return f, nil
@@ -185,7 +187,8 @@ func (s *Service) Update(ctx context.Context, o apps.Owner, appID, id string, na
 	if _, err := s.file(ctx, o, appID, id); err != nil {
 		return storage.File{}, err
 	}
-	f, err := s.store.UpdateFile(ctx, appID, id, audit.Track(ctx, func(f *storage.File) error {
+	octx, ch := events.Begin(ctx, s.bus)
+	f, err := s.store.UpdateFile(octx, appID, id, audit.Track(ctx, func(f *storage.File) error {
 		if name != nil {
 			f.Name = *name
 		}
@@ -193,6 +196,7 @@ func (s *Service) Update(ctx context.Context, o apps.Owner, appID, id string, na
 			f.Version = *version
 		}
 		f.UpdatedAt = storage.Truncate(s.now())
+		ch.Set(fileEvent(appID, events.FileUpdate, *f))
 		return nil
 	}))
 	if errors.Is(err, storage.ErrNotFound) {
@@ -200,7 +204,7 @@ func (s *Service) Update(ctx context.Context, o apps.Owner, appID, id string, na
 	} else if err != nil {
 		return storage.File{}, err
 	}
-	if err := s.publish(ctx, appID, events.FileUpdate, f); err != nil {
+	if err := ch.Commit(ctx); err != nil {
 		return storage.File{}, err
 	}
 	return f, nil
@@ -212,17 +216,19 @@ func (s *Service) Delete(ctx context.Context, o apps.Owner, appID, id string) er
 	if err != nil {
 		return err
 	}
-	if err := s.store.DeleteFile(ctx, appID, id); err != nil {
+	octx, ch := events.Begin(ctx, s.bus)
+	ch.Add(fileEvent(appID, events.FileDelete, f))
+	if err := s.store.DeleteFile(octx, appID, id); err != nil {
 		if errors.Is(err, storage.ErrNotFound) {
 			return core.E(core.CodeNotFound, "file not found")
 		}
 		return err
 	}
+	if err := ch.Commit(ctx); err != nil {
+		return err
+	}
 	if err := s.blobs.Delete(ctx, f.BlobKey); err != nil {
 		return fmt.Errorf("files: delete bytes: %w", err)
-	}
-	if err := s.publish(ctx, appID, events.FileDelete, f); err != nil {
-		return err
 	}
 	return nil
 }
@@ -233,10 +239,8 @@ func (s *Service) DeleteAppFiles(ctx context.Context, appID string) error {
 	return err
 }
 
-func (s *Service) publish(ctx context.Context, appID string, name events.Type, f storage.File) error {
-	if s.bus == nil {
-		return nil
-	}
-	return s.bus.Publish(ctx, events.Event{Name: name, AppID: appID, Message: fmt.Sprintf("file %s %s", f.Name, f.Version),
-		Data: map[string]any{"fileId": f.ID, "name": f.Name, "version": f.Version, "size": f.Size, "sha256": f.SHA256}})
+// fileEvent is the event of a change of f, stored with the change (events.Change).
+func fileEvent(appID string, name events.Type, f storage.File) events.Event {
+	return events.Event{Name: name, AppID: appID, Message: fmt.Sprintf("file %s %s", f.Name, f.Version),
+		Data: map[string]any{"fileId": f.ID, "name": f.Name, "version": f.Version, "size": f.Size, "sha256": f.SHA256}}
 }

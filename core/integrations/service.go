@@ -163,10 +163,12 @@ func (s *Service) Create(ctx context.Context, o apps.Owner, appID string, in Inp
 	if kind == webhooks.KindCustom {
 		i.Secret = newSecret()
 	}
-	if err := s.store.CreateIntegration(ctx, i); err != nil {
+	octx, ch := events.Begin(ctx, s.bus)
+	ch.Add(integrationEvent(events.IntegrationCreate, i))
+	if err := s.store.CreateIntegration(octx, i); err != nil {
 		return storage.Integration{}, notFound(err)
 	}
-	if err := s.publish(ctx, events.IntegrationCreate, i); err != nil {
+	if err := ch.Commit(ctx); err != nil {
 		return storage.Integration{}, err
 	}
 	return i, nil
@@ -224,7 +226,8 @@ func (s *Service) Update(ctx context.Context, o apps.Owner, appID, id string, in
 			return storage.Integration{}, err
 		}
 	}
-	i, err := s.store.UpdateIntegration(ctx, appID, id, audit.Track(ctx, func(i *storage.Integration) error {
+	octx, ch := events.Begin(ctx, s.bus)
+	i, err := s.store.UpdateIntegration(octx, appID, id, audit.Track(ctx, func(i *storage.Integration) error {
 		if in.Name != nil {
 			i.Name = name
 		}
@@ -241,12 +244,13 @@ func (s *Service) Update(ctx context.Context, o apps.Owner, appID, id string, in
 			i.Enabled = *in.Enabled
 		}
 		i.UpdatedAt = storage.Truncate(s.now())
+		ch.Set(integrationEvent(events.IntegrationUpdate, *i))
 		return nil
 	}))
 	if err != nil {
 		return storage.Integration{}, notFound(err)
 	}
-	if err := s.publish(ctx, events.IntegrationUpdate, i); err != nil {
+	if err := ch.Commit(ctx); err != nil {
 		return storage.Integration{}, err
 	}
 	return i, nil
@@ -258,10 +262,12 @@ func (s *Service) Delete(ctx context.Context, o apps.Owner, appID, id string) er
 	if err != nil {
 		return err
 	}
-	if err := s.store.DeleteIntegration(ctx, appID, id); err != nil {
+	octx, ch := events.Begin(ctx, s.bus)
+	ch.Add(integrationEvent(events.IntegrationDelete, i))
+	if err := s.store.DeleteIntegration(octx, appID, id); err != nil {
 		return notFound(err)
 	}
-	if err := s.publish(ctx, events.IntegrationDelete, i); err != nil {
+	if err := ch.Commit(ctx); err != nil {
 		return err
 	}
 	return nil
@@ -340,12 +346,10 @@ func attemptRecord(i storage.Integration, deliveryID, event string, n int, a web
 		Error: a.Err, Response: a.Response, CreatedAt: at}
 }
 
-func (s *Service) publish(ctx context.Context, name events.Type, i storage.Integration) error {
-	if s.bus == nil {
-		return nil
-	}
-	return s.bus.Publish(ctx, events.Event{Name: name, AppID: i.AppID, Message: fmt.Sprintf("%s integration %s", i.Kind, i.Name),
-		Data: map[string]any{"integrationId": i.ID, "name": i.Name, "type": i.Kind, "enabled": i.Enabled}})
+// integrationEvent is the event of a change of i, stored with the change (events.Change).
+func integrationEvent(name events.Type, i storage.Integration) events.Event {
+	return events.Event{Name: name, AppID: i.AppID, Message: fmt.Sprintf("%s integration %s", i.Kind, i.Name),
+		Data: map[string]any{"integrationId": i.ID, "name": i.Name, "type": i.Kind, "enabled": i.Enabled}}
 }
 
 // MaskURL is the listed form of a webhook URL: scheme and host only. Paths and queries

@@ -117,16 +117,18 @@ func (s *Service) CreateMany(ctx context.Context, o apps.Owner, appID string, in
 	if _, err := s.apps.GetApp(ctx, o, appID); err != nil {
 		return nil, err
 	}
-	if err := s.store.CreateRules(ctx, out); err != nil {
+	octx, ch := events.Begin(ctx, s.bus)
+	for _, r := range out {
+		ch.Add(ruleEvent(events.RuleCreate, r))
+	}
+	if err := s.store.CreateRules(octx, out); err != nil {
 		if errors.Is(err, storage.ErrConflict) {
 			return nil, core.E(core.CodeConflict, "an identical rule exists already; nothing was created")
 		}
 		return nil, err
 	}
-	for _, r := range out {
-		if err := s.publish(ctx, events.RuleCreate, r); err != nil {
-			return nil, err
-		}
+	if err := ch.Commit(ctx); err != nil {
+		return nil, err
 	}
 	return out, nil
 }
@@ -163,7 +165,8 @@ func (s *Service) Update(ctx context.Context, o apps.Owner, appID, id string, in
 	if _, err := s.apps.GetApp(ctx, o, appID); err != nil {
 		return storage.Rule{}, err
 	}
-	r, err := s.store.UpdateRule(ctx, appID, id, audit.Track(ctx, func(r *storage.Rule) error {
+	octx, ch := events.Begin(ctx, s.bus)
+	r, err := s.store.UpdateRule(octx, appID, id, audit.Track(ctx, func(r *storage.Rule) error {
 		if in.Value != nil {
 			v, err := ValidateValue(r.Type, strings.TrimSpace(*in.Value))
 			if err != nil {
@@ -178,6 +181,7 @@ func (s *Service) Update(ctx context.Context, o apps.Owner, appID, id string, in
 			r.Enabled = *in.Enabled
 		}
 		r.UpdatedAt = storage.Truncate(s.now())
+		ch.Set(ruleEvent(events.RuleUpdate, *r))
 		return nil
 	}))
 	switch {
@@ -188,7 +192,7 @@ func (s *Service) Update(ctx context.Context, o apps.Owner, appID, id string, in
 	case err != nil:
 		return storage.Rule{}, err
 	}
-	if err := s.publish(ctx, events.RuleUpdate, r); err != nil {
+	if err := ch.Commit(ctx); err != nil {
 		return storage.Rule{}, err
 	}
 	return r, nil
@@ -200,24 +204,24 @@ func (s *Service) Delete(ctx context.Context, o apps.Owner, appID, id string) er
 		return err
 	}
 	r, err := s.store.GetRule(ctx, appID, id)
+	octx, ch := events.Begin(ctx, s.bus)
 	if err == nil {
-		err = s.store.DeleteRule(ctx, appID, id)
+		ch.Add(ruleEvent(events.RuleDelete, r))
+		err = s.store.DeleteRule(octx, appID, id)
 	}
 	if errors.Is(err, storage.ErrNotFound) {
 		return core.E(core.CodeNotFound, "rule not found")
 	} else if err != nil {
 		return err
 	}
-	if err := s.publish(ctx, events.RuleDelete, r); err != nil {
+	if err := ch.Commit(ctx); err != nil {
 		return err
 	}
 	return nil
 }
 
-func (s *Service) publish(ctx context.Context, name events.Type, r storage.Rule) error {
-	if s.bus == nil {
-		return nil
-	}
-	return s.bus.Publish(ctx, events.Event{Name: name, AppID: r.AppID, Message: fmt.Sprintf("%s %s rule %s", r.Action, r.Type, r.Value),
-		Data: map[string]any{"ruleId": r.ID, "type": r.Type, "action": r.Action, "value": r.Value, "enabled": r.Enabled}})
+// ruleEvent is the event of a change of r, stored with the change (events.Change).
+func ruleEvent(name events.Type, r storage.Rule) events.Event {
+	return events.Event{Name: name, AppID: r.AppID, Message: fmt.Sprintf("%s %s rule %s", r.Action, r.Type, r.Value),
+		Data: map[string]any{"ruleId": r.ID, "type": r.Type, "action": r.Action, "value": r.Value, "enabled": r.Enabled}}
 }

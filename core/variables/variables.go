@@ -202,10 +202,12 @@ func (s *Service) Create(ctx context.Context, o apps.Owner, appID string, t Targ
 	if err := s.check(ctx, o, appID, t); err != nil {
 		return storage.Variable{}, err
 	}
-	if err := s.store.CreateVariables(ctx, []storage.Variable{v}); err != nil {
+	octx, ch := events.Begin(ctx, s.bus)
+	ch.Add(variableEvent(events.VariableCreate, v))
+	if err := s.store.CreateVariables(octx, []storage.Variable{v}); err != nil {
 		return storage.Variable{}, conflict(err, v.Key)
 	}
-	if err := s.publish(ctx, events.VariableCreate, v); err != nil {
+	if err := ch.Commit(ctx); err != nil {
 		return storage.Variable{}, err
 	}
 	return v, nil
@@ -232,16 +234,18 @@ func (s *Service) CreateMany(ctx context.Context, o apps.Owner, appID string, t 
 	if err := s.check(ctx, o, appID, t); err != nil {
 		return nil, err
 	}
-	if err := s.store.CreateVariables(ctx, out); err != nil {
+	octx, ch := events.Begin(ctx, s.bus)
+	for _, v := range out {
+		ch.Add(variableEvent(events.VariableCreate, v))
+	}
+	if err := s.store.CreateVariables(octx, out); err != nil {
 		if errors.Is(err, storage.ErrConflict) {
 			return nil, core.E(core.CodeConflict, "one of the keys exists already; nothing was created")
 		}
 		return nil, err
 	}
-	for _, v := range out {
-		if err := s.publish(ctx, events.VariableCreate, v); err != nil {
-			return nil, err
-		}
+	if err := ch.Commit(ctx); err != nil {
+		return nil, err
 	}
 	return out, nil
 }
@@ -284,7 +288,8 @@ func (s *Service) Update(ctx context.Context, o apps.Owner, appID string, t Targ
 	if _, err := s.get(ctx, appID, t, id); err != nil {
 		return storage.Variable{}, err
 	}
-	v, err := s.store.UpdateVariable(ctx, appID, id, audit.Track(ctx, func(v *storage.Variable) error {
+	octx, ch := events.Begin(ctx, s.bus)
+	v, err := s.store.UpdateVariable(octx, appID, id, audit.Track(ctx, func(v *storage.Variable) error {
 		if in.Type != nil {
 			v.Type = typ
 		}
@@ -295,6 +300,7 @@ func (s *Service) Update(ctx context.Context, o apps.Owner, appID string, t Targ
 			return err
 		}
 		v.UpdatedAt = storage.Truncate(s.now())
+		ch.Set(variableEvent(events.VariableUpdate, *v))
 		return nil
 	}))
 	if errors.Is(err, storage.ErrNotFound) {
@@ -302,7 +308,7 @@ func (s *Service) Update(ctx context.Context, o apps.Owner, appID string, t Targ
 	} else if err != nil {
 		return storage.Variable{}, err
 	}
-	if err := s.publish(ctx, events.VariableUpdate, v); err != nil {
+	if err := ch.Commit(ctx); err != nil {
 		return storage.Variable{}, err
 	}
 	return v, nil
@@ -317,22 +323,22 @@ func (s *Service) Delete(ctx context.Context, o apps.Owner, appID string, t Targ
 	if err != nil {
 		return err
 	}
-	if err := s.store.DeleteVariable(ctx, appID, id); err != nil {
+	octx, ch := events.Begin(ctx, s.bus)
+	ch.Add(variableEvent(events.VariableDelete, v))
+	if err := s.store.DeleteVariable(octx, appID, id); err != nil {
 		if errors.Is(err, storage.ErrNotFound) {
 			return core.E(core.CodeNotFound, "variable not found")
 		}
 		return err
 	}
-	if err := s.publish(ctx, events.VariableDelete, v); err != nil {
+	if err := ch.Commit(ctx); err != nil {
 		return err
 	}
 	return nil
 }
 
-func (s *Service) publish(ctx context.Context, name events.Type, v storage.Variable) error {
-	if s.bus == nil {
-		return nil
-	}
+// variableEvent is the event of a change of v, stored with the change (events.Change).
+func variableEvent(name events.Type, v storage.Variable) events.Event {
 	data := map[string]any{"scope": v.Scope, "key": v.Key, "type": v.Type}
 	if name != events.VariableDelete {
 		data["value"] = v.Value
@@ -343,5 +349,5 @@ func (s *Service) publish(ctx context.Context, name events.Type, v storage.Varia
 	case storage.ScopeLicense:
 		data["licenseId"] = v.OwnerID
 	}
-	return s.bus.Publish(ctx, events.Event{Name: name, AppID: v.AppID, Message: fmt.Sprintf("%s variable %q", v.Scope, v.Key), Data: data})
+	return events.Event{Name: name, AppID: v.AppID, Message: fmt.Sprintf("%s variable %q", v.Scope, v.Key), Data: data}
 }

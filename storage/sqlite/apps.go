@@ -121,12 +121,18 @@ func (s *Store) CountApps(ctx context.Context, accountID string) (int, error) {
 	return s.countWhere(ctx, "count apps", "apps", "account_id = ?", accountID)
 }
 
+// Statements of UpdateApp, prepared once (hotWrites).
+const (
+	selectAppForUpdate = `SELECT ` + appCols + ` FROM apps WHERE id = ? AND account_id = ?`
+	updateApp          = `UPDATE apps SET ` + appSet + ` WHERE id = ?`
+)
+
 // UpdateApp applies fn to the account's app in one write transaction (see updateRecord).
 // The id, the owning account and the creation time are kept from the stored record.
 func (s *Store) UpdateApp(ctx context.Context, accountID, id string, fn func(*storage.App) error) (storage.App, error) {
 	return updateRecord(ctx, s, "update app",
 		func(tx *sql.Tx) (storage.App, error) {
-			a, err := scanApp(tx.QueryRowContext(ctx, `SELECT `+appCols+` FROM apps WHERE id = ? AND account_id = ?`, id, accountID))
+			a, err := scanApp(s.txStmt(ctx, tx, selectAppForUpdate).QueryRowContext(ctx, id, accountID))
 			if err != nil {
 				return a, err
 			}
@@ -142,7 +148,7 @@ func (s *Store) UpdateApp(ctx context.Context, accountID, id string, fn func(*st
 			if err != nil {
 				return err
 			}
-			_, err = tx.ExecContext(ctx, `UPDATE apps SET `+appSet+` WHERE id = ?`, append(set, next.ID)...)
+			_, err = s.txStmt(ctx, tx, updateApp).ExecContext(ctx, append(set, next.ID)...)
 			return err
 		})
 }

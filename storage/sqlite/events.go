@@ -20,48 +20,56 @@ func (s *Store) AppendEvents(ctx context.Context, evs []storage.EventRecord) err
 	}
 	out := make([]storage.EventRecord, len(evs))
 	copy(out, evs)
-	err := s.inWriteTx(ctx, op, func(tx *sql.Tx) error {
-		last := map[string]int64{}
-		lastSeq, err := tx.PrepareContext(ctx, `SELECT coalesce(max(seq), 0) FROM events WHERE app_id = ?`)
-		if err != nil {
-			return wrap(op, err)
-		}
-		defer lastSeq.Close()
-		ins, err := tx.PrepareContext(ctx, `INSERT INTO events (id, app_id, seq, type, payload, created_at) VALUES (?, ?, ?, ?, ?, ?)`)
-		if err != nil {
-			return wrap(op, err)
-		}
-		defer ins.Close()
-		for i := range out {
-			e := &out[i]
-			seq, ok := last[e.AppID]
-			if !ok {
-				if err := lastSeq.QueryRowContext(ctx, e.AppID).Scan(&seq); err != nil {
-					return wrap(op, err)
-				}
-			}
-			seq++
-			last[e.AppID] = seq
-			payload := e.Payload
-			if payload == nil {
-				payload = []byte{}
-			}
-			res, err := ins.ExecContext(ctx, e.ID, e.AppID, seq, e.Type, payload, toMillis(e.At))
-			if err != nil {
-				return wrap(op, err)
-			}
-			pos, err := res.LastInsertId()
-			if err != nil {
-				return wrap(op, err)
-			}
-			e.Pos, e.Seq = pos, seq
-		}
-		return nil
+	// The batch is its own write: no change's outbox rides it.
+	err := s.inWriteTx(storage.WithoutEventOutbox(ctx), op, func(tx *sql.Tx) error {
+		return s.appendEventsTx(ctx, tx, out)
 	})
 	if err != nil {
 		return err
 	}
 	copy(evs, out)
+	return nil
+}
+
+// Statements of appendEventsTx, prepared once on the writer (prepareWrites).
+const (
+	lastEventSeq = `SELECT coalesce(max(seq), 0) FROM events WHERE app_id = ?`
+	insertEvent  = `INSERT INTO events (id, app_id, seq, type, payload, created_at) VALUES (?, ?, ?, ?, ?, ?)`
+)
+
+// appendEventsTx inserts evs in tx, in order, setting each one's Pos and Seq: the append
+// of AppendEvents and of a change's outbox (inWriteTx).
+func (s *Store) appendEventsTx(ctx context.Context, tx *sql.Tx, evs []storage.EventRecord) error {
+	const op = "append events"
+	lastSeq, ins := s.txStmt(ctx, tx, lastEventSeq), s.txStmt(ctx, tx, insertEvent)
+	var last map[string]int64
+	for i := range evs {
+		e := &evs[i]
+		seq, ok := last[e.AppID]
+		if !ok {
+			if err := lastSeq.QueryRowContext(ctx, e.AppID).Scan(&seq); err != nil {
+				return wrap(op, err)
+			}
+		}
+		seq++
+		if last == nil {
+			last = make(map[string]int64, 4)
+		}
+		last[e.AppID] = seq
+		payload := e.Payload
+		if payload == nil {
+			payload = []byte{}
+		}
+		res, err := ins.ExecContext(ctx, e.ID, e.AppID, seq, e.Type, payload, toMillis(e.At))
+		if err != nil {
+			return wrap(op, err)
+		}
+		pos, err := res.LastInsertId()
+		if err != nil {
+			return wrap(op, err)
+		}
+		e.Pos, e.Seq = pos, seq
+	}
 	return nil
 }
 

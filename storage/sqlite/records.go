@@ -35,8 +35,22 @@ func (s *Store) inWriteTx(ctx context.Context, op string, f func(tx *sql.Tx) err
 	if err := f(tx); err != nil {
 		return err
 	}
+	// The change's events (storage.EventOutbox), taken after its statements so that an
+	// updater that adds them is seen, are written in its transaction.
+	ob := storage.EventOutboxFrom(ctx)
+	var recs []storage.EventRecord
+	if ob != nil {
+		if recs = ob.Take(); len(recs) > 0 {
+			if err := s.appendEventsTx(ctx, tx, recs); err != nil {
+				return wrap(op+": events", err)
+			}
+		}
+	}
 	if err := tx.Commit(); err != nil {
 		return wrap(op, err)
+	}
+	if len(recs) > 0 {
+		ob.Stored(recs)
 	}
 	return nil
 }
@@ -135,6 +149,19 @@ func execCount(ctx context.Context, ex interface {
 
 // deleteOne runs a DELETE meant to remove one row, answering ErrNotFound when none matched.
 func (s *Store) deleteOne(ctx context.Context, op, query string, args ...any) error {
+	if storage.EventOutboxFrom(ctx) != nil {
+		// The change's events go in its transaction.
+		return s.inWriteTx(ctx, op, func(tx *sql.Tx) error {
+			n, err := execCount(ctx, tx, query, args...)
+			if err != nil {
+				return wrap(op, err)
+			}
+			if n == 0 {
+				return wrap(op, sql.ErrNoRows)
+			}
+			return nil
+		})
+	}
 	n, err := execCount(ctx, s.w, query, args...)
 	if err != nil {
 		return wrap(op, err)

@@ -42,6 +42,9 @@ type Store struct {
 	// stmts are the prepared forms of the hottest reads (readStmt), by query text: parsing
 	// a query is most of a point read's cost (a user's read at every socket connect).
 	stmts sync.Map // string -> *sql.Stmt
+	// writes are the hotWrites statements prepared once on the writer (prepareWrites);
+	// set at Open, read only after.
+	writes map[string]*sql.Stmt
 }
 
 var _ storage.Store = (*Store)(nil)
@@ -88,6 +91,10 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		return nil, wrap("open readers "+cfg.Path, err)
 	}
 	st := &Store{w: w, r: r, sealer: cfg.Sealer}
+	if err := st.prepareWrites(ctx); err != nil {
+		_ = st.Close()
+		return nil, wrap("open "+cfg.Path, err)
+	}
 	if err := st.sealStored(ctx); err != nil {
 		_ = st.Close()
 		return nil, fmt.Errorf("sqlite: open %s: %w", cfg.Path, err)
@@ -169,6 +176,9 @@ func (s *Store) Close() error {
 		_ = v.(*sql.Stmt).Close()
 		return true
 	})
+	for _, st := range s.writes {
+		_ = st.Close()
+	}
 	return errors.Join(s.r.Close(), s.w.Close())
 }
 
@@ -188,6 +198,31 @@ func (s *Store) readRow(ctx context.Context, query string, args ...any) *sql.Row
 		st = prev.(*sql.Stmt)
 	}
 	return st.QueryRowContext(ctx, args...)
+}
+
+// hotWrites are the statements every change of their kind runs in its write
+// transaction (the event log's append, an app's update): prepareWrites prepares them once.
+var hotWrites = []string{lastEventSeq, insertEvent, selectAppForUpdate, updateApp}
+
+// prepareWrites prepares hotWrites once, on the writer's one connection, outside any
+// transaction (the connection is the transaction's while one runs): parsing them would
+// otherwise be a good part of a small write's cost. Transactions use them through
+// txStmt.
+func (s *Store) prepareWrites(ctx context.Context) error {
+	s.writes = make(map[string]*sql.Stmt, len(hotWrites))
+	for _, q := range hotWrites {
+		st, err := s.w.PrepareContext(ctx, q)
+		if err != nil {
+			return err
+		}
+		s.writes[q] = st
+	}
+	return nil
+}
+
+// txStmt answers the prepared form of a hotWrites statement for use in tx.
+func (s *Store) txStmt(ctx context.Context, tx *sql.Tx, query string) *sql.Stmt {
+	return tx.StmtContext(ctx, s.writes[query])
 }
 
 // wrap adds the operation to err and maps driver errors onto the storage sentinels. The

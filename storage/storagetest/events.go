@@ -15,6 +15,7 @@ var eventTests = []subtest{
 	{"EventConcurrentAppends", testEventConcurrentAppends},
 	{"EventCursors", testEventCursors},
 	{"EventCompaction", testEventCompaction},
+	{"EventOutbox", testEventOutbox},
 }
 
 func newEvent(appID, typ string, at time.Time) storage.EventRecord {
@@ -213,5 +214,86 @@ func testEventCompaction(t *testing.T, s storage.Store) {
 	next := mustAppend(t, s, newEvent("app-b", "user.login", ms(0)), newEvent("app-a", "user.login", ms(0)))
 	if next[0].Seq != 4 || next[1].Seq != 8 || next[0].Pos <= evs[9].Pos {
 		t.Errorf("after compaction: app-b seq %d (want 4), app-a seq %d (want 8), pos %d after %d", next[0].Seq, next[1].Seq, next[0].Pos, evs[9].Pos)
+	}
+}
+
+// outbox is a storage.EventOutbox that records what the engine did with it.
+type outbox struct {
+	mu     sync.Mutex
+	recs   []storage.EventRecord
+	takes  int
+	stored []storage.EventRecord
+}
+
+func (o *outbox) Take() []storage.EventRecord {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.takes++
+	if o.stored != nil {
+		return nil
+	}
+	return append([]storage.EventRecord(nil), o.recs...)
+}
+
+func (o *outbox) Stored(recs []storage.EventRecord) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.stored = append([]storage.EventRecord(nil), recs...)
+}
+
+// testEventOutbox checks the contract of storage.EventOutbox: an engine either stores a
+// change's events with it (Stored, each with its Pos and Seq, and in the log) or leaves
+// them (Stored not called, nothing in the log); a change that fails stores none of them.
+func testEventOutbox(t *testing.T, s storage.Store) {
+	ctx := t.Context()
+	acc := fullAccount("outbox")
+	if err := s.CreateAccount(ctx, acc); err != nil {
+		t.Fatalf("CreateAccount: %v", err)
+	}
+	app := mustCreateApp(t, s, fullApp(acc.ID, "Outbox"))
+	mustAppend(t, s, newEvent(app.ID, "app.update", ms(0))) // the app's seq goes on from 1
+
+	// A change that fails (its updater refuses) stores none of its events.
+	failed := &outbox{recs: []storage.EventRecord{newEvent(app.ID, "app.update", ms(time.Second))}}
+	refused := fmt.Errorf("refused")
+	_, err := s.UpdateApp(storage.WithEventOutbox(ctx, failed), acc.ID, app.ID, func(a *storage.App) error { return refused })
+	if err == nil {
+		t.Fatal("UpdateApp whose updater failed answered nil")
+	}
+	if failed.stored != nil {
+		t.Fatalf("a failed change reported its events stored: %+v", failed.stored)
+	}
+
+	ob := &outbox{recs: []storage.EventRecord{newEvent(app.ID, "app.update", ms(2*time.Second)), newEvent(app.ID, "app.pause", ms(2*time.Second))}}
+	if _, err := s.UpdateApp(storage.WithEventOutbox(ctx, ob), acc.ID, app.ID, func(a *storage.App) error {
+		a.Description = "changed with its events"
+		return nil
+	}); err != nil {
+		t.Fatalf("UpdateApp: %v", err)
+	}
+	got := readAll(t, s, 0)
+	if ob.stored == nil {
+		// The engine wrote no events with the change (MongoDB): the producer appends them.
+		if len(got) != 1 {
+			t.Fatalf("the engine did not take the outbox but the log holds %d events, want 1", len(got))
+		}
+		return
+	}
+	if len(got) != 3 {
+		t.Fatalf("the log holds %d events after a change with 2, want 3: %+v", len(got), got)
+	}
+	for i, want := range ob.recs {
+		st, e := ob.stored[i], got[i+1]
+		if st.ID != want.ID || e.ID != want.ID || st.Pos != e.Pos || st.Seq != e.Seq || e.Seq != int64(i+2) || e.Type != want.Type ||
+			!bytes.Equal(e.Payload, want.Payload) {
+			t.Errorf("event %d: stored %+v, in the log %+v, want id %s seq %d type %s", i, st, e, want.ID, i+2, want.Type)
+		}
+	}
+	// The outbox is written once: a later write with the same context adds nothing.
+	if _, err := s.UpdateApp(storage.WithEventOutbox(ctx, ob), acc.ID, app.ID, func(a *storage.App) error { return nil }); err != nil {
+		t.Fatalf("UpdateApp again: %v", err)
+	}
+	if n := len(readAll(t, s, 0)); n != 3 {
+		t.Fatalf("the log holds %d events after a second write with a stored outbox, want 3", n)
 	}
 }

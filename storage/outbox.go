@@ -1,0 +1,44 @@
+package storage
+
+import "context"
+
+// EventOutbox carries the events of a change into the write that makes the change (the
+// transactional outbox): an engine that can writes them in the change's own transaction,
+// so the change and its events are stored together or not at all. The event log's
+// producers put one in the context of the change's store call (events.Change); an engine
+// that cannot (MongoDB: FerretDB 1.24 has no multi-document transactions) leaves it, and
+// the producer writes the events itself before it acknowledges the change.
+type EventOutbox interface {
+	// Take answers the events to write with the change (nil when none are left). The
+	// engine calls it inside its write transaction, after the change's own statements
+	// (so an updater that adds events sees them written), appends what it answers as
+	// AppendEvents does (assigning Pos and Seq) and reports the outcome with Stored. A
+	// write that fails or is rolled back leaves them to be taken again.
+	Take() []EventRecord
+	// Stored reports that recs (as Take answered them, with Pos and Seq set) were
+	// committed with the change.
+	Stored(recs []EventRecord)
+}
+
+type outboxKey struct{}
+
+// WithEventOutbox answers ctx carrying the outbox for the store calls made with it.
+func WithEventOutbox(ctx context.Context, o EventOutbox) context.Context {
+	return context.WithValue(ctx, outboxKey{}, o)
+}
+
+// EventOutboxFrom answers the outbox ctx carries, nil when none.
+func EventOutboxFrom(ctx context.Context) EventOutbox {
+	o, _ := ctx.Value(outboxKey{}).(EventOutbox)
+	return o
+}
+
+// WithoutEventOutbox answers ctx whose store calls write no outbox: a write made while
+// serving a change that is not the change itself (a read-modify-write of something
+// else) must not carry the change's events.
+func WithoutEventOutbox(ctx context.Context) context.Context {
+	if EventOutboxFrom(ctx) == nil {
+		return ctx
+	}
+	return context.WithValue(ctx, outboxKey{}, nil)
+}
