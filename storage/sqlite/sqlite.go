@@ -39,6 +39,7 @@ type Store struct {
 	w      *sql.DB // exactly one connection; every write goes through it
 	r      *sql.DB // query_only connections for reads
 	sealer storage.Sealer
+	path   string // the database file, for Snapshot's own connection
 	// stmts are the prepared forms of the hottest reads (readStmt), by query text: parsing
 	// a query is most of a point read's cost (a user's read at every socket connect).
 	stmts sync.Map // string -> *sql.Stmt
@@ -87,7 +88,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		_ = r.Close()
 		return nil, wrap("open readers "+cfg.Path, err)
 	}
-	st := &Store{w: w, r: r, sealer: cfg.Sealer}
+	st := &Store{w: w, r: r, sealer: cfg.Sealer, path: cfg.Path}
 	if err := st.sealStored(ctx); err != nil {
 		_ = st.Close()
 		return nil, fmt.Errorf("sqlite: open %s: %w", cfg.Path, err)
