@@ -173,3 +173,7 @@ func kindsOf(as storage.ArchiveStore) []string {
 	sort.Strings(out)
 	return out
 }
+
+// OtherSealer is a Sealer with another key than TestSealer's: what it seals TestSealer
+// cannot open, and the other way round.
+func OtherSealer(t testing.TB) storage.Sealer { return box(t, "o") }
