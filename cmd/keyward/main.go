@@ -35,9 +35,15 @@ Usage:
                                  of each (exit 1 when one is broken)
   keyward doctor [flags]         check this node's settings, data dir modes, secrets key, storage
                                  and Redis (versions, clock skew); one line per check, exit 1 on a fail
+  keyward backup [--out FILE]    back up the running node: the embedded database (VACUUM INTO),
+                                 its files and a manifest with counts and SHA-256; on MongoDB the archive
+  keyward restore FILE           check a backup (checksums, counts, the secrets key) and restore it
+                                 into the configured empty data dir or MongoDB database
+  keyward export [--out FILE]    write the engine-neutral archive (JSON lines per record kind, files)
+  keyward import FILE            read an archive into the configured empty store (SQLite or MongoDB)
   keyward version                print the version
 
-The admin, audit and doctor commands read the same settings as serve (flags or KEYWARD_* variables) to find the store.
+The admin, audit, doctor, backup, restore, export and import commands read the same settings as serve (flags or KEYWARD_* variables) to find the store.
 `
 
 func main() {
@@ -60,6 +66,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return auditCmd(args[1:], stdout, stderr)
 	case "doctor":
 		return doctorCmd(args[1:], stdout, stderr)
+	case "backup", "export":
+		return backupCmd(args[0], args[1:], stdout, stderr)
+	case "restore":
+		return restoreCmd("restore", args[1:], stdout, stderr)
+	case "import":
+		return importCmd(args[1:], stdout, stderr)
 	case "version", "--version", "-v":
 		fmt.Fprintln(stdout, "keyward", version)
 		return 0
