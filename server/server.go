@@ -89,7 +89,8 @@ func OpenStore(ctx context.Context, c Config) (storage.Store, string, error) {
 		return nil, "", err
 	}
 	path := filepath.Join(c.DataDir, "keyward.db")
-	s, err := storagesqlite.Open(ctx, storagesqlite.Config{Path: path, Sealer: box})
+	// A schema migration first copies the database to <data dir>/backups (OpenCore logs where).
+	s, err := storagesqlite.Open(ctx, storagesqlite.Config{Path: path, Sealer: box, BackupBeforeMigrate: filepath.Join(c.DataDir, "backups")})
 	if err != nil {
 		return nil, "", fmt.Errorf("SQLite at %s: %w", path, wrongKeyHint(err))
 	}
@@ -338,6 +339,11 @@ func openCore(ctx context.Context, c Config, log *slog.Logger, wrap wrapFunc) (_
 		return nil, err
 	}
 	closers = append(closers, store.Close)
+	if sq, ok := store.(*storagesqlite.Store); ok {
+		if m := sq.Migration(); m.From != m.To && m.From > 0 {
+			log.Warn("database schema migrated; the database before it was copied aside", "from", m.From, "to", m.To, "copy", m.Backup)
+		}
+	}
 	engine, engineDesc, err := OpenCluster(ctx, c)
 	if err != nil {
 		return nil, err
