@@ -92,6 +92,7 @@ func serve(args []string, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "keyward: bad configuration:\n%v\n", err)
 		return 2
 	}
+	cfg.Version = version
 	log := server.NewLogger(cfg, stderr)
 	slog.SetDefault(log)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)

@@ -117,4 +117,4 @@ func TestScheduledBackups(t *testing.T) {
 type failing struct{ Folder }
 
 func (failing) Put(context.Context, string, string) error { return errors.New("disk full") }
-func (failing) String() string                          { return "failing" }
+func (failing) String() string                            { return "failing" }
