@@ -77,6 +77,7 @@ type Scheduler struct {
 	lastSuccess, lastSize prometheus.Gauge
 	failures              prometheus.Counter
 	duration              prometheus.Gauge
+	interval              prometheus.Gauge
 }
 
 // SchedulerConfig builds a Scheduler.
@@ -105,12 +106,15 @@ func NewScheduler(cfg SchedulerConfig) (*Scheduler, error) {
 			Help: "Backups that failed (taken, stored or pruned)."}),
 		duration: prometheus.NewGauge(prometheus.GaugeOpts{Name: "keyward_backup_last_duration_seconds",
 			Help: "How long the last backup took."}),
+		interval: prometheus.NewGauge(prometheus.GaugeOpts{Name: "keyward_backup_interval_seconds",
+			Help: "The interval of scheduled backups (KEYWARD_BACKUP_EVERY); 0 when this node takes none on its own."}),
 	}
+	s.interval.Set(cfg.Every.Seconds())
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
 	if cfg.Metrics != nil {
-		for _, c := range []prometheus.Collector{s.lastSuccess, s.lastSize, s.failures, s.duration} {
+		for _, c := range []prometheus.Collector{s.lastSuccess, s.lastSize, s.failures, s.duration, s.interval} {
 			if err := cfg.Metrics.Register(c); err != nil {
 				return nil, fmt.Errorf("backup metrics: %w", err)
 			}
@@ -119,12 +123,26 @@ func NewScheduler(cfg SchedulerConfig) (*Scheduler, error) {
 	return s, nil
 }
 
-// Run takes a backup every interval until ctx ends (the node's supervisor owns it). A
-// failed backup is logged and counted; the next one comes at the next tick.
+// Run takes a backup every interval until ctx ends (the node's supervisor owns it). At
+// start it reads the newest stored backup (its time is the last success) and takes one at
+// once when that is older than the interval, so a node that was down misses none and the
+// stale-backup alert only speaks of failures. A failed backup is logged and counted; the
+// next one comes at the next tick.
 func (s *Scheduler) Run(ctx context.Context) error {
 	if s.every <= 0 {
 		<-ctx.Done()
 		return nil
+	}
+	newest := time.Time{}
+	if list, err := s.List(ctx); err != nil {
+		s.log.Warn("stored backups cannot be listed", "dest", s.dest.String(), "err", err)
+	} else if len(list) > 0 {
+		newest = list[0].CreatedAt
+		s.lastSuccess.Set(float64(newest.Unix()))
+		s.lastSize.Set(float64(list[0].Size))
+	}
+	if s.now().Sub(newest) >= s.every {
+		_, _ = s.TakeNow(ctx, false)
 	}
 	t := time.NewTicker(s.every)
 	defer t.Stop()
