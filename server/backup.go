@@ -99,10 +99,18 @@ func newBackups(c Config, store storage.Store, b blobs.Store, reg prometheus.Reg
 	if c.MongoURI != "" {
 		engine = "mongo"
 	}
+	box, err := secretsBox(c)
+	if err != nil {
+		return nil, err
+	}
 	return backup.NewScheduler(backup.SchedulerConfig{Store: store, Blobs: b, Dest: dest, Every: c.Backup.Every,
 		Retention: backup.Retention{Keep: c.Backup.Keep, MaxAge: c.Backup.MaxAge},
-		Info:      backup.Info{KeywardVersion: version, Engine: engine}, Log: log.With("part", "backups"), Metrics: reg})
+		Info:      backup.Info{KeywardVersion: version, Engine: engine, Sealer: box}, Log: log.With("part", "backups"), Metrics: reg})
 }
+
+// SecretsBox answers the node's secrets key (configured or kept in the data dir), for the
+// key check of `keyward backup` and `export`.
+func SecretsBox(c Config) (storage.Sealer, error) { return secretsBox(c) }
 
 // OpenBlobs opens where the configured node keeps file bytes (GridFS next to a MongoDB
 // store, <data dir>/files otherwise), for `keyward backup` and `export`.

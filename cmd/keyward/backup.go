@@ -47,12 +47,17 @@ func backupCmd(name string, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "keyward: %v\n", err)
 		return 1
 	}
+	box, err := server.SecretsBox(cfg)
+	if err != nil {
+		fmt.Fprintf(stderr, "keyward: %v\n", err)
+		return 1
+	}
 	path := *out
 	if path == "" {
 		path = fmt.Sprintf("keyward-%s-%s.tar.gz", name, time.Now().UTC().Format("20060102T150405Z"))
 	}
 	start := time.Now()
-	info := backup.Info{KeywardVersion: version, Engine: strings.SplitN(engine, ":", 2)[0]}
+	info := backup.Info{KeywardVersion: version, Engine: strings.SplitN(engine, ":", 2)[0], Sealer: box}
 	m, err := writeArchive(path, func(w io.Writer) (backup.Manifest, error) {
 		if name == "export" {
 			src, ok := store.(backup.Source)

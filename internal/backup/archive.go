@@ -43,16 +43,20 @@ const (
 
 // Manifest describes an archive; it is its last entry.
 type Manifest struct {
-	Format         int               `json:"format"`
-	Type           string            `json:"type"`
-	KeywardVersion string            `json:"keywardVersion"`
-	SchemaVersion  int               `json:"schemaVersion"`
-	Engine         string            `json:"engine"`
-	CreatedAt      time.Time         `json:"createdAt"`
-	Counts         map[string]int    `json:"counts"`
-	Entries        map[string]Entry  `json:"entries"`
-	Notes          []string          `json:"notes,omitempty"`
-	Extra          map[string]string `json:"extra,omitempty"`
+	Format         int              `json:"format"`
+	Type           string           `json:"type"`
+	KeywardVersion string           `json:"keywardVersion"`
+	SchemaVersion  int              `json:"schemaVersion"`
+	Engine         string           `json:"engine"`
+	CreatedAt      time.Time        `json:"createdAt"`
+	Counts         map[string]int   `json:"counts"`
+	Entries        map[string]Entry `json:"entries"`
+	Notes          []string         `json:"notes,omitempty"`
+	// KeyCheck is a value sealed with the node's secrets key (keyCheckPlain under
+	// keyCheckContext): Verify opens it with the configured key, so a wrong key is refused
+	// even when no record holds a sealed secret.
+	KeyCheck string            `json:"keyCheck,omitempty"`
+	Extra    map[string]string `json:"extra,omitempty"`
 }
 
 // Entry is one file of the archive as the manifest knows it.
@@ -65,7 +69,14 @@ type Entry struct {
 type Info struct {
 	KeywardVersion string
 	Engine         string // "sqlite" or "mongo"
+	// Sealer is the node's secrets key; with it the manifest carries a KeyCheck.
+	Sealer storage.Sealer
 }
+
+const (
+	keyCheckPlain   = "keyward backup key check"
+	keyCheckContext = "backup/keyCheck"
+)
 
 // Source is a store that can be archived.
 type Source interface {
@@ -82,9 +93,13 @@ type writer struct {
 
 func newWriter(w io.Writer, typ string, info Info, schema int) *writer {
 	gz, _ := gzip.NewWriterLevel(w, gzip.BestSpeed) // a valid level never fails
-	return &writer{gz: gz, tw: tar.NewWriter(gz), m: Manifest{Format: FormatVersion, Type: typ,
+	m := Manifest{Format: FormatVersion, Type: typ,
 		KeywardVersion: info.KeywardVersion, SchemaVersion: schema, Engine: info.Engine,
-		CreatedAt: storage.Now(), Counts: map[string]int{}, Entries: map[string]Entry{}}}
+		CreatedAt: storage.Now(), Counts: map[string]int{}, Entries: map[string]Entry{}}
+	if info.Sealer != nil {
+		m.KeyCheck, _ = info.Sealer.Seal(keyCheckPlain, keyCheckContext) // sealing a constant fails only on a broken key, which Open refused already
+	}
+	return &writer{gz: gz, tw: tar.NewWriter(gz), m: m}
 }
 
 // add writes one entry of size bytes read from r.

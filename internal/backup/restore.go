@@ -41,6 +41,11 @@ func Verify(path string, sealer storage.Sealer) (Manifest, error) {
 	if err != nil {
 		return Manifest{}, err
 	}
+	if sealer != nil && m.KeyCheck != "" {
+		if plain, err := sealer.Open(m.KeyCheck, keyCheckContext); err != nil || plain != keyCheckPlain {
+			return Manifest{}, fmt.Errorf("%w (the manifest's key check does not open)", ErrWrongKey)
+		}
+	}
 	if m.Type == TypeArchive {
 		for _, k := range kinds {
 			if counts[k.name] != m.Counts[k.name] {
