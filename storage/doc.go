@@ -21,4 +21,9 @@
 //     their record, and answered in clear; values found in clear are sealed at open, and a
 //     sealed value that does not open (another key) fails the open. storagetest.RunSealing
 //     checks it against the raw bytes of each engine.
+//
+// Every engine is also an ArchiveStore (archive.go): it reads each record kind as stored
+// for the engine-neutral archive of internal/backup, names every table or collection it
+// keeps (the every-table test, storagetest.RunArchive, fails on one that is no kind), and
+// restores the audit chain and the event log with their sequences and positions.
 package storage

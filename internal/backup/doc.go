@@ -20,6 +20,15 @@
 //
 // Restore checks before it writes anything: the manifest's format, every entry's size and
 // checksum, the count of every kind, that the configured secrets key opens every sealed
-// secret (refused, saying so, when it does not) and that the target is empty. It builds the
-// embedded database under a temporary name in the data dir and moves it into place.
+// secret, and the manifest's KeyCheck, sealed with the node's key when the backup was taken
+// (refused, saying so, when it does not open) and that the target is empty. It builds the
+// embedded database under a temporary name in the data dir and moves it into place; a
+// restore that fails removes what it built.
+//
+// Scheduler takes a node's backups every interval and when an administrator asks, one at a
+// time, stores them at a Destination (Folder, or S3 for any S3-compatible bucket through
+// minio-go) under names that carry their time, and keeps the newest Retention.Keep, none
+// older than Retention.MaxAge (the newest always). It reports keyward_backup_* metrics; the
+// server runs it under its supervisor and the admin routes (http/backups.go) list, take and
+// download through it.
 package backup
