@@ -24,6 +24,7 @@ type handlerSet struct {
 	ws           *wsHandlers
 	hooks        *wsHookHandlers
 	docs         *apiDocsHandlers
+	backups      *backupHandlers
 	readyz       gin.HandlerFunc
 	metrics      gin.HandlerFunc
 }
@@ -119,6 +120,8 @@ func routeTable(h *handlerSet) []route {
 			{get, "/api/admin/audit", "admin:read", notAudited, h.audit.any,
 				op("Any account's audit log (administrators; query: accountId, appId, actorId, recordType, from, to, limit, offset)", noBody, ref("AuditPage"))},
 		}},
+
+		backupSection(h),
 
 		{tag: "Audit", access: accessOwner, rows: []row{
 			{get, "/api/audit", "audit:read", notAudited, h.audit.own,

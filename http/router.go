@@ -50,8 +50,10 @@ type Deps struct {
 	Client       *client.Service
 	Realtime     *realtime.Service
 	WSHooks      *wshooks.Service
-	Limiter      cluster.RateLimiter
-	Ready        []Checker
+	// Backups answers the administrators' backup routes; nil answers them 503.
+	Backups Backups
+	Limiter cluster.RateLimiter
+	Ready   []Checker
 	// Metrics is where request metrics are registered and what /metrics serves.
 	Metrics *prometheus.Registry
 	Log     *slog.Logger
@@ -160,6 +162,7 @@ func New(d Deps, cfg Config) (http.Handler, error) {
 		ws:           wsh,
 		hooks:        &wsHookHandlers{svc: d.WSHooks},
 		docs:         docs,
+		backups:      &backupHandlers{svc: d.Backups},
 		readyz:       readyz(d.Ready),
 		metrics:      gin.WrapH(promhttp.HandlerFor(d.Metrics, promhttp.HandlerOpts{})),
 	}

@@ -24,6 +24,8 @@ import (
 
 // Config is the whole configuration of a node.
 type Config struct {
+	// Version is the binary's version (cmd/keyward sets it; backups' manifests name it).
+	Version     string
 	Addr        string
 	MetricsAddr string
 	DataDir     string
@@ -76,6 +78,9 @@ type Config struct {
 	LogMaxPerApp   int
 	MaxUploadBytes int64
 
+	// Backup says where and how often the node backs itself up (backup.go).
+	Backup BackupConfig
+
 	// ClientSessionTTL is the idle timeout of client sessions; ClientFileEncryption says
 	// whether client file downloads are encrypted (CLIENT-SDKS.md §5).
 	ClientSessionTTL     time.Duration
@@ -102,7 +107,7 @@ type option struct {
 
 // options lists every setting in the order `keyward serve --help` shows them.
 func options() []*option {
-	return []*option{
+	return append([]*option{
 		{flag: "addr", env: "KEYWARD_ADDR", def: ":8080", usage: "listen address of the API"},
 		{flag: "metrics-addr", env: "KEYWARD_METRICS_ADDR", usage: "separate listen address for /metrics (default: served on the API address)"},
 		{flag: "data-dir", env: "KEYWARD_DATA_DIR", def: "./data", usage: "folder for the SQLite database, the generated JWT secret and the mail outbox"},
@@ -150,7 +155,7 @@ func options() []*option {
 		{flag: "plan-business-max-apps", env: "KEYWARD_PLAN_BUSINESS_MAX_APPS", def: strconv.Itoa(plans.DefaultBusinessMaxApps), usage: "applications per account on the business plan"},
 		{flag: "plan-business-max-users", env: "KEYWARD_PLAN_BUSINESS_MAX_USERS", def: strconv.Itoa(plans.DefaultBusinessMaxUsersPerApp), usage: "users per application on the business plan"},
 		{flag: "plan-business-max-api-calls", env: "KEYWARD_PLAN_BUSINESS_MAX_API_CALLS", def: strconv.Itoa(plans.DefaultBusinessMaxAPICallsMonth), usage: "client API calls per month on the business plan"},
-	}
+	}, backupOptions()...)
 }
 
 // LoadConfig reads settings from args (flags win), then the environment, then defaults.
@@ -245,6 +250,7 @@ func parse(v map[string]string) (Config, error) {
 	} else {
 		c.JWTLeeway = d
 	}
+	c.Backup, errs = parseBackup(v, errs)
 	c.ClientSessionTTL = dur("client-session-ttl")
 	c.WSLeaseTTL = dur("ws-lease-ttl")
 	if b, err := strconv.ParseBool(v["client-file-encryption"]); err != nil {

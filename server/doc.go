@@ -20,6 +20,7 @@
 //	webhooks-worker   integrations.Worker.Run      restart (attempts in flight finish first)
 //	revocation-purge  revocationPurge              restart
 //	log-janitor       logs.Janitor.Run             restart
+//	backups           backup.Scheduler.Run         restart (backup.go: KEYWARD_BACKUP_*; idle without _EVERY)
 //	http-api          the API listener             report, and Run ends: a listener cannot be served again
 //	http-metrics      the metrics listener         report, and Run ends (only with --metrics-addr)
 //

@@ -21,8 +21,9 @@ const (
 	kindWebhooksWorker  = "webhooks-worker"  // integrations.Worker.Run
 	kindRevocationPurge = "revocation-purge" // revocationPurge
 	kindLogJanitor      = "log-janitor"      // logs.Janitor.Run
-	kindHTTPAPI         = "http-api"         // the API listener (Server.Run)
-	kindHTTPMetrics     = "http-metrics"     // the metrics listener, when apart (Server.Run)
+	// kindBackups (backup.go) starts after the log janitor: internal/backup.Scheduler.Run.
+	kindHTTPAPI     = "http-api"     // the API listener (Server.Run)
+	kindHTTPMetrics = "http-metrics" // the metrics listener, when apart (Server.Run)
 )
 
 // wrapFunc decorates a goroutine's body before it starts; tests use it to make each kind

@@ -17,7 +17,7 @@ import (
 )
 
 // restartedKinds are the goroutine kinds a node restarts after a panic.
-var restartedKinds = []string{kindMail, kindUsageFlusher, kindWebhooksWorker, kindRevocationPurge, kindLogJanitor}
+var restartedKinds = []string{kindMail, kindUsageFlusher, kindWebhooksWorker, kindRevocationPurge, kindLogJanitor, kindBackups}
 
 // panicOnce makes the first run of each of kinds panic on purpose; later runs are the
 // real body.

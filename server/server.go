@@ -45,6 +45,7 @@ import (
 	"github.com/keyward/keyward/core/webhooks"
 	"github.com/keyward/keyward/core/wshooks"
 	httpapi "github.com/keyward/keyward/http"
+	"github.com/keyward/keyward/internal/backup"
 	"github.com/keyward/keyward/internal/supervise"
 	"github.com/keyward/keyward/mail"
 	"github.com/keyward/keyward/storage"
@@ -90,7 +91,8 @@ func OpenStore(ctx context.Context, c Config) (storage.Store, string, error) {
 		return nil, "", err
 	}
 	path := filepath.Join(c.DataDir, "keyward.db")
-	s, err := storagesqlite.Open(ctx, storagesqlite.Config{Path: path, Sealer: box})
+	// A schema migration first copies the database to <data dir>/backups (OpenCore logs where).
+	s, err := storagesqlite.Open(ctx, storagesqlite.Config{Path: path, Sealer: box, BackupBeforeMigrate: filepath.Join(c.DataDir, "backups")})
 	if err != nil {
 		return nil, "", fmt.Errorf("SQLite at %s: %w", path, wrongKeyHint(err))
 	}
@@ -281,6 +283,9 @@ type Core struct {
 	// Metrics is the node's Prometheus registry: OpenCore registers the services' own
 	// metrics, Server the rest.
 	Metrics *prometheus.Registry
+	// Backups takes the node's backups: on its schedule (Server starts it) and when an
+	// admin asks.
+	Backups *backup.Scheduler
 	// Engines names the engines in use (storage, cluster, mail), for the start-up log line.
 	Engines []any
 }
@@ -339,6 +344,11 @@ func openCore(ctx context.Context, c Config, log *slog.Logger, wrap wrapFunc) (_
 		return nil, err
 	}
 	closers = append(closers, store.Close)
+	if sq, ok := store.(*storagesqlite.Store); ok {
+		if m := sq.Migration(); m.From != m.To && m.From > 0 {
+			log.Warn("database schema migrated; the database before it was copied aside", "from", m.From, "to", m.To, "copy", m.Backup)
+		}
+	}
 	engine, engineDesc, err := OpenCluster(ctx, c)
 	if err != nil {
 		return nil, err
@@ -389,6 +399,10 @@ func openCore(ctx context.Context, c Config, log *slog.Logger, wrap wrapFunc) (_
 	hasher := passwords.NewHasher(c.Argon2, 0)
 	appsSvc := apps.New(store, catalogue, hasher, bus, c.Clock, log)
 	filesSvc := files.New(store, blobStore, appsSvc, bus, c.MaxUploadBytes, c.Clock)
+	backups, err := newBackups(c, store, blobStore, reg, log, c.Version)
+	if err != nil {
+		return nil, err
+	}
 	appsSvc.OnDelete(filesSvc.DeleteAppFiles)
 	svc, err := accounts.New(accounts.Deps{Store: store, Hasher: hasher, Plans: catalogue, Mailer: mailq,
 		Apps: appsSvc, Log: log}, accounts.Config{JWTSecret: secret, TokenTTL: c.JWTTTL, TokenLeeway: c.JWTLeeway, PublicURL: c.PublicURL, Now: c.Clock})
@@ -440,7 +454,7 @@ func openCore(ctx context.Context, c Config, log *slog.Logger, wrap wrapFunc) (_
 		Variables: variables.New(store, appsSvc, catalogue, bus, c.Clock),
 		Rules:     rules.NewService(store, appsSvc, bus, country != nil || c.CountryHeader != "", c.Clock),
 		Logs:      logs.NewService(store, appsSvc, c.Clock), Analytics: analytics.New(store, appsSvc, c.Clock), Files: filesSvc, Bus: bus, stopEventNotify: stopNotify, Country: country,
-		Engines: []any{"storage", storeDesc, "cluster", engineDesc, "mail", mailDesc}}, nil
+		Backups: backups, Engines: []any{"storage", storeDesc, "cluster", engineDesc, "mail", mailDesc}}, nil
 }
 
 // webhookClient is the delivery client of the configuration: the destination policy, and
@@ -522,7 +536,7 @@ func newServer(ctx context.Context, c Config, log *slog.Logger, wrap wrapFunc) (
 	}
 	handler, err := httpapi.New(httpapi.Deps{
 		Accounts: core.Accounts, APIKeys: apikeys.New(core.Store, c.Clock), Audit: core.Audit, Apps: core.Apps, Variables: core.Variables, Rules: core.Rules, Logs: core.Logs, Analytics: core.Analytics, Files: core.Files,
-		Integrations: core.Integrations, Client: core.Client, Realtime: core.Realtime, WSHooks: core.WSHooks, Limiter: core.Engine, Metrics: reg, Log: log,
+		Integrations: core.Integrations, Client: core.Client, Realtime: core.Realtime, WSHooks: core.WSHooks, Backups: core.Backups, Limiter: core.Engine, Metrics: reg, Log: log,
 		Ready: []httpapi.Checker{{Name: "storage", Ping: core.Store.Ping}, {Name: "cluster", Ping: core.Engine.Ping}}, Pages: pages,
 	}, httpapi.Config{CountryHeader: c.CountryHeader, TrustedProxies: c.TrustedProxies, MaxBodyBytes: c.MaxBodyBytes, MetricsOnMain: c.MetricsAddr == "",
 		BodyTimeout: c.BodyTimeout, BodyMinRate: c.BodyMinRate, MailOutbox: dashboardOutbox(c)})
@@ -566,7 +580,8 @@ func newServer(ctx context.Context, c Config, log *slog.Logger, wrap wrapFunc) (
 	err = errors.Join(core.goroutine(kindUsageFlusher, supervise.Restart, core.Meter.Run),
 		core.goroutine(kindWebhooksWorker, supervise.Restart, core.Webhooks.Run),
 		core.goroutine(kindRevocationPurge, supervise.Restart, revocationPurge(core.Accounts, accounts.RevocationPurgeEvery, log)),
-		core.goroutine(kindLogJanitor, supervise.Restart, janitor.Run))
+		core.goroutine(kindLogJanitor, supervise.Restart, janitor.Run),
+		core.goroutine(kindBackups, supervise.Restart, core.Backups.Run))
 	if err != nil {
 		_ = s.apiLn.Close()
 		if s.metricsLn != nil {

@@ -25,4 +25,9 @@
 //     the outbox's events in the write's own transaction and reports them Stored, or
 //     leaves them (the producer appends them before it answers): SQLite stores them,
 //     MongoDB leaves them (FerretDB 1.24 has no multi-document transactions).
+//
+// Every engine is also an ArchiveStore (archive.go): it reads each record kind as stored
+// for the engine-neutral archive of internal/backup, names every table or collection it
+// keeps (the every-table test, storagetest.RunArchive, fails on one that is no kind), and
+// restores the audit chain and the event log with their sequences and positions.
 package storage

@@ -40,12 +40,18 @@ Usage:
                                  of each (exit 1 when one is broken)
   keyward doctor [flags]         check this node's settings, data dir modes, secrets key, storage
                                  and Redis (versions, clock skew); one line per check, exit 1 on a fail
+  keyward backup [--out FILE]    back up the running node: the embedded database (VACUUM INTO),
+                                 its files and a manifest with counts and SHA-256; on MongoDB the archive
+  keyward restore FILE           check a backup (checksums, counts, the secrets key) and restore it
+                                 into the configured empty data dir or MongoDB database
+  keyward export [--out FILE]    write the engine-neutral archive (JSON lines per record kind, files)
+  keyward import FILE            read an archive into the configured empty store (SQLite or MongoDB)
   keyward import keyauth --account USERNAME DUMP.sql
                                  read a KeyAuth database dump (mysqldump) into the account's apps;
                                  prints what was imported, what was not and why
   keyward version                print the version
 
-The admin, audit, doctor and import commands read the same settings as serve (flags or KEYWARD_* variables) to find the store.
+The admin, audit, doctor, backup, restore, export and import commands read the same settings as serve (flags or KEYWARD_* variables) to find the store.
 `
 
 func main() {
@@ -68,13 +74,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return auditCmd(args[1:], stdout, stderr)
 	case "doctor":
 		return doctorCmd(args[1:], stdout, stderr)
+	case "backup", "export":
+		return backupCmd(args[0], args[1:], stdout, stderr)
+	case "restore":
+		return restoreCmd("restore", args[1:], stdout, stderr)
 	case "import":
-		switch {
-		case len(args) > 1 && args[1] == "keyauth":
-			return importKeyAuth(args[2:], stdout, stderr)
-		}
-		fmt.Fprint(stderr, usage)
-		return 2
+		return importCmd(args[1:], stdout, stderr)
 	case "version", "--version", "-v":
 		fmt.Fprintln(stdout, "keyward", version)
 		return 0
@@ -95,6 +100,7 @@ func serve(args []string, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "keyward: bad configuration:\n%v\n", err)
 		return 2
 	}
+	cfg.Version = version
 	log := server.NewLogger(cfg, stderr)
 	slog.SetDefault(log)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)

@@ -7,9 +7,9 @@ import (
 	"time"
 )
 
-// migration is one step of the schema. Steps are applied in order, each in its own
-// transaction together with its row in schema_migrations, so a crash mid-way leaves the
-// database at the previous step and the next Open resumes there.
+// migration is one step of the schema. The pending steps are applied in order, all in one
+// transaction together with their rows in schema_migrations (see migrate), so a failure or
+// a crash mid-way leaves the database at the version it had.
 type migration struct {
 	version int
 	name    string
@@ -567,58 +567,64 @@ CREATE UNIQUE INDEX audit_log_chain ON audit_log (account_id, seq) WHERE seq > 0
 	},
 }
 
-// migrate brings the database at db (the writer pool) to the last migration. Applied steps
-// are skipped, so calling it on an up-to-date database changes nothing.
-func migrate(ctx context.Context, db *sql.DB) error {
+// migrate brings the database at db (the writer pool) to the last migration, and answers
+// the version it found. Every pending step runs in one transaction with its rows in
+// schema_migrations: a step that fails leaves the database as it was before the first
+// (no half-migrated schema for an older binary to meet). before, when not nil, runs
+// first when there are pending steps on a database that has a schema (the server copies
+// the database aside there).
+func migrate(ctx context.Context, db *sql.DB, before func(from, to int) error) (int, error) {
 	// schema_migrations is created outside the numbered steps: it is what records them.
 	if _, err := db.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
 	version    INTEGER NOT NULL PRIMARY KEY,
 	name       TEXT    NOT NULL,
 	applied_at INTEGER NOT NULL
 ) STRICT`); err != nil {
-		return fmt.Errorf("create schema_migrations: %w", err)
+		return 0, fmt.Errorf("create schema_migrations: %w", err)
 	}
 
 	// A database migrated by a newer Keyward has a schema this build does not know; writing
 	// to it could corrupt data the newer version relies on.
 	var latest sql.NullInt64
 	if err := db.QueryRowContext(ctx, `SELECT max(version) FROM schema_migrations`).Scan(&latest); err != nil {
-		return fmt.Errorf("read schema version: %w", err)
+		return 0, fmt.Errorf("read schema version: %w", err)
 	}
-	if known := migrations[len(migrations)-1].version; latest.Valid && latest.Int64 > int64(known) {
-		return fmt.Errorf("database schema version %d is newer than this build's %d: upgrade Keyward", latest.Int64, known)
+	known := migrations[len(migrations)-1].version
+	if latest.Valid && latest.Int64 > int64(known) {
+		return int(latest.Int64), fmt.Errorf("database schema version %d is newer than this build's %d: upgrade Keyward", latest.Int64, known)
 	}
-
-	for _, m := range migrations {
-		if err := applyMigration(ctx, db, m); err != nil {
-			return fmt.Errorf("migration %d (%s): %w", m.version, m.name, err)
+	from := int(latest.Int64)
+	if from == known {
+		return from, nil
+	}
+	if before != nil && from > 0 {
+		if err := before(from, known); err != nil {
+			return from, err
 		}
 	}
-	return nil
-}
-
-func applyMigration(ctx context.Context, db *sql.DB, m migration) error {
 	// The writer pool begins transactions IMMEDIATE, so when two processes open the same
-	// new file at once, one applies the step and the other then sees it recorded.
+	// new file at once, one applies the steps and the other then sees them recorded.
 	tx, err := db.BeginTx(ctx, nil)
 	if err != nil {
-		return err
+		return from, err
 	}
 	defer tx.Rollback() //nolint:errcheck // after Commit this is a no-op
-
-	var applied int
-	if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM schema_migrations WHERE version = ?`, m.version).Scan(&applied); err != nil {
-		return err
+	for _, m := range migrations {
+		var applied int
+		if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM schema_migrations WHERE version = ?`, m.version).Scan(&applied); err != nil {
+			return from, err
+		}
+		if applied > 0 {
+			continue
+		}
+		if _, err := tx.ExecContext(ctx, m.sql); err != nil {
+			// As text: the step's name must reach the log (wrap keeps a driver error's own text only).
+			return from, fmt.Errorf("migration %d (%s) failed, nothing was changed: %v", m.version, m.name, err)
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)`,
+			m.version, m.name, time.Now().UnixMilli()); err != nil {
+			return from, fmt.Errorf("migration %d (%s): %w", m.version, m.name, err)
+		}
 	}
-	if applied > 0 {
-		return nil
-	}
-	if _, err := tx.ExecContext(ctx, m.sql); err != nil {
-		return err
-	}
-	if _, err := tx.ExecContext(ctx, `INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)`,
-		m.version, m.name, time.Now().UnixMilli()); err != nil {
-		return err
-	}
-	return tx.Commit()
+	return from, tx.Commit()
 }

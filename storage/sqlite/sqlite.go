@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"net/url"
 	"os"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"sync"
@@ -28,6 +29,16 @@ type Config struct {
 	// secrets) before they are written; nil keeps them in clear. When set, Open seals the
 	// values still stored in clear and checks that the sealed ones open (the right key).
 	Sealer storage.Sealer
+	// BackupBeforeMigrate, when set, is the folder where Open copies the database (VACUUM
+	// INTO keyward-schema<from>-<time>.db) before it applies pending migrations to a
+	// database that has a schema; Migration says where.
+	BackupBeforeMigrate string
+}
+
+// Migration says what Open did to the schema.
+type Migration struct {
+	From, To int    // versions before and after; equal when nothing was pending
+	Backup   string // the copy made before migrating, "" when none
 }
 
 // busyTimeout is how long a connection waits for a lock held by another process (or a
@@ -39,6 +50,8 @@ type Store struct {
 	w      *sql.DB // exactly one connection; every write goes through it
 	r      *sql.DB // query_only connections for reads
 	sealer storage.Sealer
+	path   string // the database file, for Snapshot's own connection
+	mig    Migration
 	// stmts are the prepared forms of the hottest reads (readStmt), by query text: parsing
 	// a query is most of a point read's cost (a user's read at every socket connect).
 	stmts sync.Map // string -> *sql.Stmt
@@ -72,7 +85,8 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	w.SetConnMaxLifetime(0)
 	w.SetConnMaxIdleTime(0)
 
-	if err := setupWriter(ctx, w); err != nil {
+	mig, err := setupWriter(ctx, w, cfg.BackupBeforeMigrate)
+	if err != nil {
 		_ = w.Close()
 		return nil, wrap("open "+cfg.Path, err)
 	}
@@ -90,7 +104,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		_ = r.Close()
 		return nil, wrap("open readers "+cfg.Path, err)
 	}
-	st := &Store{w: w, r: r, sealer: cfg.Sealer}
+	st := &Store{w: w, r: r, sealer: cfg.Sealer, path: cfg.Path, mig: mig}
 	if err := st.prepareWrites(ctx); err != nil {
 		_ = st.Close()
 		return nil, wrap("open "+cfg.Path, err)
@@ -142,21 +156,42 @@ func dsn(path string, writer bool) string {
 	return path + "?" + q.Encode()
 }
 
-func setupWriter(ctx context.Context, w *sql.DB) error {
+func setupWriter(ctx context.Context, w *sql.DB, backupDir string) (Migration, error) {
 	var mode string
 	if err := w.QueryRowContext(ctx, `PRAGMA journal_mode`).Scan(&mode); err != nil {
-		return err
+		return Migration{}, err
 	}
 	// SQLite silently keeps another mode where WAL is impossible (some network or
 	// read-only filesystems); the concurrency design above depends on WAL.
 	if !strings.EqualFold(mode, "wal") {
-		return fmt.Errorf("journal_mode is %q, want wal (is the file on a local filesystem?)", mode)
+		return Migration{}, fmt.Errorf("journal_mode is %q, want wal (is the file on a local filesystem?)", mode)
 	}
-	if err := migrate(ctx, w); err != nil {
-		return fmt.Errorf("migrate: %w", err)
+	var mig Migration
+	var before func(from, to int) error
+	if backupDir != "" {
+		before = func(from, to int) error {
+			if err := os.MkdirAll(backupDir, 0o700); err != nil {
+				return fmt.Errorf("backup before migrating: %w", err)
+			}
+			path := filepath.Join(backupDir, fmt.Sprintf("keyward-schema%d-%s.db", from, time.Now().UTC().Format("20060102T150405.000Z")))
+			if _, err := w.ExecContext(ctx, `VACUUM INTO ?`, path); err != nil {
+				return fmt.Errorf("backup before migrating from schema %d to %d into %s: %w", from, to, path, err)
+			}
+			mig.Backup = path
+			return nil
+		}
 	}
-	return nil
+	from, err := migrate(ctx, w, before)
+	if err != nil {
+		return Migration{}, fmt.Errorf("migrate: %w", err)
+	}
+	mig.From, mig.To = from, LatestSchemaVersion()
+	return mig, nil
 }
+
+// Migration says what Open did to the schema: the versions before and after, and where
+// it copied the database before migrating.
+func (s *Store) Migration() Migration { return s.mig }
 
 // Ping reports whether both pools can reach the database file.
 func (s *Store) Ping(ctx context.Context) error {

@@ -119,7 +119,7 @@ func TestReopenKeepsDataAndMigrationsOnce(t *testing.T) {
 		t.Errorf("schema_migrations changed on reopen: %v, was %v", again, first)
 	}
 	// Running the migrations by hand on the migrated database is a no-op too.
-	if err := migrate(ctx, s2.w); err != nil {
+	if _, err := migrate(ctx, s2.w, nil); err != nil {
 		t.Fatalf("migrate on an up-to-date database: %v", err)
 	}
 	if again := migrationRows(t, s2); fmt.Sprint(again) != fmt.Sprint(first) {
@@ -143,8 +143,10 @@ func TestRefusesNewerSchema(t *testing.T) {
 		_ = s2.Close()
 		t.Fatal("Open of a database with a newer schema succeeded, want an error")
 	}
-	if !strings.Contains(err.Error(), "newer") {
-		t.Errorf("Open error = %v, want it to say the schema is newer", err)
+	known := migrations[len(migrations)-1].version
+	if !strings.Contains(err.Error(), "newer") || !strings.Contains(err.Error(), fmt.Sprintf("version %d", known+1)) ||
+		!strings.Contains(err.Error(), fmt.Sprintf("build's %d", known)) {
+		t.Errorf("Open error = %v, want it to say the schema is newer, naming both versions", err)
 	}
 }
 

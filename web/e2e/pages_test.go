@@ -130,6 +130,11 @@ func TestLivePagesOnAPlanWithoutWebSocket(t *testing.T) {
 	b.do("app link", chromedp.Evaluate(`document.querySelector('#apps a').getAttribute('href')`, &appHash))
 	b.do("admin", chromedp.Evaluate(`location.hash = '#/admin'`, nil))
 	b.waitText("main table", "free@example.com")
+	// The node's backups: take one now; it is listed for download.
+	b.waitText("main section", "No backups stored yet")
+	b.click("main section", "Take a backup now")
+	b.waitText("#toasts", "Backup stored")
+	b.waitText("main section table", "keyward-backup-")
 	b.do("choose business", chromedp.SetValue(`select[aria-label="plan of freeowner"]`, "business", chromedp.ByQuery),
 		chromedp.Evaluate(`document.querySelector('select[aria-label="plan of freeowner"]').dispatchEvent(new Event('change'))`, nil))
 	b.waitText("#toasts", "plan business")

@@ -1,7 +1,7 @@
-// Administration (admin role): accounts, their plan and role.
+// Administration (admin role): accounts, their plan and role; the node's backups.
 
-import { h, fmtDate, fmtNum, toast, badge } from '../dom.js';
-import { get, patch } from '../api.js';
+import { h, fmtDate, fmtNum, fmtBytes, toast, badge, clear } from '../dom.js';
+import { get, patch, post, download } from '../api.js';
 import { listView } from '../forms.js';
 
 export async function page(ctx) {
@@ -28,5 +28,41 @@ export async function page(ctx) {
     });
     return s;
   }
-  return h('div', h('h1', { text: 'Accounts' }), lv);
+  return h('div', h('h1', { text: 'Accounts' }), lv, backups());
+}
+
+// backups lists the node's backups with the last result and the schedule; an admin takes
+// one now or downloads one (keyward restore FILE reads it).
+function backups() {
+  const status = h('p', { role: 'status' });
+  const table = h('div');
+  const take = h('button', { type: 'button', text: 'Take a backup now' });
+  async function load() {
+    let d;
+    try { d = await get('/api/admin/backups'); } catch (x) { status.textContent = x.message; return; }
+    const every = d.everySeconds ? `every ${fmtEvery(d.everySeconds)}` : 'only when taken here (KEYWARD_BACKUP_EVERY is not set)';
+    const last = d.last ? (d.last.error ? `Last backup failed ${fmtDate(d.last.at)}: ${d.last.error}` : `Last backup ${fmtDate(d.last.at)}: ${d.last.name}, ${fmtBytes(d.last.size)} in ${fmtNum(d.last.durationMs)} ms`) : 'No backup taken since the server started.';
+    status.textContent = `To ${d.destination}, ${every}; keeping ${d.keep || 'all'}. ${last}`;
+    clear(table);
+    if (!d.backups.length) { table.append(h('p', { text: 'No backups stored yet.' })); return; }
+    table.append(h('table', h('thead', h('tr', h('th', { text: 'Backup' }), h('th', { text: 'Size' }), h('th', { text: 'Taken' }), h('th', { text: 'Action' }))),
+      h('tbody', d.backups.map((b) => h('tr', h('td', { text: b.name }), h('td', { text: fmtBytes(b.size) }), h('td', { text: fmtDate(b.createdAt) }),
+        h('td', h('button', { type: 'button', text: 'Download', 'aria-label': `Download ${b.name}`,
+          on: { click: () => download(`/api/admin/backups/${encodeURIComponent(b.name)}`, b.name).catch((x) => toast(x.message, 'error')) } })))))));
+  }
+  take.addEventListener('click', async () => {
+    take.disabled = true;
+    status.textContent = 'Taking a backup…';
+    try { const r = await post('/api/admin/backups'); toast(`Backup stored: ${r.name}`); } catch (x) { toast(x.message, 'error'); }
+    take.disabled = false;
+    load();
+  });
+  load();
+  return h('section', h('h2', { text: 'Backups' }), status, take, table);
+}
+
+function fmtEvery(sec) {
+  if (sec % 86400 === 0) return `${sec / 86400} d`;
+  if (sec % 3600 === 0) return `${sec / 3600} h`;
+  return `${Math.round(sec / 60)} min`;
 }
