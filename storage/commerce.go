@@ -81,6 +81,10 @@ type Order struct {
 	Keys       []string `audit:"secret"`
 	// PeriodEnd is when access ends after a cancellation (zero otherwise).
 	PeriodEnd time.Time
+	// PaidThrough is when the paid time of a subscription ends (zero: no end); renewals move it.
+	PaidThrough time.Time
+	// Applied are the ids of the renewals already applied (a repeated one changes nothing).
+	Applied []string
 	// Attempt counts takeovers of an issuing order left by a node that stopped.
 	Attempt   int
 	CreatedAt time.Time
