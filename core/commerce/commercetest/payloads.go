@@ -75,7 +75,7 @@ func stripe(s Sale) []byte {
 			"payment_intent": s.OrderID, "subscription": nilIfEmpty(s.Subscription), "payment_status": "paid", "status": "complete",
 			"amount_total": s.Amount, "currency": s.Currency, "payment_link": "plink_x",
 			"customer_details": m{"email": s.Email, "name": "Buyer"},
-			"metadata": m{"product": s.Product, "variant": s.Variant, "quantity": strconv.Itoa(s.Quantity)}}}
+			"metadata":         m{"product": s.Product, "variant": s.Variant, "quantity": strconv.Itoa(s.Quantity)}}}
 	case commerce.KindRenewed:
 		ev["type"] = "invoice.paid"
 		ev["data"] = m{"object": m{"id": "in_" + s.EventID, "object": "invoice", "billing_reason": "subscription_cycle",
@@ -123,7 +123,7 @@ func paddle(s Sale) []byte {
 		ev["event_type"] = "transaction.completed"
 		ev["data"] = m{"id": s.OrderID, "status": "completed", "origin": origin, "subscription_id": nilIfEmpty(s.Subscription),
 			"currency_code": s.Currency, "customer_id": "ctm_1", "custom_data": m{"email": s.Email},
-			"items": []any{m{"price": m{"id": s.Variant, "product_id": s.Product}, "quantity": s.Quantity}},
+			"items":   []any{m{"price": m{"id": s.Variant, "product_id": s.Product}, "quantity": s.Quantity}},
 			"details": m{"totals": totals}, "billing_period": m{"ends_at": rfcOrNil(s.PeriodEnd)}}
 	case commerce.KindRefunded, commerce.KindChargeback:
 		action := "refund"
