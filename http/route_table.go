@@ -23,6 +23,7 @@ type handlerSet struct {
 	integrations *integrationHandlers
 	ws           *wsHandlers
 	hooks        *wsHookHandlers
+	stores       *storeHandlers
 	docs         *apiDocsHandlers
 	readyz       gin.HandlerFunc
 	metrics      gin.HandlerFunc
@@ -58,7 +59,7 @@ func routeTable(h *handlerSet) []route {
 	cred := apikeys.Credentials
 	clientAPI := []gin.HandlerFunc{h.client.signClient, h.client.limitIP}
 
-	return expand([]section{
+	return expand(append([]section{
 		{tag: "Operations", access: accessOpen, rows: []row{
 			{get, "/healthz", scopePublic, notAudited, healthz, op("Liveness", noBody, props("status!:string"))},
 			{get, "/readyz", scopePublic, notAudited, h.readyz, op("Readiness: each engine's state", noBody,
@@ -370,7 +371,7 @@ func routeTable(h *handlerSet) []route {
 				ref("WSHook"))},
 			{del, "/api/apps/:appId/ws/hooks/:hookId", "hooks:delete", auditDelete("hooks"), h.hooks.delete, op("Delete a socket hook", noBody, msgData)},
 		}},
-	})
+	}, storeRoutes(h.stores)...))
 }
 
 // clientSocket serves the program's socket with the Client API's handlers (the socket's
