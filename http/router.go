@@ -163,7 +163,7 @@ func New(d Deps, cfg Config) (http.Handler, error) {
 		integrations: &integrationHandlers{svc: d.Integrations},
 		ws:           wsh,
 		hooks:        &wsHookHandlers{svc: d.WSHooks},
-		stores:       newStoreHandlers(d.Commerce, d.Apps),
+		stores:       newStoreHandlers(d.Commerce, d.Apps, d.Analytics),
 		docs:         docs,
 		readyz:       readyz(d.Ready),
 		metrics:      gin.WrapH(promhttp.HandlerFor(d.Metrics, promhttp.HandlerOpts{})),

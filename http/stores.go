@@ -9,6 +9,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/keyward/keyward/core"
+	"github.com/keyward/keyward/core/analytics"
 	"github.com/keyward/keyward/core/commerce"
 	"github.com/keyward/keyward/storage"
 )
@@ -17,8 +18,9 @@ import (
 // or the receiver path is the credential) and the owner's connections, product mappings
 // and orders (issue 23).
 type storeHandlers struct {
-	svc   *commerce.Service
-	owner *commerce.Owner
+	svc     *commerce.Service
+	owner   *commerce.Owner
+	revenue *analytics.Service
 }
 
 // receiverPrefix is where the stores deliver; the connection's receiver id follows.
@@ -307,9 +309,27 @@ func (h *storeHandlers) resendOrder(c *gin.Context) {
 	reply(c, http.StatusOK, gin.H{"message": "the keys were mailed to the buyer again"}, err)
 }
 
-func newStoreHandlers(svc *commerce.Service, access commerce.AppAccess) *storeHandlers {
+func newStoreHandlers(svc *commerce.Service, access commerce.AppAccess, revenue *analytics.Service) *storeHandlers {
 	if svc == nil {
-		return &storeHandlers{}
+		return &storeHandlers{revenue: revenue}
 	}
-	return &storeHandlers{svc: svc, owner: svc.Owner(access)}
+	return &storeHandlers{svc: svc, owner: svc.Owner(access), revenue: revenue}
+}
+
+type revenueView struct {
+	Day        string `json:"day"`
+	ProductRef string `json:"productRef"`
+	Currency   string `json:"currency"`
+	Amount     int64  `json:"amount"`
+	Orders     int    `json:"orders"`
+	Renewals   int    `json:"renewals"`
+	Refunds    int    `json:"refunds"`
+}
+
+// revenueOf answers the app's store revenue per day, product and currency (core/analytics).
+func (h *storeHandlers) revenueOf(c *gin.Context) {
+	rows, err := h.revenue.Revenue(c.Request.Context(), ownerOf(c), c.Param("appId"), c.Query("days"))
+	reply(c, http.StatusOK, mapSlice(rows, func(r analytics.RevenueRow) revenueView {
+		return revenueView{Day: r.Day, ProductRef: r.ProductRef, Currency: r.Currency, Amount: r.Amount, Orders: r.Orders, Renewals: r.Renewals, Refunds: r.Refunds}
+	}), err)
 }

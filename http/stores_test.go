@@ -384,6 +384,31 @@ func TestStoreOrderDetailAndLimits(t *testing.T) {
 		}
 		r = s.Do(t, ts.Req{Method: "POST", Path: "/api/apps/" + appID + "/orders/" + ord["id"].(string) + "/resend", Token: o.Token})
 		expectOK(t, r, http.StatusOK)
+		// order.paid reaches the app's log through the event log, and the revenue through
+		// core/analytics (the log's consumer runs after the answer: poll, bounded).
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			r = s.Do(t, ts.Req{Method: "GET", Path: "/api/apps/" + appID + "/analytics/revenue?days=7", Token: o.Token})
+			expectOK(t, r, http.StatusOK)
+			rows, _ := r.Body["data"].([]any)
+			if len(rows) == 1 {
+				row := rows[0].(map[string]any)
+				if row["amount"] != float64(100) || row["currency"] != "USD" || row["orders"] != float64(1) || row["productRef"] == "" {
+					t.Fatalf("revenue = %s", r.Raw)
+				}
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("no revenue row after 10 s: %s", r.Raw)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		r = s.Do(t, ts.Req{Method: "GET", Path: "/api/apps/" + appID + "/logs?event=order.paid", Token: o.Token})
+		if r.Data()["total"] != float64(1) {
+			t.Fatalf("order.paid log entries: %s", r.Raw)
+		}
+		r = s.Do(t, ts.Req{Method: "GET", Path: "/api/apps/" + appID + "/analytics/revenue?days=0", Token: o.Token})
+		expect(t, r, http.StatusBadRequest, "VALIDATION_ERROR")
 		r = s.Do(t, ts.Req{Method: "POST", Path: "/api/stores/receive/nosuchreceiver", Body: map[string]any{}})
 		expect(t, r, http.StatusNotFound, "NOT_FOUND")
 		// Bad owner input gets the envelope and changes nothing.
