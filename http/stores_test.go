@@ -420,3 +420,34 @@ func TestStoreOrderDetailAndLimits(t *testing.T) {
 		expect(t, r, http.StatusBadRequest, "VALIDATION_ERROR")
 	})
 }
+
+// TestStoreRefundLogsSocketsOut: a buyer signed in with a store-issued key has a socket
+// open; the order's refund bans the key and its user and the socket hears force_logout.
+func TestStoreRefundLogsSocketsOut(t *testing.T) {
+	ts.Each(t, func(t *testing.T, e ts.Engines) {
+		s := ts.Start(t, e)
+		o := newOwner(t, s)
+		setPlan(t, s, o.Username, "business")
+		appID, secret := api{t, s, o.Token}.createApp("Shop sockets")
+		sh := connectStore(t, s, o, appID, commerce.Sellix, commerce.RefundBan)
+		sh.mapProduct(t, map[string]any{"productId": "42", "level": 1})
+		sale := commercetest.Sale{Kind: commerce.KindPaid, EventID: "p1", OrderID: "sock-1", Product: "42", Email: "sock@example.com", Amount: 500, Currency: "usd"}
+		if status, raw := sh.deliver(t, sale, nil); status != http.StatusOK {
+			t.Fatalf("paid: %d %s", status, raw)
+		}
+		key := keysOf(sh.order(t, "sock-1"))[0]
+		c := newSDK(t, s, secret)
+		c.mustInit()
+		expectOK(t, c.withNonce("license", map[string]any{"licenseKey": key}), http.StatusOK)
+		sock := mustDialWS(t, s, "/api/client/ws?token="+c.token, c.ip)
+		sock.send(map[string]any{"type": "ping"})
+		sock.expectType("pong")
+		if status, raw := sh.deliver(t, commercetest.Sale{Kind: commerce.KindChargeback, EventID: "cb1", OrderID: "sock-1"}, nil); status != http.StatusOK {
+			t.Fatalf("chargeback: %d %s", status, raw)
+		}
+		msg := sock.expectType("force_logout", "banned")
+		if !strings.Contains(fmt.Sprint(msg), "sock-1") {
+			t.Fatalf("force_logout = %v; want the order named", msg)
+		}
+	})
+}
