@@ -30,6 +30,10 @@ func storeRoutes(h *storeHandlers) []section {
 				op("A store's notification (Stripe, Paddle, Lemon Squeezy, Sellix, Shoppy, SellApp, Gumroad): a paid order issues its keys once; "+
 					"SellApp's delivery answers the keys as text", obj{"type": "object"},
 					props("outcome!:string", "duplicate!:boolean", "orderRef:string", "status:string"))},
+			// Discord signs with Ed25519 (the app's Discord connection holds the public key).
+			{post, "/api/discord/interactions/:receiverId", scopePublic, notAudited, h.discord,
+				op("Discord's interactions endpoint: PING, /redeem, /license, /reset-hwid (answered in Discord's format)",
+					obj{"type": "object"}, nil).answers("application/json")},
 		}},
 		{tag: "Stores", access: accessOwner, rows: []row{
 			{get, "/api/apps/:appId/stores", "stores:read", notAudited, h.listConnections, op("Store connections", noBody, arrayOf(conn))},

@@ -10,6 +10,7 @@ import (
 
 	"github.com/keyward/keyward/core"
 	"github.com/keyward/keyward/core/analytics"
+	"github.com/keyward/keyward/core/apps"
 	"github.com/keyward/keyward/core/commerce"
 	"github.com/keyward/keyward/storage"
 )
@@ -21,6 +22,7 @@ type storeHandlers struct {
 	svc     *commerce.Service
 	owner   *commerce.Owner
 	revenue *analytics.Service
+	resets  commerce.HWIDResetter
 }
 
 // receiverPrefix is where the stores deliver; the connection's receiver id follows.
@@ -309,11 +311,35 @@ func (h *storeHandlers) resendOrder(c *gin.Context) {
 	reply(c, http.StatusOK, gin.H{"message": "the keys were mailed to the buyer again"}, err)
 }
 
-func newStoreHandlers(svc *commerce.Service, access commerce.AppAccess, revenue *analytics.Service) *storeHandlers {
+func newStoreHandlers(svc *commerce.Service, a *apps.Service, revenue *analytics.Service) *storeHandlers {
 	if svc == nil {
 		return &storeHandlers{revenue: revenue}
 	}
-	return &storeHandlers{svc: svc, owner: svc.Owner(access), revenue: revenue}
+	return &storeHandlers{svc: svc, owner: svc.Owner(a), revenue: revenue, resets: a}
+}
+
+// discord answers a Discord interaction in Discord's own format (not the envelope: Discord
+// reads it); refusals of the request itself (bad signature: 401, as Discord requires) get
+// the envelope.
+func (h *storeHandlers) discord(c *gin.Context) {
+	if !h.ready(c) {
+		return
+	}
+	body, err := io.ReadAll(io.LimitReader(c.Request.Body, maxStoreBody+1))
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	if len(body) > maxStoreBody {
+		fail(c, core.E(core.CodeTooLarge, "an interaction is at most %d bytes", maxStoreBody))
+		return
+	}
+	answer, err := h.svc.Interaction(c.Request.Context(), c.Param("receiverId"), c.Request.Header, body, h.resets)
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	c.JSON(http.StatusOK, answer)
 }
 
 type revenueView struct {

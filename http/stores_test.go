@@ -2,6 +2,10 @@ package httpapi_test
 
 import (
 	"bytes"
+	"crypto/ed25519"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -448,6 +452,85 @@ func TestStoreRefundLogsSocketsOut(t *testing.T) {
 		msg := sock.expectType("force_logout", "banned")
 		if !strings.Contains(fmt.Sprint(msg), "sock-1") {
 			t.Fatalf("force_logout = %v; want the order named", msg)
+		}
+	})
+}
+
+// TestDiscordInteractions: Discord's calls are verified with the app's public key (Ed25519
+// over timestamp and body; a key pair this test makes); PING, /redeem, /license and
+// /reset-hwid within the user's reset limit.
+func TestDiscordInteractions(t *testing.T) {
+	ts.Each(t, func(t *testing.T, e ts.Engines) {
+		s := ts.Start(t, e)
+		o := newOwner(t, s)
+		appID, secret := api{t, s, o.Token}.createApp("Discord app")
+		pub, priv, err := ed25519.GenerateKey(rand.Reader)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := s.Do(t, ts.Req{Method: "POST", Path: "/api/apps/" + appID + "/stores", Token: o.Token,
+			Body: map[string]any{"provider": "discord", "secret": hex.EncodeToString(pub)}})
+		expectOK(t, r, http.StatusCreated)
+		path := strings.Replace(r.Data()["receiverPath"].(string), "/api/stores/receive/", "/api/discord/interactions/", 1)
+		call := func(body map[string]any, signer ed25519.PrivateKey) (int, map[string]any) {
+			raw, _ := json.Marshal(body)
+			stamp := fmt.Sprint(time.Now().Unix())
+			sig := ed25519.Sign(signer, append([]byte(stamp), raw...))
+			res := s.Do(t, ts.Req{Method: "POST", Path: path, Body: raw, Header: map[string]string{
+				"X-Signature-Ed25519": hex.EncodeToString(sig), "X-Signature-Timestamp": stamp}})
+			return res.Status, res.Body
+		}
+		if status, body := call(map[string]any{"type": 1}, priv); status != http.StatusOK || body["type"] != float64(1) {
+			t.Fatalf("PING: %d %v", status, body)
+		}
+		_, other, _ := ed25519.GenerateKey(rand.Reader)
+		if status, _ := call(map[string]any{"type": 1}, other); status != http.StatusUnauthorized {
+			t.Fatalf("another key's signature: %d, want 401", status)
+		}
+		// A buyer's key, signed in once (a user with a hardware id), allowed one reset.
+		sh := connectStore(t, s, o, appID, commerce.Sellix, commerce.RefundBan)
+		sh.mapProduct(t, map[string]any{"productId": "42"})
+		if status, raw := sh.deliver(t, commercetest.Sale{Kind: commerce.KindPaid, EventID: "d1", OrderID: "disc-1", Product: "42", Email: "d@example.com", Amount: 1, Currency: "usd"}, nil); status != http.StatusOK {
+			t.Fatalf("paid: %d %s", status, raw)
+		}
+		key := keysOf(sh.order(t, "disc-1"))[0]
+		c := newSDK(t, s, secret)
+		c.mustInit()
+		expectOK(t, c.withNonce("license", map[string]any{"licenseKey": key, "hwid": "HW-1"}), http.StatusOK)
+		users := s.Do(t, ts.Req{Method: "GET", Path: "/api/apps/" + appID + "/users?search=" + key, Token: o.Token})
+		userID := users.Data()["users"].([]any)[0].(map[string]any)["id"].(string)
+		expectOK(t, s.Do(t, ts.Req{Method: "PATCH", Path: "/api/apps/" + appID + "/users/" + userID, Token: o.Token,
+			Body: map[string]any{"hwidResetMax": 1}}), http.StatusOK)
+
+		command := func(name, user string) string {
+			status, body := call(map[string]any{"type": 2, "member": map[string]any{"user": map[string]any{"id": user}},
+				"data": map[string]any{"name": name, "options": []any{map[string]any{"name": "key", "value": key}}}}, priv)
+			if status != http.StatusOK || body["type"] != float64(4) {
+				t.Fatalf("/%s: %d %v", name, status, body)
+			}
+			return body["data"].(map[string]any)["content"].(string)
+		}
+		if got := command("license", "111"); !strings.Contains(got, "Redeem the key first") {
+			t.Fatalf("/license before /redeem: %q", got)
+		}
+		if got := command("redeem", "111"); !strings.Contains(got, "yours") {
+			t.Fatalf("/redeem: %q", got)
+		}
+		if got := command("redeem", "222"); !strings.Contains(got, "another Discord account") {
+			t.Fatalf("/redeem by another account: %q", got)
+		}
+		if got := command("license", "111"); !strings.Contains(got, "active") {
+			t.Fatalf("/license: %q", got)
+		}
+		if got := command("reset-hwid", "111"); !strings.Contains(got, "reset") {
+			t.Fatalf("/reset-hwid: %q", got)
+		}
+		u := s.Do(t, ts.Req{Method: "GET", Path: "/api/apps/" + appID + "/users/" + userID, Token: o.Token})
+		if u.Data()["hwid"] != "" || u.Data()["hwidResets"] != float64(1) {
+			t.Fatalf("user after the reset: %s", u.Raw)
+		}
+		if got := command("reset-hwid", "111"); !strings.Contains(got, "Not now") {
+			t.Fatalf("a reset past the user's limit: %q", got)
 		}
 	})
 }

@@ -2,6 +2,8 @@ package commerce
 
 import (
 	"context"
+	"crypto/ed25519"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"regexp"
@@ -60,8 +62,8 @@ func validText(field string, v *string, limit int) error {
 }
 
 func (in ConnectionInput) validate() error {
-	if in.Provider != nil && !Provider(*in.Provider).Known() {
-		return core.Invalid("provider", "provider must be one of %v", Providers())
+	if in.Provider != nil && !Provider(*in.Provider).Known() && Provider(*in.Provider) != Discord {
+		return core.Invalid("provider", "provider must be one of %v, or discord", Providers())
 	}
 	if in.RefundAction != nil && *in.RefundAction != RefundBan && *in.RefundAction != RefundRevoke {
 		return core.Invalid("refundAction", "refundAction must be ban or revoke")
@@ -82,6 +84,14 @@ func (w *Owner) CreateConnection(ctx context.Context, o apps.Owner, appID string
 		return storage.StoreConnection{}, err
 	}
 	p := Provider(*in.Provider)
+	if p == Discord {
+		if in.Secret == nil {
+			return storage.StoreConnection{}, core.Invalid("secret", "secret (the Discord application's public key, hex) is required")
+		}
+		if b, err := hex.DecodeString(strings.TrimSpace(*in.Secret)); err != nil || len(b) != ed25519.PublicKeySize {
+			return storage.StoreConnection{}, core.Invalid("secret", "a Discord public key is 64 hex digits")
+		}
+	}
 	if p != Gumroad && (in.Secret == nil || strings.TrimSpace(*in.Secret) == "") {
 		return storage.StoreConnection{}, core.Invalid("secret", "secret (the store's signing secret) is required for %s", p)
 	}
