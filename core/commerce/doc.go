@@ -26,6 +26,14 @@
 // captured a delivery; a replay is harmless because orders and events are idempotent by
 // the store's ids.
 //
+// A connection of kind "discord" (discord.go) is no store: its secret is the app's
+// Discord public key and its receiver serves Discord's interactions (Ed25519 over the
+// timestamp and the body; /redeem, /license, /reset-hwid within the user's reset limits).
+//
+// Order events (order.paid, order.refunded, order.renewed, order.canceled) go through the
+// durable event log with ids derived from the order, so a retried step publishes the same
+// event; core/analytics sums the revenue from them.
+//
 // Exactly once: an order is a record unique per (connection, store order id) in both
 // engines; its license ids are derived from the order's id, and the order moves from
 // issuing to paid by compare-and-swap, so two deliveries at the same moment on two nodes
