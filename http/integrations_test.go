@@ -130,11 +130,12 @@ func TestIntegrationsRefuseBadInput(t *testing.T) {
 		other := api{t, s, newOwner(t, s).Token}
 		expect(t, other.do("GET", base, nil), http.StatusNotFound, "NOT_FOUND")
 
-		// The event list is SPEC 6.1, then the licensing events.
+		// The event list is SPEC 6.1, then the licensing events, then the store sales' order events.
 		r = a.do("GET", "/api/integrations/events", nil)
 		expectOK(t, r, http.StatusOK)
 		evs := r.Body["data"].([]any)
-		if len(evs) != 38 || evs[0] != "user.login" || evs[34] != "app.secret_reset" || evs[35] != "license.file" {
+		if len(evs) != 42 || evs[0] != "user.login" || evs[34] != "app.secret_reset" || evs[35] != "license.file" ||
+			evs[38] != "order.paid" || evs[41] != "order.canceled" {
 			t.Fatalf("events: %v", evs)
 		}
 	})

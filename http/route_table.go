@@ -23,6 +23,7 @@ type handlerSet struct {
 	integrations *integrationHandlers
 	ws           *wsHandlers
 	hooks        *wsHookHandlers
+	stores       *storeHandlers
 	docs         *apiDocsHandlers
 	backups      *backupHandlers
 	readyz       gin.HandlerFunc
@@ -373,7 +374,7 @@ func routeTable(h *handlerSet) []route {
 				ref("WSHook"))},
 			{del, "/api/apps/:appId/ws/hooks/:hookId", "hooks:delete", auditDelete("hooks"), h.hooks.delete, op("Delete a socket hook", noBody, msgData)},
 		}},
-	}, bulkSections(h)...))
+	}, append(bulkSections(h), storeRoutes(h.stores)...)...))
 }
 
 // clientSocket serves the program's socket with the Client API's handlers (the socket's

@@ -20,6 +20,7 @@ import (
 	"github.com/keyward/keyward/core/apps"
 	"github.com/keyward/keyward/core/audit"
 	"github.com/keyward/keyward/core/client"
+	"github.com/keyward/keyward/core/commerce"
 	"github.com/keyward/keyward/core/files"
 	"github.com/keyward/keyward/core/integrations"
 	"github.com/keyward/keyward/core/logs"
@@ -52,8 +53,11 @@ type Deps struct {
 	WSHooks      *wshooks.Service
 	// Backups answers the administrators' backup routes; nil answers them 503.
 	Backups Backups
-	Limiter cluster.RateLimiter
-	Ready   []Checker
+	// Commerce serves the store receivers and the owner's store routes (issue 23); nil
+	// answers them 503.
+	Commerce *commerce.Service
+	Limiter  cluster.RateLimiter
+	Ready    []Checker
 	// Metrics is where request metrics are registered and what /metrics serves.
 	Metrics *prometheus.Registry
 	Log     *slog.Logger
@@ -161,6 +165,7 @@ func New(d Deps, cfg Config) (http.Handler, error) {
 		integrations: &integrationHandlers{svc: d.Integrations},
 		ws:           wsh,
 		hooks:        &wsHookHandlers{svc: d.WSHooks},
+		stores:       newStoreHandlers(d.Commerce, d.Apps, d.Analytics),
 		docs:         docs,
 		backups:      &backupHandlers{svc: d.Backups},
 		readyz:       readyz(d.Ready),

@@ -31,6 +31,7 @@ import (
 	"github.com/keyward/keyward/core/apps"
 	"github.com/keyward/keyward/core/audit"
 	"github.com/keyward/keyward/core/client"
+	"github.com/keyward/keyward/core/commerce"
 	"github.com/keyward/keyward/core/events"
 	"github.com/keyward/keyward/core/files"
 	"github.com/keyward/keyward/core/integrations"
@@ -266,6 +267,8 @@ type Core struct {
 	// acknowledged; its consumers write log entries, queue webhook deliveries, push to
 	// sockets and reload app actors (Server starts them).
 	Bus *events.Bus
+	// Commerce turns store sales into licenses (issue 23).
+	Commerce *commerce.Service
 	// Country resolves client addresses to countries; nil when not configured.
 	Country rules.CountryResolver
 	// Audit writes the audit log off the request path; Close writes what is queued.
@@ -454,7 +457,9 @@ func openCore(ctx context.Context, c Config, log *slog.Logger, wrap wrapFunc) (_
 		Variables: variables.New(store, appsSvc, catalogue, bus, c.Clock),
 		Rules:     rules.NewService(store, appsSvc, bus, country != nil || c.CountryHeader != "", c.Clock),
 		Logs:      logs.NewService(store, appsSvc, c.Clock), Analytics: analytics.New(store, appsSvc, c.Clock), Files: filesSvc, Bus: bus, stopEventNotify: stopNotify, Country: country,
-		Backups: backups, Engines: []any{"storage", storeDesc, "cluster", engineDesc, "mail", mailDesc}}, nil
+		Backups:  backups,
+		Commerce: commerce.New(commerce.Deps{Store: store, Plans: catalogue, Bus: bus, Mail: mailq, Sockets: rt, Now: c.Clock, Log: log}),
+		Engines:  []any{"storage", storeDesc, "cluster", engineDesc, "mail", mailDesc}}, nil
 }
 
 // webhookClient is the delivery client of the configuration: the destination policy, and
@@ -537,7 +542,8 @@ func newServer(ctx context.Context, c Config, log *slog.Logger, wrap wrapFunc) (
 	handler, err := httpapi.New(httpapi.Deps{
 		Accounts: core.Accounts, APIKeys: apikeys.New(core.Store, c.Clock), Audit: core.Audit, Apps: core.Apps, Variables: core.Variables, Rules: core.Rules, Logs: core.Logs, Analytics: core.Analytics, Files: core.Files,
 		Integrations: core.Integrations, Client: core.Client, Realtime: core.Realtime, WSHooks: core.WSHooks, Backups: core.Backups, Limiter: core.Engine, Metrics: reg, Log: log,
-		Ready: []httpapi.Checker{{Name: "storage", Ping: core.Store.Ping}, {Name: "cluster", Ping: core.Engine.Ping}}, Pages: pages,
+		Commerce: core.Commerce,
+		Ready:    []httpapi.Checker{{Name: "storage", Ping: core.Store.Ping}, {Name: "cluster", Ping: core.Engine.Ping}}, Pages: pages,
 	}, httpapi.Config{CountryHeader: c.CountryHeader, TrustedProxies: c.TrustedProxies, MaxBodyBytes: c.MaxBodyBytes, MetricsOnMain: c.MetricsAddr == "",
 		BodyTimeout: c.BodyTimeout, BodyMinRate: c.BodyMinRate, MailOutbox: dashboardOutbox(c)})
 	if err != nil {

@@ -89,3 +89,21 @@ func OpenApp(s Sealer, a *App) error {
 	}
 	return sealEach(s.Open, map[*string]string{&a.SigningKey: appSigningKeyContext(a.ID)})
 }
+
+func storeConnectionContext(id string) string { return "store_connection/" + id + "/secret" }
+
+// SealStoreConnection replaces c's signing secret with its sealed form, for writing.
+func SealStoreConnection(s Sealer, c *StoreConnection) error {
+	if s == nil {
+		return nil
+	}
+	return sealEach(s.Seal, map[*string]string{&c.Secret: storeConnectionContext(c.ID)})
+}
+
+// OpenStoreConnection replaces c's stored signing secret with its clear form, after reading.
+func OpenStoreConnection(s Sealer, c *StoreConnection) error {
+	if s == nil {
+		return nil
+	}
+	return sealEach(s.Open, map[*string]string{&c.Secret: storeConnectionContext(c.ID)})
+}

@@ -70,6 +70,7 @@ type Store interface {
 	ClientSessionStore
 	WSHookStore
 	EventLogStore
+	CommerceStore
 	// Ping reports whether the database answers, for readiness checks.
 	Ping(ctx context.Context) error
 	// Close releases the engine's connections. It is safe to call once.

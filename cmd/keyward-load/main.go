@@ -74,6 +74,7 @@ func main() {
 	profile := flag.String("cpuprofile", "", "write a CPU profile to this file (of the whole run, or of -profile-run)")
 	flag.StringVar(&profileRun, "profile-run", "", "profile only this run: heartbeat, license, password, broadcast, connect (the opening of -idle-sockets) or idle (-idle-cpu-window)")
 	flag.BoolVar(&wsOnly, "ws-only", false, "run only the WebSocket broadcast run")
+	flag.BoolVar(&storesOnly, "stores", false, "run only the store sales run: signed Stripe sales to one node's receiver (orders/s, event to keys and mail queued)")
 	flag.IntVar(&idleCount, "idle-sockets", 0, "measure only the server's memory per idle client socket, with this many sockets")
 	flag.StringVar(&idleProfile, "idle-memprofile", "", "with -idle-sockets, write a heap profile with the sockets open to this file, one before they open to this file + \".before\" (for pprof -diff_base), and their goroutines to this file + \".goroutines\"")
 	flag.BoolVar(&idleMax, "max-idle-sockets", false, "measure only idle client sockets, as many as the open-file limit allows (less -fd-margin) over -idle-apps apps from -idle-sources loopback addresses: memory, idle CPU and connect cost per socket, and the same at 100,000")
@@ -467,6 +468,9 @@ func run(d time.Duration, conc, nSessions int) error {
 			return err
 		}
 		fmt.Println("signResponses on: every client answer carries an Ed25519 signature")
+	}
+	if storesOnly {
+		return storesRun(ctx, core, node.Addr(), owner, appID, c, conc, d)
 	}
 	if selectedRuns != "" {
 		runs, err := parseRuns(selectedRuns)

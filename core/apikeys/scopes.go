@@ -31,7 +31,7 @@ const AccountRead = "account:read"
 // Resources are the resource parts a scope may name.
 var resources = []string{
 	"account", "admin", "apps", "users", "licenses", "devices", "tokens", "variables", "rules", "logs",
-	"analytics", "files", "integrations", "realtime", "hooks", "audit",
+	"analytics", "files", "integrations", "realtime", "hooks", "audit", "stores",
 }
 
 // Resources answers the resource names scopes may use, in documentation order.

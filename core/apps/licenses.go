@@ -45,6 +45,9 @@ func newLicenseKey(prefix string) string {
 	return b.String()
 }
 
+// NewLicenseKey makes a key as CreateLicenses does (store sales issue theirs with it).
+func NewLicenseKey(prefix string) string { return newLicenseKey(prefix) }
+
 // CreateLicensesInput is the body of a license creation (SPEC 4.4).
 type CreateLicensesInput struct {
 	Count     *int

@@ -56,6 +56,18 @@ const (
 	WSHook              Type = "ws.hook"
 )
 
+// Store sales (issue 23, core/commerce): logged, offered to integrations, and read by
+// the revenue figures.
+const (
+	OrderPaid     Type = "order.paid"
+	OrderRefunded Type = "order.refunded"
+	OrderRenewed  Type = "order.renewed"
+	OrderCanceled Type = "order.canceled"
+)
+
+// CommerceNames are the order events, in their life's order.
+var CommerceNames = []Type{OrderPaid, OrderRefunded, OrderRenewed, OrderCanceled}
+
 // Internal changes: stored in the event log so that every node's app actors learn of
 // them (the one change signal), never written to the application log nor sent to
 // integrations.

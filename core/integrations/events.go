@@ -5,8 +5,10 @@ import (
 )
 
 // subscribable are the events integrations may subscribe to: SPEC 6.1's, and beyond it
-// (docs/LICENSING.md) license.file, user.grace and app.signing_key_reset.
-var subscribable = append(append([]events.Type(nil), events.SpecNames...), events.LicenseFile, events.UserGrace, events.AppSigningKeyReset)
+// (docs/LICENSING.md) license.file, user.grace and app.signing_key_reset, and the store
+// sales' order events (core/commerce).
+var subscribable = append(append(append([]events.Type(nil), events.SpecNames...), events.LicenseFile, events.UserGrace, events.AppSigningKeyReset),
+	events.CommerceNames...)
 
 // EventNames are the subscribable events, in the spec's order, as the API lists them.
 var EventNames = func() []string {

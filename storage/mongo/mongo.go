@@ -437,7 +437,7 @@ func (s *Store) createIndexes(ctx context.Context) error {
 	// One createIndexes command per index: FerretDB 1.24 panics (and drops the
 	// connection) when one command lists several indexes that already exist, which is
 	// what every Open after the first sends.
-	for _, set := range sets {
+	for _, set := range append(sets, s.commerceIndexes()...) {
 		for _, m := range set.models {
 			if _, err := set.coll.Indexes().CreateOne(ctx, m); err != nil {
 				return wrap("create indexes on "+set.coll.Name(), err)

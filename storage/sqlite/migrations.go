@@ -565,6 +565,57 @@ ALTER TABLE audit_log ADD COLUMN hash      TEXT    NOT NULL DEFAULT '';
 CREATE UNIQUE INDEX audit_log_chain ON audit_log (account_id, seq) WHERE seq > 0;
 `,
 	},
+	// 16-29 belong to other branches of this release; 30-34 to the stores (issue 23).
+	{
+		version: 30,
+		name:    "store connections, product mappings, orders and their events",
+		sql: `
+-- Commerce records are kept whole as JSON (doc); the columns beside it are what lookups
+-- and uniqueness need. The signing secret inside a connection's doc is sealed.
+CREATE TABLE store_connections (
+	id          TEXT NOT NULL PRIMARY KEY,
+	app_id      TEXT NOT NULL REFERENCES apps (id) ON DELETE CASCADE,
+	receiver_id TEXT NOT NULL UNIQUE,
+	created_at  INTEGER NOT NULL,
+	doc         TEXT NOT NULL
+) STRICT;
+CREATE INDEX store_connections_app ON store_connections (app_id, created_at);
+
+CREATE TABLE store_products (
+	id            TEXT NOT NULL PRIMARY KEY,
+	app_id        TEXT NOT NULL REFERENCES apps (id) ON DELETE CASCADE,
+	connection_id TEXT NOT NULL REFERENCES store_connections (id) ON DELETE CASCADE,
+	product_id    TEXT NOT NULL,
+	variant_id    TEXT NOT NULL,
+	doc           TEXT NOT NULL,
+	UNIQUE (connection_id, product_id, variant_id)
+) STRICT;
+
+-- Orders outlive their connection (the owner's sales history); an order is unique per
+-- (connection, store order id): two deliveries of one sale insert one row.
+CREATE TABLE store_orders (
+	id              TEXT NOT NULL PRIMARY KEY,
+	app_id          TEXT NOT NULL REFERENCES apps (id) ON DELETE CASCADE,
+	connection_id   TEXT NOT NULL,
+	order_id        TEXT NOT NULL,
+	subscription_id TEXT NOT NULL,
+	created_at      INTEGER NOT NULL,
+	doc             TEXT NOT NULL,
+	UNIQUE (connection_id, order_id)
+) STRICT;
+CREATE INDEX store_orders_app ON store_orders (app_id, created_at);
+CREATE INDEX store_orders_subscription ON store_orders (connection_id, subscription_id) WHERE subscription_id <> '';
+
+CREATE TABLE store_order_events (
+	id          TEXT NOT NULL PRIMARY KEY,
+	app_id      TEXT NOT NULL REFERENCES apps (id) ON DELETE CASCADE,
+	order_ref   TEXT NOT NULL,
+	received_at INTEGER NOT NULL,
+	doc         TEXT NOT NULL
+) STRICT;
+CREATE INDEX store_order_events_order ON store_order_events (app_id, order_ref, received_at);
+`,
+	},
 }
 
 // migrate brings the database at db (the writer pool) to the last migration, and answers

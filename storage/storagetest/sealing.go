@@ -137,6 +137,30 @@ func RunSealing(t *testing.T, h SealingHarness) {
 			t.Fatalf("secrets in clear in the stored bytes: %v", found)
 		}
 	})
+	t.Run("store connection secrets are sealed at rest", func(t *testing.T) {
+		const rawStoreSecret = "whsec_store_clear_marker_0123456789"
+		where := h.NewLocation(t)
+		s, err := h.Open(t, where, box(t, "a"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		seedSecrets(t, s)
+		c := storage.StoreConnection{ID: "sc-sealed", AppID: "app-sealed", Provider: "stripe", ReceiverID: "rcv-sealed", Secret: rawStoreSecret, Enabled: true}
+		if err := s.CreateStoreConnection(t.Context(), c); err != nil {
+			t.Fatal(err)
+		}
+		got, err := s.UpdateStoreConnection(t.Context(), "app-sealed", "sc-sealed", func(c *storage.StoreConnection) error { c.Name = "renamed"; return nil })
+		if err != nil || got.Secret != rawStoreSecret {
+			t.Fatalf("UpdateStoreConnection = %q, %v", got.Secret, err)
+		}
+		if got, err := s.GetStoreConnectionByReceiver(t.Context(), "rcv-sealed"); err != nil || got.Secret != rawStoreSecret {
+			t.Fatalf("GetStoreConnectionByReceiver = %q, %v", got.Secret, err)
+		}
+		closeStore(t, s)
+		if found := rawContains(h.Raw(t, where), rawStoreSecret); len(found) > 0 {
+			t.Fatalf("a store's signing secret in clear in the stored bytes: %v", found)
+		}
+	})
 	t.Run("secrets stored in clear are sealed at open", func(t *testing.T) {
 		where := h.NewLocation(t)
 		s, err := h.Open(t, where, nil)

@@ -57,6 +57,7 @@ const tabs = [
   ['logs', 'Logs', () => import('./logs.js')],
   ['analytics', 'Analytics', () => import('./analytics.js')],
   ['integrations', 'Integrations', () => import('./integrations.js')],
+  ['stores', 'Stores', () => import('./stores.js')],
   ['live', 'Live', () => import('./live.js')],
   ['hooks', 'Hooks', () => import('./live.js')],
   ['audit', 'Audit', () => import('./audit.js')],
