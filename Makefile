@@ -19,9 +19,13 @@ run:
 build:
 	go build -ldflags "-X main.version=$(VERSION)" -o bin/keyward ./cmd/keyward
 
+# The slowest packages are named first: go test runs two test binaries at a time on two
+# cores, in the order named, and one of them started last would run alone at the end.
+SLOWEST := ./internal/clusterproof ./http ./cmd/keyward ./cluster/redis ./core/integrations ./storage/mongo ./web/e2e
+
 test:
 	go vet ./...
-	$(TESTENV) $(GOTEST) ./...
+	$(TESTENV) $(GOTEST) $(SLOWEST) ./...
 
 # The 500-socket admission test of internal/clusterproof alone (three keyward processes,
 # 501 users, its own FerretDB; part of `make test` too), with its phases' times.
@@ -36,7 +40,7 @@ sdk-check:
 
 test-v:
 	go vet ./...
-	$(TESTENV) $(GOTEST) -v ./...
+	$(TESTENV) $(GOTEST) -v $(SLOWEST) ./...
 
 bench:
 	$(TESTENV) go test -run '^$$' -bench . -benchmem ./...
