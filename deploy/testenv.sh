@@ -12,6 +12,10 @@
 #   KEYWARD_TEST_CHROMIUM         path of Chromium (the dashboard's browser tests, web/e2e)
 #   KEYWARD_TEST_AXE              axe-core's axe.min.js (installed with npm into the cache dir)
 #   KEYWARD_TEST_PROMTOOL         path of promtool (deploy/'s check of the alert rules)
+#   KEYWARD_TEST_SCRATCH          a directory the test processes of this run share (removed
+#                                 at the end): the keyward program the process tests start
+#                                 is built there once, and test databases migrated once
+#                                 are kept there to be copied (internal/testenv)
 #   KEYWARD_TEST_SENTINEL_URL     with KEYWARD_TEST_SENTINEL=1 only: a Sentinel group
 #                                 (master, replica, three sentinels), in the URL form
 #                                 KEYWARD_REDIS_URL takes
@@ -372,6 +376,8 @@ export KEYWARD_TEST_REDIS_SERVER="$redis_server"
 export KEYWARD_TEST_FERRETDB_BIN="$ferret_bin"
 export KEYWARD_TEST_CHROMIUM="$chromium_bin"
 export KEYWARD_TEST_PROMTOOL="$promtool_bin"
+mkdir -p "$tmp/scratch"
+export KEYWARD_TEST_SCRATCH="$tmp/scratch"
 log "redis at $KEYWARD_TEST_REDIS_URL, FerretDB at $KEYWARD_TEST_MONGO_URI"
 if [[ -n $sentinel_url ]]; then
 	export KEYWARD_TEST_SENTINEL_URL="$sentinel_url"

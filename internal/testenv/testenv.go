@@ -41,6 +41,14 @@ func RedisURL(t testing.TB) string { return need(t, EnvRedisURL, "Redis") }
 // loaded 2-core test machine sometimes takes longer than that, and the driver would then
 // drop its pool and fail requests of a server that is only slow. The outage tests start
 // their own FerretDB and keep the production defaults.
+//
+// It also sets minPoolSize=64 unless the URI sets it: a store opens with minPoolSize
+// connections made at once (128 in production), each a handshake costing the test process
+// and the shared FerretDB CPU under -race (about 0.9 CPU s per store open at 128), and the
+// suite opens hundreds of stores. The pool still grows to its production maximum. Not
+// fewer: the tests' bursts (50 logins at once in TestClientConcurrentLicenseLoginsOfOneDevice)
+// must find a connection each, and at 16 the connections made during the burst of a
+// heavily loaded machine waited past the checkout bound and answered 503.
 func MongoURI(t testing.TB) string {
 	uri := need(t, EnvMongoURI, "MongoDB-wire")
 	u, err := url.Parse(uri)
@@ -50,8 +58,11 @@ func MongoURI(t testing.TB) string {
 	q := u.Query()
 	if !q.Has("connectTimeoutMS") {
 		q.Set("connectTimeoutMS", "2000")
-		u.RawQuery = q.Encode()
 	}
+	if !q.Has("minPoolSize") {
+		q.Set("minPoolSize", "64")
+	}
+	u.RawQuery = q.Encode()
 	return u.String()
 }
 

@@ -24,6 +24,7 @@ import (
 
 	"github.com/keyward/keyward/internal/testenv"
 	"github.com/keyward/keyward/server"
+	storagesqlite "github.com/keyward/keyward/storage/sqlite"
 )
 
 // Engines names a storage and cluster engine pair.
@@ -123,6 +124,9 @@ func StartEnv(t *testing.T, env map[string]string) *Server {
 	if err != nil {
 		t.Fatalf("config: %v", err)
 	}
+	if cfg.MongoURI == "" {
+		SeedSQLite(t, cfg.DataDir)
+	}
 	clock := &Clock{}
 	cfg.Clock = clock.Now
 	log := slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: cfg.LogLevel}))
@@ -147,6 +151,30 @@ func StartEnv(t *testing.T, env map[string]string) *Server {
 	})
 	t.Cleanup(stop)
 	return &Server{URL: "http://" + node.Addr(), Outbox: cfg.MailOutbox, DataDir: cfg.DataDir, Config: cfg, Node: node, clock: clock, stop: stop}
+}
+
+// SeedSQLite puts a database with every migration applied into the data dir, as
+// keyward.db, unless the dir is missing or already has one (a restarted node keeps its
+// data). The migrated database is built once per test process and copied
+// (testenv.FileTemplate): migrating a new file costs a node's start more CPU under -race
+// than the copy, and the http tests start hundreds of nodes. The migrations themselves are
+// tested from an empty file in storage/sqlite.
+func SeedSQLite(t *testing.T, dataDir string) {
+	t.Helper()
+	if fi, err := os.Stat(dataDir); err != nil || !fi.IsDir() {
+		return
+	}
+	path := filepath.Join(dataDir, "keyward.db")
+	if _, err := os.Lstat(path); err == nil {
+		return
+	}
+	testenv.FileTemplate(t, "sqlite-migrated", path, func(p string) error {
+		st, err := storagesqlite.Open(context.Background(), storagesqlite.Config{Path: p})
+		if err != nil {
+			return err
+		}
+		return st.Close()
+	})
 }
 
 // Clock is the node's service clock.

@@ -2,6 +2,7 @@ package sqlite
 
 import (
 	"bytes"
+	"context"
 	"database/sql"
 	"errors"
 	"fmt"
@@ -12,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/keyward/keyward/internal/testenv"
 	"github.com/keyward/keyward/storage"
 	"github.com/keyward/keyward/storage/storagetest"
 )
@@ -32,8 +34,25 @@ func openTemp(t testing.TB, path string) *Store {
 
 func TestConformance(t *testing.T) {
 	storagetest.Run(t, func(t *testing.T) storage.Store {
-		return openTemp(t, filepath.Join(t.TempDir(), "keyward.db"))
+		return openTemp(t, migratedCopy(t))
 	})
+}
+
+// migratedCopy answers the path of a new database in the test's temp dir with every
+// migration applied: a copy of one migrated once per test process (testenv.FileTemplate),
+// as migrating each subtest's store costs more under -race than its checks. The tests
+// below that are about migrating start from empty files.
+func migratedCopy(t testing.TB) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "keyward.db")
+	testenv.FileTemplate(t, "sqlite-migrated", path, func(p string) error {
+		s, err := Open(context.Background(), Config{Path: p})
+		if err != nil {
+			return err
+		}
+		return s.Close()
+	})
+	return path
 }
 
 func TestMigrationsAreNumberedInOrder(t *testing.T) {
