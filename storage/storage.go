@@ -55,6 +55,7 @@ type Store interface {
 	APIKeyStore
 	AuditStore
 	RevocationStore
+	OwnerSessionStore
 	AppStore
 	AppStatsStore
 	UserStore

@@ -118,6 +118,7 @@ const (
 	collSessions      = "clientSessions"
 	collWSHooks       = "wsHooks"
 	collRevocations   = "tokenRevocations"
+	collOwnerSessions = "ownerSessions"
 	collAPIKeys       = "apiKeys"
 	collAudit         = "auditLog"
 	collEvents        = "events"
@@ -147,6 +148,7 @@ type Store struct {
 	clientSessions *mongo.Collection // durable copies of client sessions
 	wsHooks        *mongo.Collection // WebSocket hooks
 	revocations    *mongo.Collection // logged-out dashboard JWTs
+	ownerSessions  *mongo.Collection // owners' signed-in dashboard sessions
 	apiKeys        *mongo.Collection // scoped API keys
 	audit          *mongo.Collection // the audit log
 	events         *mongo.Collection // the durable event log, by position
@@ -252,6 +254,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		clientSessions: db.Collection(collSessions),
 		wsHooks:        db.Collection(collWSHooks),
 		revocations:    db.Collection(collRevocations),
+		ownerSessions:  db.Collection(collOwnerSessions),
 		apiKeys:        db.Collection(collAPIKeys),
 		audit:          db.Collection(collAudit),
 		events:         db.Collection(collEvents),
@@ -320,6 +323,11 @@ func (s *Store) createIndexes(ctx context.Context) error {
 		// Revocations are looked up by token id, purged by expiry.
 		{s.revocations, []mongo.IndexModel{
 			{Keys: bson.D{{Key: "jti", Value: 1}, {Key: "expiresAt", Value: 1}}, Options: plain("jti_expiresAt")},
+			{Keys: bson.D{{Key: "expiresAt", Value: 1}}, Options: plain("expiresAt")},
+		}},
+		// Owner sessions are listed per account, purged by expiry.
+		{s.ownerSessions, []mongo.IndexModel{
+			{Keys: bson.D{{Key: "accountId", Value: 1}, {Key: "lastUsedAt", Value: -1}}, Options: plain("accountId_lastUsedAt")},
 			{Keys: bson.D{{Key: "expiresAt", Value: 1}}, Options: plain("expiresAt")},
 		}},
 		// A token's hash is its _id, unique by construction.
