@@ -70,11 +70,12 @@ func (h *accountHandlers) login(c *gin.Context) {
 		fail(c, err)
 		return
 	}
-	s, err := h.svc.Login(c.Request.Context(), accounts.LoginInput{Username: in.Username, Password: in.Password, TwoFactorCode: in.TwoFactorCode})
+	s, err := h.svc.Login(clientCtx(c), accounts.LoginInput{Username: in.Username, Password: in.Password, TwoFactorCode: in.TwoFactorCode})
 	if err != nil {
 		fail(c, err)
 		return
 	}
+	setRefreshCookie(c, s)
 	ok(c, http.StatusOK, sessionOf(s))
 }
 
@@ -86,11 +87,12 @@ func (h *accountHandlers) verifyEmail(c *gin.Context) {
 		fail(c, err)
 		return
 	}
-	s, err := h.svc.VerifyEmail(c.Request.Context(), in.Token)
+	s, err := h.svc.VerifyEmail(clientCtx(c), in.Token)
 	if err != nil {
 		fail(c, err)
 		return
 	}
+	setRefreshCookie(c, s)
 	v := sessionOf(s)
 	ok(c, http.StatusOK, gin.H{"message": "email verified", "account": v.Account, "token": v.Token, "expiresAt": v.ExpiresAt})
 }
@@ -212,12 +214,13 @@ func (h *accountHandlers) changePassword(c *gin.Context) {
 		fail(c, err)
 		return
 	}
-	s, err := h.svc.ChangePassword(c.Request.Context(), principal(c), accounts.ChangePasswordInput{
+	s, err := h.svc.ChangePassword(clientCtx(c), principal(c), accounts.ChangePasswordInput{
 		CurrentPassword: in.CurrentPassword, TwoFactorCode: in.TwoFactorCode, NewPassword: in.NewPassword})
 	if err != nil {
 		fail(c, err)
 		return
 	}
+	setRefreshCookie(c, s)
 	// Every earlier token is revoked, the one of this request included: hand over a new one.
 	v := sessionOf(s)
 	ok(c, http.StatusOK, gin.H{"message": "password changed", "token": v.Token, "expiresAt": v.ExpiresAt})
@@ -229,6 +232,7 @@ func (h *accountHandlers) logout(c *gin.Context) {
 		fail(c, err)
 		return
 	}
+	clearRefreshCookie(c)
 	message(c, msg)
 }
 

@@ -102,6 +102,7 @@ func routeTable(h *handlerSet) []route {
 			{post, "/api/auth/2fa/disable", cred, auditCommand("account"), h.accounts.disable2FA, op("Disable 2FA", props("password!:string", "code!:string"), msgData)},
 			{post, "/api/auth/plan", cred, auditCommand("account"), h.accounts.selectPlan, op("Choose a plan", props("plan!:string"), ref("Account"))},
 		}},
+		accountRefreshSection(h), accountSessionSection(h), // http/accounts_sessions.go
 
 		{tag: "API keys", access: accessOwner, rows: []row{
 			{get, "/api/auth/api-keys", cred, notAudited, h.apiKeys.list, op("List scoped API keys (masked)", noBody, list("APIKey"))},
