@@ -67,7 +67,9 @@ func TestOwnerSessions(t *testing.T) {
 	env := ts.Env(t, ts.Pairs[0])
 	env["KEYWARD_BREACH_RANGE_URL"] = ranges.URL + "/range/"
 	s := ts.StartEnv(t, env)
-	me := func(token string) ts.Response { return s.Do(t, ts.Req{Method: "GET", Path: "/api/auth/me", Token: token}) }
+	me := func(token string) ts.Response {
+		return s.Do(t, ts.Req{Method: "GET", Path: "/api/auth/me", Token: token})
+	}
 
 	t.Run("sign-in sets a refresh cookie only the refresh route gets", func(t *testing.T) {
 		o := newOwner(t, s)
