@@ -56,6 +56,7 @@ type Store interface {
 	AuditStore
 	RevocationStore
 	OwnerSessionStore
+	RecoveryCodeStore
 	AppStore
 	AppStatsStore
 	UserStore

@@ -119,6 +119,7 @@ const (
 	collWSHooks       = "wsHooks"
 	collRevocations   = "tokenRevocations"
 	collOwnerSessions = "ownerSessions"
+	collRecoveryCodes = "recoveryCodes"
 	collAPIKeys       = "apiKeys"
 	collAudit         = "auditLog"
 	collEvents        = "events"
@@ -149,6 +150,7 @@ type Store struct {
 	wsHooks        *mongo.Collection // WebSocket hooks
 	revocations    *mongo.Collection // logged-out dashboard JWTs
 	ownerSessions  *mongo.Collection // owners' signed-in dashboard sessions
+	recoveryCodes  *mongo.Collection // owners' one-time recovery codes
 	apiKeys        *mongo.Collection // scoped API keys
 	audit          *mongo.Collection // the audit log
 	events         *mongo.Collection // the durable event log, by position
@@ -255,6 +257,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		wsHooks:        db.Collection(collWSHooks),
 		revocations:    db.Collection(collRevocations),
 		ownerSessions:  db.Collection(collOwnerSessions),
+		recoveryCodes:  db.Collection(collRecoveryCodes),
 		apiKeys:        db.Collection(collAPIKeys),
 		audit:          db.Collection(collAudit),
 		events:         db.Collection(collEvents),
@@ -324,6 +327,10 @@ func (s *Store) createIndexes(ctx context.Context) error {
 		{s.revocations, []mongo.IndexModel{
 			{Keys: bson.D{{Key: "jti", Value: 1}, {Key: "expiresAt", Value: 1}}, Options: plain("jti_expiresAt")},
 			{Keys: bson.D{{Key: "expiresAt", Value: 1}}, Options: plain("expiresAt")},
+		}},
+		// Recovery codes: _id is account and hash; listed per account.
+		{s.recoveryCodes, []mongo.IndexModel{
+			{Keys: bson.D{{Key: "accountId", Value: 1}}, Options: plain("accountId")},
 		}},
 		// Owner sessions are listed per account, purged by expiry.
 		{s.ownerSessions, []mongo.IndexModel{

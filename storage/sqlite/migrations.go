@@ -587,6 +587,19 @@ CREATE INDEX owner_sessions_account ON owner_sessions (account_id, last_used_at)
 CREATE INDEX owner_sessions_expires ON owner_sessions (expires_at);
 `,
 	},
+	{
+		version: 21,
+		name:    "recovery codes",
+		sql: `
+-- One-time recovery codes of an owner (issue 25), by their SHA-256; a used code is deleted.
+CREATE TABLE recovery_codes (
+	account_id TEXT    NOT NULL REFERENCES accounts (id) ON DELETE CASCADE,
+	hash       TEXT    NOT NULL,
+	created_at INTEGER NOT NULL,
+	PRIMARY KEY (account_id, hash)
+) STRICT, WITHOUT ROWID;
+`,
+	},
 }
 
 // migrate brings the database at db (the writer pool) to the last migration. Applied steps

@@ -134,7 +134,8 @@ export async function api(method, path, body, opts = {}) {
   let res;
   try {
     res = await fetch(path, {
-      method, headers: headers(body !== undefined), credentials: 'omit', cache: 'no-store',
+      // The sign-in routes set (and logout clears) the refresh cookie; nothing else needs cookies.
+      method, headers: headers(body !== undefined), credentials: path.startsWith('/api/auth/') ? 'same-origin' : 'omit', cache: 'no-store',
       body: body === undefined ? undefined : JSON.stringify(body),
     });
   } catch (e) {
