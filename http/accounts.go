@@ -51,6 +51,7 @@ func (h *accountHandlers) login(c *gin.Context) {
 		Username      string `json:"username"`
 		Password      string `json:"password"`
 		TwoFactorCode string `json:"twoFactorCode"`
+		RecoveryCode  string `json:"recoveryCode"`
 	}
 	if err := bindJSON(c, &in); err != nil {
 		fail(c, err)
@@ -70,7 +71,7 @@ func (h *accountHandlers) login(c *gin.Context) {
 		fail(c, err)
 		return
 	}
-	s, err := h.svc.Login(clientCtx(c), accounts.LoginInput{Username: in.Username, Password: in.Password, TwoFactorCode: in.TwoFactorCode})
+	s, err := h.svc.Login(clientCtx(c), accounts.LoginInput{Username: in.Username, Password: in.Password, TwoFactorCode: in.TwoFactorCode, RecoveryCode: in.RecoveryCode})
 	if err != nil {
 		fail(c, err)
 		return
@@ -265,6 +266,16 @@ func (h *accountHandlers) enable2FA(c *gin.Context) {
 	msg, err := h.svc.Enable2FA(c.Request.Context(), principal(c), in.Code)
 	if err != nil {
 		fail(c, err)
+		return
+	}
+	// The first time a second factor is on, the recovery codes are made and shown once.
+	codes, err := h.svc.EnsureRecoveryCodes(c.Request.Context(), principal(c))
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	if codes != nil {
+		ok(c, http.StatusOK, gin.H{"message": msg, "recoveryCodes": codes})
 		return
 	}
 	message(c, msg)

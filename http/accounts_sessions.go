@@ -136,6 +136,24 @@ func (h *accountHandlers) reauth(c *gin.Context) {
 	ok(c, http.StatusOK, gin.H{"message": "confirmed", "validUntil": stamp(until)})
 }
 
+func (h *accountHandlers) recoveryCodesLeft(c *gin.Context) {
+	n, err := h.svc.RecoveryCodesLeft(c.Request.Context(), principal(c))
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	ok(c, http.StatusOK, gin.H{"remaining": n})
+}
+
+func (h *accountHandlers) regenerateRecoveryCodes(c *gin.Context) {
+	codes, err := h.svc.RegenerateRecoveryCodes(c.Request.Context(), principal(c))
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	ok(c, http.StatusOK, gin.H{"recoveryCodes": codes})
+}
+
 // recentAuthChecker is what requireOwner asks before a sensitive action (accounts.Service).
 type recentAuthChecker interface {
 	RequireRecentAuth(p accounts.Principal) error
@@ -152,6 +170,7 @@ var reauthRoutes = []string{
 	"POST /api/apps/:appId/signing-key/regenerate",
 	"DELETE /api/apps/:appId",
 	"POST /api/auth/2fa/disable",
+	"POST /api/auth/recovery-codes/regenerate",
 }
 
 // checkRecentAuth runs in requireOwner after authentication: it refuses the routes of
@@ -215,6 +234,9 @@ func accountSessionSection(h *handlerSet) section {
 		{del, "/api/auth/sessions/:sessionId", cred, auditDelete("account"), h.accounts.revokeSession, op("Sign one session out", noBody, msgData)},
 		{post, "/api/auth/sessions/revoke-others", cred, auditCommand("account"), h.accounts.revokeOtherSessions,
 			op("Sign out every other session", noBody, props("message!:string", "count!:integer"))},
+		{get, "/api/auth/recovery-codes", cred, notAudited, h.accounts.recoveryCodesLeft, op("How many recovery codes are left", noBody, props("remaining!:integer"))},
+		{post, "/api/auth/recovery-codes/regenerate", cred, auditCommand("account"), h.accounts.regenerateRecoveryCodes,
+			op("Replace the recovery codes with ten new ones (shown once)", noBody, props("recoveryCodes!:string[]"))},
 		{post, "/api/auth/reauth", cred, auditCommand("account"), h.accounts.reauth,
 			op("Confirm it is you (password or 2FA code) before sensitive actions", props("password:string", "twoFactorCode:string"),
 				props("message!:string", "validUntil!:string"))},

@@ -190,6 +190,68 @@ func TestOwnerSessions(t *testing.T) {
 		}
 	})
 
+	t.Run("recovery codes: ten, shown once, each works once, end the other sessions", func(t *testing.T) {
+		o := newOwner(t, s)
+		post := func(path, token string, body any) ts.Response {
+			return s.Do(t, ts.Req{Method: "POST", Path: path, Token: token, Body: body})
+		}
+		secret := post("/api/auth/2fa/setup", o.Token, nil).Data()["secret"].(string)
+		en := post("/api/auth/2fa/enable", o.Token, map[string]string{"code": code(t, s, secret)})
+		expectOK(t, en, http.StatusOK)
+		raw, _ := en.Data()["recoveryCodes"].([]any)
+		if len(raw) != 10 {
+			t.Fatalf("enable answered %d recovery codes, want 10: %s", len(raw), en.Raw)
+		}
+		codes := make([]string, len(raw))
+		seen := map[string]bool{}
+		for i, c := range raw {
+			codes[i] = c.(string)
+			if len(codes[i]) != 11 || seen[codes[i]] {
+				t.Fatalf("code %q: want 10 characters and a dash, all different", codes[i])
+			}
+			seen[codes[i]] = true
+		}
+		left := func(token string) any {
+			r := s.Do(t, ts.Req{Method: "GET", Path: "/api/auth/recovery-codes", Token: token})
+			expectOK(t, r, http.StatusOK)
+			return r.Data()["remaining"]
+		}
+		if n := left(o.Token); n != float64(10) {
+			t.Fatalf("remaining %v, want 10", n)
+		}
+		// A TOTP code works once: the next step's.
+		s.Clock().Advance(30 * time.Second)
+		defer s.Clock().Advance(-30 * time.Second)
+		other := post("/api/auth/login", "", map[string]string{"username": o.Username, "password": o.Password, "twoFactorCode": code(t, s, secret)})
+		expectOK(t, other, http.StatusOK)
+		// Without a code: REQUIRES_2FA as before; a wrong recovery code: 401.
+		r := s.Do(t, ts.Req{Method: "POST", Path: "/api/auth/login", IP: nextIP(), Body: map[string]string{"username": o.Username, "password": o.Password}})
+		if r.Body["requires2FA"] != true {
+			t.Fatalf("login without a code: %s, want requires2FA", r.Raw)
+		}
+		expect(t, s.Do(t, ts.Req{Method: "POST", Path: "/api/auth/login", IP: nextIP(),
+			Body: map[string]string{"username": o.Username, "password": o.Password, "recoveryCode": "aaaaa-bbbbb"}}), http.StatusUnauthorized, "UNAUTHORIZED")
+		// Case and the dash are forgiven.
+		byCode := s.Do(t, ts.Req{Method: "POST", Path: "/api/auth/login", IP: nextIP(),
+			Body: map[string]string{"username": o.Username, "password": o.Password, "recoveryCode": strings.ToUpper(strings.ReplaceAll(codes[4], "-", ""))}})
+		expectOK(t, byCode, http.StatusOK)
+		token := byCode.Data()["token"].(string)
+		expect(t, me(other.Data()["token"].(string)), http.StatusUnauthorized, "UNAUTHORIZED")
+		expect(t, me(o.Token), http.StatusUnauthorized, "UNAUTHORIZED")
+		expect(t, s.Do(t, ts.Req{Method: "POST", Path: "/api/auth/login", IP: nextIP(),
+			Body: map[string]string{"username": o.Username, "password": o.Password, "recoveryCode": codes[4]}}), http.StatusUnauthorized, "UNAUTHORIZED")
+		if n := left(token); n != float64(9) {
+			t.Fatalf("remaining %v after one use, want 9", n)
+		}
+		fresh := post("/api/auth/recovery-codes/regenerate", token, nil)
+		expectOK(t, fresh, http.StatusOK)
+		if n := left(token); n != float64(10) {
+			t.Fatalf("remaining %v after regenerating, want 10", n)
+		}
+		expect(t, s.Do(t, ts.Req{Method: "POST", Path: "/api/auth/login", IP: nextIP(),
+			Body: map[string]string{"username": o.Username, "password": o.Password, "recoveryCode": codes[5]}}), http.StatusUnauthorized, "UNAUTHORIZED")
+	})
+
 	t.Run("the dashboard socket opens with a single-use ticket", func(t *testing.T) {
 		o := newOwner(t, s)
 		setPlan(t, s, o.Username, "business")

@@ -68,6 +68,7 @@ type Store interface {
 	storage.AccountStore
 	storage.RevocationStore
 	storage.OwnerSessionStore
+	storage.RecoveryCodeStore
 }
 
 // Service runs the account flows.
@@ -341,6 +342,8 @@ type LoginInput struct {
 	Username      string // username or email
 	Password      string
 	TwoFactorCode string
+	// RecoveryCode stands in for TwoFactorCode once (it signs out the other sessions).
+	RecoveryCode string
 }
 
 // lookup finds an account by username or email. Usernames cannot contain '@'.
@@ -400,11 +403,17 @@ func (s *Service) Login(ctx context.Context, in LoginInput) (Session, error) {
 	if !a.EmailVerified {
 		return Session{}, errRequireVerify
 	}
-	if a.TwoFactorEnabled && in.TwoFactorCode == "" {
+	if a.TwoFactorEnabled && in.TwoFactorCode == "" && in.RecoveryCode == "" {
 		return Session{}, errRequires2FA
 	}
+	byRecovery := a.TwoFactorEnabled && in.TwoFactorCode == ""
+	if byRecovery {
+		if err := s.useRecoveryCode(ctx, a.ID, in.RecoveryCode); err != nil {
+			return Session{}, err
+		}
+	}
 	a, err = s.store.UpdateAccount(ctx, a.ID, audit.Track(ctx, func(acc *storage.Account) error {
-		if acc.TwoFactorEnabled {
+		if acc.TwoFactorEnabled && !byRecovery {
 			step, ok := matchTOTP(acc.TwoFactorSecret, in.TwoFactorCode, s.cfg.Now(), acc.TwoFactorLastStep)
 			if !ok {
 				return errInvalidCode
@@ -416,6 +425,13 @@ func (s *Service) Login(ctx context.Context, in LoginInput) (Session, error) {
 	}))
 	if err != nil {
 		return Session{}, err
+	}
+	if byRecovery {
+		// A recovery code says the second factor may be lost or stolen: every other
+		// session ends.
+		if _, err := s.endSessions(ctx, a.ID, "", "recovery code used"); err != nil {
+			return Session{}, err
+		}
 	}
 	return s.signIn(ctx, a)
 }
