@@ -3,10 +3,10 @@ package accounts
 import (
 	"context"
 	"crypto/rand"
-	"math/big"
 	"crypto/subtle"
 	"errors"
 	"fmt"
+	"math/big"
 	"strings"
 
 	"github.com/keyward/keyward/core"

@@ -124,7 +124,7 @@ function twoFactorCard(me, ctx) {
           { name: 'code', label: 'Code', required: true, inputmode: 'numeric', maxlength: 6, autocomplete: 'one-time-code' }],
         submit: 'Disable 2FA',
         onSubmit: async (v) => { await post('/api/auth/2fa/disable', v); toast('Two-factor authentication is off'); render(false); },
-      }));
+      }), recoveryBox());
       return;
     }
     box.append(h('p', badge('off'), ' Protect the account with a time-based code.'),
@@ -139,12 +139,40 @@ function twoFactorCard(me, ctx) {
       form({
         fields: [{ name: 'code', label: 'Code', required: true, inputmode: 'numeric', maxlength: 6, autocomplete: 'one-time-code' }],
         submit: 'Enable 2FA',
-        onSubmit: async (v) => { await post('/api/auth/2fa/enable', v); toast('Two-factor authentication is on'); render(true); },
+        onSubmit: async (v) => {
+          const d = await post('/api/auth/2fa/enable', v);
+          toast('Two-factor authentication is on');
+          render(true);
+          if (d.recoveryCodes) box.prepend(codesShown(d.recoveryCodes));
+        },
       }));
     drawQR(canvas, d.otpauth);
   }
   render(me.twoFactorEnabled);
   return section('Two-factor authentication', box);
+}
+
+// codesShown shows recovery codes the one time the server answers them.
+function codesShown(codes) {
+  return h('div#recovery-codes-shown', h('p.warn', { text: 'Save these recovery codes now: they are shown only this once. Each one signs you in once in place of a code.' }),
+    secretBox(codes.join('\n'), 'recovery codes'));
+}
+
+// recoveryBox says how many recovery codes are left and makes new ones.
+function recoveryBox() {
+  const left = h('span#recovery-left', { text: '…' });
+  const shown = h('div');
+  get('/api/auth/recovery-codes').then((d) => { left.textContent = String(d.remaining); }).catch(() => { left.textContent = '?'; });
+  return h('div.recovery', h('h3', { text: 'Recovery codes' }), h('p', left, ' unused recovery codes.'), shown,
+    h('button#regenerate-codes', { type: 'button', text: 'Make new recovery codes', on: { click: async () => {
+      const ok = await modal('Make new recovery codes?', h('p', { text: 'The current codes stop working at once.' }), { ok: 'Make new codes', danger: true });
+      if (!ok) return;
+      try {
+        const d = await post('/api/auth/recovery-codes/regenerate');
+        clear(shown).append(codesShown(d.recoveryCodes));
+        left.textContent = String(d.recoveryCodes.length);
+      } catch (x) { toast(x.message, 'error'); }
+    } } }));
 }
 
 // Draws a QR code of text on a canvas: the library encodes, the canvas only paints modules.
