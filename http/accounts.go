@@ -51,6 +51,7 @@ func (h *accountHandlers) login(c *gin.Context) {
 		Username      string `json:"username"`
 		Password      string `json:"password"`
 		TwoFactorCode string `json:"twoFactorCode"`
+		RecoveryCode  string `json:"recoveryCode"`
 	}
 	if err := bindJSON(c, &in); err != nil {
 		fail(c, err)
@@ -70,11 +71,12 @@ func (h *accountHandlers) login(c *gin.Context) {
 		fail(c, err)
 		return
 	}
-	s, err := h.svc.Login(c.Request.Context(), accounts.LoginInput{Username: in.Username, Password: in.Password, TwoFactorCode: in.TwoFactorCode})
+	s, err := h.svc.Login(clientCtx(c), accounts.LoginInput{Username: in.Username, Password: in.Password, TwoFactorCode: in.TwoFactorCode, RecoveryCode: in.RecoveryCode})
 	if err != nil {
 		fail(c, err)
 		return
 	}
+	setRefreshCookie(c, s)
 	ok(c, http.StatusOK, sessionOf(s))
 }
 
@@ -86,11 +88,12 @@ func (h *accountHandlers) verifyEmail(c *gin.Context) {
 		fail(c, err)
 		return
 	}
-	s, err := h.svc.VerifyEmail(c.Request.Context(), in.Token)
+	s, err := h.svc.VerifyEmail(clientCtx(c), in.Token)
 	if err != nil {
 		fail(c, err)
 		return
 	}
+	setRefreshCookie(c, s)
 	v := sessionOf(s)
 	ok(c, http.StatusOK, gin.H{"message": "email verified", "account": v.Account, "token": v.Token, "expiresAt": v.ExpiresAt})
 }
@@ -212,12 +215,13 @@ func (h *accountHandlers) changePassword(c *gin.Context) {
 		fail(c, err)
 		return
 	}
-	s, err := h.svc.ChangePassword(c.Request.Context(), principal(c), accounts.ChangePasswordInput{
+	s, err := h.svc.ChangePassword(clientCtx(c), principal(c), accounts.ChangePasswordInput{
 		CurrentPassword: in.CurrentPassword, TwoFactorCode: in.TwoFactorCode, NewPassword: in.NewPassword})
 	if err != nil {
 		fail(c, err)
 		return
 	}
+	setRefreshCookie(c, s)
 	// Every earlier token is revoked, the one of this request included: hand over a new one.
 	v := sessionOf(s)
 	ok(c, http.StatusOK, gin.H{"message": "password changed", "token": v.Token, "expiresAt": v.ExpiresAt})
@@ -229,6 +233,7 @@ func (h *accountHandlers) logout(c *gin.Context) {
 		fail(c, err)
 		return
 	}
+	clearRefreshCookie(c)
 	message(c, msg)
 }
 
@@ -261,6 +266,16 @@ func (h *accountHandlers) enable2FA(c *gin.Context) {
 	msg, err := h.svc.Enable2FA(c.Request.Context(), principal(c), in.Code)
 	if err != nil {
 		fail(c, err)
+		return
+	}
+	// The first time a second factor is on, the recovery codes are made and shown once.
+	codes, err := h.svc.EnsureRecoveryCodes(c.Request.Context(), principal(c))
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	if codes != nil {
+		ok(c, http.StatusOK, gin.H{"message": msg, "recoveryCodes": codes})
 		return
 	}
 	message(c, msg)

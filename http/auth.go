@@ -35,7 +35,7 @@ func requireOwner(auth Authenticator) gin.HandlerFunc {
 				fail(c, core.E(core.CodeUnauthorized, "Authorization must be \"Bearer <token>\""))
 				return
 			}
-			p, err = auth.Authenticate(c.Request.Context(), token)
+			p, err = auth.Authenticate(clientCtx(c), token)
 		case c.GetHeader("X-API-Key") != "":
 			p, err = authenticateKey(c, auth, c.GetHeader("X-API-Key"))
 		default:
@@ -48,6 +48,10 @@ func requireOwner(auth Authenticator) gin.HandlerFunc {
 		}
 		c.Set(ctxPrincipal, p)
 		if err := checkScope(c); err != nil {
+			fail(c, err)
+			return
+		}
+		if err := checkRecentAuth(c, auth, p); err != nil {
 			fail(c, err)
 			return
 		}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/keyward/keyward/cluster"
 	"github.com/keyward/keyward/core"
+	"github.com/keyward/keyward/core/accounts"
 	"github.com/keyward/keyward/core/apikeys"
 	"github.com/keyward/keyward/storage"
 )
@@ -74,14 +75,14 @@ func message(c *gin.Context, msg string) { ok(c, http.StatusOK, gin.H{"message":
 // statusOf maps every error code to its HTTP status: the one place where codes meet statuses.
 func statusOf(code core.Code) int {
 	switch code {
-	case core.CodeValidation:
+	case core.CodeValidation, accounts.CodePasswordBreached:
 		return http.StatusBadRequest
 	case core.CodeUnauthorized, core.CodeNonceRequired, core.CodeNotLoggedIn:
 		return http.StatusUnauthorized
 	case core.CodeForbidden, core.CodePlanFeature, core.CodePlanLimit, core.CodeRequireVerify, core.CodeBanned, core.CodeExpired,
 		core.CodeHWIDLocked, core.CodeIPLocked, core.CodePCNameLocked, core.CodeDeviceLimit, core.CodeVersionMismatch,
 		core.CodeAppDisabled, core.CodeAppPaused, core.CodeRuleBlocked, core.CodeLicenseInvalid, core.CodeLicenseUsed,
-		core.CodeUserDisabled, core.CodeSeatsFull, apikeys.CodeScopeDenied:
+		core.CodeUserDisabled, core.CodeSeatsFull, apikeys.CodeScopeDenied, accounts.CodeReauthRequired:
 		return http.StatusForbidden
 	case core.CodeNotFound:
 		return http.StatusNotFound

@@ -11,6 +11,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/keyward/keyward/core"
+	"github.com/keyward/keyward/core/accounts"
 	"github.com/keyward/keyward/core/apikeys"
 	"github.com/keyward/keyward/http/apidocs"
 )
@@ -134,7 +135,7 @@ var errorCodes = []core.Code{core.CodeValidation, core.CodeUnauthorized, core.Co
 	core.CodeRequireVerify, core.CodeRequires2FA, core.CodeNonceRequired, core.CodeNotLoggedIn, core.CodeAppDisabled,
 	core.CodeAppPaused, core.CodeVersionMismatch, core.CodeRuleBlocked, core.CodeBanned, core.CodeUserDisabled, core.CodeExpired,
 	core.CodeHWIDLocked, core.CodeDeviceLimit, core.CodeIPLocked, core.CodePCNameLocked, core.CodeLicenseInvalid,
-	core.CodeLicenseUsed, core.CodeSeatsFull}
+	core.CodeLicenseUsed, core.CodeSeatsFull, accounts.CodeReauthRequired, accounts.CodePasswordBreached}
 
 // errorResponses are the error answers of a route, by status, each with the codes it may
 // carry (x-keyward-error-codes); anything else is the default (INTERNAL).
@@ -153,7 +154,7 @@ func errorResponses(named obj, r RouteScope, hasBody bool) obj {
 	switch r.Scope {
 	case scopePublic:
 		if strings.HasPrefix(r.Path, "/api/auth/") {
-			add(core.CodeUnauthorized, core.CodeRateLimited, core.CodeRequireVerify, core.CodeConflict)
+			add(core.CodeUnauthorized, core.CodeRateLimited, core.CodeRequireVerify, core.CodeConflict, accounts.CodePasswordBreached)
 		}
 	case scopeClient:
 		add(core.CodeUnauthorized, core.CodeNotLoggedIn, core.CodeNonceRequired, core.CodeNotFound, core.CodeRateLimited, core.CodeQuotaExceeded,
@@ -161,7 +162,7 @@ func errorResponses(named obj, r RouteScope, hasBody bool) obj {
 			core.CodeExpired, core.CodeHWIDLocked, core.CodeDeviceLimit, core.CodeIPLocked, core.CodePCNameLocked, core.CodeLicenseInvalid,
 			core.CodeLicenseUsed, core.CodeSeatsFull, core.CodeForbidden)
 	default:
-		add(core.CodeUnauthorized, core.CodeForbidden, core.CodePlanFeature, core.CodePlanLimit, core.CodeRateLimited)
+		add(core.CodeUnauthorized, core.CodeForbidden, core.CodePlanFeature, core.CodePlanLimit, core.CodeRateLimited, accounts.CodeReauthRequired)
 		if r.Scope != scopeSession {
 			add(apikeys.CodeScopeDenied)
 		}

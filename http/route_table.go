@@ -77,7 +77,7 @@ func routeTable(h *handlerSet) []route {
 				operation{summary: "Create an account (a verification mail follows)", body: props("email!:string", "username!:string", "password!:string"),
 					status: http.StatusAccepted, data: props("message!:string", "requireVerify!:boolean")}},
 			{post, "/api/auth/login", scopePublic, notAudited, h.accounts.login,
-				op("Sign in (answers requires2FA when a code is needed)", props("username!:string", "password!:string", "twoFactorCode:string"), ref("Session")).
+				op("Sign in (answers requires2FA when a code is needed)", props("username!:string", "password!:string", "twoFactorCode:string", "recoveryCode:string"), ref("Session")).
 					// A sign-in that needs a code answers 200 with requires2FA (SPEC 7.2).
 					orError()},
 			{post, "/api/auth/verify-email", scopePublic, notAudited, h.accounts.verifyEmail,
@@ -100,10 +100,11 @@ func routeTable(h *handlerSet) []route {
 			{post, "/api/auth/logout", cred, auditCommand("account"), h.accounts.logout, op("End this session", noBody, msgData)},
 			{post, "/api/auth/api-key/regenerate", cred, auditCommand("account"), h.accounts.regenerateAPIKey, op("Replace the account key (shown once)", noBody, props("apiKey!:string"))},
 			{post, "/api/auth/2fa/setup", cred, auditCommand("account"), h.accounts.setup2FA, op("Start 2FA: a TOTP secret", noBody, props("secret!:string", "otpauth!:string"))},
-			{post, "/api/auth/2fa/enable", cred, auditCommand("account"), h.accounts.enable2FA, op("Enable 2FA with a first code", props("code!:string"), msgData)},
+			{post, "/api/auth/2fa/enable", cred, auditCommand("account"), h.accounts.enable2FA, op("Enable 2FA with a first code (the first time, the ten recovery codes are answered, once)", props("code!:string"), props("message!:string", "recoveryCodes:string[]"))},
 			{post, "/api/auth/2fa/disable", cred, auditCommand("account"), h.accounts.disable2FA, op("Disable 2FA", props("password!:string", "code!:string"), msgData)},
 			{post, "/api/auth/plan", cred, auditCommand("account"), h.accounts.selectPlan, op("Choose a plan", props("plan!:string"), ref("Account"))},
 		}},
+		accountRefreshSection(h), accountSessionSection(h), // http/accounts_sessions.go
 
 		{tag: "API keys", access: accessOwner, rows: []row{
 			{get, "/api/auth/api-keys", cred, notAudited, h.apiKeys.list, op("List scoped API keys (masked)", noBody, list("APIKey"))},

@@ -173,6 +173,10 @@ func (h *apiKeyHandlers) create(c *gin.Context) {
 		fail(c, err)
 		return
 	}
+	if err := fullScopeNeedsReauth(c, in); err != nil {
+		fail(c, err)
+		return
+	}
 	k, full, err := h.svc.Create(c.Request.Context(), principal(c).Account, in)
 	if err != nil {
 		fail(c, err)

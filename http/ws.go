@@ -173,11 +173,10 @@ func (h *wsHandlers) client(c *gin.Context, ch *clientHandlers) {
 // dashboard upgrades an owner's socket: the JWT in ?token, the owner's app, the plan.
 // These are refused before the upgrade with the error envelope, as REST calls are.
 func (h *wsHandlers) dashboard(c *gin.Context) {
-	token, ok := h.admitUpgrade(c, "JWT")
+	p, recheckAuth, err, ok := h.dashboardCaller(c)
 	if !ok {
 		return
 	}
-	p, err := h.auth.Authenticate(c.Request.Context(), token)
 	if err != nil {
 		h.metrics.refused("dashboard", err)
 		fail(c, err)
@@ -196,10 +195,7 @@ func (h *wsHandlers) dashboard(c *gin.Context) {
 	ctx, cancel := context.WithCancel(context.Background())
 	// The owner's token may be revoked (logout, password change) while the socket is
 	// open: the socket's DashboardActor checks it again on its timer.
-	recheck := realtime.WithRecheck(func(ctx context.Context) error {
-		_, err := h.auth.Authenticate(ctx, token)
-		return err
-	})
+	recheck := realtime.WithRecheck(recheckAuth)
 	opts := []realtime.DashboardOption{recheck}
 	if h.audit != nil {
 		// What the socket audits is the socket's from its connection on.

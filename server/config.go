@@ -48,6 +48,11 @@ type Config struct {
 	// cluster (every node must read what another wrote).
 	SecretsKey string
 
+	// BreachRangeURL is the k-anonymity range endpoint new owner passwords are checked
+	// against (empty: no check); BreachFailClosed refuses a password when it cannot answer.
+	BreachRangeURL   string
+	BreachFailClosed bool
+
 	MailOutbox string
 	MailFrom   string
 	SMTP       mail.SMTPConfig
@@ -120,6 +125,8 @@ func options() []*option {
 		{flag: "secrets-key", env: "KEYWARD_SECRETS_KEY", usage: "key (32+ bytes) encrypting stored TOTP and integration signing secrets; generated once into the data dir (secrets.key) when unset; required with --redis-url (all nodes must share it); keep it with your backups"},
 		{flag: "jwt-ttl", env: "KEYWARD_JWT_TTL", def: "24h", usage: "lifetime of dashboard JWTs"},
 		{flag: "jwt-leeway", env: "KEYWARD_JWT_LEEWAY", def: "5s", usage: "how long after its expiry a dashboard JWT is still accepted, for clock differences between the nodes of a cluster (0s for none, at most 1m)"},
+		{flag: "breach-range-url", env: "KEYWARD_BREACH_RANGE_URL", usage: "k-anonymity range URL owner passwords are checked against at registration, change and reset (only the first 5 hex digits of the SHA-1 are sent; e.g. https://api.pwnedpasswords.com/range/); unset: no check"},
+		{flag: "breach-fail-closed", env: "KEYWARD_BREACH_FAIL_CLOSED", def: "false", usage: "refuse a new owner password when the breach range service does not answer within 2s (default: accept it and log)"},
 		{flag: "mail-outbox", env: "KEYWARD_MAIL_OUTBOX", usage: "folder where mails are written as .eml files when no SMTP host is set (default <data dir>/outbox)"},
 		{flag: "mail-from", env: "KEYWARD_MAIL_FROM", def: "Keyward <no-reply@localhost>", usage: "sender address of mails"},
 		{flag: "smtp-host", env: "KEYWARD_SMTP_HOST", usage: "SMTP server host; when set, mails are delivered through it"},
@@ -257,6 +264,12 @@ func parse(v map[string]string) (Config, error) {
 		errs = append(errs, fmt.Errorf("--client-file-encryption: %q is not true or false", v["client-file-encryption"]))
 	} else {
 		c.ClientFileEncryption = b
+	}
+	c.BreachRangeURL = v["breach-range-url"]
+	if b, err := strconv.ParseBool(v["breach-fail-closed"]); err != nil {
+		errs = append(errs, fmt.Errorf("--breach-fail-closed: %q is not true or false", v["breach-fail-closed"]))
+	} else {
+		c.BreachFailClosed = b
 	}
 	if b, err := strconv.ParseBool(v["webhooks-allow-private"]); err != nil {
 		errs = append(errs, fmt.Errorf("--webhooks-allow-private: %q is not true or false", v["webhooks-allow-private"]))

@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"strings"
@@ -408,7 +409,9 @@ func openCore(ctx context.Context, c Config, log *slog.Logger, wrap wrapFunc) (_
 	}
 	appsSvc.OnDelete(filesSvc.DeleteAppFiles)
 	svc, err := accounts.New(accounts.Deps{Store: store, Hasher: hasher, Plans: catalogue, Mailer: mailq,
-		Apps: appsSvc, Log: log}, accounts.Config{JWTSecret: secret, TokenTTL: c.JWTTTL, TokenLeeway: c.JWTLeeway, PublicURL: c.PublicURL, Now: c.Clock})
+		Apps: appsSvc, Log: log}, accounts.Config{JWTSecret: secret, TokenTTL: c.JWTTTL, TokenLeeway: c.JWTLeeway, PublicURL: c.PublicURL, Now: c.Clock,
+		Breach:  accounts.NewBreachChecker(accounts.BreachConfig{RangeURL: c.BreachRangeURL, FailClosed: c.BreachFailClosed}, log),
+		Country: signInCountry(country)})
 	if err != nil {
 		return nil, err
 	}
@@ -660,4 +663,20 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		s.log.Info("stopped")
 	})
 	return s.closeErr
+}
+
+// signInCountry names the country of an owner's sign-in address for the new sign-in mail;
+// nil without a GeoIP database.
+func signInCountry(r rules.CountryResolver) func(ip string) string {
+	if r == nil {
+		return nil
+	}
+	return func(ip string) string {
+		addr, err := netip.ParseAddr(ip)
+		if err != nil {
+			return ""
+		}
+		cc, _ := r.Country(addr)
+		return cc
+	}
 }

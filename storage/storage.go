@@ -55,6 +55,8 @@ type Store interface {
 	APIKeyStore
 	AuditStore
 	RevocationStore
+	OwnerSessionStore
+	RecoveryCodeStore
 	AppStore
 	AppStatsStore
 	UserStore

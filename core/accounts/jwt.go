@@ -20,9 +20,11 @@ import (
 // same second (TokensValidAfter), and jwt.NumericDate reads a fractional time through a
 // float64, which can land a millisecond early and refuse the token just issued.
 type Claims struct {
-	Issuer    string           `json:"iss"`
-	Subject   string           `json:"sub"`
-	ID        string           `json:"jti"`
+	Issuer  string `json:"iss"`
+	Subject string `json:"sub"`
+	ID      string `json:"jti"`
+	// SessionID names the stored owner session the token belongs to.
+	SessionID string           `json:"sid,omitempty"`
 	IssuedAt  MilliTime        `json:"iat"`
 	ExpiresAt *jwt.NumericDate `json:"exp"`
 }
@@ -109,15 +111,23 @@ const issuerName = "keyward"
 // MaxTokenLeeway bounds Config.TokenLeeway: past it a "leeway" is a longer lifetime.
 const MaxTokenLeeway = time.Minute
 
-// issue signs a token issued at now, truncated to the millisecond.
-func (t tokenIssuer) issue(accountID string, now time.Time) (string, Claims, error) {
+// issue signs a token of the session sid issued at now, truncated to the millisecond.
+func (t tokenIssuer) issue(accountID, sid string, now time.Time) (string, Claims, error) {
+	now = now.Truncate(time.Millisecond)
+	return t.issueUntil(accountID, sid, now, now.Add(t.ttl))
+}
+
+// issueUntil signs a token issued at now that expires at expires (a refresh ends its token
+// with its session).
+func (t tokenIssuer) issueUntil(accountID, sid string, now, expires time.Time) (string, Claims, error) {
 	now = now.Truncate(time.Millisecond)
 	c := Claims{
 		Issuer:    issuerName,
 		Subject:   accountID,
 		ID:        secrets.Random(16),
+		SessionID: sid,
 		IssuedAt:  MilliTime{now},
-		ExpiresAt: jwt.NewNumericDate(now.Add(t.ttl)),
+		ExpiresAt: jwt.NewNumericDate(expires),
 	}
 	s, err := jwt.NewWithClaims(jwt.SigningMethodHS256, c).SignedString(t.secret)
 	if err != nil {

@@ -16,7 +16,7 @@ func TestIssuedAtReadsBackExactly(t *testing.T) {
 	base := time.Date(2026, 11, 23, 22, 4, 5, 0, time.UTC)
 	for ms := 0; ms < 1000; ms++ {
 		at := base.Add(time.Duration(ms)*time.Millisecond + 123*time.Microsecond)
-		token, issued, err := issuer.issue("acc", at)
+		token, issued, err := issuer.issue("acc", "sid", at)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -67,7 +67,7 @@ func TestTokenLeeway(t *testing.T) {
 	issued := time.Date(2026, 11, 26, 7, 0, 0, 0, time.UTC)
 	for _, leeway := range []time.Duration{0, 5 * time.Second} {
 		issuer := tokenIssuer{secret: []byte(strings.Repeat("s", 32)), ttl: time.Hour, leeway: leeway}
-		token, _, err := issuer.issue("acc", issued)
+		token, _, err := issuer.issue("acc", "sid", issued)
 		if err != nil {
 			t.Fatal(err)
 		}

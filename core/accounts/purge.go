@@ -64,4 +64,11 @@ func (s *Service) purgeOnce(ctx context.Context, every time.Duration) {
 	case n > 0:
 		s.log.Debug("expired revocations purged", "count", n)
 	}
+	n, err = s.PurgeSessions(ctx)
+	switch {
+	case err != nil && ctx.Err() == nil:
+		s.log.Warn("owner session purge failed, will retry", "err", err)
+	case n > 0:
+		s.log.Debug("expired owner sessions purged", "count", n)
+	}
 }

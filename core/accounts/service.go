@@ -55,6 +55,10 @@ type Config struct {
 	PublicURL string
 	// Now is the clock; default time.Now. Tests move it.
 	Now func() time.Time
+	// Country names the country of an address for the new sign-in mail; nil without GeoIP.
+	Country func(ip string) string
+	// Breach checks new passwords against a breach list; nil checks nothing.
+	Breach *BreachChecker
 }
 
 // Store is what the service persists: accounts, their mailed tokens, and the JWTs revoked
@@ -63,6 +67,8 @@ type Config struct {
 type Store interface {
 	storage.AccountStore
 	storage.RevocationStore
+	storage.OwnerSessionStore
+	storage.RecoveryCodeStore
 }
 
 // Service runs the account flows.
@@ -144,6 +150,10 @@ type Principal struct {
 	TokenExpiresAt time.Time
 	// ViaAPIKey is true when the caller presented the API key instead of a JWT.
 	ViaAPIKey bool
+	// SessionID names the owner session of a JWT caller; AuthAt is when that session last
+	// proved who the owner is (sign-in or re-authentication).
+	SessionID string
+	AuthAt    time.Time
 }
 
 // IsAdmin reports whether the caller has the admin role.
@@ -154,6 +164,11 @@ type Session struct {
 	Token     string
 	ExpiresAt time.Time
 	Account   storage.Account
+	// SessionID is the stored session; Refresh the cookie value that renews it
+	// ("sid.secret", shown only here), valid until RefreshExpiresAt at the latest.
+	SessionID        string
+	Refresh          string
+	RefreshExpiresAt time.Time
 }
 
 func normalizeEmail(e string) string { return strings.TrimSpace(e) }
@@ -187,6 +202,9 @@ func (s *Service) Register(ctx context.Context, in RegisterInput) (string, error
 	// The password rule first (the issue asks for it before anything else), then the rest.
 	if err := core.FirstError(core.ValidatePassword("password", in.Password),
 		core.ValidateUsername("username", in.Username), core.ValidateEmail("email", in.Email)); err != nil {
+		return "", err
+	}
+	if err := s.cfg.Breach.Check(ctx, "password", in.Password); err != nil {
 		return "", err
 	}
 	// Hash before any lookup so that every branch costs the same time.
@@ -295,22 +313,7 @@ func (s *Service) VerifyEmail(ctx context.Context, token string) (Session, error
 	if err != nil {
 		return Session{}, fmt.Errorf("accounts: verify email: %w", err)
 	}
-	return s.signIn(a)
-}
-
-// signIn issues a JWT for the account. It is never issued before the account's cut-off
-// (a node whose clock is behind the one that changed the password): a token the server
-// issues is one it accepts.
-func (s *Service) signIn(a storage.Account) (Session, error) {
-	issued := s.cfg.Now()
-	if cut := a.TokensValidAfter; issued.Before(cut) {
-		issued = cut
-	}
-	token, claims, err := s.tokens.issue(a.ID, issued)
-	if err != nil {
-		return Session{}, err
-	}
-	return Session{Token: token, ExpiresAt: claims.ExpiresAt.Time, Account: a}, nil
+	return s.signIn(ctx, a)
 }
 
 // ResendVerification mails a fresh verification link to an unverified account.
@@ -339,6 +342,8 @@ type LoginInput struct {
 	Username      string // username or email
 	Password      string
 	TwoFactorCode string
+	// RecoveryCode stands in for TwoFactorCode once (it signs out the other sessions).
+	RecoveryCode string
 }
 
 // lookup finds an account by username or email. Usernames cannot contain '@'.
@@ -398,11 +403,17 @@ func (s *Service) Login(ctx context.Context, in LoginInput) (Session, error) {
 	if !a.EmailVerified {
 		return Session{}, errRequireVerify
 	}
-	if a.TwoFactorEnabled && in.TwoFactorCode == "" {
+	if a.TwoFactorEnabled && in.TwoFactorCode == "" && in.RecoveryCode == "" {
 		return Session{}, errRequires2FA
 	}
+	byRecovery := a.TwoFactorEnabled && in.TwoFactorCode == ""
+	if byRecovery {
+		if err := s.useRecoveryCode(ctx, a.ID, in.RecoveryCode); err != nil {
+			return Session{}, err
+		}
+	}
 	a, err = s.store.UpdateAccount(ctx, a.ID, audit.Track(ctx, func(acc *storage.Account) error {
-		if acc.TwoFactorEnabled {
+		if acc.TwoFactorEnabled && !byRecovery {
 			step, ok := matchTOTP(acc.TwoFactorSecret, in.TwoFactorCode, s.cfg.Now(), acc.TwoFactorLastStep)
 			if !ok {
 				return errInvalidCode
@@ -415,7 +426,14 @@ func (s *Service) Login(ctx context.Context, in LoginInput) (Session, error) {
 	if err != nil {
 		return Session{}, err
 	}
-	return s.signIn(a)
+	if byRecovery {
+		// A recovery code says the second factor may be lost or stolen: every other
+		// session ends.
+		if _, err := s.endSessions(ctx, a.ID, "", "recovery code used"); err != nil {
+			return Session{}, err
+		}
+	}
+	return s.signIn(ctx, a)
 }
 
 // Authenticate checks a dashboard JWT: signature, expiry, revocation (logout) and the
@@ -442,7 +460,11 @@ func (s *Service) Authenticate(ctx context.Context, token string) (Principal, er
 	if !a.TokensValidAfter.IsZero() && c.IssuedAt.Before(a.TokensValidAfter.Truncate(time.Millisecond)) {
 		return Principal{}, errBadSession
 	}
-	return Principal{Account: a, TokenID: c.ID, TokenExpiresAt: c.ExpiresAt.Time}, nil
+	o, err := s.checkSession(ctx, c)
+	if err != nil {
+		return Principal{}, err
+	}
+	return Principal{Account: a, TokenID: c.ID, TokenExpiresAt: c.ExpiresAt.Time, SessionID: o.ID, AuthAt: o.AuthAt}, nil
 }
 
 // AuthenticateAPIKey finds the account whose current API key is key.
@@ -467,6 +489,12 @@ func (s *Service) Logout(ctx context.Context, p Principal) (string, error) {
 	if err := s.store.RevokeToken(ctx, p.TokenID, p.TokenExpiresAt); err != nil {
 		return "", fmt.Errorf("accounts: logout: %w", err)
 	}
+	if p.SessionID != "" {
+		if err := s.store.DeleteOwnerSession(ctx, p.Account.ID, p.SessionID); err != nil && !errors.Is(err, storage.ErrNotFound) {
+			return "", fmt.Errorf("accounts: logout: %w", err)
+		}
+	}
+	s.log.Info("owner signed out", "accountId", p.Account.ID, "session", p.SessionID)
 	return msgLoggedOut, nil
 }
 
@@ -513,6 +541,9 @@ func (s *Service) ResetPassword(ctx context.Context, token, newPassword string) 
 	if err := core.FirstError(core.Required("token", token), core.ValidatePassword("newPassword", newPassword)); err != nil {
 		return "", err
 	}
+	if err := s.cfg.Breach.Check(ctx, "newPassword", newPassword); err != nil {
+		return "", err
+	}
 	hash, err := s.hasher.Hash(ctx, newPassword)
 	if err != nil {
 		return "", err
@@ -535,6 +566,9 @@ func (s *Service) ResetPassword(ctx context.Context, token, newPassword string) 
 	if err := s.store.DeleteAccountTokens(ctx, t.AccountID, storage.TokenResetPassword); err != nil {
 		s.log.Error("could not delete other reset tokens", "accountId", t.AccountID, "err", err)
 	}
+	if _, err := s.endSessions(ctx, t.AccountID, "", "password reset"); err != nil {
+		return "", err
+	}
 	return msgPasswordSet, nil
 }
 
@@ -546,6 +580,9 @@ func (s *Service) ResetPasswordBy2FA(ctx context.Context, login, code, newPasswo
 	}
 	if len(login) > core.MaxEmailLength {
 		return "", core.Invalid("username", "username must be at most %d characters", core.MaxEmailLength)
+	}
+	if err := s.cfg.Breach.Check(ctx, "newPassword", newPassword); err != nil {
+		return "", err
 	}
 	hash, err := s.hasher.Hash(ctx, newPassword)
 	if err != nil {
@@ -570,6 +607,9 @@ func (s *Service) ResetPasswordBy2FA(ctx context.Context, login, code, newPasswo
 		return nil
 	}))
 	if err != nil {
+		return "", err
+	}
+	if _, err := s.endSessions(ctx, a.ID, "", "password reset by 2FA"); err != nil {
 		return "", err
 	}
 	return msgPasswordSet, nil
@@ -611,6 +651,9 @@ func (s *Service) ChangePassword(ctx context.Context, p Principal, in ChangePass
 	default:
 		return Session{}, core.Invalid("currentPassword", "currentPassword is required, or twoFactorCode when two-factor authentication is enabled")
 	}
+	if err := s.cfg.Breach.Check(ctx, "newPassword", in.NewPassword); err != nil {
+		return Session{}, err
+	}
 	hash, err := s.hasher.Hash(ctx, in.NewPassword)
 	if err != nil {
 		return Session{}, err
@@ -629,7 +672,11 @@ func (s *Service) ChangePassword(ctx context.Context, p Principal, in ChangePass
 	if err != nil {
 		return Session{}, err
 	}
-	return s.signIn(a)
+	// Every session ends, this one too: the answer carries a fresh one.
+	if _, err := s.endSessions(ctx, a.ID, "", "password changed"); err != nil {
+		return Session{}, err
+	}
+	return s.signIn(ctx, a)
 }
 
 // RegenerateAPIKey replaces the API key; the old key stops working at once. The full key is
@@ -700,6 +747,9 @@ func (s *Service) Enable2FA(ctx context.Context, p Principal, code string) (stri
 	if err != nil {
 		return "", err
 	}
+	if _, err := s.endSessions(ctx, p.Account.ID, p.SessionID, "two-factor authentication changed"); err != nil {
+		return "", err
+	}
 	return msg2FAEnabled, nil
 }
 
@@ -729,6 +779,9 @@ func (s *Service) Disable2FA(ctx context.Context, p Principal, password, code st
 		return nil
 	}))
 	if err != nil {
+		return "", err
+	}
+	if _, err := s.endSessions(ctx, p.Account.ID, p.SessionID, "two-factor authentication changed"); err != nil {
 		return "", err
 	}
 	return msg2FADisabled, nil

@@ -210,6 +210,12 @@ func (s *Store) DeleteAccount(ctx context.Context, id string) error {
 	if _, err := s.apiKeys.DeleteMany(ctx, bson.D{{Key: "accountId", Value: id}}); err != nil {
 		return wrap("delete account: API keys", err)
 	}
+	if _, err := s.ownerSessions.DeleteMany(ctx, bson.D{{Key: "accountId", Value: id}}); err != nil {
+		return wrap("delete account: owner sessions", err)
+	}
+	if _, err := s.recoveryCodes.DeleteMany(ctx, bson.D{{Key: "accountId", Value: id}}); err != nil {
+		return wrap("delete account: recovery codes", err)
+	}
 	// Claims left by updaters that died would otherwise outlive the account.
 	if err := s.deleteClaims(ctx, id); err != nil {
 		return wrap("delete account: claims", err)

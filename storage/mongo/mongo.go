@@ -118,6 +118,8 @@ const (
 	collSessions      = "clientSessions"
 	collWSHooks       = "wsHooks"
 	collRevocations   = "tokenRevocations"
+	collOwnerSessions = "ownerSessions"
+	collRecoveryCodes = "recoveryCodes"
 	collAPIKeys       = "apiKeys"
 	collAudit         = "auditLog"
 	collEvents        = "events"
@@ -147,6 +149,8 @@ type Store struct {
 	clientSessions *mongo.Collection // durable copies of client sessions
 	wsHooks        *mongo.Collection // WebSocket hooks
 	revocations    *mongo.Collection // logged-out dashboard JWTs
+	ownerSessions  *mongo.Collection // owners' signed-in dashboard sessions
+	recoveryCodes  *mongo.Collection // owners' one-time recovery codes
 	apiKeys        *mongo.Collection // scoped API keys
 	audit          *mongo.Collection // the audit log
 	events         *mongo.Collection // the durable event log, by position
@@ -252,6 +256,8 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		clientSessions: db.Collection(collSessions),
 		wsHooks:        db.Collection(collWSHooks),
 		revocations:    db.Collection(collRevocations),
+		ownerSessions:  db.Collection(collOwnerSessions),
+		recoveryCodes:  db.Collection(collRecoveryCodes),
 		apiKeys:        db.Collection(collAPIKeys),
 		audit:          db.Collection(collAudit),
 		events:         db.Collection(collEvents),
@@ -320,6 +326,15 @@ func (s *Store) createIndexes(ctx context.Context) error {
 		// Revocations are looked up by token id, purged by expiry.
 		{s.revocations, []mongo.IndexModel{
 			{Keys: bson.D{{Key: "jti", Value: 1}, {Key: "expiresAt", Value: 1}}, Options: plain("jti_expiresAt")},
+			{Keys: bson.D{{Key: "expiresAt", Value: 1}}, Options: plain("expiresAt")},
+		}},
+		// Recovery codes: _id is account and hash; listed per account.
+		{s.recoveryCodes, []mongo.IndexModel{
+			{Keys: bson.D{{Key: "accountId", Value: 1}}, Options: plain("accountId")},
+		}},
+		// Owner sessions are listed per account, purged by expiry.
+		{s.ownerSessions, []mongo.IndexModel{
+			{Keys: bson.D{{Key: "accountId", Value: 1}, {Key: "lastUsedAt", Value: -1}}, Options: plain("accountId_lastUsedAt")},
 			{Keys: bson.D{{Key: "expiresAt", Value: 1}}, Options: plain("expiresAt")},
 		}},
 		// A token's hash is its _id, unique by construction.

@@ -565,7 +565,42 @@ ALTER TABLE audit_log ADD COLUMN hash      TEXT    NOT NULL DEFAULT '';
 CREATE UNIQUE INDEX audit_log_chain ON audit_log (account_id, seq) WHERE seq > 0;
 `,
 	},
-	// 16-29 belong to other branches of this release; 30-34 to the stores (issue 23).
+	{
+		version: 20,
+		name:    "owner sessions",
+		sql: `
+-- The owner's signed-in dashboard sessions (issues 22, 25): a JWT names its session, so a
+-- deleted row refuses it on every node. refresh_hash is the SHA-256 of the cookie's secret.
+CREATE TABLE owner_sessions (
+	id           TEXT    NOT NULL PRIMARY KEY,
+	account_id   TEXT    NOT NULL REFERENCES accounts (id) ON DELETE CASCADE,
+	refresh_hash TEXT    NOT NULL,
+	user_agent   TEXT    NOT NULL,
+	ip           TEXT    NOT NULL,
+	created_at   INTEGER NOT NULL,
+	last_used_at INTEGER NOT NULL,
+	auth_at      INTEGER NOT NULL,
+	expires_at   INTEGER NOT NULL
+) STRICT;
+
+CREATE INDEX owner_sessions_account ON owner_sessions (account_id, last_used_at);
+CREATE INDEX owner_sessions_expires ON owner_sessions (expires_at);
+`,
+	},
+	{
+		version: 21,
+		name:    "recovery codes",
+		sql: `
+-- One-time recovery codes of an owner (issue 25), by their SHA-256; a used code is deleted.
+CREATE TABLE recovery_codes (
+	account_id TEXT    NOT NULL REFERENCES accounts (id) ON DELETE CASCADE,
+	hash       TEXT    NOT NULL,
+	created_at INTEGER NOT NULL,
+	PRIMARY KEY (account_id, hash)
+) STRICT, WITHOUT ROWID;
+`,
+	},
+	// 30-34: the stores (issue 23).
 	{
 		version: 30,
 		name:    "store connections, product mappings, orders and their events",

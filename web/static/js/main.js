@@ -1,7 +1,7 @@
 // The dashboard's entry: a hash router over the pages, and the frame around them.
 
 import { h, clear, toast, errorNotice } from './dom.js';
-import { api, session, setUnauthorizedHandler } from './api.js';
+import { api, session, setUnauthorizedHandler, setReauthHandler, restore, afterSignIn } from './api.js';
 import * as auth from './pages/auth.js';
 import * as account from './pages/account.js';
 import * as apps from './pages/apps.js';
@@ -37,7 +37,11 @@ export function signedIn(token, account) {
   session.set(token);
   state.me = null;
   if (account) toast('Signed in as ' + account.username);
-  go('apps');
+  // Back to the page open when the session ended, with the form it was sending sent again.
+  afterSignIn().then(({ back, resent }) => {
+    if (resent) toast('Your last change was sent again.');
+    go(back || 'apps');
+  });
 }
 
 async function logout() {
@@ -47,6 +51,7 @@ async function logout() {
   go('login');
 }
 
+setReauthHandler(account.reauthDialog);
 setUnauthorizedHandler(() => {
   state.me = null;
   toast('Your session ended; sign in again.', 'warn');
@@ -107,4 +112,5 @@ async function render() {
 }
 
 window.addEventListener('hashchange', render);
-render();
+// A new tab (or a reload) takes the browser's sign-in from the session's refresh cookie.
+restore().finally(render);

@@ -1,7 +1,8 @@
-// The account page: plan and usage, API key, password, two-factor authentication.
+// The account page: plan and usage, API key, password, two-factor authentication, the
+// signed-in sessions; and the dialog that confirms who the owner is before a sensitive action.
 
 import { h, clear, fmtDate, fmtNum, secretBox, toast, modal, badge } from '../dom.js';
-import { get, post, session } from '../api.js';
+import { get, post, del, session } from '../api.js';
 import { form, section } from '../forms.js';
 
 export async function page(ctx) {
@@ -9,7 +10,59 @@ export async function page(ctx) {
   const [plans, mail] = await Promise.all([get('/api/plans'), get('/api/auth/mail-outbox')]);
   return h('div', h('h1', { text: 'Account' }),
     h('div.grid', planCard(me, plans), keyCard(me)),
-    twoFactorCard(me, ctx), passwordCard(), outboxCard(mail.outbox));
+    twoFactorCard(me, ctx), passwordCard(), sessionsCard(), outboxCard(mail.outbox));
+}
+
+// browserName shortens a User-Agent to what a person recognises.
+function browserName(ua) {
+  if (!ua) return 'Unknown browser';
+  const m = /(Edg|OPR|Firefox|Chrome|Safari)\/[\d.]+/.exec(ua);
+  const os = /Windows|Mac OS X|Android|iPhone|iPad|Linux/.exec(ua);
+  const name = m ? { Edg: 'Edge', OPR: 'Opera' }[m[1]] || m[1] : ua.slice(0, 40);
+  return os ? `${name} on ${os[0].replace('Mac OS X', 'macOS')}` : name;
+}
+
+// sessionsCard lists where the account is signed in and signs sessions out, one or all others.
+function sessionsCard() {
+  const body = h('tbody');
+  const table = h('table#sessions', h('caption', { text: 'Signed-in sessions' }),
+    h('thead', h('tr', ['Browser', 'Address', 'Signed in', 'Last used', ''].map((t) => h('th', { scope: 'col', text: t })))), body);
+  async function load() {
+    let list;
+    try { list = await get('/api/auth/sessions'); } catch (x) { clear(body).append(h('tr', h('td', { colspan: 5, text: x.message }))); return; }
+    clear(body).append(...list.map((s) => h('tr', { 'data-session': s.id },
+      h('td', { title: s.userAgent }, browserName(s.userAgent), s.current ? [' ', badge('this browser', 'ok')] : null),
+      h('td', { text: s.ip || '—' }), h('td', { text: fmtDate(s.createdAt) }), h('td', { text: fmtDate(s.lastUsedAt) }),
+      h('td', s.current ? null : h('button', { type: 'button', text: 'Sign out', 'aria-label': `Sign out ${browserName(s.userAgent)} at ${s.ip}`,
+        on: { click: async () => {
+          try { await del('/api/auth/sessions/' + encodeURIComponent(s.id)); toast('Session signed out'); load(); } catch (x) { toast(x.message, 'error'); }
+        } } })))));
+  }
+  load();
+  const others = h('button#sign-out-others', { type: 'button', text: 'Sign out all other sessions', on: { click: async () => {
+    const ok = await modal('Sign out every other session?', h('p', { text: 'Every other browser and device signed in to this account is signed out at once.' }),
+      { ok: 'Sign out others', danger: true });
+    if (!ok) return;
+    try { const d = await post('/api/auth/sessions/revoke-others'); toast(`${d.count} other session${d.count === 1 ? '' : 's'} signed out`); load(); } catch (x) { toast(x.message, 'error'); }
+  } } });
+  return section('Sessions', h('p', { text: 'Where this account is signed in. A password change signs out everywhere; a 2FA change signs out the other sessions.' }),
+    h('div.table-wrap', table), others);
+}
+
+// reauthDialog asks the owner to confirm who they are (password or a 2FA code) before a
+// sensitive action; resolves true once the server accepted it.
+export async function reauthDialog() {
+  const password = h('input#reauth-password', { type: 'password', name: 'password', autocomplete: 'current-password' });
+  const code = h('input#reauth-code', { name: 'twoFactorCode', inputmode: 'numeric', maxlength: 6, autocomplete: 'one-time-code' });
+  const body = h('div', h('p', { text: 'This action needs a recent sign-in. Enter your password, or a code from your authenticator app.' }),
+    h('div.field', h('label', { for: 'reauth-password', text: 'Password' }), password),
+    h('div.field', h('label', { for: 'reauth-code', text: 'or 2FA code' }), code));
+  const ok = await modal('Confirm it is you', body, { ok: 'Confirm', onOk: async () => {
+    const v = password.value ? { password: password.value } : { twoFactorCode: code.value.trim() };
+    await post('/api/auth/reauth', v);
+    return true;
+  } });
+  return !!ok;
 }
 
 // outboxCard names the folder this server writes its mails to when no SMTP server is set;
@@ -71,7 +124,7 @@ function twoFactorCard(me, ctx) {
           { name: 'code', label: 'Code', required: true, inputmode: 'numeric', maxlength: 6, autocomplete: 'one-time-code' }],
         submit: 'Disable 2FA',
         onSubmit: async (v) => { await post('/api/auth/2fa/disable', v); toast('Two-factor authentication is off'); render(false); },
-      }));
+      }), recoveryBox());
       return;
     }
     box.append(h('p', badge('off'), ' Protect the account with a time-based code.'),
@@ -86,12 +139,40 @@ function twoFactorCard(me, ctx) {
       form({
         fields: [{ name: 'code', label: 'Code', required: true, inputmode: 'numeric', maxlength: 6, autocomplete: 'one-time-code' }],
         submit: 'Enable 2FA',
-        onSubmit: async (v) => { await post('/api/auth/2fa/enable', v); toast('Two-factor authentication is on'); render(true); },
+        onSubmit: async (v) => {
+          const d = await post('/api/auth/2fa/enable', v);
+          toast('Two-factor authentication is on');
+          render(true);
+          if (d.recoveryCodes) box.prepend(codesShown(d.recoveryCodes));
+        },
       }));
     drawQR(canvas, d.otpauth);
   }
   render(me.twoFactorEnabled);
   return section('Two-factor authentication', box);
+}
+
+// codesShown shows recovery codes the one time the server answers them.
+function codesShown(codes) {
+  return h('div#recovery-codes-shown', h('p.warn', { text: 'Save these recovery codes now: they are shown only this once. Each one signs you in once in place of a code.' }),
+    secretBox(codes.join('\n'), 'recovery codes'));
+}
+
+// recoveryBox says how many recovery codes are left and makes new ones.
+function recoveryBox() {
+  const left = h('span#recovery-left', { text: '…' });
+  const shown = h('div');
+  get('/api/auth/recovery-codes').then((d) => { left.textContent = String(d.remaining); }).catch(() => { left.textContent = '?'; });
+  return h('div.recovery', h('h3', { text: 'Recovery codes' }), h('p', left, ' unused recovery codes.'), shown,
+    h('button#regenerate-codes', { type: 'button', text: 'Make new recovery codes', on: { click: async () => {
+      const ok = await modal('Make new recovery codes?', h('p', { text: 'The current codes stop working at once.' }), { ok: 'Make new codes', danger: true });
+      if (!ok) return;
+      try {
+        const d = await post('/api/auth/recovery-codes/regenerate');
+        clear(shown).append(codesShown(d.recoveryCodes));
+        left.textContent = String(d.recoveryCodes.length);
+      } catch (x) { toast(x.message, 'error'); }
+    } } }));
 }
 
 // Draws a QR code of text on a canvas: the library encodes, the canvas only paints modules.

@@ -48,6 +48,15 @@ export function login() {
 }
 
 function twoFactorStep(creds) {
+  const recovery = form({
+    fields: [{ name: 'recoveryCode', label: 'Recovery code', required: true, autocomplete: 'off', maxlength: 16 }],
+    submit: 'Use recovery code',
+    onSubmit: async (v) => {
+      const out = await api('POST', '/api/auth/login', { ...creds, ...v }, { raw: true });
+      signedIn(out.token, out.account);
+    },
+  });
+  const other = h('details.recovery', h('summary', { text: 'Lost your authenticator? Use a recovery code' }), recovery);
   return h('div', h('p', { text: 'Enter the 6-digit code from your authenticator app.' }), form({
     fields: [{ name: 'twoFactorCode', label: 'Authentication code', required: true, autocomplete: 'one-time-code', inputmode: 'numeric', maxlength: 6 }],
     submit: 'Verify',
@@ -56,7 +65,7 @@ function twoFactorStep(creds) {
       if (out.requires2FA) throw Object.assign(new Error(out.message || 'A code is needed.'), { field: 'twoFactorCode' });
       signedIn(out.token, out.account);
     },
-  }));
+  }), other);
 }
 
 function resendForm() {

@@ -2,7 +2,7 @@
 // commands, and the hook editor.
 
 import { h, clear, fmtDate, toast, modal, badge } from '../dom.js';
-import { get, post, patch, del, session } from '../api.js';
+import { get, post, patch, del, socketTicket } from '../api.js';
 import { form, section, field, fieldError } from '../forms.js';
 
 const FEED_TYPES = ['session_connect', 'session_disconnect', 'chat', 'status', 'typing', 'custom_event'];
@@ -36,9 +36,13 @@ export async function live(ctx) {
     ws.send(JSON.stringify(msg));
     return true;
   }
-  function connect() {
+  async function connect() {
     const proto = location.protocol === 'https:' ? 'wss:' : 'ws:';
-    ws = new WebSocket(`${proto}//${location.host}/api/apps/${encodeURIComponent(appId)}/ws/connect?token=${encodeURIComponent(session.token || '')}`);
+    // A single-use ticket opens the socket: the token never travels in its URL.
+    let ticket = '';
+    try { ticket = await socketTicket(); } catch { /* refused below, and retried */ }
+    if (closed) return;
+    ws = new WebSocket(`${proto}//${location.host}/api/apps/${encodeURIComponent(appId)}/ws/connect?ticket=${encodeURIComponent(ticket)}`);
     ws.addEventListener('open', () => { retry = 0; status.textContent = 'connected'; status.className = 'badge ok'; applyFilters(); });
     ws.addEventListener('message', (e) => { let m; try { m = JSON.parse(e.data); } catch { return; } onMessage(m); });
     ws.addEventListener('close', (e) => {
