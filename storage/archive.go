@@ -33,6 +33,12 @@ const (
 	KindAudit            = "audit_log"          // AuditEntry (the chain kept: seq, hashes)
 	KindEvents           = "events"             // EventRecord (positions and seqs kept)
 	KindEventCursors     = "event_cursors"      // EventCursor
+	KindOwnerSessions    = "owner_sessions"     // OwnerSession
+	KindRecoveryCodes    = "recovery_codes"     // RecoveryCode
+	KindStoreConnections = "store_connections"  // StoreConnection (the signing secret sealed)
+	KindStoreProducts    = "store_products"     // StoreProduct
+	KindOrders           = "store_orders"       // Order
+	KindOrderEvents      = "store_order_events" // OrderEvent
 )
 
 // Revocation is a revoked dashboard token as the archive carries it.
@@ -45,6 +51,13 @@ type Revocation struct {
 type EventCursor struct {
 	Consumer string
 	Pos      int64
+}
+
+// RecoveryCode is an owner's unused recovery code (its hash) as the archive carries it.
+type RecoveryCode struct {
+	AccountID string
+	Hash      string
+	CreatedAt time.Time
 }
 
 // ArchiveStore is what an engine adds for the archive. Reading goes through it (the
@@ -64,6 +77,9 @@ type ArchiveStore interface {
 	RestoreAudit(ctx context.Context, entries []AuditEntry) error
 	// RestoreEvents writes events as they are (pos and seq kept).
 	RestoreEvents(ctx context.Context, evs []EventRecord) error
+	// RestoreRecoveryCodes adds codes as they are (ReplaceRecoveryCodes would drop the
+	// account's codes of an earlier batch); ErrNotFound when an account is missing.
+	RestoreRecoveryCodes(ctx context.Context, codes []RecoveryCode) error
 	// SchemaVersion answers the version of the stored schema.
 	SchemaVersion(ctx context.Context) (int, error)
 }

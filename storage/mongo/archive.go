@@ -59,6 +59,26 @@ var archiveColls = map[string]archiveColl{
 	storage.KindAudit:            {coll(collAudit), "_id", doc(auditDoc.entry)},
 	storage.KindEvents:           {coll(collEvents), "_id", doc(eventDoc.record)},
 	storage.KindEventCursors:     {coll(collEventCursors), "_id", doc(cursorDoc.record)},
+	storage.KindOwnerSessions:    {coll(collOwnerSessions), "_id", doc(ownerSessionDoc.session)},
+	storage.KindRecoveryCodes:    {coll(collRecoveryCodes), "_id", doc(recoveryCodeDoc.record)},
+	storage.KindStoreConnections: {coll(collStoreConnections), "_id", commerceRecord[storage.StoreConnection]},
+	storage.KindStoreProducts:    {coll(collStoreProducts), "_id", commerceRecord[storage.StoreProduct]},
+	storage.KindOrders:           {coll(collStoreOrders), "_id", commerceRecord[storage.Order]},
+	storage.KindOrderEvents:      {coll(collStoreOrderEvents), "_id", commerceRecord[storage.OrderEvent]},
+}
+
+// commerceRecord turns a commerce document into its record as stored (a connection's
+// secret stays sealed: no Sealer opens it here).
+func commerceRecord[R any](raw bson.Raw) (any, error) {
+	var d commerceDoc
+	if err := bson.Unmarshal(raw, &d); err != nil {
+		return nil, err
+	}
+	return decodeCommerce[R](d)
+}
+
+func (d recoveryCodeDoc) record() storage.RecoveryCode {
+	return storage.RecoveryCode{AccountID: d.AccountID, Hash: d.Hash, CreatedAt: fromDate(d.CreatedAt)}
 }
 
 func (d revocationDoc) record() storage.Revocation {
@@ -81,6 +101,9 @@ func (s *Store) ArchiveTables() map[string]string {
 		collDeliveries: storage.KindDeliveries, collAttempts: storage.KindDeliveryAttempts,
 		collSessions: storage.KindClientSessions, collLogs: storage.KindLogs, collAudit: storage.KindAudit,
 		collEvents: storage.KindEvents, collEventCursors: storage.KindEventCursors,
+		collOwnerSessions: storage.KindOwnerSessions, collRecoveryCodes: storage.KindRecoveryCodes,
+		collStoreConnections: storage.KindStoreConnections, collStoreProducts: storage.KindStoreProducts,
+		collStoreOrders: storage.KindOrders, collStoreOrderEvents: storage.KindOrderEvents,
 		collClaims:     "- update claims, removed once their update is done (see updateDoc)",
 		collEventHeads: "- hints of the event log's head, never above the truth (see headDoc)",
 		"files.files":  "- GridFS: file bytes, carried as blobs",
@@ -154,6 +177,26 @@ func (s *Store) RestoreEvents(ctx context.Context, evs []storage.EventRecord) er
 		return wrap("restore events: heads", err)
 	}
 	return nil
+}
+
+// RestoreRecoveryCodes implements storage.ArchiveStore: the codes go in as they are, and
+// are taken out again (ErrNotFound) when one of their accounts is missing.
+func (s *Store) RestoreRecoveryCodes(ctx context.Context, codes []storage.RecoveryCode) error {
+	if len(codes) == 0 {
+		return nil
+	}
+	docs := make([]any, len(codes))
+	ids := make([]string, len(codes))
+	accounts := make([]string, len(codes))
+	for i, c := range codes {
+		ids[i], accounts[i] = c.AccountID+"|"+c.Hash, c.AccountID
+		docs[i] = recoveryCodeDoc{ID: ids[i], AccountID: c.AccountID, Hash: c.Hash, CreatedAt: storage.Truncate(c.CreatedAt)}
+	}
+	accs := distinct(accounts)
+	parent := parentRef{what: fmt.Sprintf("%d accounts", len(accs)), coll: s.accounts,
+		filter: bson.D{{Key: "_id", Value: bson.D{{Key: "$in", Value: accs}}}}, want: int64(len(accs))}
+	undo := bson.D{{Key: "_id", Value: bson.D{{Key: "$in", Value: ids}}}}
+	return s.insertOwned(ctx, "restore recovery codes", s.recoveryCodes, docs, undo, []parentRef{parent})
 }
 
 func (s *Store) insertArchived(ctx context.Context, op string, c *mongo.Collection, docs []any) error {

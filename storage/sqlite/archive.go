@@ -49,6 +49,12 @@ var archiveTables = map[string]archiveTable{
 	storage.KindAudit:            table("audit_log", auditCols, "id", as(scanAudit)),
 	storage.KindEvents:           table("events", "pos, id, app_id, seq, type, payload, created_at", "pos", as(scanEvent)),
 	storage.KindEventCursors:     table("event_cursors", "consumer, pos", "consumer", as(scanEventCursor)),
+	storage.KindOwnerSessions:    table("owner_sessions", ownerSessionCols, "id", as(func(r scanner) (storage.OwnerSession, error) { return scanOwnerSession(r) })),
+	storage.KindRecoveryCodes:    table("recovery_codes", "account_id, hash, created_at", "account_id, hash", as(scanRecoveryCode)),
+	storage.KindStoreConnections: table("store_connections", "doc", "id", as(scanDoc[storage.StoreConnection])),
+	storage.KindStoreProducts:    table("store_products", "doc", "id", as(scanDoc[storage.StoreProduct])),
+	storage.KindOrders:           table("store_orders", "doc", "id", as(scanDoc[storage.Order])),
+	storage.KindOrderEvents:      table("store_order_events", "doc", "id", as(scanDoc[storage.OrderEvent])),
 }
 
 // ArchiveTables implements storage.ArchiveStore.
@@ -62,6 +68,9 @@ func (s *Store) ArchiveTables() map[string]string {
 		"webhook_deliveries": storage.KindDeliveries, "webhook_attempts": storage.KindDeliveryAttempts,
 		"client_sessions": storage.KindClientSessions, "logs": storage.KindLogs, "audit_log": storage.KindAudit,
 		"events": storage.KindEvents, "event_cursors": storage.KindEventCursors,
+		"owner_sessions": storage.KindOwnerSessions, "recovery_codes": storage.KindRecoveryCodes,
+		"store_connections": storage.KindStoreConnections, "store_products": storage.KindStoreProducts,
+		"store_orders": storage.KindOrders, "store_order_events": storage.KindOrderEvents,
 		"schema_migrations": "- the schema's own history, written by Open",
 		"sqlite_sequence":   "- SQLite's AUTOINCREMENT counters, rebuilt from the events restored",
 	}
@@ -119,6 +128,22 @@ func scanEventCursor(r scanner) (storage.EventCursor, error) {
 	var c storage.EventCursor
 	err := r.Scan(&c.Consumer, &c.Pos)
 	return c, err
+}
+
+func scanRecoveryCode(r scanner) (storage.RecoveryCode, error) {
+	var c storage.RecoveryCode
+	err := r.Scan(&c.AccountID, &c.Hash, timeCol{&c.CreatedAt})
+	return c, err
+}
+
+// RestoreRecoveryCodes implements storage.ArchiveStore: the codes go in as they are, a
+// missing account refused by the foreign key as ErrNotFound.
+func (s *Store) RestoreRecoveryCodes(ctx context.Context, codes []storage.RecoveryCode) error {
+	rows := make([][]any, len(codes))
+	for i, c := range codes {
+		rows[i] = []any{c.AccountID, c.Hash, toMillis(c.CreatedAt)}
+	}
+	return s.insertAll(ctx, "restore recovery codes", `INSERT INTO recovery_codes (account_id, hash, created_at) VALUES (?, ?, ?)`, rows)
 }
 
 // RestoreAudit implements storage.ArchiveStore: the entries go in as they are.

@@ -17,8 +17,8 @@ type Populated struct {
 }
 
 // PopulateEveryKind writes n records (at least one) of every record kind of the archive
-// into s, with sealed secrets (a TOTP secret, an app signing key, an integration secret)
-// when s was opened with a Sealer, every field set. The files' bytes are the caller's.
+// into s, with sealed secrets (a TOTP secret, an app signing key, an integration secret, a
+// store connection's signing secret) when s was opened with a Sealer, every field set. The files' bytes are the caller's.
 func PopulateEveryKind(t testing.TB, s storage.Store, n int) Populated {
 	t.Helper()
 	ctx := t.Context()
@@ -32,6 +32,8 @@ func PopulateEveryKind(t testing.TB, s storage.Store, n int) Populated {
 	must("account", s.CreateAccount(ctx, acc))
 	must("account token", s.CreateAccountToken(ctx, newToken(acc.ID, "reset")))
 	must("api key", s.CreateAPIKey(ctx, apiKeyOf(acc.ID)))
+	must("owner session", s.CreateOwnerSession(ctx, newOwnerSession(acc.ID)))
+	must("recovery codes", s.ReplaceRecoveryCodes(ctx, acc.ID, codeHashes(max(n, 1)), ms(time.Minute)))
 	must("revocation", s.RevokeToken(ctx, uniq("jti-"), ms(time.Hour)))
 	app := fullApp(acc.ID, uniq("every-app"))
 	must("app", s.CreateApp(ctx, app))
@@ -59,6 +61,20 @@ func PopulateEveryKind(t testing.TB, s storage.Store, n int) Populated {
 		d := fullDelivery(in, ms(time.Minute))
 		must("delivery", s.CreateDeliveries(ctx, []storage.Delivery{d}))
 		must("attempt", s.AddDeliveryAttempt(ctx, fullAttempt(d, 1, ms(0))))
+		conn := fullStoreConnection(app.ID)
+		must("store connection", s.CreateStoreConnection(ctx, conn))
+		prod := storage.StoreProduct{ID: uniq("sp-"), AppID: app.ID, ConnectionID: conn.ID, ProductID: uniq("prod_"),
+			VariantID: "price_1", Level: 3, Duration: 86400, MaxUses: 1, DeviceLimit: 2, MaxSeats: 4, KeyPrefix: "PRO",
+			CreateUser: true, Variables: map[string]string{"tier": "pro"}, CreatedAt: ms(0), UpdatedAt: ms(time.Second)}
+		_, err := s.PutStoreProduct(ctx, prod)
+		must("store product", err)
+		o := newOrder(app.ID, conn.ID, uniq("order_"))
+		o.ProductRef, o.Status, o.Keys, o.Applied, o.Attempt = prod.ID, storage.OrderPaid, []string{l.Key}, []string{"renewal_1"}, 1
+		o.PeriodEnd, o.PaidThrough, o.UpdatedAt = ms(48*time.Hour), ms(30*24*time.Hour), ms(time.Minute)
+		must("order", s.CreateOrder(ctx, o))
+		must("order event", s.AddOrderEvent(ctx, storage.OrderEvent{ID: uniq("oe-"), AppID: app.ID, ConnectionID: conn.ID,
+			OrderRef: o.ID, EventID: uniq("evt_"), Type: "checkout.session.completed", Kind: "paid", Outcome: "issued 1 key",
+			Payload: []byte(`{"id":"evt"}`), ReceivedAt: ms(time.Second)}))
 		must("client session", s.SaveClientSessions(ctx, []storage.ClientSession{fullSession(app.ID, u.ID)}))
 		must("log", s.InsertLogs(ctx, []storage.LogEntry{fullLog(app.ID, "user.login", "info", u.Username, ms(0))}))
 		must("audit", s.AppendAudit(ctx, []storage.AuditEntry{auditEntry(acc.ID, app.ID, "owner", u.ID, ms(0))}))
@@ -122,6 +138,11 @@ func RunArchive(t *testing.T, h ArchiveHarness) {
 		for _, r := range records[storage.KindIntegrations] {
 			if i := r.(storage.Integration); !sealer.Sealed(i.Secret) {
 				t.Errorf("integration %s: secret archived in clear", i.ID)
+			}
+		}
+		for _, r := range records[storage.KindStoreConnections] {
+			if c := r.(storage.StoreConnection); !sealer.Sealed(c.Secret) {
+				t.Errorf("store connection %s: signing secret archived in clear", c.ID)
 			}
 		}
 	})
