@@ -1,6 +1,7 @@
 package storagetest
 
 import (
+	"errors"
 	"fmt"
 	"sort"
 	"testing"
@@ -94,8 +95,8 @@ type ArchiveHarness struct {
 }
 
 // RunArchive checks an engine's storage.ArchiveStore: every kind reads back what was
-// written, secrets sealed; the restore methods keep the audit chain and the event log's
-// positions; every table of the database is named by ArchiveTables (the every-table
+// written, secrets sealed; the restore methods keep the audit chain, the event log's
+// positions and recovery codes as they are (refused without their account); every table of the database is named by ArchiveTables (the every-table
 // test: a new table fails it until it is a kind of the archive, or said why not).
 func RunArchive(t *testing.T, h ArchiveHarness) {
 	sealer := TestSealer(t)
@@ -170,6 +171,29 @@ func RunArchive(t *testing.T, h ArchiveHarness) {
 			if g, w := fmt.Sprint(got), fmt.Sprint(records[kind]); g != w {
 				t.Errorf("%s after restore:\n got %s\nwant %s", kind, g, w)
 			}
+		}
+		// Recovery codes go in as they are, and only beside their account.
+		var codes []storage.RecoveryCode
+		for _, r := range records[storage.KindRecoveryCodes] {
+			codes = append(codes, r.(storage.RecoveryCode))
+		}
+		if err := dst.RestoreRecoveryCodes(t.Context(), codes); !errors.Is(err, storage.ErrNotFound) {
+			t.Errorf("RestoreRecoveryCodes without their account: %v, want ErrNotFound", err)
+		}
+		for _, r := range records[storage.KindAccounts] {
+			if err := dst.(storage.Store).CreateAccount(t.Context(), r.(storage.Account)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := dst.RestoreRecoveryCodes(t.Context(), codes); err != nil {
+			t.Fatalf("RestoreRecoveryCodes: %v", err)
+		}
+		var got []any
+		if err := dst.ArchiveRecords(t.Context(), storage.KindRecoveryCodes, func(r any) error { got = append(got, r); return nil }); err != nil {
+			t.Fatal(err)
+		}
+		if g, w := fmt.Sprint(got), fmt.Sprint(records[storage.KindRecoveryCodes]); g != w {
+			t.Errorf("recovery codes after restore:\n got %s\nwant %s", g, w)
 		}
 		// The next append continues after what was restored.
 		next := newEvent(evs[0].AppID, "user.login", ms(time.Second))
