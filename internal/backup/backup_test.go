@@ -107,6 +107,14 @@ func contents(t *testing.T, n node) (map[string][]string, map[string]string) {
 					return err
 				}
 				r = v
+			case storage.StoreConnection:
+				if !sealer.Sealed(v.Secret) {
+					t.Errorf("store connection %s: secret in clear", v.ID)
+				}
+				if err := storage.OpenStoreConnection(sealer, &v); err != nil {
+					return err
+				}
+				r = v
 			}
 			b, err := json.Marshal(r)
 			recs[k] = append(recs[k], string(b))

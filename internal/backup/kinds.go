@@ -25,6 +25,8 @@ var kinds = []kind{
 	each(storage.KindAccounts, storage.Store.CreateAccount),
 	each(storage.KindAccountTokens, storage.Store.CreateAccountToken),
 	each(storage.KindAPIKeys, storage.Store.CreateAPIKey),
+	each(storage.KindOwnerSessions, storage.Store.CreateOwnerSession),
+	batch(storage.KindRecoveryCodes, archived(storage.ArchiveStore.RestoreRecoveryCodes)),
 	each(storage.KindRevocations, func(st storage.Store, ctx context.Context, r storage.Revocation) error {
 		return st.RevokeToken(ctx, r.ID, r.ExpiresAt)
 	}),
@@ -38,6 +40,13 @@ var kinds = []kind{
 	batch(storage.KindRules, storage.Store.CreateRules),
 	each(storage.KindWSHooks, storage.Store.CreateWSHook),
 	each(storage.KindIntegrations, storage.Store.CreateIntegration),
+	each(storage.KindStoreConnections, storage.Store.CreateStoreConnection),
+	each(storage.KindStoreProducts, func(st storage.Store, ctx context.Context, p storage.StoreProduct) error {
+		_, err := st.PutStoreProduct(ctx, p)
+		return err
+	}),
+	each(storage.KindOrders, storage.Store.CreateOrder),
+	each(storage.KindOrderEvents, storage.Store.AddOrderEvent),
 	batch(storage.KindDeliveries, storage.Store.CreateDeliveries),
 	each(storage.KindDeliveryAttempts, storage.Store.AddDeliveryAttempt),
 	batch(storage.KindClientSessions, storage.Store.SaveClientSessions),

@@ -84,6 +84,11 @@ func checkSealed(kind string, line []byte, s storage.Sealer) error {
 		if err = json.Unmarshal(line, &i); err == nil {
 			what, err = "integration "+i.ID, storage.OpenIntegration(s, &i)
 		}
+	case storage.KindStoreConnections:
+		var c storage.StoreConnection
+		if err = json.Unmarshal(line, &c); err == nil {
+			what, err = "store connection "+c.ID, storage.OpenStoreConnection(s, &c)
+		}
 	default:
 		return nil
 	}
