@@ -440,14 +440,20 @@ func TestDeleteWithoutForeignKeys(t *testing.T) {
 
 // TestUpgradeFromVersion1 opens a database made by a build that knew only migration 1:
 // the next Open applies the later steps and keeps the data.
+// openAtVersion opens path as a binary of schema version n did: its migrations only, and
+// none of the hot statements a later schema prepares at open (their tables may not exist).
+func openAtVersion(ctx context.Context, path string, n int) (*Store, error) {
+	allMigrations, allHot := migrations, hotWrites
+	migrations, hotWrites = allMigrations[:n], nil
+	defer func() { migrations, hotWrites = allMigrations, allHot }()
+	return Open(ctx, Config{Path: path})
+}
+
 func TestUpgradeFromVersion1(t *testing.T) {
 	ctx := t.Context()
 	path := filepath.Join(t.TempDir(), "keyward.db")
 
-	all := migrations
-	migrations = all[:1]
-	s, err := Open(ctx, Config{Path: path})
-	migrations = all
+	s, err := openAtVersion(ctx, path, 1)
 	if err != nil {
 		t.Fatalf("Open at version 1: %v", err)
 	}
@@ -476,10 +482,7 @@ func TestUpgradeAddsAppSessionSettings(t *testing.T) {
 	ctx := t.Context()
 	path := filepath.Join(t.TempDir(), "keyward.db")
 
-	all := migrations
-	migrations = all[:4]
-	s, err := Open(ctx, Config{Path: path})
-	migrations = all
+	s, err := openAtVersion(ctx, path, 4)
 	if err != nil {
 		t.Fatalf("Open at version 4: %v", err)
 	}
