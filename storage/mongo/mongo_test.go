@@ -259,6 +259,19 @@ func TestDeleteAppFinishesInterruptedDelete(t *testing.T) {
 		if err := s.CreateWSHook(ctx, storage.WSHook{ID: a.ID + "-h", AppID: a.ID, Name: "h", Event: "e"}); err != nil {
 			t.Fatalf("CreateWSHook: %v", err)
 		}
+		sc := storage.StoreConnection{ID: a.ID + "-sc", AppID: a.ID, Provider: "stripe", Name: "s", ReceiverID: a.ID + "-rcv", Secret: "whsec"}
+		if err := s.CreateStoreConnection(ctx, sc); err != nil {
+			t.Fatalf("CreateStoreConnection: %v", err)
+		}
+		if _, err := s.PutStoreProduct(ctx, storage.StoreProduct{ID: a.ID + "-sp", AppID: a.ID, ConnectionID: sc.ID, ProductID: "p"}); err != nil {
+			t.Fatalf("PutStoreProduct: %v", err)
+		}
+		if err := s.CreateOrder(ctx, storage.Order{ID: a.ID + "-o", AppID: a.ID, ConnectionID: sc.ID, OrderID: "o1"}); err != nil {
+			t.Fatalf("CreateOrder: %v", err)
+		}
+		if err := s.AddOrderEvent(ctx, storage.OrderEvent{ID: a.ID + "-oe", AppID: a.ID, ConnectionID: sc.ID, OrderRef: a.ID + "-o", EventID: "e1"}); err != nil {
+			t.Fatalf("AddOrderEvent: %v", err)
+		}
 		// A claim an updater of the app's user left behind when it died.
 		if _, err := s.claims.InsertOne(ctx, claimDoc{ID: "users/" + u.ID + "#7", Owner: a.ID, At: storage.Now()}); err != nil {
 			t.Fatalf("insert claim: %v", err)
