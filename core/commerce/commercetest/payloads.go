@@ -25,6 +25,11 @@ type Sale struct {
 	Amount       int64 // minor units
 	Currency     string
 	PeriodEnd    time.Time
+	// Sent is when the store made the notification, for the stores that put it in the
+	// body (Sellix, Shoppy); zero is a fixed time, so one Sale is one body and a repeated
+	// delivery is the store's retry of the same notification (those stores send no event
+	// id: the body's digest is the event's).
+	Sent time.Time
 }
 
 func j(v any) []byte {
@@ -189,7 +194,11 @@ func sellix(p commerce.Provider, s Sale) []byte {
 	if s.Subscription != "" && s.Kind == commerce.KindPaid {
 		data["subscription_id"] = s.Subscription
 	}
-	return j(m{"event": event, "data": data, "created_at": time.Now().Unix()})
+	sent := s.Sent
+	if sent.IsZero() {
+		sent = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	}
+	return j(m{"event": event, "data": data, "created_at": sent.Unix()})
 }
 
 // sellapp: the dynamic delivery call carries the order alone; the webhook wraps it in
