@@ -327,8 +327,14 @@ func testClientSessionDeletedWithApp(t *testing.T, s storage.Store) {
 // testClientSessionConcurrentSave saves the same new token hashes from several writers at
 // once (two nodes flushing their copies of one session): every save succeeds and one of
 // the copies is stored whole.
+//
+// Four writers over ten sessions: at most 30 upserts lose their race. FerretDB v1.24 (the
+// MongoDB-wire test server) keeps one of its SQLite pool's 100 connections for each upsert
+// it loses to a concurrent one, so 8 writers over 20 sessions (up to 140 lost) hung the
+// test server about one run in ten; the race this proves is the same, and MongoDB has no
+// such limit.
 func testClientSessionConcurrentSave(t *testing.T, s storage.Store) {
-	const workers, sessions = 8, 20
+	const workers, sessions = 4, 10
 	copies := make([][]storage.ClientSession, workers)
 	for range sessions {
 		c := fullSession("app-1", "user-1")
