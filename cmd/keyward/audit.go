@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -24,12 +22,9 @@ func auditCmd(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprint(stderr, use)
 		return 2
 	}
-	cfg, err := server.LoadConfig("keyward audit verify", args[1:], os.Getenv, stderr)
-	if errors.Is(err, flag.ErrHelp) {
-		return 0
-	} else if err != nil {
-		fmt.Fprintf(stderr, "keyward: bad configuration:\n%v\n", err)
-		return 2
+	cfg, exit, ok := loadConfig("keyward audit verify", args[1:], stderr)
+	if !ok {
+		return exit
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()

@@ -30,9 +30,9 @@ func backupCmd(name string, args []string, stdout, stderr io.Writer) int {
 	if err := fs.Parse(own); err != nil {
 		return 2
 	}
-	cfg, ok := loadConfig("keyward "+name, rest, stderr)
+	cfg, exit, ok := loadConfig("keyward "+name, rest, stderr)
 	if !ok {
-		return 2
+		return exit
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -124,9 +124,9 @@ func restoreCmd(name string, args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	path := args[0]
-	cfg, ok := loadConfig("keyward "+name, args[1:], stderr)
+	cfg, exit, ok := loadConfig("keyward "+name, args[1:], stderr)
 	if !ok {
-		return 2
+		return exit
 	}
 	sealer, err := existingKey(cfg)
 	if err != nil {
@@ -179,13 +179,16 @@ func existingKey(cfg server.Config) (storage.Sealer, error) {
 	return secrets.NewBox([]byte(key))
 }
 
-func loadConfig(name string, args []string, stderr io.Writer) (server.Config, bool) {
+// loadConfig reads the settings of serve that a store command takes (flags or KEYWARD_*
+// variables). When it answers ok false the command ends with exit: 0 after --help, 2 for
+// bad settings (said on stderr).
+func loadConfig(name string, args []string, stderr io.Writer) (cfg server.Config, exit int, ok bool) {
 	cfg, err := server.LoadConfig(name, args, os.Getenv, stderr)
 	if errors.Is(err, flag.ErrHelp) {
-		return cfg, false
+		return cfg, 0, false
 	} else if err != nil {
 		fmt.Fprintf(stderr, "keyward: bad configuration:\n%v\n", err)
-		return cfg, false
+		return cfg, 2, false
 	}
-	return cfg, true
+	return cfg, 0, true
 }

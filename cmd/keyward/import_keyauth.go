@@ -46,12 +46,9 @@ func importKeyAuth(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprint(stderr, importKeyAuthUsage)
 		return 2
 	}
-	cfg, err := server.LoadConfig("keyward import keyauth", storeArgs, os.Getenv, stderr)
-	if errors.Is(err, flag.ErrHelp) {
-		return 0
-	} else if err != nil {
-		fmt.Fprintf(stderr, "keyward: bad configuration:\n%v\n", err)
-		return 2
+	cfg, exit, ok := loadConfig("keyward import keyauth", storeArgs, stderr)
+	if !ok {
+		return exit
 	}
 	in := io.Reader(os.Stdin)
 	if dumpPath != "-" {
