@@ -384,12 +384,18 @@ func (p *Conn) finish(frame bool) {
 	if p.onClose != nil {
 		p.onClose(code)
 	}
+	// A socket that waited in the read poller has no reader to end it: its end is called
+	// here, once it is written for the last time.
+	end := p.endPolled()
 	p.mu.Lock()
 	p.ended = true
 	if p.done != nil {
 		close(p.done)
 	}
 	p.mu.Unlock()
+	if end != nil {
+		end()
+	}
 }
 
 // sendPing is the pinger's work for the socket (gorilla lets a control frame be written

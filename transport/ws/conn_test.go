@@ -62,7 +62,9 @@ func loopbackSocket(t *testing.T, asHandlers bool) (server, client *websocket.Co
 	t.Cleanup(func() { cc.Close() })
 	sc := <-ups
 	if s, ok := sc.NetConn().(*socketConn); ok {
-		br = s.br
+		if s.rd != nil {
+			br = s.rd.br
+		}
 	}
 	return sc, cc, br
 }

@@ -6,8 +6,10 @@
 //     check the caller decides) and an upgrade it refuses answered with the body the
 //     caller gives (Config.Refusal: the http package's error envelope, as JSON bytes);
 //   - the reader (Conn.Read): one message after another to the caller's function, pings
-//     and pongs answered, the read limit and the pong deadline, waiting for each frame in
-//     a shallow call so that an idle socket's goroutine keeps a 2 KiB stack;
+//     and pongs answered, the read limit and the pong deadline; on Linux an idle socket
+//     has no reader goroutine: it waits in the node's read poller (one epoll instance),
+//     and a goroutine reads only when data came (elsewhere a goroutine per socket waits
+//     in a shallow call, so that its stack stays at 2 KiB);
 //   - the writer (Conn.Send, Conn.SendFrame): a bounded queue per socket (a socket too
 //     slow to take it is closed with 1013), frames queued together written in one
 //     system call, a frame for an idle socket written through by the sender without

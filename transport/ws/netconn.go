@@ -38,8 +38,8 @@ type SocketConner interface {
 }
 
 // socketWriter is the ResponseWriter handed to the upgrader: its Hijack answers the
-// connection as a socketConn, read through the buffer it keeps (socketConn.br) for the
-// socket's reader.
+// connection as a socketConn, read through the buffer it keeps (socketConn.rd.br) for
+// the socket's reader.
 type socketWriter struct {
 	http.ResponseWriter
 }
@@ -58,8 +58,8 @@ func (w *socketWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 		// The client sent data before the handshake's answer: the upgrader refuses it.
 		return sc, brw, nil
 	}
-	sc.br = bufio.NewReaderSize(sc, wsReadBuffer)
-	return sc, bufio.NewReadWriter(sc.br, brw.Writer), nil
+	sc.rd = &reading{br: bufio.NewReaderSize(sc, wsReadBuffer)}
+	return sc, bufio.NewReadWriter(sc.rd.br, brw.Writer), nil
 }
 
 // newSocketConn wraps an upgraded connection; a plain socket's descriptor is kept for
@@ -93,19 +93,21 @@ type socketConn struct {
 	writeDeadline int64
 
 	mu sync.Mutex
-	// fd is the socket's descriptor for tryWrite (-1: not a plain socket). It is used
-	// outside the runtime's own accounting of the descriptor, so raw guards it: Close
-	// waits for a send under way, and no send starts once it began.
+	// fd is the socket's descriptor for tryWrite and the read poller (-1: not a plain
+	// socket). It is used outside the runtime's own accounting of the descriptor, so raw
+	// guards it (useFd): Close waits for a send or a re-arm under way, and none starts
+	// once it began.
 	fd        int32
-	raw       atomic.Int32 // rawSending | rawClosed
+	raw       atomic.Int32 // users of fd (low bits) | rawClosed
 	corked    bool
 	closeSent bool
 	// pending is what was gathered while corked, or the rest of a frame tryWrite could
 	// not write whole (not corked then): the next write sends it first.
 	pending []byte
-	// br is the buffer the socket is read through (nil when the client sent data before
-	// the handshake's answer: the upgrade is refused then).
-	br *bufio.Reader
+	// rd is the socket's reading: the buffer it is read through and the reader's state
+	// (nil when the client sent data before the handshake's answer: the upgrade is
+	// refused then).
+	rd *reading
 }
 
 // maxCorked bounds what a corked socket gathers before it writes.
@@ -173,11 +175,24 @@ func (c *socketConn) write(b []byte) error {
 	return nil
 }
 
-// States of socketConn.raw.
-const (
-	rawSending = 1 << iota // tryWrite is sending on fd
-	rawClosed              // Close began: fd is not used any more
-)
+// rawClosed is socketConn.raw's bit for a Close that began: fd is not used any more.
+const rawClosed = 1 << 30
+
+// useFd marks fd in use (a send, a re-arm of the read poller) until releaseFd; false
+// when Close began (fd must not be used: it may be closed, its number taken by another
+// file).
+func (c *socketConn) useFd() bool {
+	if c.fd < 0 {
+		return false
+	}
+	if c.raw.Add(1)&rawClosed != 0 {
+		c.raw.Add(-1)
+		return false
+	}
+	return true
+}
+
+func (c *socketConn) releaseFd() { c.raw.Add(-1) }
 
 // tryWrite writes a data frame now if that blocks nobody: when the socket is free (no
 // write under way, nothing pending) and can be written without blocking (a plain
@@ -200,11 +215,11 @@ func (c *socketConn) tryWrite(frame []byte) (taken, left bool, err error) {
 	if c.corked || len(c.pending) > 0 {
 		return false, false, nil
 	}
-	if !c.raw.CompareAndSwap(0, rawSending) {
+	if !c.useFd() {
 		return true, false, net.ErrClosed
 	}
 	n, err := sendNow(uintptr(c.fd), frame)
-	c.raw.Add(-rawSending)
+	c.releaseFd()
 	if err != nil {
 		return true, false, err
 	}
@@ -215,14 +230,11 @@ func (c *socketConn) tryWrite(frame []byte) (taken, left bool, err error) {
 	return true, false, nil
 }
 
-// Close closes the connection once no tryWrite sends on its descriptor (a send does not
-// block: the wait is short).
+// Close closes the connection once nobody uses its descriptor outside the runtime (a
+// send or a re-arm does not block: the wait is short).
 func (c *socketConn) Close() error {
-	for {
-		s := c.raw.Load()
-		if s&rawSending == 0 && c.raw.CompareAndSwap(s, s|rawClosed) {
-			break
-		}
+	c.raw.Or(rawClosed)
+	for c.raw.Load() != rawClosed {
 		runtime.Gosched()
 	}
 	return c.Conn.Close()

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"sync"
 	"time"
+
+	"github.com/gorilla/websocket"
 )
 
 // pinger pings every started socket of the node every period (give or take the second
@@ -75,7 +77,14 @@ func (g *pinger) ping(i int) {
 		s.peers, s.timer = nil, nil
 		return
 	}
+	now := time.Now()
 	for p := range s.peers {
+		if p.silent(now) {
+			// Nothing came, not even a pong, for the pong wait: the peer is gone (a polled
+			// socket has no read deadline that would say so).
+			p.Close(websocket.CloseNormalClosure, "")
+			continue
+		}
 		if !p.pingThrough() {
 			go p.sendPing()
 		}

@@ -2,6 +2,7 @@ package ws
 
 import (
 	"bufio"
+	"sync/atomic"
 	"time"
 
 	"github.com/gorilla/websocket"
@@ -13,24 +14,161 @@ import (
 // rather than work long. A panic in fn is reported (Config.Log) and closes the socket
 // with 1011.
 //
-// An idle socket's reader is most of what the socket costs: its goroutine's stack. The
-// runtime starts a goroutine's stack at 2 KiB (when the stacks it scanned are that small
-// on average) and halves a grown one only while less than a quarter of it is in use, so a
-// reader that once ran gorilla's frame reading (over 1 KiB of stack while it waits in it)
-// holds 4 KiB for good. So the reader waits for each frame in a shallow call, a peek of
-// one byte into the socket's read buffer (under 1 KiB of stack), handles what came, and
-// goes on waiting in a new goroutine with a new small stack; it answers pings and pongs
-// in full control frames itself, because gorilla would wait for the next data frame
-// within.
+// An idle socket's reader was most of what the socket cost: a goroutine waiting for the
+// next frame (its stack, 2 KiB at least, and its descriptor). So on Linux an idle socket
+// has no reader goroutine: it waits in the node's read poller (readPoller, one epoll
+// instance), and a goroutine starts when data came, reads what came and ends
+// (readPolled). Elsewhere (and for a connection Transport.Upgrade did not answer) the
+// reader waits for each frame in a goroutine, in a shallow call, a peek of one byte into
+// the socket's read buffer (under 1 KiB of stack: a reader that once ran gorilla's frame
+// reading would hold 4 KiB for good), handles what came, and goes on waiting in a new
+// goroutine with a new small stack. Either way the reader answers pings and pongs in
+// full control frames itself, because gorilla would wait for the next data frame within.
+//
+// A socket that sent nothing, not even a pong, for Config.PongWait ends: the blocking
+// reader's deadline, or for a polled socket the pinger, at its first ping after then.
 func (p *Conn) Read(fn func([]byte), end func()) {
-	var br *bufio.Reader
-	if sc, ok := p.conn.NetConn().(*socketConn); ok {
-		br = sc.br
-	}
 	p.conn.SetReadLimit(p.node.readLimit())
 	_ = p.conn.SetReadDeadline(time.Now().Add(p.node.pongWait()))
+	sc, _ := p.conn.NetConn().(*socketConn)
+	if sc != nil && sc.rd != nil && canPollReads && p.node.readPoller() != nil && sc.fd >= 0 {
+		p.readPolling(sc, fn, end)
+		return
+	}
+	var br *bufio.Reader
+	if sc != nil && sc.rd != nil {
+		br = sc.rd.br
+	}
 	p.conn.SetPongHandler(func(string) error { return p.conn.SetReadDeadline(time.Now().Add(p.node.pongWait())) })
 	go p.reader(br, fn, end)
+}
+
+// reading is a socket's reading: the buffer it is read through and, when it waits in
+// the read poller, the reader's state.
+type reading struct {
+	br  *bufio.Reader
+	fn  func([]byte)
+	end func()
+	id  uint64 // the socket's number in the read poller (0: not there)
+	// lastRead is when the socket last became readable (Unix seconds): the pinger ends
+	// a polled socket silent for longer than Config.PongWait.
+	lastRead atomic.Int64
+	state    readState // under Conn.mu
+}
+
+type readState uint8
+
+const (
+	readNone    readState = iota // not polled (yet)
+	readWaiting                  // waits in the poller
+	readReading                  // a goroutine reads (readPolled)
+	readEnded                    // the socket's end was called by finish
+)
+
+// readPolling registers the socket in the node's read poller.
+func (p *Conn) readPolling(sc *socketConn, fn func([]byte), end func()) {
+	rd := sc.rd
+	rd.fn, rd.end = fn, end
+	rd.lastRead.Store(time.Now().Unix())
+	p.mu.Lock()
+	registered := false
+	if sc.useFd() {
+		// The descriptor is held: finish, which closes it first, cannot take the socket's
+		// end before it is registered.
+		id, err := p.node.readPoller().register(p, sc.fd)
+		sc.releaseFd()
+		if err == nil {
+			rd.id, rd.state, registered = id, readWaiting, true
+		} else {
+			p.node.log().Warn("socket transport: cannot poll a socket's reads", "err", err)
+		}
+	}
+	p.mu.Unlock()
+	if !registered {
+		// Closed already (or no poller): the socket ends as a reader's would.
+		p.Close(websocket.CloseAbnormalClosure, "")
+		go p.endReading(end)
+	}
+}
+
+// readable is the read poller's word that the socket has data (or ended): a goroutine
+// reads it.
+func (p *Conn) readable() {
+	sc, _ := p.conn.NetConn().(*socketConn)
+	p.mu.Lock()
+	if sc == nil || sc.rd.state != readWaiting {
+		p.mu.Unlock()
+		return
+	}
+	sc.rd.state = readReading
+	p.mu.Unlock()
+	go p.readPolled(sc)
+}
+
+// readPolled reads what came to a polled socket until its read buffer is empty, then
+// has the poller report it again, or ends the socket.
+func (p *Conn) readPolled(sc *socketConn) {
+	rd := sc.rd
+	ended := true
+	defer func() {
+		if v := recover(); v != nil {
+			panicReport(p.node, "reader")(v)
+			p.Close(websocket.CloseInternalServerErr, "internal error")
+			ended = true
+		}
+		if ended {
+			p.endReading(rd.end)
+		}
+	}()
+	rd.lastRead.Store(time.Now().Unix())
+	// Bounds the wait for the rest of a frame that came in part.
+	_ = p.conn.SetReadDeadline(time.Now().Add(p.node.pongWait()))
+	if !p.readBuffered(rd.br, rd.fn) {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !sc.useFd() {
+		return // closed meanwhile: the socket ends here, not in finish
+	}
+	err := p.node.readPoller().rearm(rd.id, sc.fd)
+	sc.releaseFd()
+	if err == nil {
+		rd.state, ended = readWaiting, false
+	}
+}
+
+// silent answers whether the socket waits in the read poller and was not readable for
+// longer than Config.PongWait (a polled socket has no read deadline while it waits).
+func (p *Conn) silent(now time.Time) bool {
+	sc, ok := p.conn.NetConn().(*socketConn)
+	if !ok || sc.rd == nil {
+		return false
+	}
+	p.mu.Lock()
+	polled := sc.rd.state == readWaiting || sc.rd.state == readReading
+	p.mu.Unlock()
+	return polled && now.Unix()-sc.rd.lastRead.Load() > int64(p.node.pongWait()/time.Second)
+}
+
+// endPolled, in finish (the socket is closed), takes the socket out of the read poller,
+// and answers its end to call when it waited there (no reader is left to call it).
+func (p *Conn) endPolled() (end func()) {
+	sc, ok := p.conn.NetConn().(*socketConn)
+	if !ok || sc.rd == nil {
+		return nil
+	}
+	p.mu.Lock()
+	rd := sc.rd
+	id := rd.id
+	if rd.state == readWaiting {
+		rd.state, end = readEnded, rd.end
+	}
+	p.mu.Unlock()
+	if id != 0 {
+		p.node.readPoller().unregister(id)
+	}
+	return end
 }
 
 // reader is one turn of a socket's reader: it waits for the next frame, handles what was

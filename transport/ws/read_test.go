@@ -13,14 +13,17 @@ import (
 // readingPair answers a real loopback socket upgraded as Transport.Upgrade does
 // (socketWriter), its server side read by a Conn's reader into the returned channel, and the client's
 // raw connection (frames are written to it by hand: several in one write, or one cut in
-// two). The channel is closed when the reader ends.
-func readingPair(t *testing.T) (<-chan string, net.Conn, *websocket.Conn) {
+// two). The channel is closed when the reader ends. With node set, the Conn is node's
+// (its reads wait in node's read poller where there is one); without, its reader waits
+// in a goroutine.
+func readingPair(t *testing.T, node *Transport) (<-chan string, net.Conn, *websocket.Conn) {
 	t.Helper()
 	sc, cc, br := loopbackSocket(t, true)
 	if br == nil {
 		t.Fatal("the upgrade kept no read buffer for the reader")
 	}
 	p := newConn()
+	p.node = node
 	p.start(sc)
 	got := make(chan string, 16)
 	p.Read(func(msg []byte) { got <- string(msg) }, func() { close(got) })
@@ -56,7 +59,20 @@ func receive(t *testing.T, got <-chan string, want string) {
 // the next frame only once its buffer is empty); a ping sent among them is answered with
 // its payload, and a ping cut in two is answered once whole.
 func TestReaderHandlesFramesWrittenTogether(t *testing.T) {
-	got, raw, cc := readingPair(t)
+	forEachReader(t, testReaderHandlesFramesWrittenTogether)
+}
+
+// forEachReader runs test with a reader that waits in a goroutine, and with one that
+// waits in a node's read poller (where there is one).
+func forEachReader(t *testing.T, test func(t *testing.T, node *Transport)) {
+	t.Run("goroutine", func(t *testing.T) { test(t, nil) })
+	if canPollReads {
+		t.Run("polled", func(t *testing.T) { test(t, New(Config{})) })
+	}
+}
+
+func testReaderHandlesFramesWrittenTogether(t *testing.T, node *Transport) {
+	got, raw, cc := readingPair(t, node)
 	pongs := make(chan string, 4)
 	cc.SetPongHandler(func(s string) error { pongs <- s; return nil })
 	go readUntilClosed(cc)
@@ -96,7 +112,13 @@ func TestReaderHandlesFramesWrittenTogether(t *testing.T) {
 // TestReaderRefusesBadControlFramesAsGorilla: a ping gorilla refuses (an RSV bit set) is
 // left to gorilla, which ends the socket with a protocol error, as before.
 func TestReaderRefusesBadControlFramesAsGorilla(t *testing.T) {
-	got, raw, cc := readingPair(t)
+	forEachReader(t, func(t *testing.T, node *Transport) {
+		got, raw, cc := readingPair(t, node)
+		refusesBadPing(t, got, raw, cc)
+	})
+}
+
+func refusesBadPing(t *testing.T, got <-chan string, raw net.Conn, cc *websocket.Conn) {
 	bad := clientFrame(websocket.PingMessage, "p")
 	bad[0] |= 0x40 // RSV1, no extension negotiated
 	if _, err := raw.Write(bad); err != nil {
@@ -116,7 +138,7 @@ func TestReaderRefusesBadControlFramesAsGorilla(t *testing.T) {
 // within gorilla's frame reading (over 1 KiB of stack more: a 4 KiB stack per idle
 // socket instead of 2 KiB).
 func TestIdleReaderWaitsOutsideGorilla(t *testing.T) {
-	got, raw, cc := readingPair(t)
+	got, raw, cc := readingPair(t, nil)
 	go readUntilClosed(cc)
 	for _, f := range [][]byte{
 		clientFrame(websocket.TextMessage, `{"type":"a"}`),

@@ -91,13 +91,15 @@ func (c Config) withDefaults() Config {
 }
 
 // Transport is a node's socket transport: its upgrade, the pinger of every socket it
-// opened, and the clock their writers linger on. One per node; it holds no goroutine
-// of its own (the pinger's timers run while sockets are open).
+// opened, the poller their reads wait in, and the clock their writers linger on. One per
+// node; it holds a goroutine of its own only while sockets are open (the read poller's;
+// the pinger's timers run then too), so it needs no stopping.
 type Transport struct {
 	cfg      Config
 	upgrader websocket.Upgrader
 	pinger   *pinger
 	linger   *lingerClock
+	reads    *readPoller // nil where sockets are not polled (each reader waits in a goroutine)
 }
 
 // New makes a node's transport.
@@ -105,6 +107,7 @@ func New(cfg Config) *Transport {
 	cfg = cfg.withDefaults()
 	t := &Transport{cfg: cfg, pinger: newPinger(cfg.PingEvery), linger: &lingerClock{}}
 	t.pinger.panicked = panicReport(t, "pinger")
+	t.reads = newReadPoller(panicReport(t, "read poller"))
 	t.upgrader = websocket.Upgrader{
 		HandshakeTimeout: cfg.HandshakeTimeout,
 		// Idle sockets are the common case: no read buffer of the upgrader's own (it
@@ -211,6 +214,14 @@ func (t *Transport) ping() *pinger {
 		return nil
 	}
 	return t.pinger
+}
+
+// readPoller answers the poller idle sockets wait for data in; nil when there is none.
+func (t *Transport) readPoller() *readPoller {
+	if t == nil {
+		return nil
+	}
+	return t.reads
 }
 
 // lingerer answers the clock writers linger on; nil when there is none.
