@@ -21,6 +21,14 @@
 // and live heap plus goroutine stacks), idle server CPU per socket per second, the connect
 // rate and server CPU per connect, and each at 100,000 sockets (per socket × 100,000).
 //
+// With -vs-centrifugo PATH it only makes broadcast runs, side by side with the Centrifugo
+// binary at PATH (started on loopback with a config of its own in a temp dir; install it
+// outside the repo, e.g. `GOBIN=/tmp/cf GOFLAGS=-mod=mod go install
+// github.com/centrifugal/centrifugo/v6@v6.9.1`): for each count of -vs-sockets (500,2000)
+// client sockets on each server, broadcasts one after another for -duration, p50/p99 from
+// the call until the last socket read it, and each server's CPU per delivery. A lost
+// message fails the run.
+//
 // With -idle-sockets N it only opens N idle client sockets (whose sessions exist) from a
 // child process and reports their connect rate (upgrade and admission), the server's CPU
 // per socket while they open and its memory per socket; -periodic-window D then counts,
@@ -85,6 +93,9 @@ func main() {
 	idleList := flag.String("idle-client", "", "(internal) the child process of -idle-sockets: open the sockets listed in this file")
 	idleAddr := flag.String("idle-addr", "", "(internal) the server address for -idle-client and -fanout-client")
 	fanoutList := flag.String("fanout-client", "", "(internal) the child process of the broadcast run: open the sockets listed in this file and read the broadcasts")
+	fanoutProto := flag.String("fanout-proto", "keyward", "(internal) the protocol of -fanout-client's sockets: keyward or centrifugo")
+	flag.StringVar(&versusCentrifugo, "vs-centrifugo", "", "run only the broadcast runs side by side with the Centrifugo binary at this path (started on loopback in a temp dir): -vs-sockets sockets each, p50/p99 and server CPU per delivery")
+	flag.StringVar(&versusSockets, "vs-sockets", "500,2000", "with -vs-centrifugo, the socket counts of the broadcast runs (Keyward: 500 per app, the per-app limit, one broadcast to each app)")
 	flag.BoolVar(&signResponses, "sign", false, "turn on signResponses for the app (Ed25519 signature on every client answer)")
 	flag.DurationVar(&idleSettle, "idle-settle", 2*time.Second, "with -idle-sockets, how long the sockets are held open before their memory is measured (30s takes every socket through a round of the server's pings)")
 	flag.DurationVar(&periodicWindow, "periodic-window", 0, "with -idle-sockets, then count the Redis round trips and storage commands of the idle sockets over this window")
@@ -100,7 +111,7 @@ func main() {
 		return
 	}
 	if *fanoutList != "" {
-		if err := fanoutClient(*fanoutList, *idleAddr, *conc); err != nil {
+		if err := fanoutClient(*fanoutList, *idleAddr, *conc, *fanoutProto); err != nil {
 			fmt.Fprintln(os.Stderr, "keyward-load fan-out client:", err)
 			os.Exit(1)
 		}
@@ -443,6 +454,9 @@ func run(d time.Duration, conc, nSessions int) error {
 		return fmt.Errorf("prepare: %w", err)
 	}
 	c := newClient("http://"+node.Addr(), conc)
+	if versusCentrifugo != "" {
+		return versusRun(ctx, core, node.Addr(), c, owner, d)
+	}
 	if idleMax {
 		if idleCount, err = maxIdleSockets(fdMargin); err != nil {
 			return err

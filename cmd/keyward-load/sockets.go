@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -41,14 +42,32 @@ func (r fanoutResult) String() string {
 	if len(r.last) == 0 {
 		return "ws broadcast: no broadcast completed"
 	}
-	slices.Sort(r.last)
-	p := func(q float64) float64 {
-		return float64(r.last[min(len(r.last)-1, int(float64(len(r.last))*q))].Microseconds()) / 1000
+	return fmt.Sprintf("%-28s %s", "ws broadcast (all received)", r.summary())
+}
+
+// summary is the run's figures.
+func (r fanoutResult) summary() string {
+	if len(r.last) == 0 {
+		return "no broadcast completed"
 	}
+	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 	delivered := float64(r.broadcasts*r.sockets-r.lost) / r.elapsed.Seconds()
-	perDelivery := float64(r.cpu.Nanoseconds()) / 1000 / float64(max(1, r.broadcasts*r.sockets-r.lost))
-	return fmt.Sprintf("%-28s %9.0f/s  p50 %7.2f ms  p99 %7.2f ms  (%d broadcasts to %d sockets, %.0f messages/s, %d lost, %.2f µs server CPU per delivery)",
-		"ws broadcast (all received)", float64(r.broadcasts)/r.elapsed.Seconds(), p(0.5), p(0.99), r.broadcasts, r.sockets, delivered, r.lost, perDelivery)
+	return fmt.Sprintf("%9.0f/s  p50 %7.2f ms  p99 %7.2f ms  (%d broadcasts to %d sockets, %.0f messages/s, %d lost, %.2f µs server CPU per delivery)",
+		float64(r.broadcasts)/r.elapsed.Seconds(), ms(r.pct(0.5)), ms(r.pct(0.99)), r.broadcasts, r.sockets, delivered, r.lost, r.perDelivery())
+}
+
+// pct is the q-quantile of the broadcasts' times.
+func (r fanoutResult) pct(q float64) time.Duration {
+	if len(r.last) == 0 {
+		return 0
+	}
+	sorted := slices.Sorted(slices.Values(r.last))
+	return sorted[min(len(sorted)-1, int(float64(len(sorted))*q))]
+}
+
+// perDelivery is the server's CPU per socket that read a broadcast, in µs.
+func (r fanoutResult) perDelivery() float64 {
+	return float64(r.cpu.Nanoseconds()) / 1000 / float64(max(1, r.broadcasts*r.sockets-r.lost))
 }
 
 // wsFanout opens one client socket per license session (the app's limit, 500, at most)
@@ -58,25 +77,53 @@ func (r fanoutResult) String() string {
 // the server's per delivery.
 func wsFanout(ctx context.Context, core *server.Core, addr, appID string, c *client, secret string, keys []string, firstIP int, d time.Duration) (fanoutResult, error) {
 	n := min(len(keys), realtime.MaxClientsPerApp)
+	lines, err := socketSessions(c, secret, keys[:n], firstIP)
+	if err != nil {
+		return fanoutResult{}, err
+	}
+	return runFanout(ctx, addr, "keyward", lines, d, func(i int) error {
+		_, err := core.Realtime.Broadcast(ctx, appID, fmt.Sprintf("broadcast %d", i), "info")
+		return err
+	}, cpuTime)
+}
+
+// socketSessions logs a client session in with each key (addresses from firstIP on)
+// and answers a "token ip" line per session, for -fanout-client.
+func socketSessions(c *client, secret string, keys []string, firstIP int) ([]string, error) {
+	lines := make([]string, len(keys))
+	err := parallel(8, len(keys), func(i int) error {
+		ip := ipOf(firstIP + i)
+		tok, err := c.initSession(secret, firstIP+i)
+		if err != nil {
+			return fmt.Errorf("socket session: %w", err)
+		}
+		nonce, err := c.nonce(tok, ip)
+		if err != nil {
+			return err
+		}
+		if err := c.post("license", ip, nonce, map[string]string{"sessionToken": tok, "licenseKey": keys[i], "hwid": "h", "pcName": ""}, nil); err != nil {
+			return fmt.Errorf("socket login: %w", err)
+		}
+		lines[i] = tok + " " + ip
+		return nil
+	})
+	return lines, err
+}
+
+// runFanout has a child process (-fanout-client, speaking proto: keyward or centrifugo)
+// open a socket for each "token ip" line to the server at addr, then publishes one
+// broadcast after another for d (publish(i) sends "broadcast i" to every socket), each
+// timed from the call until the child says every socket has read it. serverCPU is the
+// server's CPU time so far (the readers' is the child's, not the server's).
+func runFanout(ctx context.Context, addr, proto string, lines []string, d time.Duration, publish func(i int) error, serverCPU func() time.Duration) (fanoutResult, error) {
+	n := len(lines)
 	list, err := os.CreateTemp("", "keyward-fanout-")
 	if err != nil {
 		return fanoutResult{}, err
 	}
 	defer os.Remove(list.Name())
-	for i := range n {
-		ip := ipOf(firstIP + i)
-		tok, err := c.initSession(secret, firstIP+i)
-		if err != nil {
-			return fanoutResult{}, fmt.Errorf("socket session: %w", err)
-		}
-		nonce, err := c.nonce(tok, ip)
-		if err != nil {
-			return fanoutResult{}, err
-		}
-		if err := c.post("license", ip, nonce, map[string]string{"sessionToken": tok, "licenseKey": keys[i], "hwid": "h", "pcName": ""}, nil); err != nil {
-			return fanoutResult{}, fmt.Errorf("socket login: %w", err)
-		}
-		fmt.Fprintf(list, "%s %s\n", tok, ip)
+	for _, l := range lines {
+		fmt.Fprintln(list, l)
 	}
 	if err := list.Close(); err != nil {
 		return fanoutResult{}, err
@@ -85,7 +132,7 @@ func wsFanout(ctx context.Context, core *server.Core, addr, appID string, c *cli
 	if err != nil {
 		return fanoutResult{}, err
 	}
-	child := exec.CommandContext(ctx, self, "-fanout-client", list.Name(), "-idle-addr", addr, "-concurrency", "16")
+	child := exec.CommandContext(ctx, self, "-fanout-client", list.Name(), "-idle-addr", addr, "-concurrency", "16", "-fanout-proto", proto)
 	child.Stderr = os.Stderr
 	stdin, err := child.StdinPipe()
 	if err != nil {
@@ -106,18 +153,18 @@ func wsFanout(ctx context.Context, core *server.Core, addr, appID string, c *cli
 	}
 
 	res := fanoutResult{sockets: n}
-	if profileRun == "broadcast" && profileFile != "" {
+	if profileRun == "broadcast" && profileFile != "" && proto == "keyward" {
 		if f, err := os.Create(profileFile); err == nil {
 			_ = pprof.StartCPUProfile(f)
 			defer f.Close()
 			defer pprof.StopCPUProfile()
 		}
 	}
-	cpu0 := cpuTime()
+	cpu0 := serverCPU()
 	start := time.Now()
 	for i := 0; time.Since(start) < d; i++ {
 		t0 := time.Now()
-		if _, err := core.Realtime.Broadcast(ctx, appID, fmt.Sprintf("broadcast %d", i), "info"); err != nil {
+		if err := publish(i); err != nil {
 			return res, err
 		}
 		// The child answers "done <i> <lost>" once every socket read broadcast i (or
@@ -136,16 +183,17 @@ func wsFanout(ctx context.Context, core *server.Core, addr, appID string, c *cli
 		res.broadcasts++
 	}
 	res.elapsed = time.Since(start)
-	res.cpu = cpuTime() - cpu0
+	res.cpu = serverCPU() - cpu0
 	return res, nil
 }
 
-// fanoutClient is the child process of wsFanout: it opens a socket for each "token ip"
-// line of list, says "ready", then expects broadcasts "broadcast 0", "broadcast 1", ...
-// in turn and says "done <i> <lost>" when every socket has read broadcast i (a socket
-// that read something else, or nothing for 5 s, counts as lost). It ends when its stdin
-// closes.
-func fanoutClient(list, addr string, conc int) error {
+// fanoutClient is the child process of runFanout: it opens a socket for each "token ip"
+// line of list (proto keyward: Keyward's client socket; centrifugo: Centrifugo's JSON
+// protocol, connecting with the token, whose channels claim subscribes it), says
+// "ready", then expects broadcasts "broadcast 0", "broadcast 1", ... in turn and says
+// "done <i> <lost>" when every socket has read broadcast i (a socket that read something
+// else, or nothing for 5 s, counts as lost). It ends when its stdin closes.
+func fanoutClient(list, addr string, conc int, proto string) error {
 	raw, err := os.ReadFile(list)
 	if err != nil {
 		return err
@@ -163,7 +211,13 @@ func fanoutClient(list, addr string, conc int) error {
 	d := websocket.Dialer{HandshakeTimeout: 30 * time.Second}
 	if err := parallel(conc, n, func(i int) error {
 		tok, ip := lines[2*i], lines[2*i+1]
-		conn, _, err := d.Dial("ws://"+addr+"/api/client/ws?token="+url.QueryEscape(tok), http.Header{"X-Forwarded-For": {ip}})
+		var conn *websocket.Conn
+		var err error
+		if proto == "centrifugo" {
+			conn, err = centrifugoConnect(&d, addr, tok)
+		} else {
+			conn, _, err = d.Dial("ws://"+addr+"/api/client/ws?token="+url.QueryEscape(tok), http.Header{"X-Forwarded-For": {ip}})
+		}
 		if err != nil {
 			return fmt.Errorf("socket %d: %w", i, err)
 		}
@@ -185,6 +239,28 @@ func fanoutClient(list, addr string, conc int) error {
 				_, raw, err := conn.ReadMessage()
 				if err != nil {
 					return
+				}
+				if proto == "centrifugo" {
+					// Replies and pushes come one JSON object a line; {} is a ping.
+					for _, line := range bytes.Split(raw, []byte("\n")) {
+						if string(line) == "{}" {
+							_ = conn.WriteMessage(websocket.TextMessage, []byte("{}"))
+							continue
+						}
+						var m struct {
+							Push struct {
+								Pub struct {
+									Data struct {
+										Message string `json:"message"`
+									} `json:"data"`
+								} `json:"pub"`
+							} `json:"push"`
+						}
+						if json.Unmarshal(line, &m) == nil && m.Push.Pub.Data.Message != "" {
+							got[i] <- m.Push.Pub.Data.Message
+						}
+					}
+					continue
 				}
 				var m struct {
 					Type string `json:"type"`
@@ -221,6 +297,37 @@ func fanoutClient(list, addr string, conc int) error {
 		}
 		fmt.Printf("done %d %d\n", i, lost)
 	}
+}
+
+// centrifugoConnect opens a Centrifugo client socket (JSON protocol) and connects it
+// with token; it answers once the server accepted the connect command.
+func centrifugoConnect(d *websocket.Dialer, addr, token string) (*websocket.Conn, error) {
+	conn, _, err := d.Dial("ws://"+addr+"/connection/websocket", nil)
+	if err != nil {
+		return nil, err
+	}
+	cmd, _ := json.Marshal(map[string]any{"id": 1, "connect": map[string]string{"token": token, "name": "keyward-load"}})
+	if err := conn.WriteMessage(websocket.TextMessage, cmd); err != nil {
+		conn.Close()
+		return nil, err
+	}
+	_ = conn.SetReadDeadline(time.Now().Add(30 * time.Second))
+	_, raw, err := conn.ReadMessage()
+	_ = conn.SetReadDeadline(time.Time{})
+	if err != nil {
+		conn.Close()
+		return nil, err
+	}
+	var reply struct {
+		ID      int             `json:"id"`
+		Error   json.RawMessage `json:"error"`
+		Connect json.RawMessage `json:"connect"`
+	}
+	if err := json.Unmarshal(bytes.SplitN(raw, []byte("\n"), 2)[0], &reply); err != nil || reply.ID != 1 || reply.Connect == nil {
+		conn.Close()
+		return nil, fmt.Errorf("centrifugo connect: %s", raw)
+	}
+	return conn, nil
 }
 
 // cpuTime is the process's user and system CPU time so far.
