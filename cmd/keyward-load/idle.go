@@ -188,6 +188,18 @@ func idleSockets(ctx context.Context, node *server.Server, c *client, owner apps
 	rssPer := per(after.rss, before.rss)
 	fmt.Printf("  per socket, RSS after a full GC with freed pages returned to the system: %.2f KiB (%.1f MiB before, %.1f MiB with the sockets)\n",
 		rssPer, float64(before.rss)/(1<<20), float64(after.rss)/(1<<20))
+	// Where the resident memory beyond the live heap and the stacks goes: the runtime's
+	// memory classes (what the Go runtime holds mapped; RSS counts only the pages
+	// touched, and memory outside the Go heap, such as SQLite's, is in RSS alone).
+	var classes []string
+	var mapped float64
+	for _, name := range memoryClasses {
+		d := float64(int64(after.classes[name])-int64(before.classes[name])) / float64(n)
+		mapped += d
+		short := strings.TrimSuffix(strings.TrimPrefix(name, "/memory/classes/"), ":bytes")
+		classes = append(classes, fmt.Sprintf("%s %.0f", short, d))
+	}
+	fmt.Printf("  per socket, the runtime's memory classes (B): %s; %.0f B in all\n", strings.Join(classes, ", "), mapped)
 	idleUS := -1.0
 	if opts.cpuWindow > 0 {
 		stopIdleProfile := func() {}
@@ -268,6 +280,25 @@ type memory struct {
 	// stacks it scanned at the last GC); scanned the bytes of stack in use then, over
 	// every goroutine (what a goroutine uses, not what it holds).
 	stackStart, scanned uint64
+	// classes are the runtime's memory classes (runtime/metrics /memory/classes/...),
+	// after the pages were returned: where the process's memory beyond the live heap and
+	// the stacks goes.
+	classes map[string]uint64
+}
+
+// memoryClasses are the runtime's memory classes the idle run reports per socket.
+var memoryClasses = []string{
+	"/memory/classes/heap/objects:bytes",
+	"/memory/classes/heap/unused:bytes",
+	"/memory/classes/heap/free:bytes",
+	"/memory/classes/heap/stacks:bytes",
+	"/memory/classes/metadata/mspan/inuse:bytes",
+	"/memory/classes/metadata/mspan/free:bytes",
+	"/memory/classes/metadata/mcache/inuse:bytes",
+	"/memory/classes/metadata/other:bytes",
+	"/memory/classes/os-stacks:bytes",
+	"/memory/classes/other:bytes",
+	"/memory/classes/profiling/buckets:bytes",
 }
 
 func serverMemory() memory {
@@ -278,8 +309,19 @@ func serverMemory() memory {
 	samples := []metrics.Sample{{Name: "/gc/stack/starting-size:bytes"}, {Name: "/gc/scan/stack:bytes"}}
 	metrics.Read(samples)
 	debug.FreeOSMemory()
+	classes := make([]metrics.Sample, len(memoryClasses))
+	for i, name := range memoryClasses {
+		classes[i].Name = name
+	}
+	metrics.Read(classes)
+	byName := make(map[string]uint64, len(classes))
+	for _, c := range classes {
+		if c.Value.Kind() == metrics.KindUint64 {
+			byName[c.Name] = c.Value.Uint64()
+		}
+	}
 	return memory{heap: m.HeapAlloc, stacks: m.StackInuse, goroutines: runtime.NumGoroutine(),
-		stackStart: samples[0].Value.Uint64(), scanned: samples[1].Value.Uint64(), rss: residentBytes()}
+		stackStart: samples[0].Value.Uint64(), scanned: samples[1].Value.Uint64(), rss: residentBytes(), classes: byName}
 }
 
 // residentBytes is the process's resident set (/proc/self/statm), 0 when unknown.
