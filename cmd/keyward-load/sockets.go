@@ -36,6 +36,9 @@ type fanoutResult struct {
 	// cpu is this process's CPU time (user and system) over the broadcasts: the server's
 	// alone, since the reading clients run in a child process.
 	cpu time.Duration
+	// opened is how long the sockets took to open (the child's 16 at a time), and
+	// connectCPU the server's CPU meanwhile (upgrade, admission or connect command).
+	opened, connectCPU time.Duration
 }
 
 func (r fanoutResult) String() string {
@@ -52,8 +55,9 @@ func (r fanoutResult) summary() string {
 	}
 	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 	delivered := float64(r.broadcasts*r.sockets-r.lost) / r.elapsed.Seconds()
-	return fmt.Sprintf("%9.0f/s  p50 %7.2f ms  p99 %7.2f ms  (%d broadcasts to %d sockets, %.0f messages/s, %d lost, %.2f µs server CPU per delivery)",
-		float64(r.broadcasts)/r.elapsed.Seconds(), ms(r.pct(0.5)), ms(r.pct(0.99)), r.broadcasts, r.sockets, delivered, r.lost, r.perDelivery())
+	return fmt.Sprintf("%9.0f/s  p50 %7.2f ms  p99 %7.2f ms  (%d broadcasts to %d sockets, %.0f messages/s, %d lost, %.2f µs server CPU per delivery; opened in %.2f s, %.3f ms server CPU per connect)",
+		float64(r.broadcasts)/r.elapsed.Seconds(), ms(r.pct(0.5)), ms(r.pct(0.99)), r.broadcasts, r.sockets, delivered, r.lost, r.perDelivery(),
+		r.opened.Seconds(), r.connectCPU.Seconds()*1000/float64(max(1, r.sockets)))
 }
 
 // pct is the q-quantile of the broadcasts' times.
@@ -142,6 +146,7 @@ func runFanout(ctx context.Context, addr, proto string, lines []string, d time.D
 	if err != nil {
 		return fanoutResult{}, err
 	}
+	connect0, opening := serverCPU(), time.Now()
 	if err := child.Start(); err != nil {
 		return fanoutResult{}, err
 	}
@@ -152,7 +157,7 @@ func runFanout(ctx context.Context, addr, proto string, lines []string, d time.D
 		return fanoutResult{}, fmt.Errorf("fan-out client: %q, %v", line, err)
 	}
 
-	res := fanoutResult{sockets: n}
+	res := fanoutResult{sockets: n, opened: time.Since(opening), connectCPU: serverCPU() - connect0}
 	if profileRun == "broadcast" && profileFile != "" && proto == "keyward" {
 		if f, err := os.Create(profileFile); err == nil {
 			_ = pprof.StartCPUProfile(f)
