@@ -16,16 +16,28 @@ import (
 // receiver got, signature and event id included; null until an attempt reached a
 // receiver), where it stands and how many attempts it took.
 type deliveryView struct {
-	ID            string          `json:"id"`
-	IntegrationID string          `json:"integrationId"`
-	EventID       string          `json:"eventId"`
-	Event         string          `json:"event"`
-	State         string          `json:"state"`
-	Attempts      int             `json:"attempts"`
-	NextAttemptAt *string         `json:"nextAttemptAt"`
-	LastError     *string         `json:"lastError"`
-	Payload       json.RawMessage `json:"payload"`
-	Sent          *sentView       `json:"sent"`
+	ID            string       `json:"id"`
+	IntegrationID string       `json:"integrationId"`
+	EventID       string       `json:"eventId"`
+	Event         string       `json:"event"`
+	State         string       `json:"state"`
+	Attempts      int          `json:"attempts"`
+	NextAttemptAt *string      `json:"nextAttemptAt"`
+	LastError     *string      `json:"lastError"`
+	Payload       *queuedEvent `json:"payload"`
+	Sent          *sentView    `json:"sent"`
+}
+
+// queuedEvent is the event a delivery carries, as queued: the source of every attempt's
+// request (which the integration's type then formats). null when the stored event cannot
+// be read.
+type queuedEvent struct {
+	ID      string         `json:"id"`
+	Event   string         `json:"event"`
+	AppID   string         `json:"appId"`
+	Time    *string        `json:"time,omitempty"`
+	Message string         `json:"message"`
+	Data    map[string]any `json:"data"`
 }
 
 // sentView is a request as it went out. body is the bytes as text when they are UTF-8
@@ -62,9 +74,13 @@ func viewOfSent(b []byte) *sentView {
 }
 
 func viewOfDelivery(d storage.Delivery) deliveryView {
-	payload := json.RawMessage("null")
-	if json.Valid(d.Payload) {
-		payload = d.Payload
+	var payload *queuedEvent
+	var e webhooks.Event
+	if json.Unmarshal(d.Payload, &e) == nil {
+		if e.Data == nil {
+			e.Data = map[string]any{}
+		}
+		payload = &queuedEvent{ID: e.ID, Event: e.Name, AppID: e.AppID, Time: stamp(e.Time), Message: e.Message, Data: e.Data}
 	}
 	var lastError *string
 	if d.LastError != "" {

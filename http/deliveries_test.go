@@ -39,7 +39,7 @@ func TestDeliveryDetailAndRedeliver(t *testing.T) {
 		expectOK(t, r, http.StatusOK)
 		d := r.Data()
 		payload, _ := d["payload"].(map[string]any)
-		if d["event"] != "rule.create" || d["state"] != "delivered" || d["attempts"] != float64(1) || payload["Name"] != "rule.create" {
+		if d["event"] != "rule.create" || d["state"] != "delivered" || d["attempts"] != float64(1) || payload["event"] != "rule.create" || payload["id"] != d["eventId"] {
 			t.Fatalf("delivery: %s", r.Raw)
 		}
 		assertSentAsReceived(t, d, rc.wait(t, 1)[0])
