@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -91,15 +92,24 @@ func downloaded(t *testing.T, dir, name string) string {
 // reference (linked from the dashboard, styled, a filter that leaves no empty heading),
 // with axe-core at 0 violations on each view when KEYWARD_TEST_AXE is set.
 func TestDeliveriesDialogLicensesButtonsAndAPIDocs(t *testing.T) {
+	for _, size := range []struct {
+		name          string
+		width, height int
+	}{{"desktop", 1280, 800}, {"phone", 390, 844}} {
+		t.Run(size.name, func(t *testing.T) { deliveriesLicensesAndDocs(t, size.width, size.height) })
+	}
+}
+
+func deliveriesLicensesAndDocs(t *testing.T, width, height int) {
 	rc := newHookReceiver(t)
 	n := startNode(t, "KEYWARD_WEBHOOKS_ALLOW_PRIVATE=true", "KEYWARD_WEBHOOKS_CA_FILE="+rc.ca)
 	n.admin(t, "create", "--username", "hooks", "--email", "hooks@example.com", "--password", "Hooks-Pass-12")
-	b := newBrowser(t, 1280, 800)
+	b := newBrowser(t, width, height)
 	axe := axeSource(t)
 	check := func(view string) {
 		t.Helper()
 		if axe != nil {
-			b.axe(axe, view)
+			b.axe(axe, fmt.Sprintf("%s at %d×%d", view, width, height))
 		}
 	}
 	dir := b.downloads()
