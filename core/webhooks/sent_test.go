@@ -3,7 +3,9 @@ package webhooks
 import (
 	"bytes"
 	"context"
+	"crypto/x509"
 	"net/http"
+	"net/http/httptest"
 	"net/netip"
 	"strconv"
 	"strings"
@@ -71,5 +73,35 @@ func TestRefusedDeliverySendsNothing(t *testing.T) {
 		if !strings.Contains(a.Err, want) {
 			t.Errorf("reason %q lacks %q", a.Err, want)
 		}
+	}
+}
+
+// TestSentRequestOverHTTP2: chat platforms answer over HTTP/2, whose pseudo-header
+// ":path" carries the URL's path (the webhook token): it is recorded masked, and the
+// other fields as written (lower-case names, the signature among them).
+func TestSentRequestOverHTTP2(t *testing.T) {
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.ProtoMajor != 2 {
+			w.WriteHeader(http.StatusHTTPVersionNotSupported)
+		}
+	}))
+	srv.EnableHTTP2 = true
+	srv.StartTLS()
+	t.Cleanup(srv.Close)
+	pool := x509.NewCertPool()
+	pool.AddCert(srv.Certificate())
+	a := Deliver(context.Background(), privateClient(pool), mustBuild(t, KindCustom, srv.URL+"/bot123:SECRET/x", sampleEvent(), "k"))
+	if !a.OK() || a.Sent == nil {
+		t.Fatalf("attempt %+v, want an HTTP/2 success with the sent request", a)
+	}
+	got := map[string]string{}
+	for _, h := range a.Sent.Headers {
+		got[h.Name] = h.Value
+	}
+	if got[":path"] != maskedPath || got[":method"] != "POST" || !strings.HasPrefix(got[strings.ToLower(HeaderSignature)], "sha256=") {
+		t.Errorf("HTTP/2 fields %v", got)
+	}
+	if strings.Contains(string(a.Sent.Encode()), "SECRET") {
+		t.Errorf("the record holds the URL's token: %s", a.Sent.Encode())
 	}
 }
