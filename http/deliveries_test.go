@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/keyward/keyward/core/webhooks"
+
 	ts "github.com/keyward/keyward/internal/testserver"
 )
 
@@ -37,9 +39,10 @@ func TestDeliveryDetailAndRedeliver(t *testing.T) {
 		expectOK(t, r, http.StatusOK)
 		d := r.Data()
 		payload, _ := d["payload"].(map[string]any)
-		if d["event"] != "rule.create" || d["state"] != "delivered" || d["attempts"] != float64(1) || payload["Name"] != "rule.create" {
+		if d["event"] != "rule.create" || d["state"] != "delivered" || d["attempts"] != float64(1) || payload["event"] != "rule.create" || payload["id"] != d["eventId"] {
 			t.Fatalf("delivery: %s", r.Raw)
 		}
+		assertSentAsReceived(t, d, rc.wait(t, 1)[0])
 		r = a.do("POST", path+"/redeliver", nil)
 		expectOK(t, r, http.StatusOK)
 		if r.Data()["state"] != "pending" {
@@ -48,6 +51,17 @@ func TestDeliveryDetailAndRedeliver(t *testing.T) {
 		if h := rc.wait(t, 2)[1]; string(h.Body) != string(rc.wait(t, 1)[0].Body) {
 			t.Fatalf("the redelivery sent another body: %s", h.Body)
 		}
+		// The detail follows the redelivery: it shows what the second attempt sent.
+		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+			d = a.do("GET", path, nil).Data()
+			if d["state"] == "delivered" && d["attempts"] == float64(2) {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("the redelivery is not recorded: %v", d)
+			}
+		}
+		assertSentAsReceived(t, d, rc.wait(t, 2)[1])
 		entry := auditEntries(t, s, o.Token, "/api/audit?recordType=integrations&limit=1", 1)[0]
 		if entry["recordId"] != deliveryID || entry["after"].(map[string]any)["state"] != "pending" {
 			t.Fatalf("redeliver audit entry: %v", entry)
@@ -56,4 +70,31 @@ func TestDeliveryDetailAndRedeliver(t *testing.T) {
 		stranger := api{t, s, newOwner(t, s).Token}
 		expect(t, stranger.do("POST", path+"/redeliver", nil), http.StatusNotFound, "NOT_FOUND")
 	})
+}
+
+// assertSentAsReceived checks a delivery view's sent request against what the receiver
+// got: the same body bytes, and every header the receiver saw that Keyward sets (the
+// signature and the event id among them) with the same value.
+func assertSentAsReceived(t *testing.T, d map[string]any, got hit) {
+	t.Helper()
+	sent, ok := d["sent"].(map[string]any)
+	if !ok {
+		t.Fatalf("delivery has no sent request: %v", d)
+	}
+	if sent["bodyEncoding"] != "utf-8" || sent["body"] != string(got.Body) || sent["method"] != "POST" {
+		t.Errorf("sent %v, receiver got body %q", sent, got.Body)
+	}
+	headers := http.Header{}
+	for _, h := range sent["headers"].([]any) {
+		h := h.(map[string]any)
+		headers.Add(h["name"].(string), h["value"].(string))
+	}
+	for _, name := range []string{webhooks.HeaderSignature, webhooks.HeaderDelivery, webhooks.HeaderEvent, webhooks.HeaderTimestamp, "Content-Type", "Content-Length", "User-Agent"} {
+		if want := got.Header.Get(name); want == "" || headers.Get(name) != want {
+			t.Errorf("sent header %s = %q, receiver got %q", name, headers.Get(name), want)
+		}
+	}
+	if headers.Get(webhooks.HeaderDelivery) != d["eventId"] {
+		t.Errorf("event id header %q, delivery's event %v", headers.Get(webhooks.HeaderDelivery), d["eventId"])
+	}
 }

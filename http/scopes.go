@@ -115,15 +115,23 @@ type apiKeyView struct {
 	Apps       []string `json:"apps"`
 	ExpiresAt  *string  `json:"expiresAt"`
 	LastUsedAt *string  `json:"lastUsedAt"`
-	LastUsedIP string   `json:"lastUsedIp"`
+	LastUsedIP *string  `json:"lastUsedIp"` // null until the key is used, as lastUsedAt
 	CreatedAt  *string  `json:"createdAt"`
 	UpdatedAt  *string  `json:"updatedAt"`
 }
 
 func viewOfAPIKey(k storage.APIKey) apiKeyView {
 	return apiKeyView{ID: k.ID, Name: k.Name, MaskedKey: apikeys.Masked(k), Scopes: orEmptyList(k.Scopes), Apps: orEmptyList(k.Apps),
-		ExpiresAt: stamp(k.ExpiresAt), LastUsedAt: stamp(k.LastUsedAt), LastUsedIP: k.LastUsedIP,
+		ExpiresAt: stamp(k.ExpiresAt), LastUsedAt: stamp(k.LastUsedAt), LastUsedIP: nullIfEmpty(k.LastUsedIP),
 		CreatedAt: stamp(k.CreatedAt), UpdatedAt: stamp(k.UpdatedAt)}
+}
+
+// nullIfEmpty answers nil for "": a member documented as null when absent.
+func nullIfEmpty(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
 }
 
 func orEmptyList(s []string) []string {

@@ -76,6 +76,10 @@ type Delivery struct {
 	LeaseUntil time.Time
 	// LastError is the error of the last failed attempt, "" otherwise.
 	LastError string
+	// Sent is the request of the last attempt that reached a receiver, as it went out
+	// (headers as written, body bytes), in core/webhooks' stored form (opaque here); nil
+	// until one did. The dashboard shows it as the delivery's payload.
+	Sent      []byte
 	CreatedAt time.Time
 	UpdatedAt time.Time
 }

@@ -2,13 +2,17 @@
 // 6.1) and their durable delivery queue:
 //
 //   - Service: create, list, update, delete, test, regenerate the signing secret (CUSTOM
-//     only) and list delivery attempts, with the destination policy of core/webhooks
+//     only), list delivery attempts, show one delivery and redeliver it, with the
+//     destination policy of core/webhooks
 //     checked on every create and URL change;
 //   - Dispatcher: subscribed to the event pipeline, it turns each application event into
 //     one queued Delivery per enabled integration subscribed to it;
 //   - Worker: on every node, claims due deliveries from storage under a lease (so a
 //     delivery is sent by one node at a time and survives restarts), sends them with the
-//     policy-checking client, records every attempt, retries with backoff and jitter for
+//     policy-checking client (the address rule runs again at dial time: a name rebound
+//     to a private address ends the delivery failed, with the reason), records every
+//     attempt and keeps the request the last one put on the wire (Delivery.Sent, shown by
+//     the delivery detail), retries with backoff and jitter for
 //     webhooks.MaxAge, and disables an integration after webhooks.DisableAfter
 //     consecutive failed deliveries, writing a log entry that says why.
 //

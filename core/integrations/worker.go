@@ -176,13 +176,13 @@ func (w *Worker) send(ctx context.Context, d storage.Delivery) {
 	i, err := w.store.GetIntegration(ctx, d.AppID, d.IntegrationID)
 	switch {
 	case errors.Is(err, storage.ErrNotFound):
-		w.finish(ctx, log, d, storage.DeliveryFailed, time.Time{}, "integration deleted")
+		w.finish(ctx, log, d, storage.DeliveryFailed, time.Time{}, "integration deleted", nil)
 		return
 	case err != nil:
 		log.Warn("webhooks: cannot read integration; delivery waits for its lease to end", "err", err)
 		return
 	case !i.Enabled:
-		w.finish(ctx, log, d, storage.DeliveryFailed, time.Time{}, "integration disabled")
+		w.finish(ctx, log, d, storage.DeliveryFailed, time.Time{}, "integration disabled", nil)
 		return
 	}
 
@@ -212,7 +212,7 @@ func (w *Worker) send(ctx context.Context, d storage.Delivery) {
 		}
 	}
 	d.Attempts = n
-	if !w.finish(ctx, log, d, state, next, a.Err) {
+	if !w.finish(ctx, log, d, state, next, a.Err, a.Sent.Encode()) {
 		return
 	}
 	switch {
@@ -226,13 +226,18 @@ func (w *Worker) send(ctx context.Context, d storage.Delivery) {
 	}
 }
 
-// finish writes the delivery's new state if this worker still holds its lease.
-func (w *Worker) finish(ctx context.Context, log *slog.Logger, d storage.Delivery, state string, next time.Time, lastErr string) bool {
+// finish writes the delivery's new state if this worker still holds its lease. sent is
+// the request the attempt put on the wire (webhooks.SentRequest's stored form); nil keeps
+// the last one that did (an attempt refused before connecting sends nothing).
+func (w *Worker) finish(ctx context.Context, log *slog.Logger, d storage.Delivery, state string, next time.Time, lastErr string, sent []byte) bool {
 	_, err := w.store.UpdateDelivery(ctx, d.ID, func(cur *storage.Delivery) error {
 		if cur.LeaseOwner != w.cfg.Owner || !cur.LeaseUntil.Equal(d.LeaseUntil) {
 			return errLeaseLost
 		}
 		cur.State, cur.NextAttemptAt, cur.LastError = state, next, lastErr
+		if sent != nil {
+			cur.Sent = sent
+		}
 		cur.Attempts = max(cur.Attempts, d.Attempts)
 		cur.LeaseOwner, cur.LeaseUntil = "", time.Time{}
 		cur.UpdatedAt = storage.Truncate(w.cfg.Now())

@@ -3,7 +3,6 @@ package webhooks
 import (
 	"context"
 	"crypto/x509"
-	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"io"
@@ -17,6 +16,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/keyward/keyward/core/webhooks/webhookstest"
 )
 
 // These tests use real sockets on loopback only: an HTTPS receiver on 127.0.0.1 with the
@@ -180,69 +181,6 @@ func dialErr(t *testing.T, client *http.Client, u string) error {
 	return err
 }
 
-// startFakeDNS answers every A query with addr and every other query with no records,
-// standing in for an attacker's name server that rebinds a name to a private address.
-func startFakeDNS(t *testing.T, addr netip.Addr) (*net.Resolver, *atomic.Int32) {
-	t.Helper()
-	pc, err := net.ListenPacket("udp4", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { pc.Close() })
-	var queries atomic.Int32
-	go func() {
-		buf := make([]byte, 1500)
-		for {
-			n, from, err := pc.ReadFrom(buf)
-			if err != nil {
-				return
-			}
-			if resp := dnsAnswer(buf[:n], addr); resp != nil {
-				queries.Add(1)
-				pc.WriteTo(resp, from)
-			}
-		}
-	}()
-	server := pc.LocalAddr().String()
-	return &net.Resolver{
-		PreferGo: true,
-		Dial: func(ctx context.Context, _, _ string) (net.Conn, error) {
-			var d net.Dialer
-			return d.DialContext(ctx, "udp4", server)
-		},
-	}, &queries
-}
-
-// dnsAnswer builds the response to query q (RFC 1035 4.1): the header with QR, AA, RD
-// copied and RA set, the question echoed, and one A record when asked for one.
-func dnsAnswer(q []byte, addr netip.Addr) []byte {
-	if len(q) < 12 {
-		return nil
-	}
-	i := 12
-	for i < len(q) && q[i] != 0 {
-		i += int(q[i]) + 1
-	}
-	i++ // the root label
-	if i+4 > len(q) {
-		return nil
-	}
-	qtype := binary.BigEndian.Uint16(q[i:])
-	question := q[12 : i+4]
-	answers := uint16(0)
-	if qtype == 1 { // A
-		answers = 1
-	}
-	resp := []byte{q[0], q[1], 0x84 | q[2]&0x01, 0x80, 0, 1, 0, byte(answers), 0, 0, 0, 0}
-	resp = append(resp, question...)
-	if answers == 1 {
-		a4 := addr.As4()
-		resp = append(resp, 0xc0, 12, 0, 1, 0, 1, 0, 0, 0, 0, 0, 4)
-		resp = append(resp, a4[:]...)
-	}
-	return resp
-}
-
 // TestDialRefusesRebinding is the DNS-rebinding case: the name resolves to a public
 // address when the integration is validated, then to 127.0.0.1 when the delivery dials.
 // The dialer must refuse the connection; with AllowPrivate the same setup reaches the
@@ -256,7 +194,7 @@ func TestDialRefusesRebinding(t *testing.T) {
 		t.Fatalf("validation: %v", err)
 	}
 
-	rebinding, queries := startFakeDNS(t, netip.MustParseAddr("127.0.0.1"))
+	rebinding, queries := webhookstest.StartFakeDNS(t, netip.MustParseAddr("127.0.0.1"))
 	client := NewClient(Config{RootCAs: pool, Resolver: rebinding, Timeout: 5 * time.Second})
 	a := Deliver(context.Background(), client, mustBuild(t, KindCustom, u, sampleEvent(), "k"))
 	assertRefused(t, a, got)
@@ -281,7 +219,7 @@ func TestDeliverIgnoresEnvironmentProxy(t *testing.T) {
 	// below is the one that always holds.
 	t.Setenv("HTTPS_PROXY", "http://127.0.0.1:1")
 	t.Setenv("https_proxy", "http://127.0.0.1:1")
-	resolver, _ := startFakeDNS(t, netip.MustParseAddr("127.0.0.1"))
+	resolver, _ := webhookstest.StartFakeDNS(t, netip.MustParseAddr("127.0.0.1"))
 	client := NewClient(Config{AllowPrivate: true, RootCAs: pool, Resolver: resolver, Timeout: 5 * time.Second})
 	u := "https://hooks.example.com:" + port(srv) + "/in"
 	if a := Deliver(context.Background(), client, mustBuild(t, KindSlack, u, sampleEvent(), "")); !a.OK() {

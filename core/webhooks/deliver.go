@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptrace"
 	"net/url"
 	"strconv"
 	"strings"
@@ -38,6 +39,9 @@ type Attempt struct {
 	RetryAfter time.Duration
 	// Response is the start of the response body (at most 512 bytes), for the delivery log.
 	Response string
+	// Sent is the request as it went out (headers as written, body bytes); nil when
+	// nothing was written to a connection (a refused destination, a failed dial).
+	Sent *SentRequest
 }
 
 // OK reports whether the attempt succeeded.
@@ -53,21 +57,25 @@ func Deliver(ctx context.Context, client *http.Client, req *http.Request) Attemp
 	if client == nil {
 		client = defaultClient()
 	}
+	var rec sentRecorder
+	body := requestBody(req)
 	start := time.Now()
-	resp, err := client.Do(req.WithContext(ctx))
+	resp, err := client.Do(req.WithContext(httptrace.WithClientTrace(ctx, rec.trace())))
 	if err != nil {
 		// A refused destination is permanent: retrying would only knock on the same
 		// private address again.
 		permanent := errors.Is(err, ErrBlockedAddress) || errors.Is(err, errNotHTTPS)
-		return Attempt{Latency: time.Since(start), Err: describeError(err), Retryable: !permanent}
+		return Attempt{Latency: time.Since(start), Err: describeError(err), Retryable: !permanent,
+			Sent: rec.sent(req.Method, body)}
 	}
 	// The transport already caps the body; reading it to the end lets the connection be
 	// reused. A failed body read changes nothing: the status is the receiver's answer.
-	body, _ := io.ReadAll(resp.Body)
+	respBody, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	a := classify(resp.StatusCode, resp.Header, body, time.Now())
+	a := classify(resp.StatusCode, resp.Header, respBody, time.Now())
 	a.Latency = time.Since(start)
-	a.Response = snippet(body)
+	a.Response = snippet(respBody)
+	a.Sent = rec.sent(req.Method, body)
 	return a
 }
 
@@ -131,6 +139,18 @@ func describeError(err error) string {
 	if errors.As(err, &ue) {
 		err = ue.Err
 	}
+	if errors.Is(err, ErrBlockedAddress) {
+		// The dial-time half of the destination rule (the URL was checked when saved):
+		// the name now resolves to a private, loopback or link-local address.
+		var oe *net.OpError
+		addr := ""
+		if errors.As(err, &oe) && oe.Addr != nil {
+			addr = " (" + hostOnly(oe.Addr.String()) + ")"
+		}
+		return "refused at delivery: " + ErrBlockedAddress.Error() + addr +
+			": the webhook host resolves to a private, loopback or link-local address now; " +
+			"such destinations need KEYWARD_WEBHOOKS_ALLOW_PRIVATE=true"
+	}
 	var ne net.Error
 	if errors.As(err, &ne) && ne.Timeout() || errors.Is(err, context.DeadlineExceeded) {
 		return "timeout: " + err.Error()
@@ -143,4 +163,12 @@ func snippet(body []byte) string {
 		body = body[:maxAttemptResponse]
 	}
 	return strings.ToValidUTF8(string(body), string(utf8.RuneError))
+}
+
+// hostOnly drops the port of host:port, for a message that names only the address.
+func hostOnly(hostport string) string {
+	if h, _, err := net.SplitHostPort(hostport); err == nil {
+		return h
+	}
+	return hostport
 }

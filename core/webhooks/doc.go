@@ -11,7 +11,11 @@
 //     call, and Keyward's own JSON, signed with the integration secret, for CUSTOM (Sign,
 //     Verify; the scheme for receivers is in SIGNATURES.md);
 //   - one delivery attempt and its verdict: Deliver says whether it succeeded and, if not,
-//     whether to retry and how soon the receiver asked us to;
+//     whether to retry and how soon the receiver asked us to, and records the request as it
+//     went out (SentRequest: the header fields as the transport wrote them, through
+//     net/http/httptrace, and the body bytes; never the URL, whose path holds chat
+//     platforms' tokens), which the delivery log shows the owner. A destination refused at
+//     dial time sends nothing and says so in words that name the setting to change;
 //   - the retry policy: NextDelay, NextRetry and the constants of the schedule (retries for
 //     at least MaxAge, an integration disabled after DisableAfter failed deliveries).
 //

@@ -199,6 +199,7 @@ type deliveryDoc struct {
 	LeaseOwner    string    `bson:"leaseOwner"`
 	LeaseUntil    time.Time `bson:"leaseUntil"`
 	LastError     string    `bson:"lastError"`
+	Sent          []byte    `bson:"sent,omitempty"` // see storage.Delivery.Sent
 	CreatedAt     time.Time `bson:"createdAt"`
 	UpdatedAt     time.Time `bson:"updatedAt"`
 }
@@ -218,6 +219,7 @@ func toDeliveryDoc(d storage.Delivery, version int64) deliveryDoc {
 		LeaseOwner:    d.LeaseOwner,
 		LeaseUntil:    storage.Truncate(d.LeaseUntil),
 		LastError:     d.LastError,
+		Sent:          noneAsNil(d.Sent),
 		CreatedAt:     storage.Truncate(d.CreatedAt),
 		UpdatedAt:     storage.Truncate(d.UpdatedAt),
 	}
@@ -237,6 +239,7 @@ func (d deliveryDoc) delivery() storage.Delivery {
 		LeaseOwner:    d.LeaseOwner,
 		LeaseUntil:    fromDate(d.LeaseUntil),
 		LastError:     d.LastError,
+		Sent:          noneAsNil(d.Sent),
 		CreatedAt:     fromDate(d.CreatedAt),
 		UpdatedAt:     fromDate(d.UpdatedAt),
 	}

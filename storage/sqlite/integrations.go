@@ -177,15 +177,18 @@ func (s *Store) DeleteIntegration(ctx context.Context, appID, id string) error {
 
 // deliveryCols is the column order of scanDelivery.
 const deliveryCols = `id, app_id, integration_id, event_id, event, payload, state, attempts, next_attempt_at,
-	lease_owner, lease_until, last_error, created_at, updated_at`
+	lease_owner, lease_until, last_error, created_at, updated_at, sent`
 
 func scanDelivery(row scanner) (storage.Delivery, error) {
 	var d storage.Delivery
 	err := row.Scan(&d.ID, &d.AppID, &d.IntegrationID, &d.EventID, &d.Event, &d.Payload, &d.State, &d.Attempts,
 		timeCol{&d.NextAttemptAt}, &d.LeaseOwner, timeCol{&d.LeaseUntil}, &d.LastError,
-		timeCol{&d.CreatedAt}, timeCol{&d.UpdatedAt})
+		timeCol{&d.CreatedAt}, timeCol{&d.UpdatedAt}, &d.Sent)
 	if len(d.Payload) == 0 {
 		d.Payload = nil // an empty payload reads back as nil, as it was most likely given
+	}
+	if len(d.Sent) == 0 {
+		d.Sent = nil // nothing sent yet
 	}
 	return d, err
 }
@@ -206,9 +209,9 @@ func (s *Store) CreateDeliveries(ctx context.Context, ds []storage.Delivery) err
 	for i, d := range ds {
 		rows[i] = []any{d.ID, d.AppID, d.IntegrationID, d.EventID, d.Event, payloadArg(d.Payload), d.State, d.Attempts,
 			toMillis(d.NextAttemptAt), d.LeaseOwner, toMillis(d.LeaseUntil), d.LastError,
-			toMillis(d.CreatedAt), toMillis(d.UpdatedAt)}
+			toMillis(d.CreatedAt), toMillis(d.UpdatedAt), payloadArg(d.Sent)}
 	}
-	return s.insertAll(ctx, "create deliveries", `INSERT INTO webhook_deliveries (`+deliveryCols+`) VALUES (`+placeholders(14)+`)`, rows)
+	return s.insertAll(ctx, "create deliveries", `INSERT INTO webhook_deliveries (`+deliveryCols+`) VALUES (`+placeholders(15)+`)`, rows)
 }
 
 // dueDeliveries selects the claimable deliveries (see ClaimDeliveries) with whether their
@@ -321,9 +324,9 @@ func (s *Store) UpdateDelivery(ctx context.Context, id string, fn func(*storage.
 		},
 		func(tx *sql.Tx, next storage.Delivery) error {
 			_, err := tx.ExecContext(ctx, `UPDATE webhook_deliveries SET state = ?, attempts = ?, next_attempt_at = ?,
-	lease_owner = ?, lease_until = ?, last_error = ?, updated_at = ? WHERE id = ?`,
+	lease_owner = ?, lease_until = ?, last_error = ?, updated_at = ?, sent = ? WHERE id = ?`,
 				next.State, next.Attempts, toMillis(next.NextAttemptAt), next.LeaseOwner, toMillis(next.LeaseUntil),
-				next.LastError, toMillis(next.UpdatedAt), next.ID)
+				next.LastError, toMillis(next.UpdatedAt), payloadArg(next.Sent), next.ID)
 			return err
 		})
 }

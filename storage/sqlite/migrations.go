@@ -600,6 +600,15 @@ CREATE TABLE recovery_codes (
 ) STRICT, WITHOUT ROWID;
 `,
 	},
+	{
+		version: 26,
+		name:    "the request a webhook delivery sent",
+		sql: `
+-- The last attempt's request as it went out (issue 22): headers as written and body bytes,
+-- in core/webhooks' stored form; empty until an attempt reached a receiver.
+ALTER TABLE webhook_deliveries ADD COLUMN sent BLOB NOT NULL DEFAULT x'';
+`,
+	},
 	// 30-34: the stores (issue 23).
 	{
 		version: 30,

@@ -97,6 +97,7 @@ func fullDelivery(i storage.Integration, next time.Time) storage.Delivery {
 		Attempts:      2,
 		NextAttemptAt: next,
 		LastError:     "HTTP 503 Service Unavailable",
+		Sent:          fmt.Appendf(nil, `{"method":"POST","body":"e30=","n":%d}`, n),
 		CreatedAt:     ms(-2 * time.Hour),
 		UpdatedAt:     ms(-time.Minute + 3*time.Millisecond),
 	}
@@ -740,6 +741,7 @@ func testDeliveryUpdate(t *testing.T, s storage.Store) {
 				return errLost
 			}
 			cur.State, cur.NextAttemptAt, cur.LastError = storage.DeliveryPending, base.Add(time.Hour), "HTTP 500"
+			cur.Sent = []byte("sent by the last attempt \x00\xff")
 			cur.Attempts++
 			cur.LeaseOwner, cur.LeaseUntil = "", time.Time{}
 			cur.UpdatedAt = base.Add(time.Second)
@@ -762,6 +764,7 @@ func testDeliveryUpdate(t *testing.T, s storage.Store) {
 	want := d
 	want.State, want.NextAttemptAt, want.LastError, want.Attempts = storage.DeliveryPending, base.Add(time.Hour), "HTTP 500", d.Attempts+1
 	want.UpdatedAt = base.Add(time.Second)
+	want.Sent = []byte("sent by the last attempt \x00\xff")
 	if diffs := diff(want, got); diffs != "" {
 		t.Errorf("UpdateDelivery result differs: %s", diffs)
 	}

@@ -32,7 +32,7 @@ export async function integrations(ctx) {
         } } }),
         h('button', { type: 'button', text: 'Edit URL', on: { click: async () => {
           const f = field({ name: 'webhookUrl', label: 'Webhook URL', type: 'url', value: i.webhookUrl, required: true,
-            help: 'The host must resolve now to a public address: the server checks it on save.' });
+            help: 'The host must resolve now to a public address: the server checks it on save, and again at every delivery (a host that later resolves to a private address fails the delivery).' });
           if (await modal('Webhook URL of ' + i.name, f, { ok: 'Save', onOk: () => patch(`${base}/${i.id}`, { webhookUrl: f.querySelector('input').value.trim() }).then(() => true) })) { toast('URL saved'); load(); }
         } } }),
         h('button', { type: 'button', text: 'Deliveries', on: { click: async () => {
@@ -61,7 +61,7 @@ export async function integrations(ctx) {
   return h('div', section('Integrations', shown, listBox), section('New integration', form({
     fields: [{ name: 'name', label: 'Name', required: true }, { name: 'type', label: 'Type', type: 'select', options: [['DISCORD', 'Discord'], ['SLACK', 'Slack'], ['TELEGRAM', 'Telegram'], ['CUSTOM', 'Custom (signed JSON)']] },
       { name: 'webhookUrl', label: 'Webhook URL (https, public)', type: 'url', required: true,
-        help: 'The server checks on save that the host resolves to a public address: a host that does not resolve yet is refused.' }, { name: 'enabled', label: 'Enabled', type: 'checkbox', value: true }],
+        help: 'The server checks on save that the host resolves to a public address (a host that does not resolve yet is refused), and again at every delivery.' }, { name: 'enabled', label: 'Enabled', type: 'checkbox', value: true }],
     extra: [pick],
     submit: 'Create integration',
     onSubmit: async (v, el) => {
@@ -76,11 +76,23 @@ export async function integrations(ctx) {
   })));
 }
 
-// showDelivery puts one delivery's state and payload under the attempts.
+// showDelivery puts one delivery under the attempts: the request its last attempt sent,
+// exactly (header fields as written, body bytes as they went out, never re-rendered), the
+// last error, and the queued event behind a disclosure.
 async function showDelivery(path, box) {
   clear(box);
   try {
     const d = await get(path);
-    box.append(h('h3', { text: `${d.event}: ${d.state}, ${d.attempts} attempt(s)` }), h('pre.log-data', { text: JSON.stringify(d.payload, null, 2) }));
+    box.append(h('h3', { text: `${d.event}: ${d.state}, ${d.attempts} attempt(s)` }));
+    if (d.lastError) box.append(h('p.error', { text: 'Last error: ' + d.lastError }));
+    if (d.sent) {
+      box.append(h('h4', { text: 'Request as sent (last attempt)' }),
+        h('pre.log-data.sent-headers', { text: [d.sent.method + ' (URL path hidden: it holds the webhook token)'].concat(d.sent.headers.map((x) => `${x.name}: ${x.value}`)).join('\n') }),
+        h('h4', { text: d.sent.bodyEncoding === 'base64' ? 'Body (base64: not UTF-8)' : 'Body (exact bytes)' }),
+        h('pre.log-data.sent-body', { text: d.sent.body }));
+    } else {
+      box.append(h('p.muted', { text: 'Nothing was sent yet: no attempt reached the receiver.' }));
+    }
+    box.append(h('details', h('summary', { text: 'Queued event' }), h('pre.log-data', { text: JSON.stringify(d.payload, null, 2) })));
   } catch (x) { box.append(h('p.error', { role: 'alert', text: x.message })); }
 }
