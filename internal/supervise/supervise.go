@@ -39,6 +39,13 @@ import (
 // Func is a supervised goroutine's body; see the package doc for its contract.
 type Func func(ctx context.Context) error
 
+// Starter starts a long-lived goroutine under an owner (a Supervisor). A package whose
+// loops a node supervises takes one, so that the node's supervisor counts their panics
+// and stops them in its order; without one it makes a Supervisor of its own.
+type Starter interface {
+	Go(kind string, policy Policy, run Func) error
+}
+
 // Policy says what a failure of a goroutine leads to.
 type Policy int
 
