@@ -576,7 +576,10 @@ func newServer(ctx context.Context, c Config, log *slog.Logger, wrap wrapFunc) (
 		s.metrics = &http.Server{Handler: promhttp.HandlerFor(reg, promhttp.HandlerOpts{}), ReadHeaderTimeout: 10 * time.Second}
 	}
 	core.Bus.Start()
-	core.Client.Start()
+	if err := core.Client.Start(core.Goroutines); err != nil {
+		_ = core.Close()
+		return nil, err
+	}
 	if err := core.Realtime.Start(ctx); err != nil {
 		_ = s.apiLn.Close()
 		if s.metricsLn != nil {
