@@ -13,7 +13,9 @@
 // each to return before the next: a goroutine started after another may depend on it
 // (mail is started first because every other part may queue a mail, so it stops last).
 // Stop answers an error naming those that did not return within its context instead of
-// waiting for ever.
+// waiting for ever. Parts that stop by a call rather than a context (a socket hub, an actor
+// system, a last flush) take their place in the same order with OnStop, so that one start
+// order is the node's whole shutdown order.
 //
 // Metrics (when Config.Metrics is set), by goroutine kind:
 //
@@ -105,6 +107,10 @@ type child struct {
 	policy Policy
 	cancel context.CancelFunc
 	done   chan struct{}
+	// step is an OnStop step's call (no goroutine runs until Stop reaches it); err its
+	// answer.
+	step func(context.Context) error
+	err  error
 }
 
 // ErrStopped answers Go after Stop began.
@@ -157,6 +163,19 @@ func (s *Supervisor) Go(kind string, policy Policy, run Func) error {
 	s.panics.WithLabelValues(kind)
 	s.restarts.WithLabelValues(kind)
 	go s.supervise(ctx, c, run)
+	return nil
+}
+
+// OnStop adds a step to Stop at this point of the start order: stop runs when Stop reaches
+// it, after every goroutine and step added later has ended and before those added earlier
+// are cancelled. Its error is part of Stop's answer.
+func (s *Supervisor) OnStop(name string, stop func(ctx context.Context) error) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.stopping {
+		return fmt.Errorf("supervise: add stop step %s: %w", name, ErrStopped)
+	}
+	s.children = append(s.children, &child{kind: name, step: stop, done: make(chan struct{})})
 	return nil
 }
 
@@ -234,14 +253,25 @@ func (s *Supervisor) Running(kind string) int { return int(value(s.running.WithL
 // stops nothing more and waits again.
 func (s *Supervisor) Stop(ctx context.Context) error {
 	s.mu.Lock()
+	if !s.stopping {
+		for _, c := range s.children {
+			if c.step != nil {
+				c.cancel = s.stepRunner(ctx, c)
+			}
+		}
+	}
 	s.stopping = true
 	children := s.children
 	s.mu.Unlock()
+	var errs []error
 	for i := len(children) - 1; i >= 0; i-- {
 		c := children[i]
 		c.cancel()
 		select {
 		case <-c.done:
+			if c.err != nil {
+				errs = append(errs, fmt.Errorf("%s: %w", c.kind, c.err))
+			}
 		case <-ctx.Done():
 			var left []string
 			for j := i; j >= 0; j-- {
@@ -252,10 +282,31 @@ func (s *Supervisor) Stop(ctx context.Context) error {
 					left = append(left, children[j].kind)
 				}
 			}
-			return fmt.Errorf("supervise: %s did not stop in time: %w", strings.Join(left, ", "), ctx.Err())
+			return errors.Join(append(errs, fmt.Errorf("supervise: %s did not stop in time: %w", strings.Join(left, ", "), ctx.Err()))...)
 		}
 	}
-	return nil
+	return errors.Join(errs...)
+}
+
+// stepRunner answers the cancel of an OnStop step: it runs the step once, on a goroutine of
+// its own (Stop waits for it within its context).
+func (s *Supervisor) stepRunner(ctx context.Context, c *child) context.CancelFunc {
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			go func() {
+				defer close(c.done)
+				defer func() {
+					if r := recover(); r != nil {
+						s.panics.WithLabelValues(c.kind).Inc()
+						s.log.Error("stop step panicked", "kind", c.kind, "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
+						c.err = fmt.Errorf("stop step panicked: %v", r)
+					}
+				}()
+				c.err = c.step(ctx)
+			}()
+		})
+	}
 }
 
 // value reads a counter's or a gauge's value.
