@@ -12,12 +12,16 @@ import (
 	"testing"
 	"time"
 
+	"github.com/keyward/keyward/core/events"
 	"github.com/keyward/keyward/internal/supervise"
 	"github.com/keyward/keyward/mail"
+	"github.com/keyward/keyward/storage"
 )
 
 // restartedKinds are the goroutine kinds a node restarts after a panic.
-var restartedKinds = []string{kindMail, kindUsageFlusher, kindWebhooksWorker, kindRevocationPurge, kindLogJanitor, kindBackups}
+var restartedKinds = []string{kindMail, kindUsageFlusher, kindWebhooksWorker, kindRevocationPurge, kindLogJanitor, kindBackups,
+	kindEventsWriter, kindEventsNotifier, kindEventsCompaction, kindAuditWriter, kindClientWriter,
+	kindEventsConsumer + "logs", kindEventsConsumer + "webhooks", kindEventsConsumer + "sockets", kindEventsConsumer + "app-actors"}
 
 // panicOnce makes the first run of each of kinds panic on purpose; later runs are the
 // real body.
@@ -84,9 +88,10 @@ func get(t *testing.T, url string) (int, string) {
 }
 
 // TestEveryGoroutineKindSurvivesAPanic: each kind of the node's restarted goroutines
-// panics once on purpose; the node keeps serving HTTP, each panic is counted (on
-// /metrics too), each goroutine runs again, the restarted mail queue delivers, and the node
-// stops cleanly.
+// panics once on purpose as it starts; an event published and an audit entry recorded
+// meanwhile wait for the restarted writers and are stored (no waiter hangs); the node keeps
+// serving HTTP, each panic is counted (on /metrics too), each goroutine runs again, the
+// restarted mail queue delivers, and the node stops cleanly.
 func TestEveryGoroutineKindSurvivesAPanic(t *testing.T) {
 	cfg := testConfig(t, nil)
 	s, err := newServer(context.Background(), cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), panicOnce(restartedKinds...))
@@ -97,6 +102,14 @@ func TestEveryGoroutineKindSurvivesAPanic(t *testing.T) {
 	ran := make(chan error, 1)
 	go func() { ran <- s.Run(ctx) }()
 	g := s.core.Goroutines
+	wctx, wcancel := context.WithTimeout(context.Background(), time.Minute)
+	defer wcancel()
+	if err := s.core.Bus.Publish(wctx, events.Event{Name: events.UserLogin, AppID: "app", Message: "across the panic"}); err != nil {
+		t.Fatalf("Publish across the writer's panic: %v", err)
+	}
+	if err := s.core.Audit.Record(wctx, storage.AuditEntry{AccountID: "acc", Method: "POST", Route: "/api/apps"}); err != nil {
+		t.Fatalf("audit Record across the writer's panic: %v", err)
+	}
 	for _, kind := range restartedKinds {
 		eventually(t, kind+" restarted after its panic", func() bool {
 			return g.Panics(kind) == 1 && g.Restarts(kind) == 1 && g.Running(kind) == 1
