@@ -19,7 +19,9 @@ import (
 // shutdown order read backwards. A part starts after what it calls while it stops:
 //
 //	OpenCore:
-//	  mail-last-try, mail            every part may queue a mail: it stops last
+//	  cluster-janitor, cluster-bus-fanout, cluster-bus-receive (per connection, as the bus
+//	                                 subscribes): the cluster engine's; Close closes it after
+//	  mail-last-try, mail            every part may queue a mail: it stops last of the rest
 //	  events-writer, events-notifier the log's writer: every producer stops before it
 //	  events-close                   (step) the log's last round, before its writer's end
 //	  events-unsubscribe             (step) no more wake-ups from the other nodes

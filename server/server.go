@@ -102,16 +102,17 @@ func OpenStore(ctx context.Context, c Config) (storage.Store, string, error) {
 }
 
 // OpenCluster opens the cluster engine the configuration names: Redis when a URL is set,
-// else the in-process memory engine.
-func OpenCluster(ctx context.Context, c Config) (cluster.Engine, string, error) {
+// else the in-process memory engine. Its loops (the bus, the janitor) run under owner (the
+// node's supervisor; nil: one of the engine's own).
+func OpenCluster(ctx context.Context, c Config, owner supervise.Starter) (cluster.Engine, string, error) {
 	if c.RedisURL != "" {
-		e, err := clusterredis.New(ctx, clusterredis.Config{URL: c.RedisURL, Prefix: c.RedisPrefix})
+		e, err := clusterredis.New(ctx, clusterredis.Config{URL: c.RedisURL, Prefix: c.RedisPrefix, Goroutines: owner})
 		if err != nil {
 			return nil, "", fmt.Errorf("Redis at %s: %w", redactURL(c.RedisURL), err)
 		}
 		return e, "redis", nil
 	}
-	return clustermemory.New(clustermemory.Config{}), "memory", nil
+	return clustermemory.New(clustermemory.Config{Goroutines: owner}), "memory", nil
 }
 
 // redactURL hides a password in a connection URL for logs and errors.
@@ -330,6 +331,14 @@ func openCore(ctx context.Context, c Config, log *slog.Logger, wrap wrapFunc) (_
 	if err != nil {
 		return nil, err
 	}
+	// The node's supervisor first: the cluster engine's loops start under it, before every
+	// other part, so they stop after them (Close then closes the engine).
+	reg := prometheus.NewRegistry()
+	goroutines, err := supervise.New(supervise.Config{Log: log, Metrics: reg})
+	if err != nil {
+		return nil, err
+	}
+	owner := starter{goroutines, wrap}
 	store, storeDesc, err := OpenStore(ctx, c)
 	if err != nil {
 		return nil, err
@@ -340,7 +349,7 @@ func openCore(ctx context.Context, c Config, log *slog.Logger, wrap wrapFunc) (_
 			log.Warn("database schema migrated; the database before it was copied aside", "from", m.From, "to", m.To, "copy", m.Backup)
 		}
 	}
-	engine, engineDesc, err := OpenCluster(ctx, c)
+	engine, engineDesc, err := OpenCluster(ctx, c, owner)
 	if err != nil {
 		return nil, err
 	}
@@ -349,17 +358,11 @@ func openCore(ctx context.Context, c Config, log *slog.Logger, wrap wrapFunc) (_
 	if err != nil {
 		return nil, err
 	}
-	reg := prometheus.NewRegistry()
-	goroutines, err := supervise.New(supervise.Config{Log: log, Metrics: reg})
-	if err != nil {
-		return nil, err
-	}
 	closers = append(closers, func() error {
 		stopCtx, cancel := context.WithTimeout(context.Background(), closeTimeout)
 		defer cancel()
 		return goroutines.Stop(stopCtx)
 	})
-	owner := starter{goroutines, wrap}
 	// Mail first: every part may queue a mail, so it stops last; its last attempt at what
 	// waits comes once its loop ended.
 	if err := errors.Join(goroutines.OnStop(stepMailLastTry, func(context.Context) error { mailq.Close(); return nil }),

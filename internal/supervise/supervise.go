@@ -182,6 +182,7 @@ func (s *Supervisor) OnStop(name string, stop func(ctx context.Context) error) e
 // supervise runs c until it is stopped, is done, or fails under Report.
 func (s *Supervisor) supervise(ctx context.Context, c *child, run Func) {
 	defer close(c.done)
+	defer s.forget(c)
 	defer s.running.WithLabelValues(c.kind).Dec()
 	wait := s.minWait
 	for {
@@ -215,6 +216,22 @@ func (s *Supervisor) supervise(ctx context.Context, c *child, run Func) {
 		}
 		wait = min(2*wait, s.maxWait)
 		s.restarts.WithLabelValues(c.kind).Inc()
+	}
+}
+
+// forget drops an ended goroutine from the stop order, so that a part that starts one per
+// connection (the Redis bus) does not grow it for ever; Stop waits for those it already took.
+func (s *Supervisor) forget(c *child) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.stopping {
+		return
+	}
+	for i, x := range s.children {
+		if x == c {
+			s.children = append(s.children[:i:i], s.children[i+1:]...)
+			return
+		}
 	}
 }
 
