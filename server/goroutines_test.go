@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/keyward/keyward/core/events"
 	"github.com/keyward/keyward/internal/supervise"
+	"github.com/keyward/keyward/internal/testenv"
 	"github.com/keyward/keyward/mail"
 	"github.com/keyward/keyward/storage"
 )
@@ -21,7 +23,8 @@ import (
 // restartedKinds are the goroutine kinds a node restarts after a panic.
 var restartedKinds = []string{kindMail, kindUsageFlusher, kindWebhooksWorker, kindRevocationPurge, kindLogJanitor, kindBackups,
 	kindEventsWriter, kindEventsNotifier, kindEventsCompaction, kindAuditWriter, kindClientWriter,
-	kindEventsConsumer + "logs", kindEventsConsumer + "webhooks", kindEventsConsumer + "sockets", kindEventsConsumer + "app-actors"}
+	kindEventsConsumer + "logs", kindEventsConsumer + "webhooks", kindEventsConsumer + "sockets", kindEventsConsumer + "app-actors",
+	"cluster-janitor", "cluster-bus-fanout"}
 
 // panicOnce makes the first run of each of kinds panic on purpose; later runs are the
 // real body.
@@ -93,7 +96,18 @@ func get(t *testing.T, url string) (int, string) {
 // serving HTTP, each panic is counted (on /metrics too), each goroutine runs again, the
 // restarted mail queue delivers, and the node stops cleanly.
 func TestEveryGoroutineKindSurvivesAPanic(t *testing.T) {
-	cfg := testConfig(t, nil)
+	t.Run("memory", func(t *testing.T) { everyKindSurvivesAPanic(t, nil, restartedKinds) })
+	t.Run("redis", func(t *testing.T) {
+		// The Redis engine's bus runs a receive loop per subscriber connection instead of
+		// the memory engine's janitor.
+		kinds := append(slices.DeleteFunc(slices.Clone(restartedKinds), func(k string) bool { return k == "cluster-janitor" }), "cluster-bus-receive")
+		everyKindSurvivesAPanic(t, map[string]string{"KEYWARD_REDIS_URL": testenv.RedisURL(t), "KEYWARD_REDIS_PREFIX": testenv.UniqueName("kwtest:") + ":",
+			"KEYWARD_JWT_SECRET": strings.Repeat("x", 40), "KEYWARD_SECRETS_KEY": strings.Repeat("s", 40)}, kinds)
+	})
+}
+
+func everyKindSurvivesAPanic(t *testing.T, extra map[string]string, restartedKinds []string) {
+	cfg := testConfig(t, extra)
 	s, err := newServer(context.Background(), cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), panicOnce(restartedKinds...))
 	if err != nil {
 		t.Fatal(err)
