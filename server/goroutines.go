@@ -4,12 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"net"
 	"net/http"
-	"time"
 
-	"github.com/keyward/keyward/core/accounts"
 	"github.com/keyward/keyward/core/logs"
 	"github.com/keyward/keyward/internal/supervise"
 )
@@ -40,7 +37,7 @@ const (
 	kindMail            = "mail"             // mail.Queue.Run
 	kindUsageFlusher    = "usage-flusher"    // usage.Meter.Run
 	kindWebhooksWorker  = "webhooks-worker"  // integrations.Worker.Run
-	kindRevocationPurge = "revocation-purge" // revocationPurge
+	kindRevocationPurge = "revocation-purge" // accounts.Service.RunPurge (revocations and owner sessions)
 	kindLogJanitor      = "log-janitor"      // logs.Janitor.Run
 	// kindBackups (backup.go) starts after the log janitor: internal/backup.Scheduler.Run.
 	kindHTTPAPI     = "http-api"     // the API listener (Server.Run)
@@ -81,7 +78,7 @@ func (s *Server) startGoroutines(ctx context.Context) error {
 	janitor := logs.NewJanitor(core.Store, logs.RetentionConfig{MaxAge: c.LogMaxAge, MaxPerApp: c.LogMaxPerApp, Now: c.Clock}, s.log)
 	err := errors.Join(core.goroutine(kindUsageFlusher, supervise.Restart, core.Meter.Run),
 		core.goroutine(kindWebhooksWorker, supervise.Restart, core.Webhooks.Run),
-		core.goroutine(kindRevocationPurge, supervise.Restart, revocationPurge(core.Accounts, accounts.RevocationPurgeEvery, s.log)),
+		core.goroutine(kindRevocationPurge, supervise.Restart, core.Accounts.RunPurge),
 		core.goroutine(kindLogJanitor, supervise.Restart, janitor.Run),
 		core.goroutine(kindBackups, supervise.Restart, core.Backups.Run),
 		core.Client.Start(owner))
@@ -113,32 +110,6 @@ func startGoroutine(g *supervise.Supervisor, wrap wrapFunc, kind string, policy 
 		run = wrap(kind, run)
 	}
 	return g.Go(kind, policy, run)
-}
-
-// revocationPurge removes the expired logout revocations now and then every interval,
-// until ctx ends (storage refuses a token past its expiry by the expiry alone, so the
-// revocation is no longer needed).
-func revocationPurge(a *accounts.Service, every time.Duration, log *slog.Logger) supervise.Func {
-	return func(ctx context.Context) error {
-		t := time.NewTicker(every)
-		defer t.Stop()
-		for {
-			pctx, cancel := context.WithTimeout(ctx, every)
-			n, err := a.PurgeRevocations(pctx)
-			cancel()
-			switch {
-			case err != nil && ctx.Err() == nil:
-				log.Warn("revocation purge failed, will retry", "err", err)
-			case n > 0:
-				log.Debug("expired revocations purged", "count", n)
-			}
-			select {
-			case <-ctx.Done():
-				return nil
-			case <-t.C:
-			}
-		}
-	}
 }
 
 // listen starts a listener's goroutine. A listener cannot be served again once Serve
