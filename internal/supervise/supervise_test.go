@@ -244,3 +244,33 @@ func TestOnStopTakesItsPlace(t *testing.T) {
 		t.Fatalf("OnStop after Stop = %v, want ErrStopped", err)
 	}
 }
+
+// TestGroupCarriesAPanicToWait: the goroutines of a Group all run to their end, and the
+// panic of one is raised again by Wait, on the caller's goroutine, where its owner's
+// recover sees it.
+func TestGroupCarriesAPanicToWait(t *testing.T) {
+	var g supervise.Group
+	var mu sync.Mutex
+	ran := 0
+	for i := range 4 {
+		g.Go(func() {
+			mu.Lock()
+			ran++
+			mu.Unlock()
+			if i == 2 {
+				panic("on purpose in one goroutine")
+			}
+		})
+	}
+	var got any
+	func() {
+		defer func() { got = recover() }()
+		g.Wait()
+	}()
+	if s, _ := got.(string); !strings.Contains(s, "on purpose in one goroutine") || ran != 4 {
+		t.Fatalf("Wait raised %v after %d goroutines ran; want the panic after 4", got, ran)
+	}
+	var quiet supervise.Group
+	quiet.Go(func() {})
+	quiet.Wait() // no panic
+}
