@@ -193,7 +193,7 @@ func (s *Supervisor) supervise(ctx context.Context, c *child, run Func) {
 			return // asked to stop: whatever it answered is its last word
 		}
 		if err == nil {
-			s.log.Info("goroutine done", "kind", c.kind)
+			s.log.Debug("goroutine done", "kind", c.kind) // a part stopped it by a call (Close)
 			return
 		}
 		if c.policy == Report {
