@@ -189,3 +189,49 @@ func TestListenerPanicIsReported(t *testing.T) {
 		t.Fatalf("failures = %v", failures)
 	}
 }
+
+// TestShutdownStopsInDependencyOrder: the node's goroutines end in the reverse order of
+// their start (goroutines.go): the event consumers while what they call still runs, the
+// client-session writer before the audit writer, the event log's writer after every
+// producer, the mail queue after it, and the cluster engine's loops last.
+func TestShutdownStopsInDependencyOrder(t *testing.T) {
+	var mu sync.Mutex
+	var ended []string
+	wrap := func(kind string, run supervise.Func) supervise.Func {
+		return func(ctx context.Context) error {
+			err := run(ctx)
+			mu.Lock()
+			ended = append(ended, kind)
+			mu.Unlock()
+			return err
+		}
+	}
+	s, err := newServer(context.Background(), testConfig(t, nil), slog.New(slog.NewTextHandler(io.Discard, nil)), wrap)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, stop := context.WithCancel(context.Background())
+	ran := make(chan error, 1)
+	go func() { ran <- s.Run(ctx) }()
+	eventually(t, "the API listener running", func() bool { return s.core.Goroutines.Running(kindHTTPAPI) == 1 })
+	stop()
+	if err := <-ran; err != nil {
+		t.Fatalf("Run = %v", err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	at := func(kind string) int {
+		i := slices.Index(ended, kind)
+		if i < 0 {
+			t.Fatalf("%s never ended; ended: %v", kind, ended)
+		}
+		return i
+	}
+	order := []string{kindHTTPAPI, kindEventsConsumer + "sockets", kindClientWriter, kindUsageFlusher, kindAuditWriter,
+		kindEventsWriter, kindMail, "cluster-bus-fanout"}
+	for i := 1; i < len(order); i++ {
+		if at(order[i-1]) > at(order[i]) {
+			t.Errorf("%s ended after %s; ended: %v", order[i-1], order[i], ended)
+		}
+	}
+}
