@@ -422,6 +422,11 @@ func (b *Bus) runWriter(ctx context.Context) error {
 			b.writeRound()
 			return nil
 		case <-ctx.Done():
+			// The owner stops the node: what is published from now on is refused, as
+			// after Close, rather than left waiting for a writer.
+			b.mu.Lock()
+			b.closed = true
+			b.mu.Unlock()
 			b.writeRound()
 			return nil
 		}

@@ -106,14 +106,13 @@ func TestEveryLoopKindSurvivesAPanic(t *testing.T) {
 	}
 	bus.Close()
 	for _, kind := range []string{"events-writer", "events-notifier", "events-compaction", "events-consumer-logs"} {
-		if n := g.Running(kind); n != 0 {
-			t.Errorf("%s still running after Close: %d", kind, n)
-		}
+		// Close returns once each loop did its last work; the owner then sees it return.
+		eventually(t, kind+" ended by Close", func() bool { return g.Running(kind) == 0 })
 	}
 }
 
-// TestOwnerStopStopsTheLog: the owner's Stop ends every loop, with the writer's last round
-// written, without Close.
+// TestOwnerStopStopsTheLog: the owner's Stop ends every loop without Close; a publish
+// after it is refused rather than left waiting.
 func TestOwnerStopStopsTheLog(t *testing.T) {
 	store := openStore(t, t.TempDir())
 	g, err := supervise.New(supervise.Config{})
@@ -133,5 +132,8 @@ func TestOwnerStopStopsTheLog(t *testing.T) {
 	defer cancel()
 	if err := g.Stop(ctx); err != nil {
 		t.Fatalf("Stop = %v", err)
+	}
+	if err := bus.Publish(ctx, events.Event{Name: events.UserLogin, AppID: "a"}); !errors.Is(err, events.ErrClosed) {
+		t.Fatalf("Publish after the owner's stop = %v, want ErrClosed", err)
 	}
 }
