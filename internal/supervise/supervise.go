@@ -11,11 +11,16 @@
 //
 // Stop cancels the goroutines one at a time in the reverse order of their start, waiting for
 // each to return before the next: a goroutine started after another may depend on it
-// (mail is started first because every other part may queue a mail, so it stops last).
+// (mail is started before the other services because every one may queue a mail, so it
+// stops after them).
 // Stop answers an error naming those that did not return within its context instead of
 // waiting for ever. Parts that stop by a call rather than a context (a socket hub, an actor
 // system, a last flush) take their place in the same order with OnStop, so that one start
 // order is the node's whole shutdown order.
+//
+// A package whose loops a node supervises takes a Starter (the node's Supervisor) and makes a
+// Supervisor of its own without one (tests, commands). The short-lived goroutines of one call
+// run in a Group, which carries a panic back to the call's goroutine and so to its owner.
 //
 // Metrics (when Config.Metrics is set), by goroutine kind:
 //
