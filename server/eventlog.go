@@ -24,8 +24,9 @@ var socketEvents = events.NewSet(events.VariableCreate, events.VariableUpdate, e
 
 // openEventLog opens the node's event log on the store, with the cluster engine electing
 // the node that runs each shared consumer, and the cluster bus carrying "events stored"
-// between nodes.
-func openEventLog(ctx context.Context, c Config, store storage.Store, engine cluster.Engine, log *slog.Logger) (*events.Bus, func(), error) {
+// between nodes. Its loops run under owner; its close and the bus subscription's end are
+// stop steps there, after the parts started later (which publish) have stopped.
+func openEventLog(ctx context.Context, c Config, store storage.Store, engine cluster.Engine, owner starter, log *slog.Logger) (*events.Bus, error) {
 	node := uuid.NewString()
 	notify := func() {
 		nctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
@@ -35,17 +36,24 @@ func openEventLog(ctx context.Context, c Config, store storage.Store, engine clu
 		}
 	}
 	bus := events.NewBus(events.Config{Store: store, Leases: engine, Node: node, Notify: notify,
-		KeepFor: c.EventRetention, MaxAge: c.EventMaxAge, Now: c.Clock, Log: log})
+		KeepFor: c.EventRetention, MaxAge: c.EventMaxAge, Now: c.Clock, Log: log, Goroutines: owner})
+	if err := owner.g.OnStop(stepEventLogClose, func(context.Context) error { bus.Close(); return nil }); err != nil {
+		bus.Close()
+		return nil, err
+	}
 	unsubscribe, err := engine.Subscribe(ctx, eventsTopic, func(p []byte) {
 		if string(p) != node {
 			bus.Wake()
 		}
 	})
 	if err != nil {
-		bus.Close()
-		return nil, nil, err
+		return nil, err
 	}
-	return bus, unsubscribe, nil
+	if err := owner.g.OnStop(stepEventLogUnsubscribe, func(context.Context) error { unsubscribe(); return nil }); err != nil {
+		unsubscribe()
+		return nil, err
+	}
+	return bus, nil
 }
 
 // eventLogMetrics reports each consumer's lag and failures.

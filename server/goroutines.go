@@ -4,27 +4,97 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"net"
 	"net/http"
-	"time"
 
-	"github.com/keyward/keyward/core/accounts"
+	"github.com/keyward/keyward/core/logs"
 	"github.com/keyward/keyward/internal/supervise"
 )
 
-// The kinds of the node's supervised goroutines (doc.go), in the order they start: each
-// stops before those started before it.
+// The node's supervised goroutines and stop steps (doc.go), in the order they start: the
+// supervisor stops each before those started before it, so this order is the node's
+// shutdown order read backwards. A part starts after what it calls while it stops:
+//
+//	OpenCore:
+//	  cluster-janitor, cluster-bus-fanout, cluster-bus-receive (per connection, as the bus
+//	                                 subscribes): the cluster engine's; Close closes it after
+//	  mail-last-try, mail            every part may queue a mail: it stops last of the rest
+//	  events-writer, events-notifier the log's writer: every producer stops before it
+//	  events-close                   (step) the log's last round, before its writer's end
+//	  events-unsubscribe             (step) no more wake-ups from the other nodes
+//	  audit-writer                   the HTTP server and the sockets record: they stop first
+//	  usage-last-flush               (step) after the flusher and what counts calls
+//	  app-actors                     (step) after the sockets and sessions, which call them
+//	Server:
+//	  usage-flusher, webhooks-worker, revocation-purge, log-janitor, backups
+//	  client-writer                  the sessions' last round, after the sockets ended
+//	  realtime                       (step) the sockets close while the actors still run
+//	  events-compaction, events-consumer-NAME
+//	                                 the consumers catch up first, while everything they
+//	                                 call (sockets, sessions, webhooks, actors) still runs
+//	  http-api, http-metrics         Server.Shutdown ends them before Close
 const (
-	kindMail            = "mail"             // mail.Queue.Run (OpenCore: every part may queue a mail)
+	kindMail            = "mail"             // mail.Queue.Run
 	kindUsageFlusher    = "usage-flusher"    // usage.Meter.Run
 	kindWebhooksWorker  = "webhooks-worker"  // integrations.Worker.Run
-	kindRevocationPurge = "revocation-purge" // revocationPurge
+	kindRevocationPurge = "revocation-purge" // accounts.Service.RunPurge (revocations and owner sessions)
 	kindLogJanitor      = "log-janitor"      // logs.Janitor.Run
 	// kindBackups (backup.go) starts after the log janitor: internal/backup.Scheduler.Run.
 	kindHTTPAPI     = "http-api"     // the API listener (Server.Run)
 	kindHTTPMetrics = "http-metrics" // the metrics listener, when apart (Server.Run)
+
+	// Kinds the services name themselves (they start through the node's starter).
+	kindEventsWriter     = "events-writer"
+	kindEventsNotifier   = "events-notifier"
+	kindEventsCompaction = "events-compaction"
+	kindEventsConsumer   = "events-consumer-" // + the consumer's name
+	kindAuditWriter      = "audit-writer"
+	kindClientWriter     = "client-writer"
+
+	// Stop steps (supervise.OnStop).
+	stepMailLastTry         = "mail-last-try"
+	stepEventLogClose       = "events-close"
+	stepEventLogUnsubscribe = "events-unsubscribe"
+	stepUsageLastFlush      = "usage-last-flush"
+	stepAppActors           = "app-actors"
+	stepRealtime            = "realtime"
 )
+
+// starter is the node's supervisor as the services see it (supervise.Starter): what they
+// start through it is decorated by the test wrap.
+type starter struct {
+	g    *supervise.Supervisor
+	wrap wrapFunc
+}
+
+func (s starter) Go(kind string, policy supervise.Policy, run supervise.Func) error {
+	return startGoroutine(s.g, s.wrap, kind, policy, run)
+}
+
+// startGoroutines starts Server's part of the node, in the order above.
+func (s *Server) startGoroutines(ctx context.Context) error {
+	core, c := s.core, s.cfg
+	owner := starter{core.Goroutines, core.wrap}
+	janitor := logs.NewJanitor(core.Store, logs.RetentionConfig{MaxAge: c.LogMaxAge, MaxPerApp: c.LogMaxPerApp, Now: c.Clock}, s.log)
+	err := errors.Join(core.goroutine(kindUsageFlusher, supervise.Restart, core.Meter.Run),
+		core.goroutine(kindWebhooksWorker, supervise.Restart, core.Webhooks.Run),
+		core.goroutine(kindRevocationPurge, supervise.Restart, core.Accounts.RunPurge),
+		core.goroutine(kindLogJanitor, supervise.Restart, janitor.Run),
+		core.goroutine(kindBackups, supervise.Restart, core.Backups.Run),
+		core.Client.Start(owner))
+	if err != nil {
+		return err
+	}
+	if err := core.Realtime.Start(ctx); err != nil {
+		return err
+	}
+	if err := core.Goroutines.OnStop(stepRealtime, func(context.Context) error { core.Realtime.Close(); return nil }); err != nil {
+		core.Realtime.Close()
+		return err
+	}
+	core.Bus.Start()
+	return nil
+}
 
 // wrapFunc decorates a goroutine's body before it starts; tests use it to make each kind
 // panic once on purpose. nil in production.
@@ -40,32 +110,6 @@ func startGoroutine(g *supervise.Supervisor, wrap wrapFunc, kind string, policy 
 		run = wrap(kind, run)
 	}
 	return g.Go(kind, policy, run)
-}
-
-// revocationPurge removes the expired logout revocations now and then every interval,
-// until ctx ends (storage refuses a token past its expiry by the expiry alone, so the
-// revocation is no longer needed).
-func revocationPurge(a *accounts.Service, every time.Duration, log *slog.Logger) supervise.Func {
-	return func(ctx context.Context) error {
-		t := time.NewTicker(every)
-		defer t.Stop()
-		for {
-			pctx, cancel := context.WithTimeout(ctx, every)
-			n, err := a.PurgeRevocations(pctx)
-			cancel()
-			switch {
-			case err != nil && ctx.Err() == nil:
-				log.Warn("revocation purge failed, will retry", "err", err)
-			case n > 0:
-				log.Debug("expired revocations purged", "count", n)
-			}
-			select {
-			case <-ctx.Done():
-				return nil
-			case <-t.C:
-			}
-		}
-	}
 }
 
 // listen starts a listener's goroutine. A listener cannot be served again once Serve

@@ -7,17 +7,24 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/keyward/keyward/core/events"
 	"github.com/keyward/keyward/internal/supervise"
+	"github.com/keyward/keyward/internal/testenv"
 	"github.com/keyward/keyward/mail"
+	"github.com/keyward/keyward/storage"
 )
 
 // restartedKinds are the goroutine kinds a node restarts after a panic.
-var restartedKinds = []string{kindMail, kindUsageFlusher, kindWebhooksWorker, kindRevocationPurge, kindLogJanitor, kindBackups}
+var restartedKinds = []string{kindMail, kindUsageFlusher, kindWebhooksWorker, kindRevocationPurge, kindLogJanitor, kindBackups,
+	kindEventsWriter, kindEventsNotifier, kindEventsCompaction, kindAuditWriter, kindClientWriter,
+	kindEventsConsumer + "logs", kindEventsConsumer + "webhooks", kindEventsConsumer + "sockets", kindEventsConsumer + "app-actors",
+	"cluster-janitor", "cluster-bus-fanout"}
 
 // panicOnce makes the first run of each of kinds panic on purpose; later runs are the
 // real body.
@@ -84,11 +91,23 @@ func get(t *testing.T, url string) (int, string) {
 }
 
 // TestEveryGoroutineKindSurvivesAPanic: each kind of the node's restarted goroutines
-// panics once on purpose; the node keeps serving HTTP, each panic is counted (on
-// /metrics too), each goroutine runs again, the restarted mail queue delivers, and the node
-// stops cleanly.
+// panics once on purpose as it starts; an event published and an audit entry recorded
+// meanwhile wait for the restarted writers and are stored (no waiter hangs); the node keeps
+// serving HTTP, each panic is counted (on /metrics too), each goroutine runs again, the
+// restarted mail queue delivers, and the node stops cleanly.
 func TestEveryGoroutineKindSurvivesAPanic(t *testing.T) {
-	cfg := testConfig(t, nil)
+	t.Run("memory", func(t *testing.T) { everyKindSurvivesAPanic(t, nil, restartedKinds) })
+	t.Run("redis", func(t *testing.T) {
+		// The Redis engine's bus runs a receive loop per subscriber connection instead of
+		// the memory engine's janitor.
+		kinds := append(slices.DeleteFunc(slices.Clone(restartedKinds), func(k string) bool { return k == "cluster-janitor" }), "cluster-bus-receive")
+		everyKindSurvivesAPanic(t, map[string]string{"KEYWARD_REDIS_URL": testenv.RedisURL(t), "KEYWARD_REDIS_PREFIX": testenv.UniqueName("kwtest:") + ":",
+			"KEYWARD_JWT_SECRET": strings.Repeat("x", 40), "KEYWARD_SECRETS_KEY": strings.Repeat("s", 40)}, kinds)
+	})
+}
+
+func everyKindSurvivesAPanic(t *testing.T, extra map[string]string, restartedKinds []string) {
+	cfg := testConfig(t, extra)
 	s, err := newServer(context.Background(), cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), panicOnce(restartedKinds...))
 	if err != nil {
 		t.Fatal(err)
@@ -97,6 +116,14 @@ func TestEveryGoroutineKindSurvivesAPanic(t *testing.T) {
 	ran := make(chan error, 1)
 	go func() { ran <- s.Run(ctx) }()
 	g := s.core.Goroutines
+	wctx, wcancel := context.WithTimeout(context.Background(), time.Minute)
+	defer wcancel()
+	if err := s.core.Bus.Publish(wctx, events.Event{Name: events.UserLogin, AppID: "app", Message: "across the panic"}); err != nil {
+		t.Fatalf("Publish across the writer's panic: %v", err)
+	}
+	if err := s.core.Audit.Record(wctx, storage.AuditEntry{AccountID: "acc", Method: "POST", Route: "/api/apps"}); err != nil {
+		t.Fatalf("audit Record across the writer's panic: %v", err)
+	}
 	for _, kind := range restartedKinds {
 		eventually(t, kind+" restarted after its panic", func() bool {
 			return g.Panics(kind) == 1 && g.Restarts(kind) == 1 && g.Running(kind) == 1
@@ -160,5 +187,51 @@ func TestListenerPanicIsReported(t *testing.T) {
 	failures := g.Failures()
 	if len(failures) != 1 || !strings.Contains(failures[0].Error(), "on purpose in http-metrics") {
 		t.Fatalf("failures = %v", failures)
+	}
+}
+
+// TestShutdownStopsInDependencyOrder: the node's goroutines end in the reverse order of
+// their start (goroutines.go): the event consumers while what they call still runs, the
+// client-session writer before the audit writer, the event log's writer after every
+// producer, the mail queue after it, and the cluster engine's loops last.
+func TestShutdownStopsInDependencyOrder(t *testing.T) {
+	var mu sync.Mutex
+	var ended []string
+	wrap := func(kind string, run supervise.Func) supervise.Func {
+		return func(ctx context.Context) error {
+			err := run(ctx)
+			mu.Lock()
+			ended = append(ended, kind)
+			mu.Unlock()
+			return err
+		}
+	}
+	s, err := newServer(context.Background(), testConfig(t, nil), slog.New(slog.NewTextHandler(io.Discard, nil)), wrap)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, stop := context.WithCancel(context.Background())
+	ran := make(chan error, 1)
+	go func() { ran <- s.Run(ctx) }()
+	eventually(t, "the API listener running", func() bool { return s.core.Goroutines.Running(kindHTTPAPI) == 1 })
+	stop()
+	if err := <-ran; err != nil {
+		t.Fatalf("Run = %v", err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	at := func(kind string) int {
+		i := slices.Index(ended, kind)
+		if i < 0 {
+			t.Fatalf("%s never ended; ended: %v", kind, ended)
+		}
+		return i
+	}
+	order := []string{kindHTTPAPI, kindEventsConsumer + "sockets", kindClientWriter, kindUsageFlusher, kindAuditWriter,
+		kindEventsWriter, kindMail, "cluster-bus-fanout"}
+	for i := 1; i < len(order); i++ {
+		if at(order[i-1]) > at(order[i]) {
+			t.Errorf("%s ended after %s; ended: %v", order[i-1], order[i], ended)
+		}
 	}
 }

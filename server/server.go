@@ -102,16 +102,17 @@ func OpenStore(ctx context.Context, c Config) (storage.Store, string, error) {
 }
 
 // OpenCluster opens the cluster engine the configuration names: Redis when a URL is set,
-// else the in-process memory engine.
-func OpenCluster(ctx context.Context, c Config) (cluster.Engine, string, error) {
+// else the in-process memory engine. Its loops (the bus, the janitor) run under owner (the
+// node's supervisor; nil: one of the engine's own).
+func OpenCluster(ctx context.Context, c Config, owner supervise.Starter) (cluster.Engine, string, error) {
 	if c.RedisURL != "" {
-		e, err := clusterredis.New(ctx, clusterredis.Config{URL: c.RedisURL, Prefix: c.RedisPrefix})
+		e, err := clusterredis.New(ctx, clusterredis.Config{URL: c.RedisURL, Prefix: c.RedisPrefix, Goroutines: owner})
 		if err != nil {
 			return nil, "", fmt.Errorf("Redis at %s: %w", redactURL(c.RedisURL), err)
 		}
 		return e, "redis", nil
 	}
-	return clustermemory.New(clustermemory.Config{}), "memory", nil
+	return clustermemory.New(clustermemory.Config{Goroutines: owner}), "memory", nil
 }
 
 // redactURL hides a password in a connection URL for logs and errors.
@@ -275,15 +276,12 @@ type Core struct {
 	// Audit writes the audit log off the request path; Close writes what is queued.
 	Audit *audit.Service
 	// Meter counts client API calls; Server starts its flusher.
-	Meter         *usage.Meter
-	stopAppActors func()
-	// Goroutines owns the node's long-lived goroutines (goroutines.go): OpenCore starts
-	// the mail queue's, Server the rest; Close stops them in dependency order.
+	Meter *usage.Meter
+	// Goroutines owns the node's long-lived goroutines and its stop steps (goroutines.go):
+	// OpenCore starts the mail queue, the event log's writer, the audit writer and the app
+	// actors, Server the rest; Close stops them all, the last started first.
 	Goroutines *supervise.Supervisor
 	wrap       wrapFunc
-	// stopEventNotify ends this node's subscription to the other nodes' event
-	// notifications.
-	stopEventNotify func()
 	// Metrics is the node's Prometheus registry: OpenCore registers the services' own
 	// metrics, Server the rest.
 	Metrics *prometheus.Registry
@@ -294,32 +292,22 @@ type Core struct {
 	Engines []any
 }
 
-// Close releases the engines in reverse order of opening: the sockets and actors, then the
-// supervised goroutines (the last started first: the log janitor, the revocation purge,
-// the webhooks worker, the usage flusher, and the mail queue, which tries what waits),
-// a last flush of the pending API-call counts, then the rest.
+// closeTimeout bounds Close's stop of the goroutines: each event consumer may catch up for
+// a few seconds, one after the other.
+const closeTimeout = 30 * time.Second
+
+// Close stops the node's goroutines and stop steps in the reverse order of their start
+// (goroutines.go says the order and why), then releases the engines. The HTTP server is
+// shut down before (Server.Shutdown): every change it recorded is queued by then.
 func (c *Core) Close() error {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), closeTimeout)
 	defer cancel()
-	// The event log's consumers catch up for a few seconds while what they call (sockets,
-	// actors, sessions, webhooks) still runs; what they leave waits in the log for the
-	// next start.
-	c.stopEventNotify()
-	c.Bus.Close()
-	c.Realtime.Close()
-	c.stopAppActors()
-	c.Client.Close()
 	goroutinesErr := c.Goroutines.Stop(ctx)
-	meterErr := c.Meter.Close(ctx)
-	// The HTTP server is shut down before Close: every change it recorded is queued, and
-	// written here.
-	c.Audit.Close()
-	c.Mail.Close()
 	var geoErr error
 	if g, ok := c.Country.(*rules.GeoIP); ok {
 		geoErr = g.Close()
 	}
-	return errors.Join(goroutinesErr, meterErr, geoErr, c.Engine.Close(), c.Store.Close())
+	return errors.Join(goroutinesErr, geoErr, c.Engine.Close(), c.Store.Close())
 }
 
 // OpenCore opens the engines and builds the services, closing what it opened on failure.
@@ -343,6 +331,14 @@ func openCore(ctx context.Context, c Config, log *slog.Logger, wrap wrapFunc) (_
 	if err != nil {
 		return nil, err
 	}
+	// The node's supervisor first: the cluster engine's loops start under it, before every
+	// other part, so they stop after them (Close then closes the engine).
+	reg := prometheus.NewRegistry()
+	goroutines, err := supervise.New(supervise.Config{Log: log, Metrics: reg})
+	if err != nil {
+		return nil, err
+	}
+	owner := starter{goroutines, wrap}
 	store, storeDesc, err := OpenStore(ctx, c)
 	if err != nil {
 		return nil, err
@@ -353,7 +349,7 @@ func openCore(ctx context.Context, c Config, log *slog.Logger, wrap wrapFunc) (_
 			log.Warn("database schema migrated; the database before it was copied aside", "from", m.From, "to", m.To, "copy", m.Backup)
 		}
 	}
-	engine, engineDesc, err := OpenCluster(ctx, c)
+	engine, engineDesc, err := OpenCluster(ctx, c, owner)
 	if err != nil {
 		return nil, err
 	}
@@ -362,19 +358,15 @@ func openCore(ctx context.Context, c Config, log *slog.Logger, wrap wrapFunc) (_
 	if err != nil {
 		return nil, err
 	}
-	reg := prometheus.NewRegistry()
-	goroutines, err := supervise.New(supervise.Config{Log: log, Metrics: reg})
-	if err != nil {
-		return nil, err
-	}
 	closers = append(closers, func() error {
-		stopCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		stopCtx, cancel := context.WithTimeout(context.Background(), closeTimeout)
 		defer cancel()
-		err := goroutines.Stop(stopCtx)
-		mailq.Close()
-		return err
+		return goroutines.Stop(stopCtx)
 	})
-	if err := startGoroutine(goroutines, wrap, kindMail, supervise.Restart, mailq.Run); err != nil {
+	// Mail first: every part may queue a mail, so it stops last; its last attempt at what
+	// waits comes once its loop ended.
+	if err := errors.Join(goroutines.OnStop(stepMailLastTry, func(context.Context) error { mailq.Close(); return nil }),
+		owner.Go(kindMail, supervise.Restart, mailq.Run)); err != nil {
 		return nil, err
 	}
 	catalogue, err := plans.New(c.Plans)
@@ -390,11 +382,13 @@ func openCore(ctx context.Context, c Config, log *slog.Logger, wrap wrapFunc) (_
 		closers = append(closers, g.Close)
 		country = g
 	}
-	bus, stopNotify, err := openEventLog(ctx, c, store, engine, log)
+	// The event log's writer and notifier (producers stop before them), then the audit
+	// writer (the HTTP server and the sockets, which record, stop before it).
+	bus, err := openEventLog(ctx, c, store, engine, owner, log)
 	if err != nil {
 		return nil, err
 	}
-	closers = append(closers, func() error { stopNotify(); bus.Close(); return nil })
+	auditLog := audit.New(store, audit.Config{Retention: c.AuditRetention, Now: c.Clock, Goroutines: owner}, log)
 	bus.Consume(events.ConsumerConfig{Name: "logs", Shared: true, Handle: logs.NewWriter(store, log).HandleBatch})
 	blobStore, err := openBlobs(ctx, c, store)
 	if err != nil {
@@ -416,6 +410,11 @@ func openCore(ctx context.Context, c Config, log *slog.Logger, wrap wrapFunc) (_
 		return nil, err
 	}
 	meter := usage.New(engine, store, catalogue, usage.Config{Now: c.Clock}, log)
+	// The pending API-call counts are flushed once what counts them (the client API, the
+	// sockets, the usage flusher Server starts) has stopped.
+	if err := goroutines.OnStop(stepUsageLastFlush, meter.Close); err != nil {
+		return nil, err
+	}
 	hooksClient, err := webhookClient(c)
 	if err != nil {
 		return nil, err
@@ -428,7 +427,11 @@ func openCore(ctx context.Context, c Config, log *slog.Logger, wrap wrapFunc) (_
 	if err != nil {
 		return nil, err
 	}
-	closers = append(closers, func() error { appActors.stop(); return nil })
+	// The app actors stop after the sockets and the client sessions, which call them.
+	if err := goroutines.OnStop(stepAppActors, func(context.Context) error { appActors.stop(); return nil }); err != nil {
+		appActors.stop()
+		return nil, err
+	}
 	clientSvc := client.New(client.Deps{Store: store, Apps: appActors, Sessions: engine, Hasher: hasher, Bus: bus,
 		Country: country, Quota: meter, Archive: store, Blobs: blobStore,
 		Reset: client.ResetDeps{Tokens: engine, Mailer: mailq, PublicURL: c.PublicURL}, Now: c.Clock, Log: log})
@@ -450,16 +453,14 @@ func openCore(ctx context.Context, c Config, log *slog.Logger, wrap wrapFunc) (_
 			return nil
 		}})
 	clientSvc.OnEnd(rt.SessionEnded)
-	auditLog := audit.New(store, audit.Config{Retention: c.AuditRetention, Now: c.Clock}, log)
-	closers = append(closers, func() error { auditLog.Close(); return nil })
 	return &Core{Goroutines: goroutines, wrap: wrap, Audit: auditLog, Realtime: rt, WSHooks: wsHooks, Store: store, Engine: engine, Mail: mailq, Accounts: svc, Apps: appsSvc, Meter: meter,
-		Client: clientSvc, AppActors: appActors.dir, stopAppActors: appActors.stop, Metrics: reg,
+		Client: clientSvc, AppActors: appActors.dir, Metrics: reg,
 		Integrations: integrations.NewService(store, appsSvc, bus, integrations.Options{
 			Validator: webhooks.Validator{AllowPrivate: c.WebhooksAllowPrivate}, Client: hooksClient, Now: c.Clock}),
 		Webhooks:  worker,
 		Variables: variables.New(store, appsSvc, catalogue, bus, c.Clock),
 		Rules:     rules.NewService(store, appsSvc, bus, country != nil || c.CountryHeader != "", c.Clock),
-		Logs:      logs.NewService(store, appsSvc, c.Clock), Analytics: analytics.New(store, appsSvc, c.Clock), Files: filesSvc, Bus: bus, stopEventNotify: stopNotify, Country: country,
+		Logs:      logs.NewService(store, appsSvc, c.Clock), Analytics: analytics.New(store, appsSvc, c.Clock), Files: filesSvc, Bus: bus, Country: country,
 		Backups:  backups,
 		Commerce: commerce.New(commerce.Deps{Store: store, Plans: catalogue, Bus: bus, Mail: mailq, Sockets: rt, Now: c.Clock, Log: log}),
 		Engines:  []any{"storage", storeDesc, "cluster", engineDesc, "mail", mailDesc}}, nil
@@ -575,23 +576,7 @@ func newServer(ctx context.Context, c Config, log *slog.Logger, wrap wrapFunc) (
 		}
 		s.metrics = &http.Server{Handler: promhttp.HandlerFor(reg, promhttp.HandlerOpts{}), ReadHeaderTimeout: 10 * time.Second}
 	}
-	core.Bus.Start()
-	core.Client.Start()
-	if err := core.Realtime.Start(ctx); err != nil {
-		_ = s.apiLn.Close()
-		if s.metricsLn != nil {
-			_ = s.metricsLn.Close()
-		}
-		_ = core.Close()
-		return nil, err
-	}
-	janitor := logs.NewJanitor(core.Store, logs.RetentionConfig{MaxAge: c.LogMaxAge, MaxPerApp: c.LogMaxPerApp, Now: c.Clock}, log)
-	err = errors.Join(core.goroutine(kindUsageFlusher, supervise.Restart, core.Meter.Run),
-		core.goroutine(kindWebhooksWorker, supervise.Restart, core.Webhooks.Run),
-		core.goroutine(kindRevocationPurge, supervise.Restart, revocationPurge(core.Accounts, accounts.RevocationPurgeEvery, log)),
-		core.goroutine(kindLogJanitor, supervise.Restart, janitor.Run),
-		core.goroutine(kindBackups, supervise.Restart, core.Backups.Run))
-	if err != nil {
+	if err := s.startGoroutines(ctx); err != nil {
 		_ = s.apiLn.Close()
 		if s.metricsLn != nil {
 			_ = s.metricsLn.Close()

@@ -8,6 +8,7 @@ import (
 
 	"github.com/keyward/keyward/cluster"
 	"github.com/keyward/keyward/cluster/internal/fanout"
+	"github.com/keyward/keyward/internal/supervise"
 )
 
 // DefaultSweepInterval is how often the janitor drops expired entries when
@@ -22,6 +23,10 @@ type Config struct {
 	// SweepInterval is how often expired entries are dropped; DefaultSweepInterval when
 	// zero, and no janitor at all when negative (tests call Sweep themselves).
 	SweepInterval time.Duration
+	// Goroutines owns the janitor (kind cluster-janitor) and the bus's delivery goroutine
+	// (fanout.Kind): the node's supervisor, which recovers, counts and restarts them. nil: a
+	// supervisor of the engine's own.
+	Goroutines supervise.Starter
 }
 
 // Engine is the in-process cluster engine. Its methods are safe for concurrent use.
@@ -43,7 +48,9 @@ type Engine struct {
 	bus      *fanout.Fanout
 
 	stop      chan struct{} // closed by Close to stop the janitor
-	done      chan struct{} // closed by the janitor when it has returned
+	done      chan struct{} // closed by the janitor when it has returned for good
+	ended     sync.Once
+	own       *supervise.Supervisor // the janitor's owner when Config has none
 	closeOnce sync.Once
 }
 
@@ -63,7 +70,7 @@ func New(cfg Config) *Engine {
 		values:   make(map[string]value),
 		sets:     make(map[string]*memberSet),
 		presence: make(map[string]*appPresence),
-		bus:      fanout.New(),
+		bus:      fanout.New(cfg.Goroutines),
 		stop:     make(chan struct{}),
 		done:     make(chan struct{}),
 	}
@@ -79,7 +86,19 @@ func New(cfg Config) *Engine {
 		close(e.done)
 		return e
 	}
-	go e.janitor(interval)
+	owner := cfg.Goroutines
+	if owner == nil {
+		e.own, _ = supervise.New(supervise.Config{}) // no metrics: it cannot fail
+		owner = e.own
+	}
+	end := func() { e.ended.Do(func() { close(e.done) }) }
+	if err := owner.Go("cluster-janitor", supervise.Restart, func(ctx context.Context) error {
+		e.janitor(ctx, interval)
+		end()
+		return nil
+	}); err != nil {
+		end() // the owner is stopping: expired entries stay invisible, only unswept
+	}
 	return e
 }
 
@@ -108,17 +127,22 @@ func (e *Engine) Close() error {
 		close(e.stop)
 		<-e.done
 		e.bus.Close()
+		if e.own != nil {
+			_ = e.own.Stop(context.Background()) // the janitor returned already
+		}
 	})
 	return nil
 }
 
-func (e *Engine) janitor(interval time.Duration) {
-	defer close(e.done)
+// janitor sweeps every interval until Close or its owner's stop.
+func (e *Engine) janitor(ctx context.Context, interval time.Duration) {
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {
 		select {
 		case <-e.stop:
+			return
+		case <-ctx.Done():
 			return
 		case <-t.C:
 			e.Sweep()

@@ -17,6 +17,7 @@ import (
 
 	"github.com/keyward/keyward/cluster"
 	"github.com/keyward/keyward/cluster/internal/fanout"
+	"github.com/keyward/keyward/internal/supervise"
 )
 
 // The bus is Redis Pub/Sub. On one server or a Sentinel group it is classic
@@ -173,7 +174,7 @@ func (e *Engine) Subscribe(ctx context.Context, topic string, fn func(payload []
 		return nil, errClosed
 	}
 	if e.fan == nil {
-		e.fan = fanout.New()
+		e.fan = fanout.New(e.goroutines)
 	}
 	bucket := e.bucket(topic)
 	b := e.buses[bucket]
@@ -324,7 +325,19 @@ func (e *Engine) startBus(bucket int) *busConn {
 		done:   make(chan struct{}),
 	}
 	e.busWG.Add(1)
-	go e.receive(b)
+	var once sync.Once
+	end := func() { once.Do(func() { close(b.done); e.busWG.Done() }) }
+	// receive returns only once b is stopped (b.ctx); a panic in it is logged and counted
+	// by the owner, which runs it again on the same connection.
+	if err := e.goroutines.Go("cluster-bus-receive", supervise.Restart, func(ctx context.Context) error {
+		defer context.AfterFunc(ctx, b.cancel)()
+		e.receive(b)
+		end()
+		return nil
+	}); err != nil {
+		b.cancel() // the owner is stopping: the connection gets no messages
+		end()
+	}
 	return b
 }
 
@@ -402,8 +415,6 @@ func (e *Engine) wanted(b *busConn, channel string) bool {
 // receive reads b's connection until stopBus or its bucket's last unsubscribe: messages
 // go to the fanout, PONGs to the Subscribe waiting for them.
 func (e *Engine) receive(b *busConn) {
-	defer e.busWG.Done()
-	defer close(b.done)
 	prefix := e.channelPrefix(b.bucket)
 	var pingSent time.Time // when a health ping went unanswered so far; zero when none
 	failures := 0

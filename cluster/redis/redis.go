@@ -17,6 +17,7 @@ import (
 
 	"github.com/keyward/keyward/cluster"
 	"github.com/keyward/keyward/cluster/internal/fanout"
+	"github.com/keyward/keyward/internal/supervise"
 )
 
 // Defaults for Config. They are short on purpose: Redis answers in well under a
@@ -55,6 +56,10 @@ type Config struct {
 	// CommandTimeout bounds one command or pipeline as a whole (the wait for a connection,
 	// the retry, redirects); DefaultCommandTimeout when zero.
 	CommandTimeout time.Duration
+	// Goroutines owns the bus's receive loops (kind cluster-bus-receive, one per subscriber
+	// connection) and its delivery goroutine (fanout.Kind): the node's supervisor, which
+	// recovers, counts and restarts them. nil: a supervisor of the engine's own.
+	Goroutines supervise.Starter
 }
 
 // Engine is the Redis cluster engine. Its methods are safe for concurrent use.
@@ -76,6 +81,10 @@ type Engine struct {
 	fan     *fanout.Fanout   // nil until the first Subscribe
 	buses   map[int]*busConn // bucket → its subscriber connection
 	busWG   sync.WaitGroup   // the receive loops
+	// goroutines starts the bus's loops; own is the supervisor made when Config has none.
+	goroutines supervise.Starter
+	own        *supervise.Supervisor
+
 	waitMu  sync.Mutex
 	waiters map[string]*waiter // PING payload → Subscribe waiting for its PONG
 
@@ -269,6 +278,12 @@ func New(ctx context.Context, cfg Config) (*Engine, error) {
 		busWait: max(3*time.Second, t.dial+t.read+t.write),
 		waiters: make(map[string]*waiter),
 		buses:   make(map[int]*busConn),
+
+		goroutines: cfg.Goroutines,
+	}
+	if e.goroutines == nil {
+		e.own, _ = supervise.New(supervise.Config{}) // no metrics: it cannot fail
+		e.goroutines = e.own
 	}
 	if e.prefix == "" {
 		e.prefix = DefaultPrefix
@@ -406,6 +421,9 @@ func (e *Engine) Ping(ctx context.Context) error {
 func (e *Engine) Close() error {
 	e.closeOnce.Do(func() {
 		e.stopBus()
+		if e.own != nil {
+			_ = e.own.Stop(context.Background()) // the bus's loops returned already
+		}
 		if err := e.client.Close(); err != nil {
 			e.closeErr = fmt.Errorf("cluster/redis: close: %w", err)
 		}

@@ -19,42 +19,25 @@ func (s *Service) PurgeRevocations(ctx context.Context) (int, error) {
 	return n, nil
 }
 
-// StartRevocationPurge purges expired revocations now and then every interval (default
-// RevocationPurgeEvery), until the returned stop is called; stop waits for a purge under
-// way and may be called more than once.
-func (s *Service) StartRevocationPurge(every time.Duration) (stop func()) {
-	if every <= 0 {
-		every = RevocationPurgeEvery
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		t := time.NewTicker(every)
-		defer t.Stop()
-		for {
-			s.purgeOnce(ctx, every)
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-			}
+// RunPurge removes the expired revocations and owner sessions now and then every
+// RevocationPurgeEvery, until ctx ends; the node's supervisor runs it (a panic goes there,
+// which logs and counts it and runs it again).
+func (s *Service) RunPurge(ctx context.Context) error {
+	t := time.NewTicker(RevocationPurgeEvery)
+	defer t.Stop()
+	for {
+		s.purgeOnce(ctx, RevocationPurgeEvery)
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
 		}
-	}()
-	return func() {
-		cancel()
-		<-done
 	}
 }
 
-// purgeOnce runs one purge bounded by the interval; a failure (or a panic) is logged and the
-// next tick tries again.
+// purgeOnce runs one purge bounded by the interval; a failure is logged and the next tick
+// tries again.
 func (s *Service) purgeOnce(ctx context.Context, every time.Duration) {
-	defer func() {
-		if r := recover(); r != nil {
-			s.log.Error("revocation purge panicked", "panic", fmt.Sprint(r))
-		}
-	}()
 	ctx, cancel := context.WithTimeout(ctx, every)
 	defer cancel()
 	n, err := s.PurgeRevocations(ctx)

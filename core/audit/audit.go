@@ -11,6 +11,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/keyward/keyward/internal/supervise"
 	"github.com/keyward/keyward/storage"
 )
 
@@ -39,6 +40,9 @@ type Config struct {
 	// within its context, when it is full.
 	Queue int
 	Now   func() time.Time
+	// Goroutines owns the writer (kind audit-writer): the node's supervisor, which recovers,
+	// counts and restarts it. nil: a supervisor of the service's own, stopped by Close.
+	Goroutines supervise.Starter
 }
 
 // Service records and lists audit entries.
@@ -51,6 +55,8 @@ type Service struct {
 	closed bool
 	queue  chan pending
 	done   chan struct{}
+	ended  sync.Once
+	own    *supervise.Supervisor
 }
 
 // pending is one entry waiting for its group commit; stored gets the outcome (buffered:
@@ -75,9 +81,31 @@ func New(store storage.AuditStore, cfg Config, log *slog.Logger) *Service {
 		cfg.Now = time.Now
 	}
 	s := &Service{store: store, cfg: cfg, log: log, queue: make(chan pending, cfg.Queue), done: make(chan struct{})}
-	go s.run()
+	owner := cfg.Goroutines
+	if owner == nil {
+		s.own, _ = supervise.New(supervise.Config{Log: log}) // no metrics: it cannot fail
+		owner = s.own
+	}
+	if err := owner.Go("audit-writer", supervise.Restart, s.run); err != nil {
+		log.Error("audit: cannot start the writer; entries are written one by one", "err", err)
+		s.shut()
+		s.end()
+	}
 	return s
 }
+
+// shut refuses the queue from now on (Record writes at once); the writer writes what
+// waits in it and ends.
+func (s *Service) shut() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.closed {
+		s.closed = true
+		close(s.queue)
+	}
+}
+
+func (s *Service) end() { s.ended.Do(func() { close(s.done) }) }
 
 // Record stores e and returns once it is stored (nil) or could not be (an error wrapping
 // ErrNotStored, or ctx's error when the caller stopped waiting: the entry may then still
@@ -114,34 +142,44 @@ func (s *Service) Record(ctx context.Context, e storage.AuditEntry) error {
 
 // Close writes every queued entry and stops the writer.
 func (s *Service) Close() {
-	s.mu.Lock()
-	if s.closed {
-		s.mu.Unlock()
-		<-s.done
-		return
-	}
-	s.closed = true
-	close(s.queue)
-	s.mu.Unlock()
+	s.shut()
 	<-s.done
+	if s.own != nil {
+		_ = s.own.Stop(context.Background()) // the writer returned already
+	}
 }
 
 // run is the writer: it takes the first waiting entry, every other one queued by then (up
 // to BatchSize), writes them in one AppendAudit and answers each caller. There is no
 // timer: a lone entry is written at once, and entries arriving during a write make the
-// next group.
-func (s *Service) run() {
-	defer close(s.done)
+// next group. Its owner's stop (ctx) is a Close: what waits is written, and it ends.
+func (s *Service) run(ctx context.Context) error {
+	defer context.AfterFunc(ctx, s.shut)()
 	purge := time.NewTicker(purgeEvery)
 	defer purge.Stop()
 	s.purge()
 	group := make([]pending, 0, s.cfg.BatchSize)
 	entries := make([]storage.AuditEntry, 0, s.cfg.BatchSize)
+	defer func() {
+		// A panic fails the group's callers, then goes on to the owner, which logs it,
+		// counts it and runs the writer again (write itself turns a store's panic into
+		// ErrNotStored).
+		if p := recover(); p != nil {
+			for _, q := range group {
+				select {
+				case q.stored <- fmt.Errorf("%w: the writer panicked: %v", ErrNotStored, p):
+				default: // answered already
+				}
+			}
+			panic(p)
+		}
+	}()
 	for {
 		select {
 		case p, ok := <-s.queue:
 			if !ok {
-				return
+				s.end()
+				return nil
 			}
 			group = append(group[:0], p)
 		more:
@@ -198,12 +236,8 @@ func (s *Service) write(group []storage.AuditEntry) (err error) {
 	return fmt.Errorf("%w: %w", ErrNotStored, err)
 }
 
+// purge removes the entries past the retention; a panic goes to the writer's owner.
 func (s *Service) purge() {
-	defer func() {
-		if r := recover(); r != nil {
-			s.log.Error("audit retention purge panicked", "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
-		}
-	}()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	n, err := s.store.DeleteAuditBefore(ctx, s.cfg.Now().Add(-s.cfg.Retention))

@@ -5,7 +5,12 @@ import (
 	"fmt"
 	"sync"
 	"time"
+
+	"github.com/keyward/keyward/internal/supervise"
 )
+
+// kindWriter is the writer goroutine's kind under its owner (logs and metrics).
+const kindWriter = "client-writer"
 
 // groupCommit runs the client service's background writes on one goroutine: a write round
 // takes everything pending (session copies, last-login times) and writes it in one batch.
@@ -23,9 +28,11 @@ type groupCommit struct {
 	running bool         // the writer goroutine runs: waiters wake it instead of writing
 	sync    sync.Mutex   // serializes synchronous rounds when the writer does not run
 
-	wake chan struct{}
-	stop chan struct{}
-	done chan struct{}
+	wake     chan struct{}
+	stop     chan struct{}
+	done     chan struct{}
+	doneOnce sync.Once
+	own      *supervise.Supervisor // the writer's owner when start was given none
 }
 
 // commitRound is one write that callers wait for.
@@ -76,28 +83,49 @@ func (g *groupCommit) wait(ctx context.Context) error {
 	}
 }
 
-// start runs the writer: a round whenever someone waits, and at least every interval.
-func (g *groupCommit) start(every time.Duration) {
+// start runs the writer under owner (a supervisor of its own when nil), of kind
+// client-writer: a round whenever someone waits, and at least every interval. The owner
+// recovers a panic (the round's waiters get an error), counts it and runs the writer again;
+// its stop, like close, ends the writer after a final round.
+func (g *groupCommit) start(owner supervise.Starter, every time.Duration) error {
 	g.mu.Lock()
 	if g.running || g.stop != nil {
 		g.mu.Unlock()
-		return
+		return nil
+	}
+	if owner == nil {
+		g.own, _ = supervise.New(supervise.Config{}) // no metrics: it cannot fail
+		owner = g.own
 	}
 	g.running = true
 	g.stop, g.done = make(chan struct{}), make(chan struct{})
 	g.mu.Unlock()
-	go g.run(every)
+	err := owner.Go(kindWriter, supervise.Restart, func(ctx context.Context) error { return g.run(ctx, every) })
+	if err != nil {
+		g.mu.Lock()
+		g.running = false // waiters write by themselves
+		g.mu.Unlock()
+		g.ended()
+		return fmt.Errorf("client: start the writer: %w", err)
+	}
+	return nil
 }
 
-func (g *groupCommit) run(every time.Duration) {
-	defer close(g.done)
+func (g *groupCommit) ended() { g.doneOnce.Do(func() { close(g.done) }) }
+
+func (g *groupCommit) run(ctx context.Context, every time.Duration) error {
 	t := time.NewTicker(every)
 	defer t.Stop()
 	for {
 		select {
 		case <-g.stop:
 			g.round(finalTimeout, true)
-			return
+			g.ended()
+			return nil
+		case <-ctx.Done():
+			g.round(finalTimeout, true)
+			g.ended()
+			return nil
 		case <-g.wake:
 			// Let the callers that arrive meanwhile join this round: a round costs about
 			// the same whatever its size, so bigger ones cost each login less.
@@ -120,21 +148,22 @@ func (g *groupCommit) round(timeout time.Duration, final bool) {
 	g.mu.Unlock()
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	err := g.safeWrite(ctx, final)
+	defer func() {
+		// A panic in the write fails the round's callers, then goes on to the writer's
+		// owner, which logs it, counts it and runs the writer again.
+		if p := recover(); p != nil {
+			if r != nil {
+				r.err = fmt.Errorf("client: background write panicked: %v", p)
+				close(r.done)
+			}
+			panic(p)
+		}
+	}()
+	err := g.write(ctx, final)
 	if r != nil {
 		r.err = err
 		close(r.done)
 	}
-}
-
-// safeWrite runs one write; a panic in it fails the round rather than the process.
-func (g *groupCommit) safeWrite(ctx context.Context, final bool) (err error) {
-	defer func() {
-		if p := recover(); p != nil {
-			err = fmt.Errorf("client: background write panicked: %v", p)
-		}
-	}()
-	return g.write(ctx, final)
 }
 
 // close runs a final round and stops the writer; it does nothing if start never ran.
@@ -144,8 +173,16 @@ func (g *groupCommit) close() {
 	running := g.running
 	g.mu.Unlock()
 	if stop == nil || !running {
+		g.stopOwn()
 		return
 	}
 	close(stop)
 	<-g.done
+	g.stopOwn()
+}
+
+func (g *groupCommit) stopOwn() {
+	if g.own != nil {
+		_ = g.own.Stop(context.Background()) // the writer returned already
+	}
 }

@@ -3,10 +3,13 @@ package client
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/keyward/keyward/internal/supervise"
 )
 
 // pendingLog stands for a store's pending set: callers add, the round's write takes all.
@@ -58,7 +61,9 @@ func TestGroupCommit(t *testing.T) {
 		t.Fatalf("wait without a writer: %v, written %v", err, p.isWritten(-1))
 	}
 
-	g.start(time.Hour) // only waiters start rounds
+	if err := g.start(nil, time.Hour); err != nil { // only waiters start rounds
+		t.Fatal(err)
+	}
 	const callers = 200
 	before := p.rounds.Load()
 	var wg sync.WaitGroup
@@ -94,4 +99,47 @@ func TestGroupCommit(t *testing.T) {
 		t.Fatalf("wait after close: %v, written %v", err, p.isWritten(2000))
 	}
 	g.close() // a second close does nothing
+}
+
+// TestGroupCommitWriterPanic: a write that panics, on purpose, fails its round's callers
+// with an error instead of leaving them waiting; the owner counts the panic and runs the
+// writer again, whose next round writes; the owner's stop ends it after a final round.
+func TestGroupCommitWriterPanic(t *testing.T) {
+	p := &pendingLog{written: map[int]bool{}}
+	var panicNext atomic.Bool
+	g := newGroupCommit(func(ctx context.Context, final bool) error {
+		if panicNext.CompareAndSwap(true, false) {
+			panic("on purpose in the write")
+		}
+		return p.write(ctx, final)
+	})
+	owner, err := supervise.New(supervise.Config{MinBackoff: time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := g.start(owner, time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	panicNext.Store(true)
+	p.add(1)
+	if err := g.wait(ctx); err == nil || !strings.Contains(err.Error(), "panicked") {
+		t.Fatalf("wait during the panic = %v, want the panic's error", err)
+	}
+	p.add(2)
+	if err := g.wait(ctx); err != nil || !p.isWritten(2) {
+		t.Fatalf("wait after the panic: %v, written %v", err, p.isWritten(2))
+	}
+	if owner.Panics(kindWriter) != 1 || owner.Restarts(kindWriter) != 1 {
+		t.Fatalf("writer: %d panics, %d restarts; want 1, 1", owner.Panics(kindWriter), owner.Restarts(kindWriter))
+	}
+	p.add(3) // pending, nobody waits: the final round writes it
+	if err := owner.Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if !p.isWritten(3) {
+		t.Fatal("the owner's stop ended the writer without its final round")
+	}
+	g.close() // after the owner's stop: nothing left to stop
 }

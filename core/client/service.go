@@ -14,6 +14,7 @@ import (
 	"github.com/keyward/keyward/core/passwords"
 	"github.com/keyward/keyward/core/rules"
 	"github.com/keyward/keyward/core/secrets"
+	"github.com/keyward/keyward/internal/supervise"
 	"github.com/keyward/keyward/storage"
 )
 
@@ -100,8 +101,9 @@ func New(d Deps) *Service {
 }
 
 // Start runs the background writer of session copies and last logins (without it, each
-// login writes its own).
-func (s *Service) Start() { s.commit.start(writeEvery) }
+// login writes its own) under owner, the node's supervisor (kind client-writer; nil: a
+// supervisor of its own). Close, or the owner's stop, writes the last round and ends it.
+func (s *Service) Start(owner supervise.Starter) error { return s.commit.start(owner, writeEvery) }
 
 // Close writes the last session changes and logins and stops the writer.
 func (s *Service) Close() { s.commit.close() }

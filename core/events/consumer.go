@@ -106,15 +106,23 @@ func (c *Consumer) Failures() uint64 { return c.failures.Load() }
 // Cursor is the position of the last event handled.
 func (c *Consumer) Cursor() int64 { return c.cursor.Load() }
 
-func (c *Consumer) start() { go c.run() }
+// start runs the consumer under the log's owner (kind events-consumer-NAME).
+func (c *Consumer) start() {
+	c.bus.loop("events-consumer-"+c.cfg.Name, func() { close(c.done) }, c.run)
+}
 
 // close stops the consumer once it has caught up or at deadline, whichever is first.
 func (c *Consumer) close(deadline time.Time) {
+	c.halt(deadline)
+	<-c.done
+}
+
+// halt asks the consumer to stop once it has caught up or at deadline.
+func (c *Consumer) halt(deadline time.Time) {
 	c.stopOnce.Do(func() {
 		c.drainBy.Store(deadline.UnixNano())
 		close(c.stop)
 	})
-	<-c.done
 }
 
 func (c *Consumer) stopping() bool {
@@ -126,20 +134,17 @@ func (c *Consumer) stopping() bool {
 	}
 }
 
-func (c *Consumer) run() {
-	defer close(c.done)
-	for !c.runLoop() {
-		// It panicked: start again from the cursor after a pause.
-		select {
-		case <-c.stop:
-			return
-		case <-time.After(time.Second):
-		}
-	}
+// run reads and handles until stopped: by Close, or by its owner (ctx), which gets the same
+// drain. A panic goes to the owner, which logs it, counts it and runs the consumer again
+// from its cursor.
+func (c *Consumer) run(ctx context.Context) error {
+	defer context.AfterFunc(ctx, func() { c.halt(time.Now().Add(drainTimeout)) })()
+	c.runLoop()
+	return nil
 }
 
-// runLoop reads and handles until stopped (true) or a panic (false).
-func (c *Consumer) runLoop() (stopped bool) {
+// runLoop reads and handles until stopped.
+func (c *Consumer) runLoop() {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go func() {
@@ -157,12 +162,6 @@ func (c *Consumer) runLoop() (stopped bool) {
 		}
 	}()
 	log := c.bus.cfg.Log.With("consumer", c.cfg.Name)
-	defer func() {
-		if p := recover(); p != nil {
-			log.Error("events: consumer panicked; it restarts from its cursor", "panic", p)
-			stopped = false
-		}
-	}()
 	store := c.bus.cfg.Store
 	var leaseUntil time.Time
 	started := false
@@ -187,7 +186,7 @@ func (c *Consumer) runLoop() (stopped bool) {
 	failures := 0
 	for {
 		if c.stopping() && (!started || time.Now().UnixNano() > c.drainBy.Load()) {
-			return true
+			return
 		}
 		wake := c.bus.changed()
 		if c.cfg.Shared && time.Until(leaseUntil) < leaseTTL*2/3 {
@@ -202,7 +201,7 @@ func (c *Consumer) runLoop() (stopped bool) {
 				leaseUntil = time.Time{}
 				started = false // another node may move the cursor meanwhile
 				if c.stopping() {
-					return true
+					return
 				}
 				c.wait(wake, pollEvery)
 				continue
@@ -212,7 +211,7 @@ func (c *Consumer) runLoop() (stopped bool) {
 		if !started {
 			if err := c.load(ctx); err != nil {
 				if c.stopping() {
-					return true
+					return
 				}
 				log.Warn("events: cannot read the consumer's cursor; retrying", "err", err)
 				failures++
@@ -241,7 +240,7 @@ func (c *Consumer) runLoop() (stopped bool) {
 		caughtUp = len(recs) < c.cfg.Batch
 		if err != nil {
 			if c.stopping() {
-				return true
+				return
 			}
 			failures++
 			c.failures.Add(1)
@@ -251,7 +250,7 @@ func (c *Consumer) runLoop() (stopped bool) {
 		}
 		if len(recs) == 0 {
 			if c.stopping() {
-				return true
+				return
 			}
 			gapSince = time.Time{}
 			c.wait(wake, pollEvery)
@@ -265,7 +264,7 @@ func (c *Consumer) runLoop() (stopped bool) {
 		}
 		if n == 0 {
 			if c.stopping() {
-				return true // the hole is read past at the next start, after gapWait
+				return // the hole is read past at the next start, after gapWait
 			}
 			if gapSince.IsZero() {
 				gapSince = time.Now()
@@ -304,7 +303,7 @@ func (c *Consumer) runLoop() (stopped bool) {
 		if len(evs) > 0 {
 			if err := c.handle(ctx, evs); err != nil {
 				if c.stopping() {
-					return true
+					return
 				}
 				failures++
 				c.failures.Add(1)

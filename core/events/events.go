@@ -25,6 +25,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/keyward/keyward/internal/supervise"
 	"github.com/keyward/keyward/storage"
 )
 
@@ -123,6 +124,11 @@ type Config struct {
 	CompactEvery time.Duration
 	Now          func() time.Time
 	Log          *slog.Logger
+	// Goroutines owns the log's loops (the writer, the notifier, the compaction and one per
+	// consumer, of kinds events-writer, events-notifier, events-compaction and
+	// events-consumer-NAME): the node's supervisor, which recovers, counts and restarts
+	// them. nil: the log makes a supervisor of its own, stopped by Close.
+	Goroutines supervise.Starter
 }
 
 // Leases is what shared consumers are elected with (cluster.Leases).
@@ -151,8 +157,11 @@ type Bus struct {
 	wake    chan struct{}
 	notify  chan struct{}
 	stop    chan struct{}
-	done    sync.WaitGroup
+	done    sync.WaitGroup // the writer, the notifier and the compaction ended
 	once    sync.Once
+	// goroutines starts the loops; own is the supervisor made when Config has none.
+	goroutines supervise.Starter
+	own        *supervise.Supervisor
 }
 
 // round is one write that publishers wait for.
@@ -239,11 +248,38 @@ func NewBus(cfg Config) *Bus {
 	if cfg.CompactEvery <= 0 {
 		cfg.CompactEvery = time.Minute
 	}
-	b := &Bus{cfg: cfg, appended: make(chan struct{}), wake: make(chan struct{}, 1), notify: make(chan struct{}, 1), stop: make(chan struct{})}
-	b.done.Add(2)
-	go b.runWriter()
-	go b.runNotifier()
+	b := &Bus{cfg: cfg, appended: make(chan struct{}), wake: make(chan struct{}, 1), notify: make(chan struct{}, 1), stop: make(chan struct{}),
+		goroutines: cfg.Goroutines}
+	if b.goroutines == nil {
+		b.own, _ = supervise.New(supervise.Config{Log: cfg.Log}) // no metrics: it cannot fail
+		b.goroutines = b.own
+	}
+	b.loop("events-writer", b.loopEnded(), b.runWriter)
+	b.loop("events-notifier", b.loopEnded(), b.runNotifier)
 	return b
+}
+
+// loop starts run under the log's owner. run returns only once stopped (Close, or its
+// context cancelled by the owner); ended is called then, once: a panic is not an end (the
+// owner logs it, counts it and runs run again).
+func (b *Bus) loop(kind string, ended func(), run supervise.Func) {
+	var once sync.Once
+	end := func() { once.Do(ended) }
+	err := b.goroutines.Go(kind, supervise.Restart, func(ctx context.Context) error {
+		err := run(ctx)
+		end()
+		return err
+	})
+	if err != nil {
+		b.cfg.Log.Error("events: cannot start a loop", "kind", kind, "err", err)
+		end()
+	}
+}
+
+// loopEnded counts one more loop that Close waits for.
+func (b *Bus) loopEnded() func() {
+	b.done.Add(1)
+	return b.done.Done
 }
 
 // OnStored registers fn to run for each event this node publishes, once it is stored and
@@ -376,16 +412,23 @@ func (b *Bus) stage(es []Event) (*round, int, error) {
 }
 
 // runWriter writes a round whenever publishers wait: the publishers that arrive while a
-// round is written share the next one.
-func (b *Bus) runWriter() {
-	defer b.done.Done()
+// round is written share the next one. Stopped, it writes what waits and returns.
+func (b *Bus) runWriter(ctx context.Context) error {
 	for {
 		select {
 		case <-b.wake:
 			b.writeRound()
 		case <-b.stop:
 			b.writeRound()
-			return
+			return nil
+		case <-ctx.Done():
+			// The owner stops the node: what is published from now on is refused, as
+			// after Close, rather than left waiting for a writer.
+			b.mu.Lock()
+			b.closed = true
+			b.mu.Unlock()
+			b.writeRound()
+			return nil
 		}
 	}
 }
@@ -423,6 +466,12 @@ func (b *Bus) writeTaken(r *round) {
 	if r == nil {
 		return
 	}
+	defer func() {
+		if p := recover(); p != nil {
+			answerPanicked(r, p)
+			panic(p) // to the writer's owner, which logs and counts it
+		}
+	}()
 	ctx, cancel := context.WithTimeout(context.Background(), writeTimeout)
 	defer cancel()
 	recs, evs := r.live()
@@ -446,6 +495,18 @@ func (b *Bus) finish(r *round, recs []storage.EventRecord, evs []Event) {
 	close(r.done)
 }
 
+// answerPanicked answers a round's publishers with an error when its writer panicked
+// before it answered them; the writer then panics on to its owner (the log's supervisor,
+// or the caller of WritePendingWith), which logs and counts it.
+func answerPanicked(r *round, p any) {
+	select {
+	case <-r.done:
+	default:
+		r.err = fmt.Errorf("events: the write panicked (%v): %w", p, storage.ErrUnavailable)
+		close(r.done)
+	}
+}
+
 // WritePendingWith writes the round being gathered (staged and published events) with
 // write, on the caller's goroutine: write runs with the round in its context's
 // storage.EventOutbox, so an engine that can stores the events in write's own
@@ -457,6 +518,14 @@ func (b *Bus) WritePendingWith(ctx context.Context, write func(ctx context.Conte
 	b.writing.Lock()
 	defer b.writing.Unlock()
 	ob := &roundOutbox{b: b}
+	defer func() {
+		if p := recover(); p != nil {
+			if ob.r != nil { // write panicked after the engine took the round
+				answerPanicked(ob.r, p)
+			}
+			panic(p)
+		}
+	}()
 	err := write(storage.WithEventOutbox(ctx, ob))
 	switch {
 	case ob.r == nil:
@@ -509,12 +578,7 @@ func (b *Bus) announce(local []func(Event), recs []storage.EventRecord, evs []Ev
 	b.signal()
 }
 
-func (b *Bus) safeAppend(ctx context.Context, recs []storage.EventRecord) (err error) {
-	defer func() {
-		if p := recover(); p != nil {
-			err = fmt.Errorf("events: append panicked: %v", p)
-		}
-	}()
+func (b *Bus) safeAppend(ctx context.Context, recs []storage.EventRecord) error {
 	if err := b.cfg.Store.AppendEvents(ctx, recs); err != nil {
 		return fmt.Errorf("events: store: %w", err)
 	}
@@ -556,22 +620,16 @@ func (b *Bus) changed() <-chan struct{} {
 	return b.appended
 }
 
-func (b *Bus) runNotifier() {
-	defer b.done.Done()
+func (b *Bus) runNotifier(ctx context.Context) error {
 	for {
 		select {
 		case <-b.stop:
-			return
+			return nil
+		case <-ctx.Done():
+			return nil
 		case <-b.notify:
 			if b.cfg.Notify != nil {
-				func() {
-					defer func() {
-						if p := recover(); p != nil {
-							b.cfg.Log.Error("events: notify panicked", "panic", p)
-						}
-					}()
-					b.cfg.Notify()
-				}()
+				b.cfg.Notify() // a panic goes to the owner, which counts it and runs this again
 			}
 		}
 	}
@@ -590,8 +648,7 @@ func (b *Bus) Start() {
 	for _, c := range cs {
 		c.start()
 	}
-	b.done.Add(1)
-	go b.runCompaction()
+	b.loop("events-compaction", b.loopEnded(), b.runCompaction)
 }
 
 // Consumers lists the registered consumers, for metrics.
@@ -622,19 +679,23 @@ func (b *Bus) Close() {
 				c.close(deadline)
 			}
 		}
+		if b.own != nil {
+			_ = b.own.Stop(context.Background()) // every loop returned already
+		}
 	})
 }
 
 // runCompaction removes, every CompactEvery, the events every shared consumer handled
 // more than KeepFor ago, and the events older than MaxAge whoever handled them.
-func (b *Bus) runCompaction() {
-	defer b.done.Done()
+func (b *Bus) runCompaction(ctx context.Context) error {
 	t := time.NewTicker(b.cfg.CompactEvery)
 	defer t.Stop()
 	for {
 		select {
 		case <-b.stop:
-			return
+			return nil
+		case <-ctx.Done():
+			return nil
 		case <-t.C:
 			if err := b.Compact(context.Background()); err != nil {
 				b.cfg.Log.Warn("events: compaction failed; retrying later", "err", err)

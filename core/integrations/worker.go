@@ -15,6 +15,7 @@ import (
 
 	"github.com/keyward/keyward/core/events"
 	"github.com/keyward/keyward/core/webhooks"
+	"github.com/keyward/keyward/internal/supervise"
 	"github.com/keyward/keyward/storage"
 )
 
@@ -154,17 +155,18 @@ func (w *Worker) RunOnce(ctx context.Context) (int, error) {
 	// In-flight attempts finish even when the worker is stopped: cutting them would only
 	// record a failure and send the event again later.
 	sendCtx := context.WithoutCancel(ctx)
+	// A panic in a send reaches the worker's owner (the node's supervisor) once every send
+	// of the batch ended.
 	sem := make(chan struct{}, w.cfg.Concurrency)
-	var wg sync.WaitGroup
+	var g supervise.Group
 	for _, d := range ds {
 		sem <- struct{}{}
-		wg.Add(1)
-		go func() {
-			defer func() { <-sem; wg.Done() }()
+		g.Go(func() {
+			defer func() { <-sem }()
 			w.send(sendCtx, d)
-		}()
+		})
 	}
-	wg.Wait()
+	g.Wait()
 	return len(ds), nil
 }
 

@@ -11,9 +11,16 @@
 //
 // Stop cancels the goroutines one at a time in the reverse order of their start, waiting for
 // each to return before the next: a goroutine started after another may depend on it
-// (mail is started first because every other part may queue a mail, so it stops last).
+// (mail is started before the other services because every one may queue a mail, so it
+// stops after them).
 // Stop answers an error naming those that did not return within its context instead of
-// waiting for ever.
+// waiting for ever. Parts that stop by a call rather than a context (a socket hub, an actor
+// system, a last flush) take their place in the same order with OnStop, so that one start
+// order is the node's whole shutdown order.
+//
+// A package whose loops a node supervises takes a Starter (the node's Supervisor) and makes a
+// Supervisor of its own without one (tests, commands). The short-lived goroutines of one call
+// run in a Group, which carries a panic back to the call's goroutine and so to its owner.
 //
 // Metrics (when Config.Metrics is set), by goroutine kind:
 //
@@ -38,6 +45,13 @@ import (
 
 // Func is a supervised goroutine's body; see the package doc for its contract.
 type Func func(ctx context.Context) error
+
+// Starter starts a long-lived goroutine under an owner (a Supervisor). A package whose
+// loops a node supervises takes one, so that the node's supervisor counts their panics
+// and stops them in its order; without one it makes a Supervisor of its own.
+type Starter interface {
+	Go(kind string, policy Policy, run Func) error
+}
 
 // Policy says what a failure of a goroutine leads to.
 type Policy int
@@ -98,6 +112,10 @@ type child struct {
 	policy Policy
 	cancel context.CancelFunc
 	done   chan struct{}
+	// step is an OnStop step's call (no goroutine runs until Stop reaches it); err its
+	// answer.
+	step func(context.Context) error
+	err  error
 }
 
 // ErrStopped answers Go after Stop began.
@@ -153,9 +171,23 @@ func (s *Supervisor) Go(kind string, policy Policy, run Func) error {
 	return nil
 }
 
+// OnStop adds a step to Stop at this point of the start order: stop runs when Stop reaches
+// it, after every goroutine and step added later has ended and before those added earlier
+// are cancelled. Its error is part of Stop's answer.
+func (s *Supervisor) OnStop(name string, stop func(ctx context.Context) error) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.stopping {
+		return fmt.Errorf("supervise: add stop step %s: %w", name, ErrStopped)
+	}
+	s.children = append(s.children, &child{kind: name, step: stop, done: make(chan struct{})})
+	return nil
+}
+
 // supervise runs c until it is stopped, is done, or fails under Report.
 func (s *Supervisor) supervise(ctx context.Context, c *child, run Func) {
 	defer close(c.done)
+	defer s.forget(c)
 	defer s.running.WithLabelValues(c.kind).Dec()
 	wait := s.minWait
 	for {
@@ -166,7 +198,7 @@ func (s *Supervisor) supervise(ctx context.Context, c *child, run Func) {
 			return // asked to stop: whatever it answered is its last word
 		}
 		if err == nil {
-			s.log.Info("goroutine done", "kind", c.kind)
+			s.log.Debug("goroutine done", "kind", c.kind) // a part stopped it by a call (Close)
 			return
 		}
 		if c.policy == Report {
@@ -189,6 +221,22 @@ func (s *Supervisor) supervise(ctx context.Context, c *child, run Func) {
 		}
 		wait = min(2*wait, s.maxWait)
 		s.restarts.WithLabelValues(c.kind).Inc()
+	}
+}
+
+// forget drops an ended goroutine from the stop order, so that a part that starts one per
+// connection (the Redis bus) does not grow it for ever; Stop waits for those it already took.
+func (s *Supervisor) forget(c *child) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.stopping {
+		return
+	}
+	for i, x := range s.children {
+		if x == c {
+			s.children = append(s.children[:i:i], s.children[i+1:]...)
+			return
+		}
 	}
 }
 
@@ -227,14 +275,25 @@ func (s *Supervisor) Running(kind string) int { return int(value(s.running.WithL
 // stops nothing more and waits again.
 func (s *Supervisor) Stop(ctx context.Context) error {
 	s.mu.Lock()
+	if !s.stopping {
+		for _, c := range s.children {
+			if c.step != nil {
+				c.cancel = s.stepRunner(ctx, c)
+			}
+		}
+	}
 	s.stopping = true
 	children := s.children
 	s.mu.Unlock()
+	var errs []error
 	for i := len(children) - 1; i >= 0; i-- {
 		c := children[i]
 		c.cancel()
 		select {
 		case <-c.done:
+			if c.err != nil {
+				errs = append(errs, fmt.Errorf("%s: %w", c.kind, c.err))
+			}
 		case <-ctx.Done():
 			var left []string
 			for j := i; j >= 0; j-- {
@@ -245,10 +304,31 @@ func (s *Supervisor) Stop(ctx context.Context) error {
 					left = append(left, children[j].kind)
 				}
 			}
-			return fmt.Errorf("supervise: %s did not stop in time: %w", strings.Join(left, ", "), ctx.Err())
+			return errors.Join(append(errs, fmt.Errorf("supervise: %s did not stop in time: %w", strings.Join(left, ", "), ctx.Err()))...)
 		}
 	}
-	return nil
+	return errors.Join(errs...)
+}
+
+// stepRunner answers the cancel of an OnStop step: it runs the step once, on a goroutine of
+// its own (Stop waits for it within its context).
+func (s *Supervisor) stepRunner(ctx context.Context, c *child) context.CancelFunc {
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			go func() {
+				defer close(c.done)
+				defer func() {
+					if r := recover(); r != nil {
+						s.panics.WithLabelValues(c.kind).Inc()
+						s.log.Error("stop step panicked", "kind", c.kind, "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
+						c.err = fmt.Errorf("stop step panicked: %v", r)
+					}
+				}()
+				c.err = c.step(ctx)
+			}()
+		})
+	}
 }
 
 // value reads a counter's or a gauge's value.

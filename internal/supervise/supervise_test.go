@@ -195,3 +195,82 @@ func TestStopAnswersInsteadOfHanging(t *testing.T) {
 		t.Fatalf("second Stop = %v", err)
 	}
 }
+
+// TestOnStopTakesItsPlace: a stop step runs once, between the goroutines started after it
+// (stopped before) and those started before it (stopped after); its error is Stop's.
+func TestOnStopTakesItsPlace(t *testing.T) {
+	s := newSupervisor(t, nil)
+	var mu sync.Mutex
+	var order []string
+	note := func(what string) {
+		mu.Lock()
+		order = append(order, what)
+		mu.Unlock()
+	}
+	started := make(chan struct{}, 2)
+	run := func(kind string) supervise.Func {
+		return func(ctx context.Context) error {
+			started <- struct{}{}
+			<-ctx.Done()
+			note(kind)
+			return nil
+		}
+	}
+	_ = s.Go("writer", supervise.Restart, run("writer"))
+	steps := 0
+	if err := s.OnStop("sockets", func(context.Context) error {
+		steps++
+		note("sockets")
+		return errors.New("one socket would not close")
+	}); err != nil {
+		t.Fatal(err)
+	}
+	_ = s.Go("consumer", supervise.Restart, run("consumer"))
+	for range 2 {
+		receive(t, started, "start")
+	}
+	err := s.Stop(context.Background())
+	if err == nil || !strings.Contains(err.Error(), "sockets: one socket would not close") {
+		t.Fatalf("Stop = %v, want the step's error", err)
+	}
+	if got := strings.Join(order, ","); got != "consumer,sockets,writer" {
+		t.Fatalf("stop order %s, want consumer,sockets,writer", got)
+	}
+	_ = s.Stop(context.Background())
+	if steps != 1 {
+		t.Fatalf("the step ran %d times, want once", steps)
+	}
+	if err := s.OnStop("late", func(context.Context) error { return nil }); !errors.Is(err, supervise.ErrStopped) {
+		t.Fatalf("OnStop after Stop = %v, want ErrStopped", err)
+	}
+}
+
+// TestGroupCarriesAPanicToWait: the goroutines of a Group all run to their end, and the
+// panic of one is raised again by Wait, on the caller's goroutine, where its owner's
+// recover sees it.
+func TestGroupCarriesAPanicToWait(t *testing.T) {
+	var g supervise.Group
+	var mu sync.Mutex
+	ran := 0
+	for i := range 4 {
+		g.Go(func() {
+			mu.Lock()
+			ran++
+			mu.Unlock()
+			if i == 2 {
+				panic("on purpose in one goroutine")
+			}
+		})
+	}
+	var got any
+	func() {
+		defer func() { got = recover() }()
+		g.Wait()
+	}()
+	if s, _ := got.(string); !strings.Contains(s, "on purpose in one goroutine") || ran != 4 {
+		t.Fatalf("Wait raised %v after %d goroutines ran; want the panic after 4", got, ran)
+	}
+	var quiet supervise.Group
+	quiet.Go(func() {})
+	quiet.Wait() // no panic
+}

@@ -11,6 +11,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
+	"github.com/keyward/keyward/internal/supervise"
 	"github.com/keyward/keyward/storage"
 )
 
@@ -256,15 +257,19 @@ func (s *Store) ReadEvents(ctx context.Context, after int64, n int) ([]storage.E
 	recs := make([]*storage.EventRecord, end-after)
 	const readers = 16
 	var (
-		wg   sync.WaitGroup
+		g    supervise.Group // a reader's panic is raised again on the caller's goroutine
 		mu   sync.Mutex
 		errs []error
 	)
-	next := make(chan int64)
+	// Every position is queued before the readers start: one that panics ends, and the
+	// others read the rest.
+	next := make(chan int64, len(recs))
+	for p := after + 1; p <= end; p++ {
+		next <- p
+	}
+	close(next)
 	for range min(readers, len(recs)) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		g.Go(func() {
 			for p := range next {
 				var d eventDoc
 				err := s.events.FindOne(ctx, bson.D{{Key: "_id", Value: p}}).Decode(&d)
@@ -280,13 +285,9 @@ func (s *Store) ReadEvents(ctx context.Context, after int64, n int) ([]storage.E
 				r := d.record()
 				recs[p-after-1] = &r
 			}
-		}()
+		})
 	}
-	for p := after + 1; p <= end; p++ {
-		next <- p
-	}
-	close(next)
-	wg.Wait()
+	g.Wait()
 	if len(errs) > 0 {
 		return nil, wrap(op, errors.Join(errs...))
 	}

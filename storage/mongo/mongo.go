@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -17,6 +16,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/x/mongo/driver/connstring"
 	"go.mongodb.org/mongo-driver/v2/x/mongo/driver/topology"
 
+	"github.com/keyward/keyward/internal/supervise"
 	"github.com/keyward/keyward/storage"
 )
 
@@ -86,15 +86,11 @@ func warmPool(ctx context.Context, client *mongo.Client, warm uint64, pooled *at
 	ctx, cancel := context.WithTimeout(ctx, poolWarmWait)
 	defer cancel()
 	for pooled.Load() < int64(warm) && ctx.Err() == nil {
-		var wg sync.WaitGroup
+		var g supervise.Group // a ping's panic is raised again here, in Open
 		for range warm {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				_ = client.Ping(ctx, readpref.Primary())
-			}()
+			g.Go(func() { _ = client.Ping(ctx, readpref.Primary()) })
 		}
-		wg.Wait()
+		g.Wait()
 	}
 }
 

@@ -5,9 +5,15 @@
 package fanout
 
 import (
+	"context"
 	"sync"
 	"sync/atomic"
+
+	"github.com/keyward/keyward/internal/supervise"
 )
+
+// Kind is the delivery goroutine's kind under its owner (logs and metrics).
+const Kind = "cluster-bus-fanout"
 
 // maxQueued bounds the messages waiting for delivery. Delivery is at most once by contract:
 // when subscribers are so slow (or blocked) that this many pile up, newer messages are
@@ -25,9 +31,11 @@ type Fanout struct {
 
 	dropped atomic.Uint64
 
-	wake chan struct{} // capacity 1: the queue may hold messages
-	stop chan struct{} // closed by close
-	done chan struct{} // closed by run when it returns
+	wake  chan struct{} // capacity 1: the queue may hold messages
+	stop  chan struct{} // closed by close
+	done  chan struct{} // closed when run returned for good
+	ended sync.Once
+	own   *supervise.Supervisor // the owner made when New was given none
 }
 
 // Subscriber is one subscription.
@@ -45,14 +53,30 @@ type delivery struct {
 	payload []byte
 }
 
-func New() *Fanout {
+// New starts the delivery goroutine under owner (a supervisor of its own when nil), of kind
+// Kind: a subscriber that panics is logged and counted there, and delivery goes on after a
+// pause with the messages queued since (those taken with the one that panicked are lost to
+// the subscribers after it: delivery is at most once).
+func New(owner supervise.Starter) *Fanout {
 	f := &Fanout{
 		topics: make(map[string]map[*Subscriber]struct{}),
 		wake:   make(chan struct{}, 1),
 		stop:   make(chan struct{}),
 		done:   make(chan struct{}),
 	}
-	go f.run()
+	if owner == nil {
+		f.own, _ = supervise.New(supervise.Config{}) // no metrics: it cannot fail
+		owner = f.own
+	}
+	end := func() { f.ended.Do(func() { close(f.done) }) }
+	if err := owner.Go(Kind, supervise.Restart, func(ctx context.Context) error {
+		f.run(ctx)
+		end()
+		return nil
+	}); err != nil {
+		f.closed = true // the owner is stopping: nothing is delivered
+		end()
+	}
 	return f
 }
 
@@ -120,11 +144,13 @@ func (f *Fanout) Deliver(topic string, payload []byte) {
 	}
 }
 
-func (f *Fanout) run() {
-	defer close(f.done)
+// run delivers until Close or its owner's stop.
+func (f *Fanout) run(ctx context.Context) {
 	for {
 		select {
 		case <-f.stop:
+			return
+		case <-ctx.Done():
 			return
 		case <-f.wake:
 		}
@@ -140,6 +166,8 @@ func (f *Fanout) run() {
 				for _, s := range d.subs {
 					select {
 					case <-f.stop:
+						return
+					case <-ctx.Done():
 						return
 					default:
 					}
@@ -161,6 +189,9 @@ func (f *Fanout) Close() {
 	f.mu.Unlock()
 	close(f.stop)
 	<-f.done
+	if f.own != nil {
+		_ = f.own.Stop(context.Background()) // run returned already
+	}
 }
 
 // Dropped answers how many messages were dropped because MaxQueued were waiting.
