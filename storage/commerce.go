@@ -25,8 +25,20 @@ type StoreConnection struct {
 	// {{order}} and {{app}} are replaced.
 	MailSubject string
 	MailBody    string
-	CreatedAt   time.Time `audit:"-"`
-	UpdatedAt   time.Time `audit:"-"`
+	// Portal holds the buyer portal's switches; only a connection of kind "portal" (one per
+	// app: core/commerce) reads them. Enabled turns the whole portal on or off.
+	Portal    PortalSwitches
+	CreatedAt time.Time `audit:"-"`
+	UpdatedAt time.Time `audit:"-"`
+}
+
+// PortalSwitches turn the buyer portal's actions on or off per app (the license's status
+// is shown whenever the portal is on).
+type PortalSwitches struct {
+	HWIDReset   bool `json:"hwidReset"`
+	SeatRelease bool `json:"seatRelease"`
+	Downloads   bool `json:"downloads"`
+	Resend      bool `json:"resend"`
 }
 
 // StoreProduct maps a store's product (and variant or price, "" for any) to the licenses a

@@ -124,7 +124,7 @@ func eventRecordID(connectionID, eventID string) string {
 // way), a plan limit PLAN_LIMIT, our own faults UNAVAILABLE or internal.
 func (s *Service) Receive(ctx context.Context, receiverID string, header http.Header, body []byte) (Result, error) {
 	conn, err := s.d.Store.GetStoreConnectionByReceiver(ctx, receiverID)
-	if errors.Is(err, storage.ErrNotFound) || (err == nil && !conn.Enabled) {
+	if errors.Is(err, storage.ErrNotFound) || (err == nil && (!conn.Enabled || !Provider(conn.Provider).Known())) {
 		return Result{}, core.E(core.CodeNotFound, "no store connection receives here")
 	} else if err != nil {
 		return Result{}, fmt.Errorf("commerce: read connection: %w", err)
