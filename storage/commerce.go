@@ -151,6 +151,9 @@ type CommerceStore interface {
 
 	// AddOrderEvent inserts e: ErrConflict when its id exists (a repeated delivery).
 	AddOrderEvent(ctx context.Context, e OrderEvent) error
+	// GetOrderEvent reads one event of the app by its id (ErrNotFound when there is none):
+	// core/commerce also keeps a store's payment ids as events pointing at their order.
+	GetOrderEvent(ctx context.Context, appID, id string) (OrderEvent, error)
 	// SetOrderEventOutcome records what came of e.
 	SetOrderEventOutcome(ctx context.Context, appID, id, orderRef, outcome string) error
 	// ListOrderEvents answers the order's events oldest first (orderRef "" = the app's

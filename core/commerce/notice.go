@@ -25,7 +25,10 @@ const (
 	KindCanceled   Kind = "canceled"
 	// KindLink ties a subscription id to an order already paid (Lemon Squeezy sends the
 	// order and its subscription as two events).
-	KindLink    Kind = "link"
+	KindLink Kind = "link"
+	// KindPayment links a payment's ids to the order of its subscription (Stripe's first
+	// invoice of a subscription: its refund names only the invoice or its payment).
+	KindPayment Kind = "payment"
 	KindIgnored Kind = "ignored"
 )
 
@@ -51,6 +54,10 @@ type Notice struct {
 	Currency string
 	// PeriodEnd is when a renewed period ends, or when a canceled subscription's access ends.
 	PeriodEnd time.Time
+	// PaymentRefs are the store's ids of one payment (Stripe: the invoice, its payment
+	// intent, its charge). A paid or renewed notice links them to its order; a refund or
+	// dispute that names no known order finds it by them (a subscription's invoice).
+	PaymentRefs []string
 }
 
 // ErrPayload refuses a verified notification Keyward cannot read (400: the store should not
@@ -211,6 +218,7 @@ func parseStripe(d doc) (Notice, error) {
 		n.Kind = KindPaid
 		n.SubscriptionID = o.str("subscription")
 		n.OrderID = o.str("payment_intent", "id")
+		n.PaymentRefs = refs(o.str("invoice"))
 		n.ProductID = o.str("metadata.product", "payment_link")
 		n.VariantID = o.str("metadata.variant")
 		n.Quantity = o.count("metadata.quantity")
@@ -218,22 +226,28 @@ func parseStripe(d doc) (Notice, error) {
 		n.Amount = o.minor("amount_total")
 		n.Currency = o.str("currency")
 	case "invoice.paid":
+		n.SubscriptionID = o.str("subscription", "parent.subscription_details.subscription")
+		n.PaymentRefs = refs(o.str("id"), o.str("payment_intent", "payments.data.0.payment.payment_intent"), o.str("charge"))
 		if o.str("billing_reason") != "subscription_cycle" {
-			return n, nil // the first invoice is the checkout's sale
+			if o.str("billing_reason") == "subscription_create" && n.SubscriptionID != "" {
+				n.Kind = KindPayment // the checkout's sale: only its payment's ids are new
+			}
+			return n, nil
 		}
 		n.Kind = KindRenewed
-		n.SubscriptionID = o.str("subscription", "parent.subscription_details.subscription")
 		n.Amount = o.minor("amount_paid")
 		n.Currency = o.str("currency")
 		n.PeriodEnd = o.time("lines.data.0.period.end", "period_end")
 	case "charge.refunded":
 		n.Kind = KindRefunded
 		n.OrderID = o.str("payment_intent")
+		n.PaymentRefs = refs(o.str("payment_intent"), o.str("invoice"), o.str("id"))
 		n.Amount = o.minor("amount_refunded")
 		n.Currency = o.str("currency")
 	case "charge.dispute.created":
 		n.Kind = KindChargeback
 		n.OrderID = o.str("payment_intent")
+		n.PaymentRefs = refs(o.str("payment_intent"), o.str("charge"))
 	case "customer.subscription.deleted":
 		n.Kind = KindCanceled
 		n.SubscriptionID = o.str("id")
@@ -464,4 +478,15 @@ func parseGumroad(body []byte) (Notice, error) {
 		return Notice{}, payloadErr("gumroad: no sale_id")
 	}
 	return n, nil
+}
+
+// refs keeps the ids given.
+func refs(ids ...string) []string {
+	var out []string
+	for _, id := range ids {
+		if id != "" {
+			out = append(out, id)
+		}
+	}
+	return out
 }
