@@ -93,3 +93,63 @@ func TestStoreStripeSubscriptionRefunds(t *testing.T) {
 		}
 	})
 }
+
+// TestStoreSellAppStrictFields: SellApp's payload is read by the invoice model's documented
+// names only; a signed body lacking one (or shaped otherwise) is 400 and makes no order.
+func TestStoreSellAppStrictFields(t *testing.T) {
+	ts.Each(t, func(t *testing.T, e ts.Engines) {
+		s := ts.Start(t, e)
+		o, appID := newStoreApp(t, s)
+		sh := connectStore(t, s, o, appID, commerce.SellApp, commerce.RefundBan)
+		sh.mapProduct(t, map[string]any{"productId": "42"})
+		good := map[string]any{"id": 7001, "customer_information": map[string]any{"email": "strict@example.com"},
+			"product_variants": []any{map[string]any{"id": 9, "product_id": 42, "quantity": 1}},
+			"payment": map[string]any{"full_price": map[string]any{"currency": "EUR", "total": map[string]any{"inclusive": "1999", "exclusive": "1999"}}}}
+		send := func(body map[string]any) (int, []byte) {
+			raw, _ := json.Marshal(body)
+			name, value := commerce.Sign(commerce.SellApp, sh.secret, raw, s.Clock().Now())
+			req, _ := http.NewRequest("POST", s.URL+sh.path, bytes.NewReader(raw))
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set(name, value)
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			out, _ := io.ReadAll(resp.Body)
+			return resp.StatusCode, out
+		}
+		without := func(drop string) map[string]any {
+			b, _ := json.Marshal(good)
+			var c map[string]any
+			_ = json.Unmarshal(b, &c)
+			switch drop {
+			case "email":
+				delete(c["customer_information"].(map[string]any), "email")
+			case "total":
+				delete(c["payment"].(map[string]any)["full_price"].(map[string]any), "total")
+			case "product":
+				delete(c, "product_variants")
+				c["product_id"] = 42 // an undocumented name is not read
+			case "id":
+				delete(c, "id")
+				c["invoice_id"] = 7001
+			}
+			return c
+		}
+		for _, drop := range []string{"email", "total", "product", "id"} {
+			if st, raw := send(without(drop)); st != http.StatusBadRequest || !bytes.Contains(raw, []byte("VALIDATION_ERROR")) {
+				t.Fatalf("without %s: %d %s", drop, st, raw)
+			}
+		}
+		if n := len(sh.orders(t)); n != 0 {
+			t.Fatalf("%d orders after refused payloads", n)
+		}
+		if st, raw := send(good); st != http.StatusOK || !bytes.Contains(raw, []byte("-")) {
+			t.Fatalf("documented payload: %d %s", st, raw)
+		}
+		if ord := sh.order(t, "7001"); ord == nil || ord["amount"] != float64(1999) || ord["currency"] != "EUR" || ord["email"] != "strict@example.com" {
+			t.Fatalf("order: %v", ord)
+		}
+	})
+}

@@ -410,25 +410,51 @@ func parseSellixShoppy(d doc) (Notice, error) {
 func parseSellApp(d doc) (Notice, error) {
 	n := Notice{Type: d.str("event"), Kind: KindIgnored}
 	o := d
-	if m, ok := d.get("data").(map[string]any); ok {
+	if n.Type != "" {
+		// A webhook: {"event":…, "data": the invoice, "store":…}.
+		m, ok := d.get("data").(map[string]any)
+		if !ok {
+			return n, payloadErr("sellapp: a webhook without data")
+		}
 		o = m
+	}
+	// Only the invoice model's documented names are read; a payload that lacks one is
+	// refused whole (400: nothing changes, and a body nobody can read is not retried).
+	need := func(path string) (string, error) {
+		v := o.str(path)
+		if v == "" {
+			return "", payloadErr("sellapp: the invoice lacks %s", path)
+		}
+		return v, nil
 	}
 	switch n.Type {
 	case "", "order.completed":
 		if n.Type == "" {
 			n.Type = "dynamic_delivery"
 		}
-		n.Kind = KindPaid
-		n.OrderID = o.str("id", "invoice_id", "invoice.id")
-		n.ProductID = o.str("product_id", "product.id", "listing.id", "product_variants.0.product_id")
-		n.VariantID = o.str("variant_id", "variant.id", "product_variants.0.id", "product_variants.0.variant_id")
-		n.Quantity = o.count("quantity", "product_variants.0.quantity")
-		n.Email = o.str("customer_information.email", "customer_email", "email")
-		n.Amount = o.major("payment.full_price.total", "total", "price")
-		n.Currency = o.str("payment.full_price.currency", "currency")
+		var errs [5]error
+		n.OrderID, errs[0] = need("id")
+		n.Email, errs[1] = need("customer_information.email")
+		n.Currency, errs[2] = need("payment.full_price.currency")
+		var total string
+		total, errs[3] = need("payment.full_price.total.inclusive")
+		n.ProductID, errs[4] = need("product_variants.0.product_id")
+		if err := errors.Join(errs[:]...); err != nil {
+			return n, err
+		}
+		amount, err := strconv.ParseInt(total, 10, 64)
+		if err != nil || amount < 0 {
+			return n, payloadErr("sellapp: payment.full_price.total.inclusive is not an amount in minor units")
+		}
+		n.Kind, n.Amount = KindPaid, amount
+		n.VariantID = o.str("product_variants.0.id")
+		n.Quantity = o.count("product_variants.0.quantity")
 	case "order.disputed":
-		n.Kind = KindChargeback
-		n.OrderID = o.str("id")
+		id, err := need("id")
+		if err != nil {
+			return n, err
+		}
+		n.Kind, n.OrderID = KindChargeback, id
 	}
 	return n, nil
 }
