@@ -104,7 +104,7 @@ func TestStoreSellAppStrictFields(t *testing.T) {
 		sh.mapProduct(t, map[string]any{"productId": "42"})
 		good := map[string]any{"id": 7001, "customer_information": map[string]any{"email": "strict@example.com"},
 			"product_variants": []any{map[string]any{"id": 9, "product_id": 42, "quantity": 1}},
-			"payment": map[string]any{"full_price": map[string]any{"currency": "EUR", "total": map[string]any{"inclusive": "1999", "exclusive": "1999"}}}}
+			"payment":          map[string]any{"full_price": map[string]any{"currency": "EUR", "total": map[string]any{"inclusive": "1999", "exclusive": "1999"}}}}
 		send := func(body map[string]any) (int, []byte) {
 			raw, _ := json.Marshal(body)
 			name, value := commerce.Sign(commerce.SellApp, sh.secret, raw, s.Clock().Now())
