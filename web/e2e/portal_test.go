@@ -188,6 +188,41 @@ func TestBuyerPortal(t *testing.T) {
 	if strings.Contains(cookie, "keyward_portal") {
 		t.Fatalf("the session cookie is readable by script: %q", cookie)
 	}
+	// The owner turns downloads off in the Stores tab: the buyer's page offers none.
+	owner := newBrowser(t, 1280, 800)
+	signIn(t, owner, n, "portalseller", "Portal-Pass-12")
+	owner.hash("apps/" + sh.appID + "/stores")
+	owner.click("main", "Portal actions")
+	owner.do("untick downloads", chromedp.Click(`.modal [name=downloads], dialog [name=downloads]`, chromedp.ByQuery))
+	owner.click(".modal, dialog", "Save actions")
+	for deadline := time.Now().Add(15 * time.Second); ; {
+		list := getList(t, n.url+"/api/apps/"+sh.appID+"/stores", strings.TrimPrefix(sh.auth["Authorization"], "Bearer "))
+		var off bool
+		for _, c := range list {
+			if c["provider"] == "portal" {
+				p := c["portal"].(map[string]any)
+				off = p["downloads"] == false && p["hwidReset"] == true
+			}
+		}
+		if off {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the Stores tab did not turn downloads off: %v", list)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if axe != nil {
+		owner.axe(axe, "stores tab with the portal actions open")
+	}
+	b.do("reload portal", chromedp.Reload(), chromedp.WaitVisible(`#facts`, chromedp.ByQuery))
+	b.waitText("#facts", sh.key)
+	var filesShown bool
+	b.eval(`!document.getElementById('files').hidden`, &filesShown)
+	if filesShown {
+		t.Fatal("downloads still offered after the owner turned them off")
+	}
+
 	b.click("#license", "Sign out")
 	b.waitText("#notice", "Signed out.")
 }
