@@ -247,3 +247,51 @@ func TestPortal(t *testing.T) {
 		expect(t, buyer.do(t, "GET", "/license", nil), http.StatusUnauthorized, "UNAUTHORIZED")
 	})
 }
+
+// TestPortalAcrossNodes: on two nodes sharing MongoDB and Redis, a code one node mailed
+// signs in on the other, the session works on both, and of two simultaneous sign-ins with
+// one code (one per node) exactly one succeeds.
+func TestPortalAcrossNodes(t *testing.T) {
+	env := ts.Env(t, ts.Engines{Name: "mongo+redis", Mongo: true, Redis: true})
+	a := ts.StartEnv(t, env)
+	b := ts.StartEnv(t, env)
+	o := newOwner(t, a)
+	owner := api{t, a, o.Token}
+	appID, _ := owner.createApp("Cluster shop")
+	sh := connectStore(t, a, o, appID, commerce.Sellix, commerce.RefundBan)
+	sh.mapProduct(t, map[string]any{"productId": "p1", "createUser": true})
+	email := "cluster-buyer@example.com"
+	if st, raw := sh.deliver(t, commercetest.Sale{Kind: commerce.KindPaid, EventID: "ce1", OrderID: "co1", Product: "p1", Email: email}, nil); st != http.StatusOK {
+		t.Fatalf("sale: %d %s", st, raw)
+	}
+	expectOK(t, owner.do("POST", "/api/apps/"+appID+"/stores", map[string]any{"provider": "portal"}), http.StatusCreated)
+	key := keysOf(sh.order(t, "co1"))[0]
+
+	onA := &portalBuyer{s: a, appID: appID, ip: nextIP()}
+	onB := &portalBuyer{s: b, appID: appID, ip: nextIP()}
+	code := onA.mailedCode(t, key, email)
+	expectOK(t, onB.signIn(t, key, code), http.StatusOK)
+	onA.cookie = onB.cookie
+	expectOK(t, onA.do(t, "GET", "/license", nil), http.StatusOK)
+	expectOK(t, onB.do(t, "GET", "/license", nil), http.StatusOK)
+
+	for round := range 2 { // codes are limited to 3 per key in 15 minutes
+		code := onA.mailedCode(t, key, email)
+		results := make(chan int, 2)
+		for _, node := range []*ts.Server{a, b} {
+			go func() {
+				p := &portalBuyer{s: node, appID: appID, ip: nextIP()}
+				results <- p.do(t, "POST", "/session", map[string]any{"key": key, "code": code}).Status
+			}()
+		}
+		ok := 0
+		for range 2 {
+			if <-results == http.StatusOK {
+				ok++
+			}
+		}
+		if ok != 1 {
+			t.Fatalf("round %d: %d sign-ins with one code, want 1", round, ok)
+		}
+	}
+}
