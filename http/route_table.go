@@ -24,6 +24,7 @@ type handlerSet struct {
 	ws           *wsHandlers
 	hooks        *wsHookHandlers
 	stores       *storeHandlers
+	portal       *portalHandlers
 	docs         *apiDocsHandlers
 	backups      *backupHandlers
 	readyz       gin.HandlerFunc
@@ -375,7 +376,7 @@ func routeTable(h *handlerSet) []route {
 				ref("WSHook"))},
 			{del, "/api/apps/:appId/ws/hooks/:hookId", "hooks:delete", auditDelete("hooks"), h.hooks.delete, op("Delete a socket hook", noBody, msgData)},
 		}},
-	}, append(bulkSections(h), storeRoutes(h.stores)...)...))
+	}, append(append(bulkSections(h), storeRoutes(h.stores)...), portalRoutes(h.portal)...)...))
 }
 
 // clientSocket serves the program's socket with the Client API's handlers (the socket's

@@ -4,8 +4,8 @@ package httpapi
 // the owner's connections, product mappings and orders.
 func storeRoutes(h *storeHandlers) []section {
 	conn := props("id!:string", "appId!:string", "provider!:string", "name!:string", "receiverPath!:string", "hasSecret!:boolean",
-		"refundAction!:string", "enabled!:boolean", "mailSubject!:string", "mailBody!:string", "createdAt!:string?", "updatedAt!:string?")
-	connBody := props("provider:string", "name:string", "secret:string", "refundAction:string", "enabled:boolean", "mailSubject:string", "mailBody:string")
+		"refundAction!:string", "enabled!:boolean", "mailSubject!:string", "mailBody!:string", "portal!:object", "createdAt!:string?", "updatedAt!:string?")
+	connBody := props("provider:string", "name:string", "secret:string", "refundAction:string", "enabled:boolean", "mailSubject:string", "mailBody:string", "portal:object")
 	product := props("id!:string", "connectionId!:string", "productId!:string", "variantId!:string", "level!:integer", "duration!:integer",
 		"maxUses!:integer", "deviceLimit!:integer", "maxSeats!:integer", "keyPrefix!:string", "createUser!:boolean", "variables!:object")
 	productBody := props("productId!:string", "variantId:string", "level:integer", "duration:integer", "maxUses:integer", "deviceLimit:integer",

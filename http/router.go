@@ -56,8 +56,10 @@ type Deps struct {
 	// Commerce serves the store receivers and the owner's store routes (issue 23); nil
 	// answers them 503.
 	Commerce *commerce.Service
-	Limiter  cluster.RateLimiter
-	Ready    []Checker
+	// Portal serves the buyer portal (issue 23); nil answers its routes 503.
+	Portal  *commerce.Portal
+	Limiter cluster.RateLimiter
+	Ready   []Checker
 	// Metrics is where request metrics are registered and what /metrics serves.
 	Metrics *prometheus.Registry
 	Log     *slog.Logger
@@ -153,6 +155,10 @@ func New(d Deps, cfg Config) (http.Handler, error) {
 	ch := &clientHandlers{svc: d.Client, tokens: d.Apps, limiter: d.Limiter, countryHeader: cfg.CountryHeader}
 	wsh := newWSHandlers(d.Realtime, d.WSHooks, d.Apps, d.Accounts, d.Limiter, d.Metrics, d.Log)
 	wsh.audit = d.Audit
+	portal, err := newPortalHandlers(d.Portal, d.Limiter)
+	if err != nil {
+		return nil, err
+	}
 	handlers := &handlerSet{
 		accounts:     &accountHandlers{svc: d.Accounts, limiter: d.Limiter, outbox: cfg.MailOutbox},
 		apiKeys:      &apiKeyHandlers{svc: d.APIKeys},
@@ -166,6 +172,7 @@ func New(d Deps, cfg Config) (http.Handler, error) {
 		ws:           wsh,
 		hooks:        &wsHookHandlers{svc: d.WSHooks},
 		stores:       newStoreHandlers(d.Commerce, d.Apps, d.Analytics),
+		portal:       portal,
 		docs:         docs,
 		backups:      &backupHandlers{svc: d.Backups},
 		readyz:       readyz(d.Ready),

@@ -85,20 +85,26 @@ type storeConnectionView struct {
 	Name     string `json:"name"`
 	// ReceiverPath is the path the store delivers to (put the server's public address
 	// before it): the receiver id in it is a secret (for Gumroad the only one).
-	ReceiverPath string  `json:"receiverPath"`
-	HasSecret    bool    `json:"hasSecret"`
-	RefundAction string  `json:"refundAction"`
-	Enabled      bool    `json:"enabled"`
-	MailSubject  string  `json:"mailSubject"`
-	MailBody     string  `json:"mailBody"`
-	CreatedAt    *string `json:"createdAt"`
-	UpdatedAt    *string `json:"updatedAt"`
+	ReceiverPath string `json:"receiverPath"`
+	HasSecret    bool   `json:"hasSecret"`
+	RefundAction string `json:"refundAction"`
+	Enabled      bool   `json:"enabled"`
+	MailSubject  string `json:"mailSubject"`
+	MailBody     string `json:"mailBody"`
+	// Portal is the buyer portal's switches (meaningful for provider portal only).
+	Portal    storage.PortalSwitches `json:"portal"`
+	CreatedAt *string                `json:"createdAt"`
+	UpdatedAt *string                `json:"updatedAt"`
 }
 
 func storeConnectionOf(s storage.StoreConnection) storeConnectionView {
-	return storeConnectionView{ID: s.ID, AppID: s.AppID, Provider: s.Provider, Name: s.Name, ReceiverPath: receiverPrefix + s.ReceiverID,
+	path := receiverPrefix + s.ReceiverID
+	if commerce.Provider(s.Provider) == commerce.PortalKind {
+		path = portalPrefix + s.AppID // the buyers' address, not a receiver
+	}
+	return storeConnectionView{ID: s.ID, AppID: s.AppID, Provider: s.Provider, Name: s.Name, ReceiverPath: path,
 		HasSecret: s.Secret != "", RefundAction: s.RefundAction, Enabled: s.Enabled, MailSubject: s.MailSubject, MailBody: s.MailBody,
-		CreatedAt: stamp(s.CreatedAt), UpdatedAt: stamp(s.UpdatedAt)}
+		Portal: s.Portal, CreatedAt: stamp(s.CreatedAt), UpdatedAt: stamp(s.UpdatedAt)}
 }
 
 type storeProductView struct {
@@ -190,11 +196,13 @@ type connectionBody struct {
 	Enabled      *bool   `json:"enabled"`
 	MailSubject  *string `json:"mailSubject"`
 	MailBody     *string `json:"mailBody"`
+	// Portal: the buyer portal's switches (a connection of kind portal).
+	Portal *storage.PortalSwitches `json:"portal"`
 }
 
 func (b connectionBody) input() commerce.ConnectionInput {
 	return commerce.ConnectionInput{Provider: b.Provider, Name: b.Name, Secret: b.Secret, RefundAction: b.RefundAction,
-		Enabled: b.Enabled, MailSubject: b.MailSubject, MailBody: b.MailBody}
+		Enabled: b.Enabled, MailSubject: b.MailSubject, MailBody: b.MailBody, Portal: b.Portal}
 }
 
 func (h *storeHandlers) listConnections(c *gin.Context) {

@@ -547,6 +547,7 @@ func newServer(ctx context.Context, c Config, log *slog.Logger, wrap wrapFunc) (
 		Accounts: core.Accounts, APIKeys: apikeys.New(core.Store, c.Clock), Audit: core.Audit, Apps: core.Apps, Variables: core.Variables, Rules: core.Rules, Logs: core.Logs, Analytics: core.Analytics, Files: core.Files,
 		Integrations: core.Integrations, Client: core.Client, Realtime: core.Realtime, WSHooks: core.WSHooks, Backups: core.Backups, Limiter: core.Engine, Metrics: reg, Log: log,
 		Commerce: core.Commerce,
+		Portal:   core.Commerce.Portal(commerce.PortalDeps{Engine: core.Engine, Seats: core.Client, Files: core.Files, Resetter: core.Apps, Audit: core.Audit}),
 		Ready:    []httpapi.Checker{{Name: "storage", Ping: core.Store.Ping}, {Name: "cluster", Ping: core.Engine.Ping}}, Pages: pages,
 	}, httpapi.Config{CountryHeader: c.CountryHeader, TrustedProxies: c.TrustedProxies, MaxBodyBytes: c.MaxBodyBytes, MetricsOnMain: c.MetricsAddr == "",
 		BodyTimeout: c.BodyTimeout, BodyMinRate: c.BodyMinRate, MailOutbox: dashboardOutbox(c)})

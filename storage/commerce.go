@@ -25,8 +25,20 @@ type StoreConnection struct {
 	// {{order}} and {{app}} are replaced.
 	MailSubject string
 	MailBody    string
-	CreatedAt   time.Time `audit:"-"`
-	UpdatedAt   time.Time `audit:"-"`
+	// Portal holds the buyer portal's switches; only a connection of kind "portal" (one per
+	// app: core/commerce) reads them. Enabled turns the whole portal on or off.
+	Portal    PortalSwitches
+	CreatedAt time.Time `audit:"-"`
+	UpdatedAt time.Time `audit:"-"`
+}
+
+// PortalSwitches turn the buyer portal's actions on or off per app (the license's status
+// is shown whenever the portal is on).
+type PortalSwitches struct {
+	HWIDReset   bool `json:"hwidReset"`
+	SeatRelease bool `json:"seatRelease"`
+	Downloads   bool `json:"downloads"`
+	Resend      bool `json:"resend"`
 }
 
 // StoreProduct maps a store's product (and variant or price, "" for any) to the licenses a
@@ -139,6 +151,9 @@ type CommerceStore interface {
 
 	// AddOrderEvent inserts e: ErrConflict when its id exists (a repeated delivery).
 	AddOrderEvent(ctx context.Context, e OrderEvent) error
+	// GetOrderEvent reads one event of the app by its id (ErrNotFound when there is none):
+	// core/commerce also keeps a store's payment ids as events pointing at their order.
+	GetOrderEvent(ctx context.Context, appID, id string) (OrderEvent, error)
 	// SetOrderEventOutcome records what came of e.
 	SetOrderEventOutcome(ctx context.Context, appID, id, orderRef, outcome string) error
 	// ListOrderEvents answers the order's events oldest first (orderRef "" = the app's

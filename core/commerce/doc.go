@@ -30,9 +30,18 @@
 // Discord public key and its receiver serves Discord's interactions (Ed25519 over the
 // timestamp and the body; /redeem, /license, /reset-hwid within the user's reset limits).
 //
-// Order events (order.paid, order.refunded, order.renewed, order.canceled) go through the
-// durable event log with ids derived from the order, so a retried step publishes the same
-// event; core/analytics sums the revenue from them.
+// Order events (order.paid, order.refunded, order.renewed, order.canceled) are written with
+// the order's change (events.Change: in its SQLite transaction; on MongoDB in the write the
+// answer waits for), by the delivery whose compare-and-swap moves the order, with ids
+// derived from the order so that a retried step writes the same event; core/analytics
+// sums the revenue from them. The keys' expiry is then set one license at a time (each
+// write idempotent: a retry sets the same time).
+//
+// The buyer portal (portal.go) is the buyers' side of an app: a connection of kind portal
+// holds its switches; a buyer signs in with a key and a one-time code mailed to the order's
+// address (codes and sessions live in the cluster engine, so every node serves them) and
+// sees the license, resets the HWID, releases seats, downloads files and has the key mailed
+// again, each action audited as the owner's twin is.
 //
 // Exactly once: an order is a record unique per (connection, store order id) in both
 // engines; its license ids are derived from the order's id, and the order moves from

@@ -25,7 +25,10 @@ const (
 	KindCanceled   Kind = "canceled"
 	// KindLink ties a subscription id to an order already paid (Lemon Squeezy sends the
 	// order and its subscription as two events).
-	KindLink    Kind = "link"
+	KindLink Kind = "link"
+	// KindPayment links a payment's ids to the order of its subscription (Stripe's first
+	// invoice of a subscription: its refund names only the invoice or its payment).
+	KindPayment Kind = "payment"
 	KindIgnored Kind = "ignored"
 )
 
@@ -51,6 +54,10 @@ type Notice struct {
 	Currency string
 	// PeriodEnd is when a renewed period ends, or when a canceled subscription's access ends.
 	PeriodEnd time.Time
+	// PaymentRefs are the store's ids of one payment (Stripe: the invoice, its payment
+	// intent, its charge). A paid or renewed notice links them to its order; a refund or
+	// dispute that names no known order finds it by them (a subscription's invoice).
+	PaymentRefs []string
 }
 
 // ErrPayload refuses a verified notification Keyward cannot read (400: the store should not
@@ -211,6 +218,7 @@ func parseStripe(d doc) (Notice, error) {
 		n.Kind = KindPaid
 		n.SubscriptionID = o.str("subscription")
 		n.OrderID = o.str("payment_intent", "id")
+		n.PaymentRefs = refs(o.str("invoice"))
 		n.ProductID = o.str("metadata.product", "payment_link")
 		n.VariantID = o.str("metadata.variant")
 		n.Quantity = o.count("metadata.quantity")
@@ -218,22 +226,28 @@ func parseStripe(d doc) (Notice, error) {
 		n.Amount = o.minor("amount_total")
 		n.Currency = o.str("currency")
 	case "invoice.paid":
+		n.SubscriptionID = o.str("subscription", "parent.subscription_details.subscription")
+		n.PaymentRefs = refs(o.str("id"), o.str("payment_intent", "payments.data.0.payment.payment_intent"), o.str("charge"))
 		if o.str("billing_reason") != "subscription_cycle" {
-			return n, nil // the first invoice is the checkout's sale
+			if o.str("billing_reason") == "subscription_create" && n.SubscriptionID != "" {
+				n.Kind = KindPayment // the checkout's sale: only its payment's ids are new
+			}
+			return n, nil
 		}
 		n.Kind = KindRenewed
-		n.SubscriptionID = o.str("subscription", "parent.subscription_details.subscription")
 		n.Amount = o.minor("amount_paid")
 		n.Currency = o.str("currency")
 		n.PeriodEnd = o.time("lines.data.0.period.end", "period_end")
 	case "charge.refunded":
 		n.Kind = KindRefunded
 		n.OrderID = o.str("payment_intent")
+		n.PaymentRefs = refs(o.str("payment_intent"), o.str("invoice"), o.str("id"))
 		n.Amount = o.minor("amount_refunded")
 		n.Currency = o.str("currency")
 	case "charge.dispute.created":
 		n.Kind = KindChargeback
 		n.OrderID = o.str("payment_intent")
+		n.PaymentRefs = refs(o.str("payment_intent"), o.str("charge"))
 	case "customer.subscription.deleted":
 		n.Kind = KindCanceled
 		n.SubscriptionID = o.str("id")
@@ -396,25 +410,51 @@ func parseSellixShoppy(d doc) (Notice, error) {
 func parseSellApp(d doc) (Notice, error) {
 	n := Notice{Type: d.str("event"), Kind: KindIgnored}
 	o := d
-	if m, ok := d.get("data").(map[string]any); ok {
+	if n.Type != "" {
+		// A webhook: {"event":…, "data": the invoice, "store":…}.
+		m, ok := d.get("data").(map[string]any)
+		if !ok {
+			return n, payloadErr("sellapp: a webhook without data")
+		}
 		o = m
+	}
+	// Only the invoice model's documented names are read; a payload that lacks one is
+	// refused whole (400: nothing changes, and a body nobody can read is not retried).
+	need := func(path string) (string, error) {
+		v := o.str(path)
+		if v == "" {
+			return "", payloadErr("sellapp: the invoice lacks %s", path)
+		}
+		return v, nil
 	}
 	switch n.Type {
 	case "", "order.completed":
 		if n.Type == "" {
 			n.Type = "dynamic_delivery"
 		}
-		n.Kind = KindPaid
-		n.OrderID = o.str("id", "invoice_id", "invoice.id")
-		n.ProductID = o.str("product_id", "product.id", "listing.id", "product_variants.0.product_id")
-		n.VariantID = o.str("variant_id", "variant.id", "product_variants.0.id", "product_variants.0.variant_id")
-		n.Quantity = o.count("quantity", "product_variants.0.quantity")
-		n.Email = o.str("customer_information.email", "customer_email", "email")
-		n.Amount = o.major("payment.full_price.total", "total", "price")
-		n.Currency = o.str("payment.full_price.currency", "currency")
+		var errs [5]error
+		n.OrderID, errs[0] = need("id")
+		n.Email, errs[1] = need("customer_information.email")
+		n.Currency, errs[2] = need("payment.full_price.currency")
+		var total string
+		total, errs[3] = need("payment.full_price.total.inclusive")
+		n.ProductID, errs[4] = need("product_variants.0.product_id")
+		if err := errors.Join(errs[:]...); err != nil {
+			return n, err
+		}
+		amount, err := strconv.ParseInt(total, 10, 64)
+		if err != nil || amount < 0 {
+			return n, payloadErr("sellapp: payment.full_price.total.inclusive is not an amount in minor units")
+		}
+		n.Kind, n.Amount = KindPaid, amount
+		n.VariantID = o.str("product_variants.0.id")
+		n.Quantity = o.count("product_variants.0.quantity")
 	case "order.disputed":
-		n.Kind = KindChargeback
-		n.OrderID = o.str("id")
+		id, err := need("id")
+		if err != nil {
+			return n, err
+		}
+		n.Kind, n.OrderID = KindChargeback, id
 	}
 	return n, nil
 }
@@ -464,4 +504,15 @@ func parseGumroad(body []byte) (Notice, error) {
 		return Notice{}, payloadErr("gumroad: no sale_id")
 	}
 	return n, nil
+}
+
+// refs keeps the ids given.
+func refs(ids ...string) []string {
+	var out []string
+	for _, id := range ids {
+		if id != "" {
+			out = append(out, id)
+		}
+	}
+	return out
 }

@@ -124,7 +124,7 @@ func eventRecordID(connectionID, eventID string) string {
 // way), a plan limit PLAN_LIMIT, our own faults UNAVAILABLE or internal.
 func (s *Service) Receive(ctx context.Context, receiverID string, header http.Header, body []byte) (Result, error) {
 	conn, err := s.d.Store.GetStoreConnectionByReceiver(ctx, receiverID)
-	if errors.Is(err, storage.ErrNotFound) || (err == nil && !conn.Enabled) {
+	if errors.Is(err, storage.ErrNotFound) || (err == nil && (!conn.Enabled || !Provider(conn.Provider).Known())) {
 		return Result{}, core.E(core.CodeNotFound, "no store connection receives here")
 	} else if err != nil {
 		return Result{}, fmt.Errorf("commerce: read connection: %w", err)
@@ -157,12 +157,17 @@ func (s *Service) Receive(ctx context.Context, receiverID string, header http.He
 		res, err = s.paid(ctx, conn, n)
 	case KindLink:
 		res, err = s.link(ctx, conn, n)
+	case KindPayment:
+		res, err = s.payment(ctx, conn, n)
 	case KindRenewed:
 		res, err = s.renewed(ctx, conn, n)
 	case KindCanceled:
 		res, err = s.canceled(ctx, conn, n)
 	case KindRefunded, KindChargeback:
 		res, err = s.refunded(ctx, conn, n)
+	}
+	if err == nil && res.Order.ID != "" && (n.Kind == KindPaid || n.Kind == KindRenewed) {
+		err = s.linkPayment(ctx, conn, res.Order, n.PaymentRefs)
 	}
 	res.Provider, res.Kind = p, n.Kind
 	outcome := res.Outcome
@@ -343,16 +348,16 @@ func (s *Service) issue(ctx context.Context, conn storage.StoreConnection, prod 
 			}
 		}
 	}
-	// The event before the swap, with an id derived from the order: a takeover that
-	// publishes it again is the same event to every consumer.
-	if err := s.publish(ctx, o, events.OrderPaid, "order paid: "+fmt.Sprint(len(keys))+" key(s) issued", map[string]any{"keys": len(keys)}); err != nil {
-		return Result{}, err
-	}
-	paid, err := s.d.Store.UpdateOrder(ctx, o.AppID, o.ID, func(x *storage.Order) error {
+	// The event is written with the swap (events.Change): only the delivery that wins it
+	// writes order.paid, and its id is derived from the order all the same.
+	octx, ch := events.Begin(ctx, s.d.Bus)
+	paid, err := s.d.Store.UpdateOrder(octx, o.AppID, o.ID, func(x *storage.Order) error {
 		if x.Status != storage.OrderIssuing || x.Attempt != o.Attempt {
+			ch.Set()
 			return errTaken
 		}
 		x.Status, x.Keys, x.UpdatedAt = storage.OrderPaid, keys, s.now()
+		ch.Set(s.orderEvent(*x, events.OrderPaid, "order paid: "+fmt.Sprint(len(keys))+" key(s) issued", map[string]any{"keys": len(keys)}))
 		return nil
 	})
 	if errors.Is(err, errTaken) {
@@ -364,22 +369,24 @@ func (s *Service) issue(ctx context.Context, conn storage.StoreConnection, prod 
 	} else if err != nil {
 		return Result{}, fmt.Errorf("commerce: mark order paid: %w", err)
 	}
+	if err := ch.Commit(ctx); err != nil {
+		return Result{}, err
+	}
 	s.mailKeys(ctx, conn, paid)
 	return Result{Order: paid, Keys: keys, Outcome: fmt.Sprintf("issued %d key(s)", len(keys))}, nil
 }
 
-// publish stores an order event; its id is derived from the order and the name.
-func (s *Service) publish(ctx context.Context, o storage.Order, name events.Type, message string, data map[string]any) error {
-	if s.d.Bus == nil {
-		return nil
-	}
+// orderEvent is an order event, written with the order's change (events.Change); its id
+// is derived from the order, the name and the store event, so a repeated step writes the
+// same event.
+func (s *Service) orderEvent(o storage.Order, name events.Type, message string, data map[string]any) events.Event {
 	d := map[string]any{"orderId": o.OrderID, "orderRef": o.ID, "connectionId": o.ConnectionID, "productRef": o.ProductRef,
 		"amount": o.Amount, "currency": o.Currency, "quantity": o.Quantity, "licenseIds": o.LicenseIDs}
 	for k, v := range data {
 		d[k] = v
 	}
 	id := uuid.NewSHA1(namespace, []byte("event\x00"+o.ID+"\x00"+string(name)+"\x00"+fmt.Sprint(data["eventId"]))).String()
-	return s.d.Bus.Publish(ctx, events.Event{ID: id, Name: name, AppID: o.AppID, Message: message, Data: d})
+	return events.Event{ID: id, Name: name, AppID: o.AppID, Message: message, Data: d}
 }
 
 // DefaultMailSubject and DefaultMailBody are the buyer's mail when the connection has none.
@@ -428,6 +435,16 @@ func (s *Service) findOrder(ctx context.Context, conn storage.StoreConnection, n
 	if errors.Is(err, storage.ErrNotFound) && n.SubscriptionID != "" {
 		o, err = s.d.Store.FindOrder(ctx, conn.ID, "", n.SubscriptionID)
 	}
+	for _, ref := range n.PaymentRefs {
+		if !errors.Is(err, storage.ErrNotFound) {
+			break
+		}
+		// A payment of the order (a subscription's invoice): its id points at the order.
+		var link storage.OrderEvent
+		if link, err = s.d.Store.GetOrderEvent(ctx, conn.AppID, paymentRecordID(conn.ID, ref)); err == nil {
+			o, err = s.d.Store.GetOrder(ctx, conn.AppID, link.OrderRef)
+		}
+	}
 	if errors.Is(err, storage.ErrNotFound) {
 		return o, core.E(core.CodeNotFound, "%s for an order this connection has not been paid for (order %q, subscription %q): nothing changed; the store may retry once the paid order has arrived",
 			n.Type, n.OrderID, n.SubscriptionID)
@@ -438,6 +455,35 @@ func (s *Service) findOrder(ctx context.Context, conn storage.StoreConnection, n
 		return o, core.E(core.CodeUnavailable, "order %s is being issued; retry", o.OrderID)
 	}
 	return o, nil
+}
+
+func paymentRecordID(connectionID, ref string) string {
+	return uuid.NewSHA1(namespace, []byte("payment\x00"+connectionID+"\x00"+ref)).String()
+}
+
+// linkPayment keeps each of the payment's ids as an event of the order (one per id, made
+// once), so that a refund or dispute naming only the payment finds the order.
+func (s *Service) linkPayment(ctx context.Context, conn storage.StoreConnection, o storage.Order, refs []string) error {
+	for _, ref := range refs {
+		e := storage.OrderEvent{ID: paymentRecordID(conn.ID, ref), AppID: conn.AppID, ConnectionID: conn.ID, OrderRef: o.ID,
+			EventID: "payment:" + ref, Type: "payment", Kind: string(KindPayment), Outcome: "payment " + ref + " of this order", ReceivedAt: s.now()}
+		if err := s.d.Store.AddOrderEvent(ctx, e); err != nil && !errors.Is(err, storage.ErrConflict) {
+			return fmt.Errorf("commerce: link payment: %w", err)
+		}
+	}
+	return nil
+}
+
+// payment links a subscription's first invoice (its ids) to the order of the subscription.
+func (s *Service) payment(ctx context.Context, conn storage.StoreConnection, n Notice) (Result, error) {
+	o, err := s.findOrder(ctx, conn, Notice{Type: n.Type, SubscriptionID: n.SubscriptionID})
+	if err != nil {
+		return Result{}, err
+	}
+	if err := s.linkPayment(ctx, conn, o, n.PaymentRefs); err != nil {
+		return Result{}, err
+	}
+	return Result{Order: o, Outcome: fmt.Sprintf("%d payment id(s) linked", len(n.PaymentRefs))}, nil
 }
 
 func (s *Service) link(ctx context.Context, conn storage.StoreConnection, n Notice) (Result, error) {
@@ -475,11 +521,14 @@ func (s *Service) renewed(ctx context.Context, conn storage.StoreConnection, n N
 	}
 	now := s.now()
 	duplicate := false
-	o, err = s.d.Store.UpdateOrder(ctx, o.AppID, o.ID, func(x *storage.Order) error {
+	octx, ch := events.Begin(ctx, s.d.Bus)
+	o, err = s.d.Store.UpdateOrder(octx, o.AppID, o.ID, func(x *storage.Order) error {
 		if slices.Contains(x.Applied, n.EventID) {
 			duplicate = true
+			ch.Set()
 			return nil
 		}
+		duplicate = false
 		next := n.PeriodEnd
 		if next.IsZero() {
 			from := x.PaidThrough
@@ -494,19 +543,18 @@ func (s *Service) renewed(ctx context.Context, conn storage.StoreConnection, n N
 		x.Applied = append(x.Applied, n.EventID)
 		x.Amount += n.Amount
 		x.UpdatedAt = now
+		ch.Set(s.orderEvent(*x, events.OrderRenewed, "order renewed until "+x.PaidThrough.Format(time.RFC3339),
+			map[string]any{"eventId": n.EventID, "paidThrough": x.PaidThrough, "renewalAmount": n.Amount}))
 		return nil
 	})
 	if err != nil {
 		return Result{}, fmt.Errorf("commerce: renew order: %w", err)
 	}
-	if err := s.setExpiry(ctx, o, o.PaidThrough, false); err != nil {
+	if err := ch.Commit(ctx); err != nil {
 		return Result{}, err
 	}
-	if !duplicate {
-		if err := s.publish(ctx, o, events.OrderRenewed, "order renewed until "+o.PaidThrough.Format(time.RFC3339),
-			map[string]any{"eventId": n.EventID, "paidThrough": o.PaidThrough, "renewalAmount": n.Amount}); err != nil {
-			return Result{}, err
-		}
+	if err := s.setExpiry(ctx, o, o.PaidThrough, false); err != nil {
+		return Result{}, err
 	}
 	return Result{Order: o, Keys: o.Keys, Duplicate: duplicate, Outcome: "renewed until " + o.PaidThrough.Format(time.RFC3339)}, nil
 }
@@ -574,22 +622,27 @@ func (s *Service) canceled(ctx context.Context, conn storage.StoreConnection, n 
 	if end.IsZero() {
 		end = s.now()
 	}
-	first := o.Status == storage.OrderPaid
-	o, err = s.d.Store.UpdateOrder(ctx, o.AppID, o.ID, func(x *storage.Order) error {
+	first := false
+	octx, ch := events.Begin(ctx, s.d.Bus)
+	o, err = s.d.Store.UpdateOrder(octx, o.AppID, o.ID, func(x *storage.Order) error {
+		first = x.Status == storage.OrderPaid
 		x.Status, x.PeriodEnd, x.UpdatedAt = storage.OrderCanceled, end, s.now()
+		if first {
+			ch.Set(s.orderEvent(*x, events.OrderCanceled, "order canceled: keys expire at "+end.Format(time.RFC3339),
+				map[string]any{"periodEnd": end}))
+		} else {
+			ch.Set()
+		}
 		return nil
 	})
 	if err != nil {
 		return Result{}, fmt.Errorf("commerce: cancel order: %w", err)
 	}
-	if err := s.setExpiry(ctx, o, end, true); err != nil {
+	if err := ch.Commit(ctx); err != nil {
 		return Result{}, err
 	}
-	if first {
-		if err := s.publish(ctx, o, events.OrderCanceled, "order canceled: keys expire at "+end.Format(time.RFC3339),
-			map[string]any{"periodEnd": end}); err != nil {
-			return Result{}, err
-		}
+	if err := s.setExpiry(ctx, o, end, true); err != nil {
+		return Result{}, err
 	}
 	return Result{Order: o, Duplicate: !first, Outcome: "keys expire at " + end.Format(time.RFC3339)}, nil
 }
@@ -606,17 +659,31 @@ func (s *Service) refunded(ctx context.Context, conn storage.StoreConnection, n 
 		status = storage.OrderChargeback
 	}
 	first := o.Status != storage.OrderRefunded && o.Status != storage.OrderChargeback
+	revoke := conn.RefundAction == RefundRevoke
+	reason := "order " + o.OrderID + " was " + status
 	if first {
-		o, err = s.d.Store.UpdateOrder(ctx, o.AppID, o.ID, func(x *storage.Order) error {
+		// order.refunded is written with the order's move (events.Change); the keys are
+		// banned or revoked after it, by every delivery until one finishes (idempotent).
+		octx, ch := events.Begin(ctx, s.d.Bus)
+		o, err = s.d.Store.UpdateOrder(octx, o.AppID, o.ID, func(x *storage.Order) error {
+			if x.Status == storage.OrderRefunded || x.Status == storage.OrderChargeback {
+				first = false
+				ch.Set()
+				return nil
+			}
+			first = true
 			x.Status, x.UpdatedAt = status, s.now()
+			ch.Set(s.orderEvent(*x, events.OrderRefunded, reason, map[string]any{"chargeback": n.Kind == KindChargeback,
+				"action": cmpOr(conn.RefundAction, RefundBan), "refundAmount": n.Amount}))
 			return nil
 		})
 		if err != nil {
 			return Result{}, fmt.Errorf("commerce: refund order: %w", err)
 		}
+		if err := ch.Commit(ctx); err != nil {
+			return Result{}, err
+		}
 	}
-	revoke := conn.RefundAction == RefundRevoke
-	reason := "order " + o.OrderID + " was " + status
 	var kicked []string
 	for _, id := range o.LicenseIDs {
 		l, err := s.d.Store.GetLicense(ctx, o.AppID, id)
@@ -660,12 +727,6 @@ func (s *Service) refunded(ctx context.Context, conn storage.StoreConnection, n 
 		}
 		if _, err := s.d.Sockets.ForceLogout(ctx, o.AppID, uid, reason); err != nil {
 			s.d.Log.Warn("commerce: cannot log a refunded user's sockets out", "user", uid, "err", err)
-		}
-	}
-	if first {
-		if err := s.publish(ctx, o, events.OrderRefunded, reason, map[string]any{"chargeback": n.Kind == KindChargeback,
-			"action": cmpOr(conn.RefundAction, RefundBan), "refundAmount": n.Amount}); err != nil {
-			return Result{}, err
 		}
 	}
 	verb := "banned"

@@ -340,6 +340,14 @@ func (s *Store) AddOrderEvent(ctx context.Context, e storage.OrderEvent) error {
 	return s.insertOwned(ctx, "add order event", s.storeOrderEvents(), []any{d}, bson.D{{Key: "_id", Value: e.ID}}, s.appParents([]string{e.AppID}))
 }
 
+func (s *Store) GetOrderEvent(ctx context.Context, appID, id string) (storage.OrderEvent, error) {
+	d, err := findDoc[commerceDoc](ctx, s.storeOrderEvents(), "get order event", byApp(appID, id))
+	if err != nil {
+		return storage.OrderEvent{}, err
+	}
+	return decodeCommerce[storage.OrderEvent](d)
+}
+
 func (s *Store) SetOrderEventOutcome(ctx context.Context, appID, id, orderRef, outcome string) error {
 	_, err := updateDoc(ctx, s, s.storeOrderEvents(), "set order event outcome", byApp(appID, id), func(cur commerceDoc) (commerceDoc, error) {
 		e, err := decodeCommerce[storage.OrderEvent](cur)

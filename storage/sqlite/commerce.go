@@ -232,6 +232,14 @@ func (s *Store) AddOrderEvent(ctx context.Context, e storage.OrderEvent) error {
 VALUES (?, ?, ?, ?, ?)`, [][]any{{e.ID, e.AppID, e.OrderRef, toMillis(e.ReceivedAt), d}})
 }
 
+func (s *Store) GetOrderEvent(ctx context.Context, appID, id string) (storage.OrderEvent, error) {
+	e, err := scanDoc[storage.OrderEvent](s.r.QueryRowContext(ctx, `SELECT doc FROM store_order_events WHERE app_id = ? AND id = ?`, appID, id))
+	if err != nil {
+		return e, wrap("get order event", err)
+	}
+	return e, nil
+}
+
 func (s *Store) SetOrderEventOutcome(ctx context.Context, appID, id, orderRef, outcome string) error {
 	return s.inWriteTx(ctx, "set order event outcome", func(tx *sql.Tx) error {
 		e, err := scanDoc[storage.OrderEvent](tx.QueryRowContext(ctx, `SELECT doc FROM store_order_events WHERE app_id = ? AND id = ?`, appID, id))

@@ -25,7 +25,7 @@ func fullStoreConnection(appID string) storage.StoreConnection {
 	n := seq.Add(1)
 	return storage.StoreConnection{ID: fmt.Sprintf("sc-%05d", n), AppID: appID, Provider: "stripe", Name: "Shop " + fmt.Sprint(n),
 		ReceiverID: fmt.Sprintf("rcv-%05d", n), Secret: "whsec_" + fmt.Sprint(n), RefundAction: "ban", Enabled: true,
-		MailSubject: "Your key", MailBody: "Keys: {{keys}}", CreatedAt: ms(time.Duration(n) * time.Millisecond), UpdatedAt: ms(time.Hour)}
+		MailSubject: "Your key", MailBody: "Keys: {{keys}}", Portal: storage.PortalSwitches{HWIDReset: true, Downloads: true}, CreatedAt: ms(time.Duration(n) * time.Millisecond), UpdatedAt: ms(time.Hour)}
 }
 
 func mustCreateStoreConnection(t *testing.T, s storage.Store, c storage.StoreConnection) storage.StoreConnection {
@@ -246,6 +246,16 @@ func testOrderEventsOnce(t *testing.T, s storage.Store) {
 	}
 	if unclaimed, _ := s.ListOrderEvents(ctx, app.ID, ""); len(unclaimed) != 0 {
 		t.Fatalf("the event still has no order: %+v", unclaimed)
+	}
+	got, err := s.GetOrderEvent(ctx, app.ID, e.ID)
+	if err != nil || got.OrderRef != "ord-1" || got.Outcome != "issued 2 keys" || got.EventID != e.EventID {
+		t.Fatalf("GetOrderEvent = %+v, %v", got, err)
+	}
+	if _, err := s.GetOrderEvent(ctx, app.ID, "no-such-event"); !errors.Is(err, storage.ErrNotFound) {
+		t.Fatalf("GetOrderEvent of an unknown id: %v, want ErrNotFound", err)
+	}
+	if _, err := s.GetOrderEvent(ctx, "another-app", e.ID); !errors.Is(err, storage.ErrNotFound) {
+		t.Fatalf("GetOrderEvent of another app: %v, want ErrNotFound", err)
 	}
 }
 

@@ -4,7 +4,6 @@ package commercetest
 
 import (
 	"encoding/json"
-	"fmt"
 	"net/url"
 	"strconv"
 	"time"
@@ -204,8 +203,11 @@ func sellix(p commerce.Provider, s Sale) []byte {
 // sellapp: the dynamic delivery call carries the order alone; the webhook wraps it in
 // {"event":"order.completed","data":…,"store":…}.
 func sellapp(s Sale) []byte {
-	order := m{"id": s.OrderID, "customer_information": m{"email": s.Email}, "product_id": s.Product, "variant_id": s.Variant,
-		"quantity": s.Quantity, "payment": m{"full_price": m{"total": fmt.Sprintf("%.2f", major(s.Amount)), "currency": s.Currency}}}
+	amount := strconv.FormatInt(s.Amount, 10) // minor units, as the invoice model shows them
+	order := m{"id": s.OrderID, "store_id": 1, "customer_information": m{"email": s.Email, "country": "NL"},
+		"product_variants": []any{m{"id": s.Variant, "product_id": s.Product, "quantity": s.Quantity}},
+		"payment": m{"full_price": m{"base": amount, "currency": s.Currency, "units": s.Quantity, "vat": 0,
+			"total": m{"exclusive": amount, "inclusive": amount}}}}
 	switch s.Kind {
 	case commerce.KindChargeback:
 		return j(m{"event": "order.disputed", "data": m{"id": s.OrderID}, "store": 1})

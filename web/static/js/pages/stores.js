@@ -9,7 +9,11 @@ import { table } from './users.js';
 
 const providers = [['stripe', 'Stripe'], ['paddle', 'Paddle Billing'], ['lemonsqueezy', 'Lemon Squeezy'], ['sellix', 'Sellix'],
   ['shoppy', 'Shoppy'], ['sellapp', 'SellApp'], ['gumroad', 'Gumroad (no signature: the address is the secret)'],
-  ['discord', 'Discord bot (secret: the application public key)']];
+  ['discord', 'Discord bot (secret: the application public key)'], ['portal', 'Buyer portal (no secret: its address is the app\'s portal)']];
+
+// The buyer portal's actions the owner turns on or off (docs/API.md, "Buyer portal").
+const portalActions = [['hwidReset', 'Buyers may reset the HWID (within the user\'s limits)'], ['seatRelease', 'Buyers may release seats'],
+  ['downloads', 'Buyers may download the app\'s files'], ['resend', 'Buyers may have the key mailed again']];
 
 const money = (o) => `${(o.amount / 100).toFixed(2)} ${o.currency}`;
 
@@ -43,6 +47,15 @@ export async function stores(ctx) {
     await modal('Products of ' + c.name, h('div', list, add), { ok: 'Close', cancel: null });
   }
 
+  async function portalSwitches(c) {
+    const f = form({
+      fields: portalActions.map(([name, label]) => ({ name, label, type: 'checkbox', value: !!(c.portal && c.portal[name]) })),
+      submit: 'Save actions',
+      onSubmit: async (v) => { await patch(`${base}/stores/${c.id}`, { portal: v }); toast('Portal actions saved', 'ok'); await loadConnections(); },
+    });
+    await modal('Buyer portal actions', h('div', h('p', { text: 'The portal is at ' + location.origin + c.receiverPath }), f), { ok: 'Close', cancel: null });
+  }
+
   async function loadConnections() {
     clear(connBox);
     let list;
@@ -51,7 +64,9 @@ export async function stores(ctx) {
     connBox.append(table(['Store', 'Name', 'Receiver address', 'On refund', 'State', ''], list.map((c) => [c.provider, c.name,
       h('code.receiver', { text: receiverURL(c) }), c.refundAction, c.enabled ? badge('enabled', 'ok') : badge('disabled'),
       h('span.row-actions',
-        c.provider === 'discord' ? null : h('button', { type: 'button', text: 'Products', on: { click: () => products(c).catch((x) => toast(x.message, 'error')) } }),
+        c.provider === 'discord' ? null : c.provider === 'portal'
+          ? h('button', { type: 'button', text: 'Portal actions', on: { click: () => portalSwitches(c).catch((x) => toast(x.message, 'error')) } })
+          : h('button', { type: 'button', text: 'Products', on: { click: () => products(c).catch((x) => toast(x.message, 'error')) } }),
         h('button', { type: 'button', text: c.enabled ? 'Disable' : 'Enable', on: { click: () => patch(`${base}/stores/${c.id}`, { enabled: !c.enabled }).then(loadConnections, (x) => toast(x.message, 'error')) } }),
         h('button.danger', { type: 'button', text: 'Delete', on: { click: async () => {
           if (!await modal(`Delete ${c.name}?`, h('p', { text: 'Its product mappings go; its orders stay.' }), { ok: 'Delete', danger: true })) return;
