@@ -415,6 +415,7 @@ func openCore(ctx context.Context, c Config, log *slog.Logger, wrap wrapFunc) (_
 	if err != nil {
 		return nil, err
 	}
+	svc.SendPlanChanges(bus, store)
 	meter := usage.New(engine, store, catalogue, usage.Config{Now: c.Clock}, log)
 	hooksClient, err := webhookClient(c)
 	if err != nil {

@@ -42,3 +42,21 @@ func WithoutEventOutbox(ctx context.Context) context.Context {
 	}
 	return context.WithValue(ctx, outboxKey{}, nil)
 }
+
+// CountedOutbox is an outbox whose events depend on how many records the change touched
+// (a bulk delete answers "n license(s) deleted", and writes no event when n is 0). The
+// engine calls Counted in the change's transaction, after its statements and before
+// Take. An engine that does not call it leaves the producer to call it with the count the
+// store call answered.
+type CountedOutbox interface {
+	EventOutbox
+	Counted(n int)
+}
+
+// OutboxCounted tells ctx's outbox, if it is a CountedOutbox, how many records the
+// change touched (for the engines, inside the change's transaction).
+func OutboxCounted(ctx context.Context, n int) {
+	if o, ok := EventOutboxFrom(ctx).(CountedOutbox); ok {
+		o.Counted(n)
+	}
+}
