@@ -7,9 +7,11 @@ import (
 	"log/slog"
 	"net/http"
 	"reflect"
+	"sync"
 	"time"
 
 	"github.com/gin-gonic/gin"
+	"github.com/google/uuid"
 
 	"github.com/keyward/keyward/core"
 	"github.com/keyward/keyward/core/accounts"
@@ -104,6 +106,10 @@ func (w *heldWriter) release() {
 // record's own fields (audit.Diff). The answer is held until the entry is stored; when it
 // cannot be, the change is answered UNAVAILABLE instead of acknowledged.
 func auditChanges(rec auditRecorder, log *slog.Logger) gin.HandlerFunc {
+	now := time.Now // the entries' clock: the recorder's when it has one (audit.Service)
+	if clock, ok := rec.(interface{ Now() time.Time }); ok {
+		now = clock.Now
+	}
 	return func(c *gin.Context) {
 		policy := auditOf(c.Request.Method, c.FullPath())
 		if !policy.Audited() {
@@ -111,6 +117,11 @@ func auditChanges(rec auditRecorder, log *slog.Logger) gin.HandlerFunc {
 			return
 		}
 		ctx, changes := audit.WithChanges(c.Request.Context())
+		var draft *auditDraft
+		if !policy.Bulk { // a bulk entry holds every record's change: written after them all
+			draft = newAuditDraft(c, policy, changes, now)
+			ctx = storage.WithAuditOutbox(ctx, draft)
+		}
 		c.Request = c.Request.WithContext(ctx)
 		held := &heldWriter{ResponseWriter: c.Writer}
 		c.Writer = held
@@ -120,6 +131,16 @@ func auditChanges(rec auditRecorder, log *slog.Logger) gin.HandlerFunc {
 		c.Next()
 		c.Writer = held.ResponseWriter
 		status := held.Status()
+		if draft.wasStored() {
+			// The entry went with the change, in its transaction: the change is made
+			// and so is its entry, whatever the answer says.
+			if status != draft.status {
+				log.Warn("audit entry stored with its change says another status than the answer", "route", c.Request.Method+" "+c.FullPath(),
+					"entry", draft.status, "answer", status, "requestId", c.GetString(ctxRequestID))
+			}
+			held.release()
+			return
+		}
 		if status < 200 || status >= 300 {
 			held.release()
 			return
@@ -150,6 +171,75 @@ func auditChanges(rec auditRecorder, log *slog.Logger) gin.HandlerFunc {
 		}
 		held.release()
 	}
+}
+
+// auditDraft is a request's audit entry offered to the change's store call
+// (storage.AuditOutbox): an engine with transactions (SQLite) appends it in the change's
+// own transaction, so an acknowledged change has its entry and a change rolled back has
+// none; otherwise (MongoDB, a change made without events.Change, a creation whose record
+// only the answer names) auditChanges appends it after the handler, before the answer.
+type auditDraft struct {
+	base    storage.AuditEntry // who, from where, on which route and record
+	status  int                // the route's success status (its OpenAPI operation)
+	changes *audit.Changes
+	now     func() time.Time
+
+	mu     sync.Mutex
+	stored bool
+}
+
+func newAuditDraft(c *gin.Context, policy Audit, changes *audit.Changes, now func() time.Time) *auditDraft {
+	status := http.StatusOK
+	if r := routeIndex.byKey[c.Request.Method+" "+c.FullPath()]; r != nil && r.op.status != 0 {
+		status = r.op.status
+	}
+	e := auditEntryOf(c, status, map[string]any{}, policy)
+	// The record must be known before the answer: named in the path, or the app of a
+	// change to the app itself. Else (a creation) the answer names it: no draft.
+	if !recordInPath(c) && (policy.Record != "apps" || e.AppID == "" || policy.Action == AuditCreate) {
+		e.RecordID = ""
+	}
+	return &auditDraft{base: e, status: status, changes: changes, now: now}
+}
+
+// recordInPath reports whether the path names a record besides the app.
+func recordInPath(c *gin.Context) bool {
+	for _, p := range c.Params {
+		if p.Key != "appId" {
+			return true
+		}
+	}
+	return false
+}
+
+// TakeAudit builds the entry from the records the change's updater handed over so far.
+func (d *auditDraft) TakeAudit() (storage.AuditEntry, bool) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.stored || d.base.RecordID == "" {
+		return storage.AuditEntry{}, false
+	}
+	e := d.base
+	e.ID, e.CreatedAt = uuid.NewString(), storage.Truncate(d.now())
+	if err := describeChanges(&e, d.changes.List()); err != nil {
+		return storage.AuditEntry{}, false // the edge writes it after, and logs why
+	}
+	return e, true
+}
+
+func (d *auditDraft) AuditStored() {
+	d.mu.Lock()
+	d.stored = true
+	d.mu.Unlock()
+}
+
+func (d *auditDraft) wasStored() bool {
+	if d == nil {
+		return false
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.stored
 }
 
 // describeChanges puts into e the members that changed: of the record e names when the

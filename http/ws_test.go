@@ -417,8 +417,9 @@ func TestWebSocketNeedsBusinessPlan(t *testing.T) {
 		if _, resp, err := dialWS(t, s, base+"/connect?token="+url.QueryEscape(w.a.token), nextIP()); err == nil || resp == nil || resp.StatusCode != http.StatusForbidden {
 			t.Fatalf("dashboard socket on Pro: %v %v", err, resp)
 		}
-		// The plan change reaches the app snapshot at once (OnPlanChange). A few tries at
-		// most, spaced out: every dial counts toward the upgrade limit of the address.
+		// The plan change reaches the app snapshot at once (its app.plan_change events,
+		// stored with it). A few tries at most, spaced out: every dial counts toward the
+		// upgrade limit of the address.
 		refused := false
 		for try := 0; try < 6 && !refused; try++ {
 			if try > 0 {

@@ -104,21 +104,8 @@ func startAppActors(ctx context.Context, store storage.Store, engine cluster.Eng
 			log.Warn("cannot store a hook change; the other nodes reload the app's hooks within a minute", "app", appID, "err", err)
 		}
 	}
-	// A plan change changes what the owner's apps may do (license variables, user limit).
-	accountsSvc.OnPlanChange(func(ctx context.Context, accountID string) {
-		list, err := store.ListApps(ctx, accountID)
-		if err != nil {
-			log.Warn("cannot list the apps of an account whose plan changed; they refresh within a minute", "account", accountID, "err", err)
-			return
-		}
-		evs := make([]events.Event, 0, len(list))
-		for _, a := range list {
-			evs = append(evs, events.Event{Name: events.AppPlanChange, AppID: a.ID, Message: "owner's plan changed"})
-		}
-		if err := bus.Publish(ctx, evs...); err != nil {
-			log.Warn("cannot store a plan change; the apps refresh within a minute", "account", accountID, "err", err)
-		}
-	})
+	// A plan change stores an app.plan_change event per app with the change
+	// (accounts.SendPlanChanges): the hook and consumer above apply it.
 	stop := func() {
 		unsubscribe()
 		dir.Close()

@@ -409,6 +409,7 @@ func openCore(ctx context.Context, c Config, log *slog.Logger, wrap wrapFunc) (_
 	if err != nil {
 		return nil, err
 	}
+	svc.SendPlanChanges(bus, store)
 	meter := usage.New(engine, store, catalogue, usage.Config{Now: c.Clock}, log)
 	// The pending API-call counts are flushed once what counts them (the client API, the
 	// sockets, the usage flusher Server starts) has stopped.

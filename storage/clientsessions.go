@@ -33,6 +33,13 @@ type ClientSessionStore interface {
 	// A session of an app that does not exist may be saved; it is never answered once
 	// the app is gone (the app's delete sweeps it).
 	SaveClientSessions(ctx context.Context, ss []ClientSession) error
+	// SaveClientRound saves the sessions (as SaveClientSessions) and records the logins
+	// (as UserStore.RecordLogins) of one round of the client API's group commit: on SQLite
+	// in one transaction, with the events of the context's EventOutbox (a login's
+	// session, last login and events stored together or not at all); on MongoDB (FerretDB
+	// 1.24 has no multi-document transactions) as two writes, both done before it returns,
+	// so a login's answer, which waits for the round, waits for both.
+	SaveClientRound(ctx context.Context, ss []ClientSession, logins []UserLogin) error
 	// GetClientSession reads one session by token hash; ErrNotFound when absent (whether
 	// or not it has expired: the caller judges ExpiresAt).
 	GetClientSession(ctx context.Context, tokenHash string) (ClientSession, error)

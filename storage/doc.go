@@ -25,6 +25,11 @@
 //     the outbox's events in the write's own transaction and reports them Stored, or
 //     leaves them (the producer appends them before it answers): SQLite stores them,
 //     MongoDB leaves them (FerretDB 1.24 has no multi-document transactions).
+//     Such a write also takes the context's AuditOutbox (the edge's audit draft) and
+//     appends its entry to the account's chain in the same transaction (SQLite), or
+//     leaves it (MongoDB: the edge appends it before it answers). A bulk change tells
+//     its count to a CountedOutbox in its transaction; a client round's sessions, last
+//     logins and sign-in events share one transaction (SaveClientRound) on SQLite.
 //
 // Every engine is also an ArchiveStore (archive.go): it reads each record kind as stored
 // for the engine-neutral archive of internal/backup, names every table or collection it

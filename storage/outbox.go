@@ -42,3 +42,54 @@ func WithoutEventOutbox(ctx context.Context) context.Context {
 	}
 	return context.WithValue(ctx, outboxKey{}, nil)
 }
+
+// CountedOutbox is an outbox whose events depend on how many records the change touched
+// (a bulk delete answers "n license(s) deleted", and writes no event when n is 0). The
+// engine calls Counted in the change's transaction, after its statements and before
+// Take. An engine that does not call it leaves the producer to call it with the count the
+// store call answered.
+type CountedOutbox interface {
+	EventOutbox
+	Counted(n int)
+}
+
+// OutboxCounted tells ctx's outbox, if it is a CountedOutbox, how many records the
+// change touched (for the engines, inside the change's transaction).
+func OutboxCounted(ctx context.Context, n int) {
+	if o, ok := EventOutboxFrom(ctx).(CountedOutbox); ok {
+		o.Counted(n)
+	}
+}
+
+// AuditOutbox carries the audit entry of a change into the write that makes it (issue
+// 21: audit with the change), as EventOutbox carries its events. The HTTP edge puts one in
+// the request's context (its draft: actor, address, route, record); an engine that can
+// takes it in the change's own store call (the one that carries the EventOutbox: a write
+// made while serving a change that is not the change itself carries neither) and appends
+// the entry at the end of its account's chain (AppendAudit's rules) in the change's
+// transaction. An engine that cannot (MongoDB: FerretDB 1.24 has no multi-document
+// transactions) leaves it, and the edge appends the entry before it answers.
+type AuditOutbox interface {
+	// TakeAudit answers the entry to append with the change; false when there is none
+	// or it cannot be told yet (a creation, whose record the answer names): the edge
+	// then appends it after the change. The engine calls it inside its write
+	// transaction, after the change's statements and its events.
+	TakeAudit() (AuditEntry, bool)
+	// AuditStored reports that the entry TakeAudit answered was committed with the
+	// change. A write that fails or is rolled back leaves it to be taken again.
+	AuditStored()
+}
+
+type auditOutboxKey struct{}
+
+// WithAuditOutbox answers ctx carrying the audit outbox for the store calls made with it.
+func WithAuditOutbox(ctx context.Context, o AuditOutbox) context.Context {
+	return context.WithValue(ctx, auditOutboxKey{}, o)
+}
+
+// AuditOutboxFrom answers the audit outbox ctx carries, nil when none. Engines take it
+// only in a write that also carries an EventOutbox (see AuditOutbox).
+func AuditOutboxFrom(ctx context.Context) AuditOutbox {
+	o, _ := ctx.Value(auditOutboxKey{}).(AuditOutbox)
+	return o
+}

@@ -75,7 +75,11 @@ func (s *Service) ChangeAccount(ctx context.Context, id string, c Change) (View,
 			return View{}, err
 		}
 	}
-	a, err := s.store.UpdateAccount(ctx, id, audit.Track(ctx, func(a *storage.Account) error {
+	update := s.store.UpdateAccount
+	if c.Plan != nil {
+		update = s.updatePlan // the plan change's events are stored with it
+	}
+	a, err := update(ctx, id, audit.Track(ctx, func(a *storage.Account) error {
 		if c.Plan != nil {
 			a.Plan = planName
 		}
@@ -89,9 +93,6 @@ func (s *Service) ChangeAccount(ctx context.Context, id string, c Change) (View,
 		return View{}, core.E(core.CodeNotFound, "account not found")
 	} else if err != nil {
 		return View{}, fmt.Errorf("accounts: change: %w", err)
-	}
-	if c.Plan != nil {
-		s.planChanged(ctx, a.ID)
 	}
 	return s.view(ctx, a)
 }

@@ -81,8 +81,8 @@ type Service struct {
 	tokens tokenIssuer
 	cfg    Config
 	log    *slog.Logger
-	// planHooks run after a plan change; registered at start-up, before any request.
-	planHooks []func(ctx context.Context, accountID string)
+	// planEvents receives a plan change's events (SendPlanChanges, planchange.go).
+	planEvents planEvents
 }
 
 // Deps are the service's collaborators.
@@ -821,18 +821,6 @@ func (s *Service) view(ctx context.Context, a storage.Account) (View, error) {
 // Plans lists the catalogue.
 func (s *Service) Plans() []plans.Plan { return s.plans.All() }
 
-// OnPlanChange registers fn to run after an account's plan changed (the client API's app
-// snapshots carry the owner's plan). fn must not block for long.
-func (s *Service) OnPlanChange(fn func(ctx context.Context, accountID string)) {
-	s.planHooks = append(s.planHooks, fn)
-}
-
-func (s *Service) planChanged(ctx context.Context, accountID string) {
-	for _, fn := range s.planHooks {
-		fn(ctx, accountID)
-	}
-}
-
 // SelectPlan lets an owner move themselves to the free plan; paid plans are assigned by an
 // administrator.
 func (s *Service) SelectPlan(ctx context.Context, p Principal, name string) (View, error) {
@@ -846,7 +834,7 @@ func (s *Service) SelectPlan(ctx context.Context, p Principal, name string) (Vie
 	if plan.Name != plans.Free {
 		return View{}, core.E(core.CodeForbidden, "the %s plan is assigned by an administrator", plan.Name)
 	}
-	a, err := s.store.UpdateAccount(ctx, p.Account.ID, audit.Track(ctx, func(a *storage.Account) error {
+	a, err := s.updatePlan(ctx, p.Account.ID, audit.Track(ctx, func(a *storage.Account) error {
 		a.Plan = plan.Name
 		a.UpdatedAt = s.now()
 		return nil
@@ -854,6 +842,5 @@ func (s *Service) SelectPlan(ctx context.Context, p Principal, name string) (Vie
 	if err != nil {
 		return View{}, fmt.Errorf("accounts: select plan: %w", err)
 	}
-	s.planChanged(ctx, a.ID)
 	return s.view(ctx, a)
 }

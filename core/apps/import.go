@@ -86,7 +86,11 @@ func (s *Service) ImportLicenses(ctx context.Context, o Owner, appID string, in 
 	if len(batch) == 0 {
 		return out, nil
 	}
-	if err := s.store.CreateLicenses(ctx, batch); err != nil {
+	// The import's event is stored with its licenses (SQLite: in the insert's
+	// transaction; MongoDB: Commit appends it before the answer).
+	octx, ch := s.begin(ctx)
+	ch.Add(event(appID, events.LicenseCreate, "", fmt.Sprintf("%d license(s) imported", len(batch)), map[string]any{"count": len(batch)}))
+	if err := s.store.CreateLicenses(octx, batch); err != nil {
 		if errors.Is(err, storage.ErrConflict) {
 			return nil, core.E(core.CodeConflict, "a key was added meanwhile; import again")
 		}
@@ -95,7 +99,7 @@ func (s *Service) ImportLicenses(ctx context.Context, o Owner, appID string, in 
 	for j, i := range slots {
 		out[i].License = batch[j]
 	}
-	if err := s.publish(ctx, appID, events.LicenseCreate, "", fmt.Sprintf("%d license(s) imported", len(batch)), map[string]any{"count": len(batch)}); err != nil {
+	if err := ch.Commit(ctx); err != nil {
 		return nil, err
 	}
 	return out, nil

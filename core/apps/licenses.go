@@ -260,19 +260,30 @@ func (s *Service) BulkDeleteLicenses(ctx context.Context, o Owner, appID string,
 	if _, err := s.app(ctx, o, appID); err != nil {
 		return 0, err
 	}
+	// The event names how many were deleted: the engine tells the count in the delete's
+	// transaction (SQLite: the event is stored with the delete), else Counted below does.
+	octx, ch := s.begin(ctx)
+	ch.OnCount(func(n int) []events.Event {
+		if n == 0 {
+			return nil
+		}
+		return []events.Event{event(appID, events.LicenseDelete, "", fmt.Sprintf("%d license(s) deleted", n), map[string]any{"count": n, "filter": filter})}
+	})
 	var n int
 	var err error
 	if filter != "" {
-		n, err = s.store.DeleteLicensesWhere(ctx, appID, filter, s.clock())
+		n, err = s.store.DeleteLicensesWhere(octx, appID, filter, s.clock())
 	} else {
-		n, err = s.store.DeleteLicenses(ctx, appID, ids)
+		n, err = s.store.DeleteLicenses(octx, appID, ids)
 	}
-	if err == nil && n > 0 {
-		if err := s.publish(ctx, appID, events.LicenseDelete, "", fmt.Sprintf("%d license(s) deleted", n), map[string]any{"count": n, "filter": filter}); err != nil {
-			return n, err
-		}
+	if err != nil {
+		return n, err
 	}
-	return n, err
+	ch.Counted(n)
+	if err := ch.Commit(ctx); err != nil {
+		return n, err
+	}
+	return n, nil
 }
 
 // VerifyLicense answers the license with the key, or NOT_FOUND, EXPIRED or BANNED.

@@ -57,15 +57,6 @@ func New(store Store, catalogue *plans.Catalogue, hasher *passwords.Hasher, bus 
 	return &Service{store: store, plans: catalogue, hasher: hasher, bus: bus, now: now, log: log}
 }
 
-// publish emits an event of the app (SPEC 6.1 names).
-// The change is acknowledged only once its event is stored: the error is the caller's.
-func (s *Service) publish(ctx context.Context, appID string, name events.Type, username, message string, data map[string]any) error {
-	if s.bus == nil {
-		return nil
-	}
-	return s.bus.Publish(ctx, event(appID, name, username, message, data))
-}
-
 // event is an event of the app (SPEC 6.1 names).
 func event(appID string, name events.Type, username, message string, data map[string]any) events.Event {
 	return events.Event{Name: name, AppID: appID, Username: username, Message: message, Data: data}

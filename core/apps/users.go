@@ -331,11 +331,19 @@ func (s *Service) ResetHWID(ctx context.Context, o Owner, appID, userID string) 
 	if err != nil {
 		return storage.AppUser{}, 0, notFound(err, "user")
 	}
-	n, err := s.store.DeleteUserDevices(ctx, appID, userID)
+	// The reset's event names the devices removed, so it is stored with their removal,
+	// the reset's last write (SQLite: in its transaction; MongoDB: Commit appends it
+	// before the answer).
+	octx, ch := s.begin(ctx)
+	ch.OnCount(func(n int) []events.Event {
+		return []events.Event{event(appID, events.UserHWIDReset, u.Username, "hardware id reset", map[string]any{"userId": u.ID, "devicesRemoved": n})}
+	})
+	n, err := s.store.DeleteUserDevices(octx, appID, userID)
 	if err != nil {
 		return storage.AppUser{}, 0, fmt.Errorf("apps: reset devices: %w", err)
 	}
-	if err := s.publish(ctx, appID, events.UserHWIDReset, u.Username, "hardware id reset", map[string]any{"userId": u.ID, "devicesRemoved": n}); err != nil {
+	ch.Counted(n)
+	if err := ch.Commit(ctx); err != nil {
 		return storage.AppUser{}, 0, err
 	}
 	return u, n, nil

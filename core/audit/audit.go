@@ -140,6 +140,10 @@ func (s *Service) Record(ctx context.Context, e storage.AuditEntry) error {
 	}
 }
 
+// Now is the entries' clock (Config.Now): the HTTP edge stamps with it the entries it
+// hands to a change's own transaction (storage.AuditOutbox).
+func (s *Service) Now() time.Time { return s.cfg.Now() }
+
 // Close writes every queued entry and stops the writer.
 func (s *Service) Close() {
 	s.shut()

@@ -110,9 +110,13 @@ func (a *archive) restore(ctx context.Context, token string) (Session, time.Time
 		HWID: c.HWID, IP: c.IP, Country: c.Country, Version: c.Version, CreatedAt: c.CreatedAt, LoginAt: c.LoginAt}, c.ExpiresAt, true, nil
 }
 
-// flush writes the dirty copies; on failure they are kept for the next round (unless a
-// newer change replaced them meanwhile). About once a minute it also removes expired ones.
-func (a *archive) flush(ctx context.Context, final bool) error {
+// flush writes the dirty copies with the round's last logins in one write
+// (storage.ClientSessionStore.SaveClientRound, which also takes the events of ctx's
+// outbox); on failure the copies are kept for the next round (unless a newer change
+// replaced them meanwhile), the logins are not (last logins are informative, and the
+// logins waiting for the round are answered its error). About once a minute it also
+// removes expired copies.
+func (a *archive) flush(ctx context.Context, final bool, logins []storage.UserLogin) error {
 	if a == nil {
 		return nil
 	}
@@ -120,12 +124,13 @@ func (a *archive) flush(ctx context.Context, final bool) error {
 	defer a.writing.Unlock()
 	if now := a.now(); !final && !now.Before(a.nextCleanup) {
 		a.nextCleanup = now.Add(cleanupEvery)
-		if _, err := a.store.DeleteExpiredClientSessions(ctx, storage.Truncate(a.now())); err != nil {
+		// Not the round's write: the round's events go with its sessions.
+		if _, err := a.store.DeleteExpiredClientSessions(storage.WithoutEventOutbox(ctx), storage.Truncate(a.now())); err != nil {
 			a.log.Warn("client: cannot remove expired session copies", "err", err)
 		}
 	}
 	a.mu.Lock()
-	if len(a.dirty) == 0 {
+	if len(a.dirty) == 0 && len(logins) == 0 {
 		a.mu.Unlock()
 		return nil
 	}
@@ -135,7 +140,10 @@ func (a *archive) flush(ctx context.Context, final bool) error {
 	}
 	clear(a.dirty)
 	a.mu.Unlock()
-	if err := a.store.SaveClientSessions(ctx, batch); err != nil {
+	if err := a.store.SaveClientRound(ctx, batch, logins); err != nil {
+		if len(logins) > 0 {
+			a.log.Warn("client: cannot record last logins", "count", len(logins), "err", err)
+		}
 		a.log.Warn("client: cannot archive sessions; retrying", "count", len(batch), "err", err)
 		a.mu.Lock()
 		for _, c := range batch {

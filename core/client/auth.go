@@ -801,16 +801,19 @@ func (s *Service) Activate(ctx context.Context, call Call, licenseKey string) (s
 	if err != nil {
 		return storage.AppUser{}, err
 	}
-	u, err = s.d.Store.UpdateUser(ctx, u.AppID, u.ID, func(u *storage.AppUser) error {
+	// The activation's event is stored with the user's update (events.Change).
+	octx, ch := events.Begin(ctx, s.d.Bus)
+	u, err = s.d.Store.UpdateUser(octx, u.AppID, u.ID, func(u *storage.AppUser) error {
 		grant.apply(u, now)
 		u.UpdatedAt = now
+		ch.Set(activated(call, *u, grant))
 		return nil
 	})
 	if err != nil {
 		s.refundLicense(ctx, grant)
 		return storage.AppUser{}, err
 	}
-	if err := s.publish(ctx, activated(call, u, grant)); err != nil {
+	if err := ch.Commit(ctx); err != nil {
 		return storage.AppUser{}, err
 	}
 	return u, nil

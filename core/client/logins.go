@@ -34,12 +34,11 @@ func (r *loginRecorder) mark(l storage.UserLogin) {
 	r.mu.Unlock()
 }
 
-// flush writes the pending logins. A failed batch is not retried: last logins are
-// informative, and the logins that wait for it are answered with the error.
-func (r *loginRecorder) flush(ctx context.Context) error {
+// take answers the pending logins for a round to write with its sessions (archive.flush).
+func (r *loginRecorder) take() []storage.UserLogin {
 	r.mu.Lock()
+	defer r.mu.Unlock()
 	if len(r.pending) == 0 {
-		r.mu.Unlock()
 		return nil
 	}
 	batch := make([]storage.UserLogin, 0, len(r.pending))
@@ -47,7 +46,17 @@ func (r *loginRecorder) flush(ctx context.Context) error {
 		batch = append(batch, l)
 	}
 	clear(r.pending)
-	r.mu.Unlock()
+	return batch
+}
+
+// flush writes the pending logins on their own (a service with no session archive). A
+// failed batch is not retried: last logins are informative, and the logins that wait for
+// it are answered with the error.
+func (r *loginRecorder) flush(ctx context.Context) error {
+	batch := r.take()
+	if len(batch) == 0 {
+		return nil
+	}
 	if err := r.store.RecordLogins(ctx, batch); err != nil {
 		r.log.Warn("client: cannot record last logins", "count", len(batch), "err", err)
 		return fmt.Errorf("record last logins: %w", err)

@@ -140,12 +140,19 @@ func (s *Service) ConfirmReset(ctx context.Context, token string) (storage.AppUs
 	if err != nil {
 		return storage.AppUser{}, err
 	}
-	n, err := s.d.Store.DeleteUserDevices(ctx, u.AppID, u.ID)
+	// The reset's event names the devices removed: it is stored with their removal
+	// (events.Change; a removal that fails leaves it to Commit).
+	octx, ch := events.Begin(ctx, s.d.Bus)
+	ch.OnCount(func(n int) []events.Event {
+		return []events.Event{{Name: events.UserHWIDReset, AppID: u.AppID, Username: u.Username,
+			Message: "HWID and IP reset confirmed by the user", Data: map[string]any{"userId": u.ID, "devicesRemoved": n}}}
+	})
+	n, err := s.d.Store.DeleteUserDevices(octx, u.AppID, u.ID)
 	if err != nil {
 		s.d.Log.Warn("client: reset: cannot remove devices", "user", u.ID, "err", err)
 	}
-	if err := s.publish(ctx, events.Event{Name: events.UserHWIDReset, AppID: u.AppID, Username: u.Username,
-		Message: "HWID and IP reset confirmed by the user", Data: map[string]any{"userId": u.ID, "devicesRemoved": n}}); err != nil {
+	ch.Counted(n)
+	if err := ch.Commit(ctx); err != nil {
 		return storage.AppUser{}, err
 	}
 	return u, nil

@@ -83,21 +83,29 @@ func New(d Deps) *Service {
 	}
 	st, _ := d.Bus.(stager)
 	s.commit = newGroupCommit(func(ctx context.Context, final bool) error {
-		// Logins first: a login waits for the round that writes both. Then the session
-		// copies, with the events staged by the sign-ins of the round (withEvents) in the
-		// same transaction where the engine has one (events.Bus.WritePendingWith; else
-		// written after them): an event stored is a session stored. Their errors reach
-		// them through their tickets.
-		err := s.logins.flush(ctx)
+		// One write: the session copies, the last logins and the events staged by the
+		// sign-ins of the round (withEvents), in one transaction where the engine has one
+		// (storage.ClientSessionStore.SaveClientRound under events.Bus.WritePendingWith;
+		// else written after them, before the round ends): an event stored is a session
+		// and a last login stored. A login waits for the round; errors reach the events
+		// through their tickets.
+		write := s.writeRound
 		if st == nil {
-			return errors.Join(err, s.sessions.arch.flush(ctx, final))
+			return write(ctx, final)
 		}
-		return errors.Join(err, st.WritePendingWith(ctx, func(ctx context.Context) error {
-			return s.sessions.arch.flush(ctx, final)
-		}))
+		return st.WritePendingWith(ctx, func(ctx context.Context) error { return write(ctx, final) })
 	})
 	s.sessions.durable = s.commit.wait
 	return s
+}
+
+// writeRound writes a round's session copies and last logins together (archive.flush);
+// without an archive, the logins alone.
+func (s *Service) writeRound(ctx context.Context, final bool) error {
+	if s.sessions.arch == nil {
+		return s.logins.flush(ctx)
+	}
+	return s.sessions.arch.flush(ctx, final, s.logins.take())
 }
 
 // Start runs the background writer of session copies and last logins (without it, each

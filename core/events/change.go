@@ -39,6 +39,8 @@ type Change struct {
 	evs    []Event
 	err    error // an event that could not be encoded
 	stored bool  // the store wrote recs with the change
+	// count makes the events of a bulk change from how many records it touched (OnCount).
+	count func(n int) []Event
 }
 
 // Begin starts the events of one change published to pub (nil: none are kept). The
@@ -102,6 +104,33 @@ func (c *Change) addLocked(es []Event) {
 		}
 		c.recs, c.evs = append(c.recs, rec), append(c.evs, e)
 	}
+}
+
+// OnCount makes the change's events from how many records it touched (a bulk delete's
+// "n license(s) deleted"; none when n is 0): the engine tells the count in the change's
+// transaction (storage.CountedOutbox), and the producer calls Counted with the count its
+// store call answered before Commit (a no-op when the events were stored with the change).
+func (c *Change) OnCount(fn func(n int) []Event) {
+	if c == nil {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.count = fn
+}
+
+// Counted makes the change's events from n (OnCount), unless they were stored already.
+func (c *Change) Counted(n int) {
+	if c == nil {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.count == nil || c.stored {
+		return
+	}
+	c.recs, c.evs, c.err = c.recs[:0], c.evs[:0], nil
+	c.addLocked(c.count(n))
 }
 
 // Take hands the change's events to the store's transaction (storage.EventOutbox).

@@ -455,3 +455,71 @@ func TestWritePendingWithStoresStagedEventsInTheWrite(t *testing.T) {
 		t.Fatalf("after a failed write the log's head is %d, want 3 (the staged event appended after it)", pos)
 	}
 }
+
+// TestCountedChangeStoresItsCountWithTheChange: a bulk delete's event names how many
+// records it removed; the engine tells the count in the delete's transaction, so the event
+// is stored with it (and a delete that removed nothing stores none). Over a Publisher that
+// is not the log, the producer's Counted makes the event and Commit publishes it.
+func TestCountedChangeStoresItsCountWithTheChange(t *testing.T) {
+	ctx := t.Context()
+	store := openStore(t, t.TempDir())
+	bus := events.NewBus(events.Config{Store: store})
+	defer bus.Close()
+	if err := store.CreateAccount(ctx, storage.Account{ID: "acc-1", Username: "owner", Email: "owner@example.org"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := store.CreateApp(ctx, storage.App{ID: "app-1", AccountID: "acc-1", Name: "One"}); err != nil {
+		t.Fatal(err)
+	}
+	now := storage.Truncate(time.Now())
+	var ls []storage.License
+	for i := range 3 {
+		ls = append(ls, storage.License{ID: fmt.Sprintf("lic-%d", i), AppID: "app-1", Key: fmt.Sprintf("KEY-%d", i), Enabled: true, CreatedAt: now, UpdatedAt: now})
+	}
+	if err := store.CreateLicenses(ctx, ls); err != nil {
+		t.Fatal(err)
+	}
+	counted := func(n int) []events.Event {
+		if n == 0 {
+			return nil
+		}
+		return []events.Event{{Name: events.LicenseDelete, AppID: "app-1", Data: map[string]any{"count": n}}}
+	}
+	deleteIDs := func(pub events.Publisher, ids ...string) *events.Change {
+		t.Helper()
+		octx, ch := events.Begin(ctx, pub)
+		ch.OnCount(counted)
+		n, err := store.DeleteLicenses(octx, "app-1", ids)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ch.Counted(n)
+		if err := ch.Commit(ctx); err != nil {
+			t.Fatal(err)
+		}
+		return ch
+	}
+
+	ch := deleteIDs(bus, "lic-0", "lic-1", "nobody")
+	stored, err := store.ReadEvents(ctx, 0, 10)
+	if err != nil || len(stored) != 1 {
+		t.Fatalf("after the bulk delete the log holds %d events (%v), want 1", len(stored), err)
+	}
+	got, err := events.Decode(stored[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.ID != ch.Events()[0].ID || fmt.Sprint(got.Data["count"]) != "2" {
+		t.Fatalf("stored %+v, want the change's event %s with count 2", got, ch.Events()[0].ID)
+	}
+	// A delete that removed nothing stores no event.
+	deleteIDs(bus, "lic-0")
+	if pos, _ := store.LastEventPos(ctx); pos != stored[0].Pos {
+		t.Fatalf("a delete of nothing wrote an event: the log's head is %d, want %d", pos, stored[0].Pos)
+	}
+	rec := &publishRecorder{}
+	deleteIDs(rec, "lic-2")
+	if len(rec.got) != 1 || fmt.Sprint(rec.got[0].Data["count"]) != "1" {
+		t.Fatalf("over a recorder the delete published %+v, want one event with count 1", rec.got)
+	}
+}

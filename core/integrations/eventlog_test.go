@@ -2,24 +2,74 @@ package integrations_test
 
 import (
 	"context"
+	"os"
+	"strconv"
 	"testing"
 	"time"
 
 	"github.com/keyward/keyward/core/events"
 	"github.com/keyward/keyward/core/integrations"
+	"github.com/keyward/keyward/internal/testenv"
+	"github.com/keyward/keyward/storage"
+	"github.com/keyward/keyward/storage/mongo"
+	"github.com/keyward/keyward/storage/storagetest"
 )
 
 // TestSlowReceiverLosesNothing: events keep arriving while the receiver takes 5 s per
 // answer; none is dropped (the event log and the delivery queue hold them), and once the
 // receiver recovers every event is delivered, each once (its delivery id is made from
-// the event's id). The store-level figure for 50,000 events is core/events'
-// TestBacklogIsNotDropped.
+// the event's id). SQLite; FerretDB (MongoDB wire) on request, see below. The store-level
+// figure for 50,000 events is core/events' TestBacklogIsNotDropped.
+// KEYWARD_TEST_SLOW_RECEIVER_EVENTS sets how many events arrive (default 5,000 on SQLite
+// and 1,000 on FerretDB, to keep make test cheap; the figure is 50,000: the test
+// logs the catch-up rate).
 func TestSlowReceiverLosesNothing(t *testing.T) {
-	const n = 5_000
-	f := newFixture(t)
+	count := func(def int) int {
+		v := os.Getenv("KEYWARD_TEST_SLOW_RECEIVER_EVENTS")
+		if v == "" {
+			return def
+		}
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 100 || n%100 != 0 {
+			t.Fatalf("KEYWARD_TEST_SLOW_RECEIVER_EVENTS=%q: want a multiple of 100", v)
+		}
+		return n
+	}
+	t.Run("sqlite", func(t *testing.T) {
+		f := newFixture(t)
+		s := f.open(t)
+		defer s.Close()
+		slowReceiver(t, f, s, count(5_000))
+	})
+	t.Run("ferretdb", func(t *testing.T) {
+		// Open: on FerretDB 1.24 the queue caught up at 3 deliveries/s (597 of 1,000
+		// within 3 minutes after the receiver recovered, load average 20, while SQLite did
+		// 497/s): the claim path on the MongoDB wire needs work before this runs in make
+		// test. KEYWARD_TEST_SLOW_RECEIVER_FERRET=1 runs it.
+		if os.Getenv("KEYWARD_TEST_SLOW_RECEIVER_FERRET") == "" {
+			t.Skip("KEYWARD_TEST_SLOW_RECEIVER_FERRET=1 runs the FerretDB variant (open: its catch-up is slow)")
+		}
+		uri := testenv.MongoURI(t)
+		f := newFixture(t)
+		s, err := mongo.Open(t.Context(), mongo.Config{URI: uri, Database: testenv.UniqueName("kwtest_slowhook_"), Sealer: storagetest.TestSealer(t)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			_ = s.Database().Drop(ctx)
+			_ = s.Close()
+		}()
+		f.seed(t, s)
+		slowReceiver(t, f, s, count(1_000))
+	})
+}
+
+// slowReceiver publishes n events to s's log while f's receiver takes 5 s per answer,
+// then lets it recover and checks that every event is delivered once.
+func slowReceiver(t *testing.T, f *fixture, s storage.Store, n int) {
 	f.hold.Store(int64(5 * time.Second))
-	s := f.open(t)
-	defer s.Close()
 	w := integrations.NewWorker(s, integrations.WorkerConfig{Client: f.client, Log: quiet()})
 	d := integrations.NewDispatcher(s, w.Wake, quiet(), nil)
 	bus := events.NewBus(events.Config{Store: s, Log: quiet()})
@@ -30,6 +80,7 @@ func TestSlowReceiverLosesNothing(t *testing.T) {
 	go func() { workerDone <- w.Run(ctx) }()
 	defer func() { stop(); <-workerDone }()
 	defer bus.Close()
+	begun := time.Now()
 	for i := 0; i < n; i += 100 {
 		batch := make([]events.Event, 100)
 		for j := range batch {
@@ -39,15 +90,23 @@ func TestSlowReceiverLosesNothing(t *testing.T) {
 			t.Fatalf("Publish: %v", err)
 		}
 	}
+	published := time.Now()
+	t.Logf("%d events stored in %v while the receiver took 5 s per answer; %d delivered meanwhile", n, time.Since(begun).Round(time.Millisecond), len(f.received()))
 	f.hold.Store(0) // the receiver recovers
 	start := time.Now()
+	// A bound, not a figure: 3 minutes, and 5 ms more per event on this busy machine.
+	deadline := start.Add(3*time.Minute + time.Duration(n)*5*time.Millisecond)
 	var got []string
-	for i := 0; ; i++ {
+	for {
 		got = f.received()
-		if len(got) >= n || i == 1800 {
+		if len(got) >= n || time.Now().After(deadline) {
 			break
 		}
 		time.Sleep(100 * time.Millisecond)
+	}
+	took := time.Since(start)
+	if took > 0 {
+		t.Logf("catch-up: %.0f deliveries/s after the receiver recovered (%v after the last event was stored)", float64(len(got))/took.Seconds(), time.Since(published).Round(time.Millisecond))
 	}
 	seen := map[string]int{}
 	for _, id := range got {

@@ -24,6 +24,7 @@ func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)
 // fixture is an app with a CUSTOM integration whose receiver counts requests.
 type fixture struct {
 	path, appID string
+	url         string // the receiver's
 	client      *http.Client
 	mu          sync.Mutex
 	got         []string // X-Keyward-Delivery of each request
@@ -42,23 +43,29 @@ func newFixture(t *testing.T) *fixture {
 		f.mu.Unlock()
 	}))
 	f.client = webhooks.NewClient(webhooks.Config{AllowPrivate: true, RootCAs: ca.Pool()})
+	f.url, f.appID = srv.URL, "app-1"
 	s := f.open(t)
 	defer s.Close()
+	f.seed(t, s)
+	return f
+}
+
+// seed writes the fixture's account, app and integration into s.
+func (f *fixture) seed(t *testing.T, s storage.Store) {
+	t.Helper()
 	now := storage.Now()
 	if err := s.CreateAccount(t.Context(), storage.Account{ID: "acc", Username: "o", Email: "o@example.com", Role: storage.RoleUser,
 		Plan: "pro", CreatedAt: now, UpdatedAt: now}); err != nil {
 		t.Fatal(err)
 	}
-	f.appID = "app-1"
 	if err := s.CreateApp(t.Context(), storage.App{ID: f.appID, AccountID: "acc", Name: "A", Enabled: true, SecretHash: "h",
 		CreatedAt: now, UpdatedAt: now}); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.CreateIntegration(t.Context(), storage.Integration{ID: "int-1", AppID: f.appID, Name: "ops", Kind: webhooks.KindCustom,
-		URL: srv.URL + "/hook", Events: []string{"user.login"}, Enabled: true, Secret: "whsec_test", CreatedAt: now, UpdatedAt: now}); err != nil {
+		URL: f.url + "/hook", Events: []string{"user.login"}, Enabled: true, Secret: "whsec_test", CreatedAt: now, UpdatedAt: now}); err != nil {
 		t.Fatal(err)
 	}
-	return f
 }
 
 func (f *fixture) open(t *testing.T) *sqlite.Store {

@@ -261,24 +261,31 @@ func (w *Worker) finish(ctx context.Context, log *slog.Logger, d storage.Deliver
 // countFailure counts a delivery that ended failed and disables the integration at
 // webhooks.DisableAfter in a row.
 func (w *Worker) countFailure(ctx context.Context, log *slog.Logger, i storage.Integration, lastErr string) {
-	disabled := false
-	updated := w.updateIntegration(ctx, log, i, func(cur *storage.Integration) error {
-		disabled = false
+	// The disable's event is stored with it (events.Change: in the update's SQLite
+	// transaction; on MongoDB Commit appends it after the update).
+	octx, ch := events.Begin(ctx, w.cfg.Bus)
+	_, err := w.store.UpdateIntegration(octx, i.AppID, i.ID, func(cur *storage.Integration) error {
+		ch.Set()
 		cur.ConsecutiveFailures++
 		if cur.Enabled && cur.ConsecutiveFailures >= webhooks.DisableAfter {
-			cur.Enabled, disabled = false, true
+			cur.Enabled = false
 			cur.DisabledReason = fmt.Sprintf("disabled after %d failed deliveries in a row; last error: %s",
 				cur.ConsecutiveFailures, lastErr)
 			cur.UpdatedAt = storage.Truncate(w.cfg.Now())
+			ch.Set(events.Event{Name: EventDisabled, AppID: i.AppID, Level: events.LevelWarning,
+				Message: fmt.Sprintf("integration %s was disabled: %s", i.Name, cur.DisabledReason),
+				Data:    map[string]any{"integrationId": i.ID, "name": i.Name, "type": i.Kind}})
 		}
 		return nil
 	})
-	if disabled && w.cfg.Bus != nil {
-		if err := w.cfg.Bus.Publish(ctx, events.Event{Name: EventDisabled, AppID: i.AppID, Level: events.LevelWarning,
-			Message: fmt.Sprintf("integration %s was disabled: %s", i.Name, updated.DisabledReason),
-			Data:    map[string]any{"integrationId": i.ID, "name": i.Name, "type": i.Kind}}); err != nil {
-			w.cfg.Log.Warn("webhooks: cannot log that an integration was disabled", "integration", i.ID, "err", err)
+	if err != nil {
+		if !errors.Is(err, storage.ErrNotFound) {
+			log.Warn("webhooks: cannot update integration failure count", "err", err)
 		}
+		return
+	}
+	if err := ch.Commit(ctx); err != nil {
+		w.cfg.Log.Warn("webhooks: cannot log that an integration was disabled", "integration", i.ID, "err", err)
 	}
 }
 

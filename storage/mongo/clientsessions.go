@@ -148,6 +148,17 @@ func (s *Store) GetClientSession(ctx context.Context, tokenHash string) (storage
 // sessionDeleteChunk bounds the hashes of one delete of DeleteClientSessions.
 const sessionDeleteChunk = 1000
 
+// SaveClientRound saves the sessions, then records the logins: two writes, both done
+// before it answers (FerretDB 1.24 has no multi-document transactions, so they cannot
+// share one); a login's answer waits for the round, so for both. The context's event
+// outbox is left to the caller (events.Bus.WritePendingWith appends the events after).
+func (s *Store) SaveClientRound(ctx context.Context, ss []storage.ClientSession, logins []storage.UserLogin) error {
+	if err := s.SaveClientSessions(ctx, ss); err != nil {
+		return err
+	}
+	return s.RecordLogins(ctx, logins)
+}
+
 // DeleteClientSessions removes the sessions with these token hashes, by chunks.
 func (s *Store) DeleteClientSessions(ctx context.Context, tokenHashes []string) error {
 	const op = "delete client sessions"

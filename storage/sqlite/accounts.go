@@ -129,35 +129,36 @@ func (s *Store) GetAccountByAPIKeyHash(ctx context.Context, hash string) (storag
 // UpdateAccount runs read, fn and write in one IMMEDIATE transaction on the single writer
 // connection, so no other writer — in this process or another — interleaves.
 func (s *Store) UpdateAccount(ctx context.Context, id string, fn func(*storage.Account) error) (storage.Account, error) {
-	tx, err := s.w.BeginTx(ctx, nil)
-	if err != nil {
-		return storage.Account{}, wrap("update account", err)
-	}
-	defer tx.Rollback() //nolint:errcheck // after Commit this is a no-op
+	const op = "update account"
+	var out storage.Account
+	// inWriteTx: a plan change's events (one per app of the account) go in its transaction.
+	err := s.inWriteTx(ctx, op, func(tx *sql.Tx) error {
+		cur, err := s.scanAccount(tx.QueryRowContext(ctx, `SELECT `+accountCols+` FROM accounts WHERE id = ?`, id))
+		if err != nil {
+			return wrap(op, err)
+		}
+		next := cur
+		if err := fn(&next); err != nil {
+			return err
+		}
+		next.ID, next.CreatedAt = cur.ID, cur.CreatedAt
+		normalize(&next)
 
-	cur, err := s.scanAccount(tx.QueryRowContext(ctx, `SELECT `+accountCols+` FROM accounts WHERE id = ?`, id))
+		stored := next
+		if err := storage.SealAccount(s.sealer, &stored); err != nil {
+			return wrap(op, err)
+		}
+		if _, err := tx.ExecContext(ctx, `UPDATE accounts SET `+accountSet+` WHERE id = ?`,
+			append(accountSetArgs(stored), id)...); err != nil {
+			return wrap(op, err)
+		}
+		out = next
+		return nil
+	})
 	if err != nil {
-		return storage.Account{}, wrap("update account", err)
-	}
-	next := cur
-	if err := fn(&next); err != nil {
 		return storage.Account{}, err
 	}
-	next.ID, next.CreatedAt = cur.ID, cur.CreatedAt
-	normalize(&next)
-
-	stored := next
-	if err := storage.SealAccount(s.sealer, &stored); err != nil {
-		return storage.Account{}, wrap("update account", err)
-	}
-	if _, err := tx.ExecContext(ctx, `UPDATE accounts SET `+accountSet+` WHERE id = ?`,
-		append(accountSetArgs(stored), id)...); err != nil {
-		return storage.Account{}, wrap("update account", err)
-	}
-	if err := tx.Commit(); err != nil {
-		return storage.Account{}, wrap("update account", err)
-	}
-	return next, nil
+	return out, nil
 }
 
 // DeleteAccount removes the account; ON DELETE CASCADE removes its tokens in the same

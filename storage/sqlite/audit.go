@@ -34,40 +34,46 @@ func (s *Store) AppendAudit(ctx context.Context, entries []storage.AuditEntry) e
 		return nil
 	}
 	return s.inWriteTx(ctx, "append audit", func(tx *sql.Tx) error {
-		// An id stored already inserts nothing (a retried batch) and leaves the chain's end.
-		insert, err := tx.PrepareContext(ctx, `INSERT INTO audit_log (`+auditCols+`) VALUES (`+placeholders(19)+`) ON CONFLICT (id) DO NOTHING`)
+		return s.appendAuditTx(ctx, tx, entries)
+	})
+}
+
+// appendAuditTx appends entries in tx (AppendAudit's, or a change's own transaction:
+// storage.AuditOutbox, inWriteTx).
+func (s *Store) appendAuditTx(ctx context.Context, tx *sql.Tx, entries []storage.AuditEntry) error {
+	// An id stored already inserts nothing (a retried batch) and leaves the chain's end.
+	insert, err := tx.PrepareContext(ctx, `INSERT INTO audit_log (`+auditCols+`) VALUES (`+placeholders(19)+`) ON CONFLICT (id) DO NOTHING`)
+	if err != nil {
+		return wrap("append audit", err)
+	}
+	defer insert.Close()
+	tails := map[string]chainLink{}
+	for _, e := range entries {
+		tail, known := tails[e.AccountID]
+		if !known {
+			err := tx.QueryRowContext(ctx, `SELECT seq, hash FROM audit_log WHERE account_id = ? AND seq > 0 ORDER BY seq DESC LIMIT 1`,
+				e.AccountID).Scan(&tail.seq, &tail.hash)
+			if err != nil && !errors.Is(err, sql.ErrNoRows) {
+				return wrap("append audit: chain end", err)
+			}
+		}
+		e.Seq, e.PrevHash = tail.seq+1, tail.hash
+		e.CreatedAt = storage.Truncate(e.CreatedAt)
+		e.Hash = storage.AuditHash(e)
+		res, err := insert.ExecContext(ctx, e.ID, e.AccountID, e.AppID, e.ActorType, e.ActorID, e.ActorName, e.IP, e.Method,
+			e.Route, e.Path, e.RecordType, e.RecordID, e.Status, e.Before, e.After, toMillis(e.CreatedAt), e.Seq, e.PrevHash,
+			e.Hash)
 		if err != nil {
 			return wrap("append audit", err)
 		}
-		defer insert.Close()
-		tails := map[string]chainLink{}
-		for _, e := range entries {
-			tail, known := tails[e.AccountID]
-			if !known {
-				err := tx.QueryRowContext(ctx, `SELECT seq, hash FROM audit_log WHERE account_id = ? AND seq > 0 ORDER BY seq DESC LIMIT 1`,
-					e.AccountID).Scan(&tail.seq, &tail.hash)
-				if err != nil && !errors.Is(err, sql.ErrNoRows) {
-					return wrap("append audit: chain end", err)
-				}
-			}
-			e.Seq, e.PrevHash = tail.seq+1, tail.hash
-			e.CreatedAt = storage.Truncate(e.CreatedAt)
-			e.Hash = storage.AuditHash(e)
-			res, err := insert.ExecContext(ctx, e.ID, e.AccountID, e.AppID, e.ActorType, e.ActorID, e.ActorName, e.IP, e.Method,
-				e.Route, e.Path, e.RecordType, e.RecordID, e.Status, e.Before, e.After, toMillis(e.CreatedAt), e.Seq, e.PrevHash,
-				e.Hash)
-			if err != nil {
-				return wrap("append audit", err)
-			}
-			tails[e.AccountID] = tail
-			if n, err := res.RowsAffected(); err != nil {
-				return wrap("append audit", err)
-			} else if n == 1 {
-				tails[e.AccountID] = chainLink{e.Seq, e.Hash}
-			}
+		tails[e.AccountID] = tail
+		if n, err := res.RowsAffected(); err != nil {
+			return wrap("append audit", err)
+		} else if n == 1 {
+			tails[e.AccountID] = chainLink{e.Seq, e.Hash}
 		}
-		return nil
-	})
+	}
+	return nil
 }
 
 // ListAudit implements storage.AuditStore.

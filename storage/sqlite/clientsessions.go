@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"fmt"
 	"slices"
 	"time"
 
@@ -37,10 +38,36 @@ func scanClientSession(row scanner) (storage.ClientSession, error) {
 func (s *Store) SaveClientSessions(ctx context.Context, ss []storage.ClientSession) error {
 	rows := make([][]any, len(ss))
 	for i, c := range ss {
-		rows[i] = []any{c.TokenHash, c.AppID, c.AccountID, c.UserID, c.Username, c.HWID, c.IP, c.Country, c.Version,
-			toMillis(c.CreatedAt), toMillis(c.LoginAt), toMillis(c.ExpiresAt)}
+		rows[i] = clientSessionRow(c)
 	}
 	return s.insertAll(ctx, "save client sessions", saveClientSession, rows)
+}
+
+func clientSessionRow(c storage.ClientSession) []any {
+	return []any{c.TokenHash, c.AppID, c.AccountID, c.UserID, c.Username, c.HWID, c.IP, c.Country, c.Version,
+		toMillis(c.CreatedAt), toMillis(c.LoginAt), toMillis(c.ExpiresAt)}
+}
+
+// SaveClientRound upserts the sessions and records the logins in one write transaction,
+// with the events of the context's outbox (a round's sign-ins: events.Bus.WritePendingWith):
+// a login's session, last login and events are stored together or not at all. Both
+// statements are prepared once (hotWrites).
+func (s *Store) SaveClientRound(ctx context.Context, ss []storage.ClientSession, logins []storage.UserLogin) error {
+	const op = "save client round"
+	if len(ss) == 0 && len(logins) == 0 {
+		return nil
+	}
+	return s.inWriteTx(ctx, op, func(tx *sql.Tx) error {
+		if len(ss) > 0 {
+			save := s.txStmt(ctx, tx, saveClientSession)
+			for i, c := range ss {
+				if _, err := save.ExecContext(ctx, clientSessionRow(c)...); err != nil {
+					return wrap(fmt.Sprintf("%s: session %d", op, i), err)
+				}
+			}
+		}
+		return s.recordLoginsTx(ctx, tx, op, logins)
+	})
 }
 
 // GetClientSession reads one session by token hash, expired or not.

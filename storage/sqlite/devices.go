@@ -55,9 +55,25 @@ func (s *Store) DeleteDevice(ctx context.Context, appID, id string) (storage.Dev
 
 // DeleteUserDevices removes every device of the app's user.
 func (s *Store) DeleteUserDevices(ctx context.Context, appID, userID string) (int, error) {
-	n, err := execCount(ctx, s.w, `DELETE FROM devices WHERE app_id = ? AND user_id = ?`, appID, userID)
+	const op = "delete user devices"
+	const query = `DELETE FROM devices WHERE app_id = ? AND user_id = ?`
+	if storage.EventOutboxFrom(ctx) != nil {
+		// The change's events (an HWID reset's, which names the devices removed) go in
+		// its transaction.
+		var n int
+		err := s.inWriteTx(ctx, op, func(tx *sql.Tx) error {
+			var err error
+			if n, err = execCount(ctx, tx, query, appID, userID); err != nil {
+				return wrap(op, err)
+			}
+			storage.OutboxCounted(ctx, n)
+			return nil
+		})
+		return n, err
+	}
+	n, err := execCount(ctx, s.w, query, appID, userID)
 	if err != nil {
-		return 0, wrap("delete user devices", err)
+		return 0, wrap(op, err)
 	}
 	return n, nil
 }

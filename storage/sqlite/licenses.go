@@ -174,6 +174,7 @@ func (s *Store) DeleteLicenses(ctx context.Context, appID string, ids []string) 
 				return wrap(op+": variables", err)
 			}
 		}
+		storage.OutboxCounted(ctx, total) // a bulk change's events name its count
 		return nil
 	})
 	if err != nil {
@@ -211,6 +212,7 @@ func (s *Store) DeleteLicensesWhere(ctx context.Context, appID, filter string, n
 		if n, err = execCount(ctx, tx, `DELETE FROM licenses WHERE app_id = ? AND `+cond, args...); err != nil {
 			return wrap(op, err)
 		}
+		storage.OutboxCounted(ctx, n) // a bulk change's events name its count
 		return nil
 	})
 	if err != nil {

@@ -21,22 +21,27 @@ func (s *Store) RecordLogins(ctx context.Context, logins []storage.UserLogin) er
 		return nil
 	}
 	return s.inWriteTx(ctx, op, func(tx *sql.Tx) error {
-		stmt, err := tx.PrepareContext(ctx,
-			`UPDATE app_users SET last_login_at = ?, last_login_ip = ?, hwid = COALESCE(NULLIF(?, ''), hwid),
-			pc_name = COALESCE(NULLIF(?, ''), pc_name) WHERE app_id = ? AND id = ? AND last_login_at < ?`)
-		if err != nil {
-			return wrap(op, err)
-		}
-		defer stmt.Close()
-		for i, l := range logins {
-			if l.At.IsZero() {
-				continue // a zero time is after nothing
-			}
-			at := toMillis(l.At)
-			if _, err := stmt.ExecContext(ctx, at, l.IP, l.HWID, l.PCName, l.AppID, l.UserID, at); err != nil {
-				return wrap(fmt.Sprintf("%s: login %d", op, i), err)
-			}
-		}
-		return nil
+		return s.recordLoginsTx(ctx, tx, op, logins)
 	})
+}
+
+// recordLogin is RecordLogins' UPDATE (a hot write: every login's round runs it).
+const recordLogin = `UPDATE app_users SET last_login_at = ?, last_login_ip = ?, hwid = COALESCE(NULLIF(?, ''), hwid),
+	pc_name = COALESCE(NULLIF(?, ''), pc_name) WHERE app_id = ? AND id = ? AND last_login_at < ?`
+
+func (s *Store) recordLoginsTx(ctx context.Context, tx *sql.Tx, op string, logins []storage.UserLogin) error {
+	if len(logins) == 0 {
+		return nil
+	}
+	stmt := s.txStmt(ctx, tx, recordLogin)
+	for i, l := range logins {
+		if l.At.IsZero() {
+			continue // a zero time is after nothing
+		}
+		at := toMillis(l.At)
+		if _, err := stmt.ExecContext(ctx, at, l.IP, l.HWID, l.PCName, l.AppID, l.UserID, at); err != nil {
+			return wrap(fmt.Sprintf("%s: login %d", op, i), err)
+		}
+	}
+	return nil
 }

@@ -39,10 +39,23 @@ func (s *Store) inWriteTx(ctx context.Context, op string, f func(tx *sql.Tx) err
 	// updater that adds them is seen, are written in its transaction.
 	ob := storage.EventOutboxFrom(ctx)
 	var recs []storage.EventRecord
+	var ao storage.AuditOutbox
 	if ob != nil {
 		if recs = ob.Take(); len(recs) > 0 {
 			if err := s.appendEventsTx(ctx, tx, recs); err != nil {
 				return wrap(op+": events", err)
+			}
+		}
+		// The change's audit entry (storage.AuditOutbox, the edge's draft) goes in the
+		// same transaction: only in the change's own store call, which carries the
+		// event outbox.
+		if ao = storage.AuditOutboxFrom(ctx); ao != nil {
+			if e, ok := ao.TakeAudit(); ok {
+				if err := s.appendAuditTx(ctx, tx, []storage.AuditEntry{e}); err != nil {
+					return wrap(op+": audit", err)
+				}
+			} else {
+				ao = nil
 			}
 		}
 	}
@@ -51,6 +64,9 @@ func (s *Store) inWriteTx(ctx context.Context, op string, f func(tx *sql.Tx) err
 	}
 	if len(recs) > 0 {
 		ob.Stored(recs)
+	}
+	if ao != nil {
+		ao.AuditStored()
 	}
 	return nil
 }

@@ -236,8 +236,9 @@ func (s *Store) readRow(ctx context.Context, query string, args ...any) *sql.Row
 }
 
 // hotWrites are the statements every change of their kind runs in its write
-// transaction (the event log's append, an app's update): prepareWrites prepares them once.
-var hotWrites = []string{lastEventSeq, insertEvent, selectAppForUpdate, updateApp}
+// transaction (the event log's append, an app's update, a client round's sessions and
+// last logins): prepareWrites prepares them once.
+var hotWrites = []string{lastEventSeq, insertEvent, selectAppForUpdate, updateApp, saveClientSession, recordLogin}
 
 // prepareWrites prepares hotWrites once, on the writer's one connection, outside any
 // transaction (the connection is the transaction's while one runs): parsing them would

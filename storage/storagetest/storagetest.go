@@ -34,6 +34,7 @@ func Run(t *testing.T, newStore func(t *testing.T) storage.Store) {
 	tests = append(tests, userTests...)
 	tests = append(tests, userBatchTests...)
 	tests = append(tests, loginTests...)
+	tests = append(tests, clientRoundTests...)
 	tests = append(tests, licenseTests...)
 	tests = append(tests, deviceTests...)
 	tests = append(tests, appTokenTests...)
