@@ -140,6 +140,9 @@ func (c *Change) Take() []storage.EventRecord {
 	if c.stored || len(c.recs) == 0 {
 		return nil
 	}
+	if c.bus != nil {
+		c.bus.markMine(c.recs)
+	}
 	return append([]storage.EventRecord(nil), c.recs...)
 }
 

@@ -27,7 +27,10 @@ type ConsumerConfig struct {
 	// their change was acknowledged, so a consumer doing the same work (the app actors'
 	// invalidation) would do it twice. Events of other nodes, and this node's events read
 	// back from the database (after a restart, or once the recent ones were dropped), are
-	// handled.
+	// handled. This node's events read from the database before they were announced are
+	// known by their ids (Bus.markMine) and skipped too; one whose writer panicked
+	// between its commit and its announcement is then left to the consumer's backstop
+	// (the app actors' snapshot refresh).
 	SkipLocal bool
 	// Batch is the most events handed to Handle at once; default 500.
 	Batch int
@@ -286,8 +289,10 @@ func (c *Consumer) runLoop() {
 			if c.cfg.Types != nil && !c.cfg.Types.Has(Type(r.Type)) {
 				continue
 			}
-			if decoded != nil && c.cfg.SkipLocal {
-				continue // recent holds only this node's events (Bus.remember)
+			if c.cfg.SkipLocal && (decoded != nil || c.bus.isMine(r.ID)) {
+				// recent holds only this node's events (Bus.remember); one read from the
+				// database may be this node's too, stored but not yet announced.
+				continue
 			}
 			if decoded != nil {
 				evs = append(evs, decoded[i])

@@ -152,6 +152,13 @@ type Bus struct {
 	// has caught up reads the next ones here instead of from the database (the log is
 	// read once per node, not once per consumer).
 	recent []cachedEvent
+	// mine holds the ids of the last events this node handed to the store, recorded
+	// before the store has them (mineRing keeps the order, mineMax bounds both): a
+	// SkipLocal consumer that reads one back from the database before it was announced
+	// (and so before it is in recent) still knows it as this node's.
+	mine     map[string]struct{}
+	mineRing []string
+	mineNext int
 
 	writing sync.Mutex // one round is written at a time (the writer, WritePendingWith)
 	wake    chan struct{}
@@ -181,6 +188,35 @@ type cachedEvent struct {
 
 // recentMax bounds Bus.recent; half is dropped when it is full.
 const recentMax = 8192
+
+// mineMax bounds Bus.mine: a consumer further behind than that handles this node's
+// events again, which SkipLocal consumers must bear anyway (their work is idempotent).
+const mineMax = 2 * recentMax
+
+// markMine records recs as this node's events, before they are stored.
+func (b *Bus) markMine(recs []storage.EventRecord) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.mine == nil {
+		b.mine, b.mineRing = make(map[string]struct{}, mineMax), make([]string, mineMax)
+	}
+	for _, r := range recs {
+		if old := b.mineRing[b.mineNext]; old != "" {
+			delete(b.mine, old)
+		}
+		b.mineRing[b.mineNext] = r.ID
+		b.mine[r.ID] = struct{}{}
+		b.mineNext = (b.mineNext + 1) % mineMax
+	}
+}
+
+// isMine answers whether this node stored the event id (of the last mineMax it stored).
+func (b *Bus) isMine(id string) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	_, ok := b.mine[id]
+	return ok
+}
 
 // remember adds stored events to recent.
 func (b *Bus) remember(recs []storage.EventRecord, evs []Event) {
@@ -476,6 +512,7 @@ func (b *Bus) writeTaken(r *round) {
 	defer cancel()
 	recs, evs := r.live()
 	if len(recs) > 0 {
+		b.markMine(recs)
 		r.err = b.safeAppend(ctx, recs)
 	}
 	b.finish(r, recs, evs)
@@ -556,6 +593,7 @@ func (o *roundOutbox) Take() []storage.EventRecord {
 			return nil
 		}
 		o.recs, o.evs = o.r.live()
+		o.b.markMine(o.recs)
 	}
 	return o.recs
 }
