@@ -248,6 +248,13 @@ type appActor[S any] struct {
 	// changed is set by an Invalidate while the actor holds sockets: the reload it started
 	// is followed by the ticks marked OnChange.
 	changed bool
+
+	// The passivation timer (idle.go): idleTimer sends idleCheck{idleGen} after idleFor;
+	// lastActive is when the actor last handled a message.
+	idleTimer  *time.Timer
+	idleGen    uint64
+	idleFor    time.Duration
+	lastActive time.Time
 }
 
 // failedLinger is how long an actor whose first load failed answers stragglers before it
@@ -255,12 +262,15 @@ type appActor[S any] struct {
 const failedLinger = 200 * time.Millisecond
 
 func (s *appActor[S]) Receive(ctx actor.Context) {
+	if _, ok := ctx.Message().(idleCheck); !ok {
+		s.lastActive = time.Now()
+	}
 	if s.receiveSockets(ctx) || s.receiveBus(ctx) || s.receiveReads(ctx) || s.receivePlans(ctx) {
 		return
 	}
 	switch m := ctx.Message().(type) {
 	case *actor.Started:
-		ctx.SetReceiveTimeout(s.dir.cfg.Idle)
+		s.armIdle(ctx, s.dir.cfg.Idle)
 		if len(s.reg.sockets) > 0 {
 			// A restart: the registry's sockets are still here; their timers and their
 			// actors (stopped with the incarnation that failed) start again.
@@ -269,6 +279,7 @@ func (s *appActor[S]) Receive(ctx actor.Context) {
 		}
 	case *actor.Restarting:
 		s.stopTimers()
+		s.stopIdle()
 	case getSnapshot:
 		if s.failed != nil {
 			ctx.Respond(snapshotReply[S]{err: s.failed})
@@ -313,7 +324,7 @@ func (s *appActor[S]) Receive(ctx actor.Context) {
 			// meanwhile gets the same error.
 			s.dir.forget(s.appID, ctx.Self())
 			s.failed = m.err
-			ctx.SetReceiveTimeout(failedLinger)
+			s.armIdle(ctx, failedLinger)
 		}
 		if m.err == nil {
 			// Recorded before the waiters hear of it: a waiter that acts at once (and a
@@ -325,16 +336,11 @@ func (s *appActor[S]) Receive(ctx actor.Context) {
 		}
 		s.waiters = s.waiters[:0]
 		s.answerPlans(ctx, m.err)
-	case *actor.ReceiveTimeout:
-		// An actor that holds sockets is never passivated, nor one that has reads to answer.
-		if !s.loading && len(s.reg.sockets) == 0 && len(s.reg.reads) == 0 && !s.reg.subscribing && s.reg.admitting == 0 {
-			if s.failed == nil {
-				s.dir.cfg.Metrics.Passivated(appKind)
-			}
-			ctx.Stop(ctx.Self())
-		}
+	case idleCheck:
+		s.idle(ctx, m)
 	case *actor.Stopping:
 		s.stopTimers()
+		s.stopIdle()
 		s.unsubscribe()
 		s.dir.forget(s.appID, ctx.Self())
 		for _, w := range s.waiters {

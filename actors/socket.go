@@ -125,7 +125,7 @@ func (a *socketActor) receive(ctx actor.Context) {
 		a.sock.Receive(a, SocketStarted{})
 	case *actor.Stopping:
 		a.sock.Receive(a, SocketStopping{})
-	case *actor.Stopped, *actor.Restarting, *actor.ReceiveTimeout:
+	case *actor.Stopped, *actor.Restarting:
 	case goFailed:
 		panic(m.reason)
 	default:

@@ -276,9 +276,8 @@ func (s *appActor[S]) receiveSockets(ctx actor.Context) bool {
 		if held && len(r.sockets) == 0 {
 			s.stopTimers()
 			// The idle time counts from the last socket's leaving: the timer is armed again
-			// (protoactor cancels it once it fired, and an actor holding sockets then stayed,
-			// which a restart can bring about).
-			ctx.SetReceiveTimeout(s.dir.cfg.Idle)
+			// (an actor that held sockets when it fired stayed without one).
+			s.armIdle(ctx, s.dir.cfg.Idle)
 		}
 		s.maybeUnsubscribe()
 		if pid := r.live[m.id]; held && pid != nil {
