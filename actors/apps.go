@@ -51,10 +51,9 @@ type Apps[S any] struct {
 	mu     sync.Mutex
 	pids   map[string]*actor.PID
 	closed bool
-	// ticks is the periodic work on the apps' sockets (sockets.go).
-	ticks []Tick
-	// plan makes a hook plan from a snapshot (plans.go); nil: no planning.
-	plan Planner[S]
+	// ticks is the periodic work on the apps' sockets, done by tickWork (sockets.go).
+	ticks    []Tick
+	tickWork TickWork
 	// bus is how the AppActors subscribe to their apps' deliveries; topics counts their
 	// subscriptions (bus.go).
 	bus    BusConfig
@@ -118,32 +117,13 @@ type (
 // Snapshot answers the application's snapshot from its actor, spawning the actor if needed.
 // The loader's error (for example the application does not exist) comes back as is.
 func (a *Apps[S]) Snapshot(ctx context.Context, appID string) (S, error) {
-	var zero S
-	for try := 0; try < 3; try++ {
-		pid, err := a.pid(appID)
-		if err != nil {
-			return zero, err
-		}
-		timeout := askTimeout
-		if d, ok := ctx.Deadline(); ok {
-			timeout = min(timeout, time.Until(d))
-		}
-		if timeout <= 0 {
-			return zero, context.DeadlineExceeded
-		}
-		res, err := a.system.Root.RequestFuture(pid, getSnapshot{}, timeout).Result()
-		if errors.Is(err, actor.ErrDeadLetter) {
-			// The actor passivated between the lookup and the request.
-			a.forget(appID, pid)
-			continue
-		}
-		if err != nil {
-			return zero, fmt.Errorf("app actor %s: %w: %w", appID, ErrUnavailable, err)
-		}
-		r := res.(snapshotReply[S])
-		return r.snap, r.err
+	res, err := a.ask(ctx, appID, getSnapshot{})
+	if err != nil {
+		var zero S
+		return zero, err
 	}
-	return zero, fmt.Errorf("app actor %s: stopped repeatedly: %w", appID, ErrUnavailable)
+	r := res.(snapshotReply[S])
+	return r.snap, r.err
 }
 
 // Invalidate tells the application's actor, if it runs on this node, that the application
@@ -153,9 +133,9 @@ func (a *Apps[S]) Snapshot(ctx context.Context, appID string) (S, error) {
 // never blocks: it is called from the event pipeline and the cluster bus.
 func (a *Apps[S]) Invalidate(appID string) {
 	a.mu.Lock()
-	pid := a.pids[appID]
-	a.mu.Unlock()
-	if pid != nil {
+	defer a.mu.Unlock()
+	// Sent under mu, as every request is (send): see idle.go.
+	if pid := a.pids[appID]; pid != nil {
 		a.system.Root.Send(pid, invalidate{})
 	}
 }
@@ -195,24 +175,49 @@ func (a *Apps[S]) panicked(what, appID string, p any) {
 	a.cfg.Log.Error("actors: panic in "+what, "app", appID, "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
 }
 
-func (a *Apps[S]) pid(appID string) (*actor.PID, error) {
+// send sends msg to appID's actor, spawning it if needed, as a request answered through
+// the future. The send is made under mu, the lock under which a passivating actor leaves
+// the directory: a request is either in the actor's mailbox before the actor's passivate
+// message, or goes to a new actor (idle.go).
+func (a *Apps[S]) send(appID string, msg any, timeout time.Duration) (*actor.Future, *actor.PID, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.closed {
-		return nil, ErrClosed
+		return nil, nil, ErrClosed
 	}
-	if p := a.pids[appID]; p != nil {
-		return p, nil
+	pid := a.pids[appID]
+	if pid == nil {
+		pid = a.spawn(appID)
 	}
+	return a.system.Root.RequestFuture(pid, msg, timeout), pid, nil
+}
+
+// spawn starts appID's actor; a.mu is held.
+func (a *Apps[S]) spawn(appID string) *actor.PID {
 	// The registry belongs to the actor's incarnations: one restarted by its supervisor
 	// gets the registry of the one it replaces.
-	reg := &registry{sockets: map[string]any{}}
+	reg := &registry{sockets: map[string]Member{}}
 	opts := append([]actor.PropsOption{actor.WithSupervisor(socketSupervisor{reg: reg, appID: appID, log: a.cfg.Log.Error})}, a.propsOpts...)
 	p := a.system.Root.SpawnPrefix(actor.PropsFromProducer(func() actor.Actor {
 		return &appActor[S]{dir: a, appID: appID, reg: reg}
 	}, opts...), appKind)
 	a.pids[appID] = p
-	return p, nil
+	return p
+}
+
+// readopt puts pid back as appID's actor unless another took its place; it answers
+// whether it did (idle.go).
+func (a *Apps[S]) readopt(appID string, pid *actor.PID) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if cur := a.pids[appID]; cur != nil {
+		return cur.Equal(pid)
+	}
+	if a.closed {
+		return false
+	}
+	a.pids[appID] = pid
+	return true
 }
 
 // forget drops the directory entry of appID if it still names pid.
@@ -229,8 +234,9 @@ type appActor[S any] struct {
 	dir   *Apps[S]
 	appID string
 	// reg is the app's sockets on this node; ticks the periodic work on them.
-	reg   *registry
-	ticks []Tick
+	reg      *registry
+	ticks    []Tick
+	tickWork TickWork
 
 	snap     S
 	have     bool
@@ -255,6 +261,9 @@ type appActor[S any] struct {
 	idleGen    uint64
 	idleFor    time.Duration
 	lastActive time.Time
+	// activeSinceIdle: a message came after the actor decided it was idle and left the
+	// directory (idle.go).
+	activeSinceIdle bool
 }
 
 // failedLinger is how long an actor whose first load failed answers stragglers before it
@@ -262,8 +271,11 @@ type appActor[S any] struct {
 const failedLinger = 200 * time.Millisecond
 
 func (s *appActor[S]) Receive(ctx actor.Context) {
-	if _, ok := ctx.Message().(idleCheck); !ok {
+	switch ctx.Message().(type) {
+	case idleCheck, passivate:
+	default:
 		s.lastActive = time.Now()
+		s.activeSinceIdle = true
 	}
 	if s.receiveSockets(ctx) || s.receiveBus(ctx) || s.receiveReads(ctx) || s.receivePlans(ctx) {
 		return
@@ -338,6 +350,8 @@ func (s *appActor[S]) Receive(ctx actor.Context) {
 		s.answerPlans(ctx, m.err)
 	case idleCheck:
 		s.idle(ctx, m)
+	case passivate:
+		s.passivate(ctx)
 	case *actor.Stopping:
 		s.stopTimers()
 		s.stopIdle()

@@ -25,11 +25,16 @@ type Subscriber interface {
 // BusConfig is how AppActors receive their application's deliveries.
 type BusConfig struct {
 	Bus Subscriber
-	// Topic names an application's topic.
-	Topic func(appID string) string
-	// Deliver hands one delivery to the app's sockets on this node; it runs in the
-	// AppActor's Receive and must not block.
-	Deliver func(appID string, payload []byte, sockets []any)
+	// TopicPrefix names the applications' topics: the prefix and the application's id.
+	TopicPrefix string
+	// Deliver hands each delivery to the app's sockets on this node.
+	Deliver Deliverer
+}
+
+// Deliverer hands one delivery of an app's topic to the app's sockets on this node. It
+// runs in the AppActor's Receive and must not block (it only sends messages).
+type Deliverer interface {
+	Deliver(appID string, payload []byte, sockets []Member)
 }
 
 // SetBus has the AppActors subscribe to their applications' topics; it is called once,
@@ -131,7 +136,7 @@ func (s *appActor[S]) subscribe(ctx actor.Context) {
 		sctx, cancel := context.WithTimeout(dir.base, askTimeout)
 		defer cancel()
 		var stop func()
-		stop, err = cfg.Bus.Subscribe(sctx, cfg.Topic(appID), func(payload []byte) { root.Send(self, busDelivery{payload: payload}) })
+		stop, err = cfg.Bus.Subscribe(sctx, cfg.TopicPrefix+appID, func(payload []byte) { root.Send(self, busDelivery{payload: payload}) })
 		if err != nil {
 			err = fmt.Errorf("actors: subscribe app %s: %w", appID, err)
 			return
@@ -148,7 +153,7 @@ func (s *appActor[S]) receiveBus(ctx actor.Context) bool {
 	switch m := ctx.Message().(type) {
 	case busDelivery:
 		if len(r.sockets) > 0 {
-			s.dir.busConfig().Deliver(s.appID, m.payload, r.members())
+			s.dir.busConfig().Deliver.Deliver(s.appID, m.payload, r.members())
 		}
 	case subscribed:
 		r.subscribing = false

@@ -65,6 +65,27 @@ func (s *appActor[S]) idle(ctx actor.Context, m idleCheck) {
 		s.arm(ctx, s.idleFor)
 		return
 	}
+	// The actor leaves the directory first, then stops on its passivate message: a request
+	// sent before it left (sends are made under the directory's lock) is in the mailbox
+	// ahead of passivate and is answered; one sent after goes to a new actor. protoactor
+	// drops, without an answer, a message that reaches an actor after it stopped.
+	s.activeSinceIdle = false
+	s.dir.forget(s.appID, ctx.Self())
+	ctx.Send(ctx.Self(), passivate{})
+}
+
+// passivate is the actor's last message once it left the directory as idle.
+type passivate struct{}
+
+// passivate stops the actor, unless a request reached it after it decided it was idle:
+// then it goes back into the directory (if no new actor took its place) and waits for
+// another idle time.
+func (s *appActor[S]) passivate(ctx actor.Context) {
+	if s.activeSinceIdle && s.failed == nil {
+		s.dir.readopt(s.appID, ctx.Self())
+		s.armIdle(ctx, s.idleFor)
+		return
+	}
 	if s.failed == nil {
 		s.dir.cfg.Metrics.Passivated(appKind)
 	}

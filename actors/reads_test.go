@@ -50,13 +50,13 @@ func TestReadsOfOneKindShareARun(t *testing.T) {
 
 	// Twenty requests, queued in the actor's mailbox while run 1 is under way (a request
 	// future is sent before RequestFuture returns).
-	pid, err := dir.pid("a")
-	if err != nil {
-		t.Fatal(err)
-	}
 	var futures []*actor.Future
 	for range 20 {
-		futures = append(futures, dir.system.Root.RequestFuture(pid, readReq{key: "online", read: g.read}, 5*time.Second))
+		f, _, err := dir.send("a", readReq{key: "online", read: g.read}, 5*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		futures = append(futures, f)
 	}
 	close(g.gate)
 	if v := <-first; v != int32(1) {

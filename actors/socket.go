@@ -28,10 +28,16 @@ import (
 // mailbox at that moment are (a frame a reader handed over: the reader goes on at its
 // deadline; a delivery).
 
+// Member is a socket registered with its app's actor: the registry, the deliveries and the
+// periodic work handle it as one. A Member that is a Socket gets an actor of its own.
+type Member interface {
+	// Kind is the actor kind in the metrics and the held counts: "session" or "dashboard".
+	Kind() string
+}
+
 // Socket is one socket's state and rules, run by its actor.
 type Socket interface {
-	// Kind is the actor kind in the metrics: "session" or "dashboard".
-	Kind() string
+	Member
 	// Spawned gives the socket the reference of its actor, once, before the admission or
 	// the join that registered it answers.
 	Spawned(ref Ref)
@@ -207,7 +213,7 @@ func (s *appActor[S]) socketProps(kind string) *actor.Props {
 
 // spawnSocket starts the actor of socket id when it is a Socket; first says whether
 // this is its first actor (not a re-spawn after a restart).
-func (s *appActor[S]) spawnSocket(ctx actor.Context, id string, socket any, first bool) {
+func (s *appActor[S]) spawnSocket(ctx actor.Context, id string, socket Member, first bool) {
 	sock, ok := socket.(Socket)
 	if !ok {
 		return

@@ -36,7 +36,7 @@ func BenchmarkSocketActorMemory(b *testing.B) {
 		}
 		// The apps' actors exist before.
 		for a := range 20 {
-			_ = dir.Join(context.Background(), fmt.Sprint("app", a), "warm", "warm")
+			_ = dir.Join(context.Background(), fmt.Sprint("app", a), "warm", plain("warm"))
 		}
 		before := measure()
 		for i, s := range socks {

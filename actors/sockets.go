@@ -18,22 +18,29 @@ import (
 // props, not by the actor, so that an actor restarted by its supervisor after a panic
 // finds its sockets (and restarts their timers).
 
-// Tick is periodic work on the sockets of each app: every Every, Run gets the app's
-// sockets on this node. It runs on a goroutine of the directory (never in Receive), one
-// at a time per app and tick; ctx ends when the directory closes.
+// Tick is periodic work on the sockets of each app: every Every, the directory's
+// TickWork runs it over the app's sockets on this node. It runs on a goroutine of the
+// directory (never in Receive), one at a time per app and tick.
 type Tick struct {
+	// Name tells the ticks apart in TickWork.RunTick.
+	Name  string
 	Every time.Duration
-	Run   func(ctx context.Context, appID string, sockets []any)
 	// OnChange runs it also as soon as the app changed (Invalidate) and its snapshot was
 	// reloaded; a run under way at that moment is followed by another.
 	OnChange bool
 }
 
+// TickWork does the periodic work of the ticks (SetTicks) over an app's sockets; ctx ends
+// when the directory closes.
+type TickWork interface {
+	RunTick(ctx context.Context, appID string, tick Tick, sockets []Member)
+}
+
 // registry is an app's sockets on this node, kept across restarts of the app's actor;
 // only the app's actor touches it.
 type registry struct {
-	sockets map[string]any
-	list    []any // the sockets as a slice, rebuilt after a change (nil)
+	sockets map[string]Member
+	list    []Member // the sockets as a slice, rebuilt after a change (nil)
 	timers  []scheduler.CancelFunc
 	running []bool // by tick: a Run is under way
 	again   []bool // by tick: the app changed during the Run under way; it runs again after
@@ -60,12 +67,12 @@ type registry struct {
 // leaver is a socket that left, until its actor stopped.
 type leaver struct {
 	waiter *actor.PID
-	socket any
+	socket Member
 }
 
-func (r *registry) members() []any {
+func (r *registry) members() []Member {
 	if r.list == nil {
-		r.list = make([]any, 0, len(r.sockets))
+		r.list = make([]Member, 0, len(r.sockets))
 		for _, s := range r.sockets {
 			r.list = append(r.list, s)
 		}
@@ -77,7 +84,7 @@ func (r *registry) members() []any {
 type (
 	join struct {
 		id     string
-		socket any
+		socket Member
 	}
 	admitReq struct {
 		ctx    context.Context
@@ -102,11 +109,11 @@ type (
 	tickDone struct{ i int }
 )
 
-// SetTicks sets the periodic work on every app's sockets; it is called once, before the
-// first socket joins.
-func (a *Apps[S]) SetTicks(ticks ...Tick) {
+// SetTicks sets the periodic work on every app's sockets: work runs each tick; it is
+// called once, before the first socket joins.
+func (a *Apps[S]) SetTicks(work TickWork, ticks ...Tick) {
 	a.mu.Lock()
-	a.ticks = ticks
+	a.tickWork, a.ticks = work, ticks
 	a.mu.Unlock()
 }
 
@@ -114,10 +121,6 @@ func (a *Apps[S]) SetTicks(ticks ...Tick) {
 // actor passivated between the lookup and the request.
 func (a *Apps[S]) ask(ctx context.Context, appID string, msg any) (any, error) {
 	for try := 0; try < 3; try++ {
-		pid, err := a.pid(appID)
-		if err != nil {
-			return nil, err
-		}
 		timeout := askTimeout
 		if d, ok := ctx.Deadline(); ok {
 			timeout = min(timeout, time.Until(d))
@@ -125,8 +128,13 @@ func (a *Apps[S]) ask(ctx context.Context, appID string, msg any) (any, error) {
 		if timeout <= 0 {
 			return nil, context.DeadlineExceeded
 		}
-		res, err := a.system.Root.RequestFuture(pid, msg, timeout).Result()
+		fut, pid, err := a.send(appID, msg, timeout)
+		if err != nil {
+			return nil, err
+		}
+		res, err := fut.Result()
 		if errors.Is(err, actor.ErrDeadLetter) {
+			// The actor passivated between the lookup and the request.
 			a.forget(appID, pid)
 			continue
 		}
@@ -140,7 +148,7 @@ func (a *Apps[S]) ask(ctx context.Context, appID string, msg any) (any, error) {
 
 // Join registers a socket of the app with the app's actor; it returns once the socket is
 // registered (a delivery handed to the actor after that reaches it).
-func (a *Apps[S]) Join(ctx context.Context, appID, id string, socket any) error {
+func (a *Apps[S]) Join(ctx context.Context, appID, id string, socket Member) error {
 	res, err := a.ask(ctx, appID, join{id: id, socket: socket})
 	if err != nil {
 		return err
@@ -153,6 +161,7 @@ func (a *Apps[S]) Join(ctx context.Context, appID, id string, socket any) error 
 // admission's storage and cluster calls. The AppActor runs it on a goroutine of the
 // directory, never in its Receive; the socket travels in the actor's messages as data.
 type Admittee interface {
+	Member
 	Admit(ctx context.Context) error
 }
 
@@ -192,21 +201,17 @@ func (a *Apps[S]) Held(kind string) int {
 }
 
 // countHeld counts a socket registered (delta 1) or gone (-1) under its kind.
-func (a *Apps[S]) countHeld(socket any, delta int) {
-	sock, ok := socket.(Socket)
-	if !ok {
-		return
-	}
+func (a *Apps[S]) countHeld(socket Member, delta int) {
 	a.mu.Lock()
 	if a.held == nil {
 		a.held = map[string]int{}
 	}
-	a.held[sock.Kind()] += delta
+	a.held[socket.Kind()] += delta
 	a.mu.Unlock()
 }
 
 // Sockets answers a copy of the app's sockets on this node.
-func (a *Apps[S]) Sockets(ctx context.Context, appID string) ([]any, error) {
+func (a *Apps[S]) Sockets(ctx context.Context, appID string) ([]Member, error) {
 	a.mu.Lock()
 	pid := a.pids[appID]
 	a.mu.Unlock()
@@ -217,19 +222,19 @@ func (a *Apps[S]) Sockets(ctx context.Context, appID string) ([]any, error) {
 	if err != nil {
 		return nil, err
 	}
-	out, _ := res.([]any)
+	out, _ := res.([]Member)
 	return out, nil
 }
 
 // AllSockets answers the sockets of every app on this node, by app.
-func (a *Apps[S]) AllSockets(ctx context.Context) map[string][]any {
+func (a *Apps[S]) AllSockets(ctx context.Context) map[string][]Member {
 	a.mu.Lock()
 	apps := make([]string, 0, len(a.pids))
 	for appID := range a.pids {
 		apps = append(apps, appID)
 	}
 	a.mu.Unlock()
-	out := make(map[string][]any, len(apps))
+	out := make(map[string][]Member, len(apps))
 	for _, appID := range apps {
 		if list, err := a.Sockets(ctx, appID); err == nil && len(list) > 0 {
 			out[appID] = list
@@ -293,7 +298,7 @@ func (s *appActor[S]) receiveSockets(ctx actor.Context) bool {
 	case *actor.Terminated:
 		s.childTerminated(ctx, m.Who)
 	case members:
-		ctx.Respond(append([]any(nil), r.members()...))
+		ctx.Respond(append([]Member(nil), r.members()...))
 	case toSocket:
 		if pid := r.live[m.id]; pid != nil {
 			ctx.Send(pid, m.msg)
@@ -317,7 +322,7 @@ func (s *appActor[S]) receiveSockets(ctx actor.Context) bool {
 }
 
 // register registers a socket (its admission passed, or it joined) and spawns its actor.
-func (s *appActor[S]) register(ctx actor.Context, id string, socket any) {
+func (s *appActor[S]) register(ctx actor.Context, id string, socket Member) {
 	r := s.reg
 	if _, again := r.sockets[id]; !again {
 		s.dir.countHeld(socket, 1)
@@ -334,7 +339,7 @@ func (s *appActor[S]) register(ctx actor.Context, id string, socket any) {
 func (s *appActor[S]) startTimers(ctx actor.Context) {
 	s.stopTimers()
 	s.dir.mu.Lock()
-	s.ticks = s.dir.ticks
+	s.ticks, s.tickWork = s.dir.ticks, s.dir.tickWork
 	s.dir.mu.Unlock()
 	r := s.reg
 	if len(r.running) != len(s.ticks) {
@@ -379,7 +384,7 @@ func (s *appActor[S]) startTick(ctx actor.Context, i int) {
 		return
 	}
 	r.running[i] = true
-	s.runTick(ctx, i, append([]any(nil), r.members()...))
+	s.runTick(ctx, i, append([]Member(nil), r.members()...))
 }
 
 // runOnChange runs the ticks marked OnChange now (after the app changed and its snapshot
@@ -399,8 +404,8 @@ func (s *appActor[S]) runOnChange(ctx actor.Context) {
 }
 
 // runTick runs tick i over sockets on a goroutine; its end comes back as a message.
-func (s *appActor[S]) runTick(ctx actor.Context, i int, sockets []any) {
-	self, root, dir, appID, run := ctx.Self(), ctx.ActorSystem().Root, s.dir, s.appID, s.ticks[i].Run
+func (s *appActor[S]) runTick(ctx actor.Context, i int, sockets []Member) {
+	self, root, dir, appID, work, tick := ctx.Self(), ctx.ActorSystem().Root, s.dir, s.appID, s.tickWork, s.ticks[i]
 	dir.loads.Add(1)
 	go func() {
 		defer dir.loads.Done()
@@ -410,6 +415,6 @@ func (s *appActor[S]) runTick(ctx actor.Context, i int, sockets []any) {
 				dir.panicked("the periodic work of an app", appID, p)
 			}
 		}()
-		run(dir.base, appID, sockets)
+		work.RunTick(dir.base, appID, tick, sockets)
 	}()
 }

@@ -33,9 +33,9 @@ func socketIDs(t *testing.T, dir *Apps[int], appID string) []string {
 	out := make([]string, 0, len(list))
 	for _, s := range list {
 		if a, ok := s.(admittee); ok {
-			s = a.name
+			s = plain(a.name)
 		}
-		out = append(out, s.(string))
+		out = append(out, string(s.(plain)))
 	}
 	sort.Strings(out)
 	return out
@@ -54,15 +54,15 @@ func TestAppActorRestartKeepsItsSockets(t *testing.T) {
 	var mu sync.Mutex
 	ticked := map[int]int{} // sockets seen by tick
 	var ticks atomic.Int32
-	dir.SetTicks(Tick{Every: 10 * time.Millisecond, Run: func(_ context.Context, appID string, sockets []any) {
+	dir.SetTicks(tickFunc(func(_ context.Context, appID string, sockets []Member) {
 		mu.Lock()
 		ticked[len(sockets)]++
 		mu.Unlock()
 		ticks.Add(1)
-	}})
+	}), Tick{Every: 10 * time.Millisecond})
 	ctx := context.Background()
 	for _, id := range []string{"s1", "s2", "s3"} {
-		if err := dir.Join(ctx, "a", id, id); err != nil {
+		if err := dir.Join(ctx, "a", id, plain(id)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -149,3 +149,4 @@ type admittee struct {
 }
 
 func (a admittee) Admit(ctx context.Context) error { return a.admit(ctx) }
+func (a admittee) Kind() string                    { return "plain" }

@@ -24,6 +24,10 @@ type AppState struct {
 	Hooks  *hooks.Pipeline
 }
 
+// Plan makes the plan of a client message from the app's compiled hooks: AppState is an
+// actors.HookPlanner, so its actor plans inside its Receive.
+func (s AppState) Plan(m hooks.Message) []hooks.Step { return s.Hooks.Plan(m) }
+
 // appActors are the node's AppActors with what their state is read through.
 type appActors struct {
 	dir *actors.Apps[AppState]
@@ -64,7 +68,6 @@ func startAppActors(ctx context.Context, store storage.Store, engine cluster.Eng
 		return AppState{Client: snap, Hooks: p}, nil
 	}
 	dir := actors.NewApps(load, actors.AppsConfig{Now: now, Log: log, Metrics: metrics})
-	dir.SetPlanner(func(st AppState, m hooks.Message) []hooks.Step { return st.Hooks.Plan(m) })
 	// Announcements of nodes of the previous release (the cluster bus); this release
 	// announces through the event log.
 	unsubscribe, err := dir.ListenChanges(ctx, engine)

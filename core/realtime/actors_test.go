@@ -57,13 +57,21 @@ func oneNode(t *testing.T, d Deps) (*Service, *actors.Apps[struct{}]) {
 func withPanicOnPurpose(s *Service, dir *actors.Apps[struct{}]) {
 	panicking := make(chan struct{}, 16)
 	panickingOf.Store(s, panicking)
-	dir.SetBus(actors.BusConfig{Bus: s.d.Engine, Topic: busTopic, Deliver: func(appID string, raw []byte, sockets []any) {
-		if string(raw) == panicOnPurpose {
-			panicking <- struct{}{}
-			panic("on purpose")
-		}
-		s.receive(appID, raw, sockets)
-	}})
+	dir.SetBus(actors.BusConfig{Bus: s.d.Engine, TopicPrefix: busTopicPrefix, Deliver: panicker{s: s, panicking: panicking}})
+}
+
+// panicker delivers to the service, but panics on panicOnPurpose.
+type panicker struct {
+	s         *Service
+	panicking chan struct{}
+}
+
+func (p panicker) Deliver(appID string, raw []byte, sockets []actors.Member) {
+	if string(raw) == panicOnPurpose {
+		p.panicking <- struct{}{}
+		panic("on purpose")
+	}
+	p.s.receive(appID, raw, sockets)
 }
 
 const panicOnPurpose = "panic on purpose"
