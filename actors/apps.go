@@ -54,6 +54,8 @@ type Apps[S any] struct {
 	// ticks is the periodic work on the apps' sockets, done by tickWork (sockets.go).
 	ticks    []Tick
 	tickWork TickWork
+	// live is what the AppActors read their apps' live state from (reads.go).
+	live LiveReader
 	// bus is how the AppActors subscribe to their apps' deliveries; topics counts their
 	// subscriptions (bus.go).
 	bus    BusConfig

@@ -83,10 +83,12 @@ type Registry interface {
 	// Invalidate tells the app's actor that the app changed: it reloads, then runs the
 	// ticks marked OnChange.
 	Invalidate(appID string)
+	// SetLive gives the apps' actors the presence they read their live state from.
+	SetLive(r actors.LiveReader)
 	// Read asks the app's actor for a read of its live state (the online count, the
-	// session list), which it runs outside its Receive and shares among requests of the
-	// same key that arrive while one is under way.
-	Read(ctx context.Context, appID, key string, read actors.ReadFunc) (any, error)
+	// session list, whether a user is online), which it runs outside its Receive and
+	// shares among the same requests that arrive while one is under way.
+	Read(ctx context.Context, appID string, q actors.LiveRead) (actors.LiveState, error)
 }
 
 // Banner sets a user's banned flag as its app's owner would (the user.ban event follows).
@@ -201,6 +203,8 @@ func New(d Deps) *Service {
 		dir := actors.NewApps(func(context.Context, string) (struct{}, error) { return struct{}{}, nil }, actors.AppsConfig{Log: d.Log})
 		s.reg, s.ownReg = dir, dir.Close
 	}
+	// The apps' actors read their live state (online counts, session lists) from the engine.
+	s.reg.SetLive(d.Engine)
 	return s
 }
 
