@@ -15,7 +15,9 @@ import (
 // child of the AppActor (SessionActor for a client socket, DashboardActor for an owner's):
 // it owns the order of everything that happens to the socket. The socket's state and its
 // rules are the domain's (core/realtime: the Socket's Receive); the actor runs them one
-// message at a time and gives them a way to do I/O without blocking (SocketContext.Go).
+// message at a time and gives them a way to do I/O without blocking: the socket hands its
+// actor a Job (data saying what to do, SocketContext.Pipe), the socket's Work does it on a
+// goroutine, and the job comes back with its outcome as a message (JobDone).
 //
 // Supervision: a panic while a socket actor handles a message stops that actor alone and
 // tells its socket (Failed, which closes it), with a log line naming the app and the
@@ -43,16 +45,30 @@ type Socket interface {
 	Spawned(ref Ref)
 	// Receive handles one message in the socket's actor: SocketStarted after each spawn,
 	// SocketStopping before the actor stops, Leaving when the socket leaves its app (the
-	// socket calls sc.Done once it has finished its work), and whatever is sent to its
-	// Ref or comes back from sc.Go. It must not block.
+	// socket calls sc.Done once it has finished its work), JobDone when a job it piped
+	// ended, and whatever is sent to its Ref. It must not block.
 	Receive(sc SocketContext, msg any)
+	// Work does job's I/O, on a goroutine of the directory (never in Receive), and answers
+	// the job with its outcome, which comes back to Receive as JobDone; nil: nothing comes
+	// back. ctx ends when the directory closes. A panic in Work fails the socket's actor as
+	// a panic in Receive would.
+	Work(ctx context.Context, job Job) Job
 	// Failed is told that handling msg panicked with reason; the actor is stopped. It
 	// closes the socket. It runs in the AppActor and must not block.
 	Failed(reason, msg any)
 }
 
+// Job is I/O a socket's actor hands off (SocketContext.Pipe): data saying what to do,
+// done by the socket's Work.
+type Job interface {
+	// JobName names the job in a log line.
+	JobName() string
+}
+
 // Messages the socket actor passes to its Socket.
 type (
+	// JobDone: a job the socket piped ended; Job is what its Work answered.
+	JobDone struct{ Job Job }
 	// SocketStarted: the actor started (also after an AppActor restart re-spawned it).
 	SocketStarted struct{}
 	// SocketStopping: the actor is stopping (it left, it failed, or its AppActor restarts).
@@ -63,10 +79,9 @@ type (
 
 // SocketContext is what a socket's actor offers its Socket inside Receive.
 type SocketContext interface {
-	// Go runs fn on a goroutine owned by the directory (its ctx ends when the directory
-	// closes); what fn answers, when not nil, comes back to the socket as a message. A
-	// panic in fn fails the socket's actor as a panic in Receive would.
-	Go(fn func(ctx context.Context) any)
+	// Pipe has the socket's Work do job on a goroutine owned by the directory; its answer,
+	// when not nil, comes back to the socket as JobDone.
+	Pipe(job Job)
 	// Every sends msg to the socket every d until stop is called or the actor stops.
 	Every(d time.Duration, msg any) (stop func())
 	// Done stops the actor after Leaving.
@@ -112,8 +127,8 @@ type socketEnv interface {
 	run(id string, fn func(ctx context.Context))
 }
 
-// goFailed comes back from a Go whose fn panicked; the actor panics with it in turn.
-type goFailed struct{ reason any }
+// workFailed comes back from a Work that panicked; the actor panics with it in turn.
+type workFailed struct{ reason string }
 
 func (a *socketActor) Receive(ctx actor.Context) {
 	if a.metrics != nil {
@@ -132,32 +147,32 @@ func (a *socketActor) receive(ctx actor.Context) {
 	case *actor.Stopping:
 		a.sock.Receive(a, SocketStopping{})
 	case *actor.Stopped, *actor.Restarting:
-	case goFailed:
+	case workFailed:
 		panic(m.reason)
 	default:
 		a.sock.Receive(a, m)
 	}
 }
 
-// Go's result comes back through the AppActor (toSocket), not straight to the socket's
+// A job's answer comes back through the AppActor (toSocket), not straight to the socket's
 // actor: while the AppActor restarts, its children are stopped and spawned again, and a
 // message sent to a child in between would be dropped, leaving the socket waiting for
 // the end of its I/O for ever. The AppActor's mailbox holds messages through its
 // restart, and it hands this one to the socket's actor of the moment.
-func (a *socketActor) Go(fn func(ctx context.Context) any) {
-	self, parent, root := a.ctx.Self(), a.ctx.Parent(), a.ctx.ActorSystem().Root
+func (a *socketActor) Pipe(job Job) {
+	self, parent, root, sock := a.ctx.Self(), a.ctx.Parent(), a.ctx.ActorSystem().Root, a.sock
 	id := childID(self)
 	a.dir.run(id, func(ctx context.Context) {
-		var out any
+		var back toSocket
 		defer func() {
 			if p := recover(); p != nil {
-				out = goFailed{reason: fmt.Sprintf("socket %s: %v\n%s", id, p, debug.Stack())}
+				back = toSocket{id: id, failed: fmt.Sprintf("socket %s: %s: %v\n%s", id, job.JobName(), p, debug.Stack())}
 			}
-			if out != nil {
-				root.Send(parent, toSocket{id: id, msg: out})
+			if back.done != nil || back.failed != "" {
+				root.Send(parent, back)
 			}
 		}()
-		out = fn(ctx)
+		back = toSocket{id: id, done: sock.Work(ctx, job)}
 	})
 }
 

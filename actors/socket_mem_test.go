@@ -12,10 +12,11 @@ import (
 // idleSocket is a Socket that does nothing, for the memory figure.
 type idleSocket struct{ ref Ref }
 
-func (s *idleSocket) Kind() string               { return "session" }
-func (s *idleSocket) Spawned(ref Ref)            { s.ref = ref }
-func (s *idleSocket) Receive(SocketContext, any) {}
-func (s *idleSocket) Failed(any, any)            {}
+func (s *idleSocket) Kind() string                  { return "session" }
+func (s *idleSocket) Spawned(ref Ref)               { s.ref = ref }
+func (s *idleSocket) Receive(SocketContext, any)    {}
+func (s *idleSocket) Failed(any, any)               {}
+func (s *idleSocket) Work(context.Context, Job) Job { return nil }
 
 // BenchmarkSocketActorMemory reports the heap an idle socket's actor costs (its actor,
 // mailbox, registration), 10,000 sockets in 20 apps: go test -run x -bench SocketActorMemory ./actors/

@@ -32,8 +32,11 @@ func (s *testSocket) Receive(sc SocketContext, msg any) {
 		panic("socket bug")
 	}
 	if msg == "io" {
-		sc.Go(func(context.Context) any { return "io done" })
+		sc.Pipe(testJob("io"))
 		return
+	}
+	if d, ok := msg.(JobDone); ok {
+		msg = string(d.Job.(testJob)) // recorded by name
 	}
 	s.mu.Lock()
 	s.got = append(s.got, msg)
@@ -42,6 +45,14 @@ func (s *testSocket) Receive(sc SocketContext, msg any) {
 		sc.Done()
 	}
 }
+
+// testJob is a test socket's job, by name: its Work answers "<name> done".
+type testJob string
+
+func (j testJob) JobName() string { return string(j) }
+
+func (s *testSocket) Work(_ context.Context, j Job) Job { return testJob(j.JobName() + " done") }
+
 func (s *testSocket) Failed(reason, _ any) {
 	s.mu.Lock()
 	s.failed = reason
@@ -138,14 +149,18 @@ type stallingSocket struct {
 	once sync.Once
 }
 
+func (s *stallingSocket) Work(ctx context.Context, j Job) Job {
+	if j == testJob("slow io") {
+		<-s.gate
+		defer close(s.sent)
+	}
+	return s.testSocket.Work(ctx, j)
+}
+
 func (s *stallingSocket) Receive(sc SocketContext, msg any) {
 	switch msg {
 	case "slow io":
-		sc.Go(func(context.Context) any {
-			<-s.gate
-			defer close(s.sent)
-			return "slow io done"
-		})
+		sc.Pipe(testJob("slow io"))
 		return
 	}
 	if _, ok := msg.(SocketStopping); ok {

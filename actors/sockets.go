@@ -101,10 +101,12 @@ type (
 	left       struct{ held bool }
 	members    struct{}
 	tickNow    struct{ i int }
-	// toSocket is a message for the actor of socket id (a SocketContext.Go's result).
+	// toSocket is the end of a job of socket id (SocketContext.Pipe): what its Work
+	// answered, or why it panicked.
 	toSocket struct {
-		id  string
-		msg any
+		id     string
+		done   Job
+		failed string
 	}
 	tickDone struct{ i int }
 )
@@ -301,7 +303,11 @@ func (s *appActor[S]) receiveSockets(ctx actor.Context) bool {
 		ctx.Respond(append([]Member(nil), r.members()...))
 	case toSocket:
 		if pid := r.live[m.id]; pid != nil {
-			ctx.Send(pid, m.msg)
+			if m.failed != "" {
+				ctx.Send(pid, workFailed{reason: m.failed})
+			} else {
+				ctx.Send(pid, JobDone{Job: m.done})
+			}
 		}
 	case tickNow:
 		if m.i < len(s.ticks) && !r.running[m.i] {

@@ -206,7 +206,7 @@ func TestDashboardActorRecheck(t *testing.T) {
 	s, _ := oneNode(t, Deps{Sessions: sessions{}, DashboardRecheck: 10 * time.Millisecond})
 	var state atomic.Int32 // 0 valid, 1 the store does not answer, 2 revoked
 	var checks atomic.Int32
-	recheck := WithRecheck(func(context.Context) error {
+	recheck := WithRecheck(recheckFunc(func(context.Context) error {
 		checks.Add(1)
 		switch state.Load() {
 		case 1:
@@ -215,7 +215,7 @@ func TestDashboardActorRecheck(t *testing.T) {
 			return core.E(core.CodeUnauthorized, "the session was revoked")
 		}
 		return nil
-	})
+	}))
 	dp := &recorder{}
 	d, err := s.ConnectDashboard(t.Context(), "app", dp, recheck)
 	if err != nil {
@@ -235,3 +235,8 @@ func TestDashboardActorRecheck(t *testing.T) {
 		t.Fatalf("revoked: closed with %d after %v", dp.closedWith(), got)
 	}
 }
+
+// recheckFunc is a test's TokenCheck.
+type recheckFunc func(ctx context.Context) error
+
+func (f recheckFunc) Recheck(ctx context.Context) error { return f(ctx) }
