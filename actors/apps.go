@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/keyward/keyward/actors/actorkit"
 )
 
 // Defaults of the directory.
@@ -34,7 +36,7 @@ type AppsConfig struct {
 	Now     func() time.Time
 	Log     *slog.Logger
 	// Metrics counts the actors' work under kind "app"; none when nil.
-	Metrics *Metrics
+	Metrics *actorkit.Metrics
 }
 
 // Apps is the node's directory of AppActors, with snapshots of type S.
@@ -43,10 +45,9 @@ type Apps[S any] struct {
 	load   Loader[S]
 	cfg    AppsConfig
 
-	// base ends with Close; loads run under it.
-	base   context.Context
-	cancel context.CancelFunc
-	loads  sync.WaitGroup
+	// work runs what the actors hand off (loads, admissions, reads, ticks, subscriptions,
+	// the sockets' jobs); Close ends it and waits for it.
+	work *actorkit.Runner
 
 	mu     sync.Mutex
 	pids   map[string]*actor.PID
@@ -87,8 +88,7 @@ func NewApps[S any](load Loader[S], cfg AppsConfig) *Apps[S] {
 	}
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	system := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return quiet }))
-	ctx, cancel := context.WithCancel(context.Background())
-	a := &Apps[S]{system: system, load: load, cfg: cfg, base: ctx, cancel: cancel, pids: map[string]*actor.PID{}}
+	a := &Apps[S]{system: system, load: load, cfg: cfg, work: actorkit.NewRunner(appKind, cfg.Log, cfg.Metrics), pids: map[string]*actor.PID{}}
 	a.propsOpts = cfg.Metrics.Props(appKind)
 	a.stopDeadLetter = cfg.Metrics.WatchDeadLetters(system)
 	return a
@@ -162,11 +162,11 @@ func (a *Apps[S]) Close() {
 		pids = append(pids, p)
 	}
 	a.mu.Unlock()
-	a.cancel()
+	a.work.Cancel()
 	for _, p := range pids {
 		_ = a.system.Root.StopFuture(p).Wait()
 	}
-	a.loads.Wait()
+	a.work.Wait()
 	a.stopDeadLetter()
 	a.system.Shutdown()
 }
@@ -375,29 +375,19 @@ func (s *appActor[S]) Receive(ctx actor.Context) {
 	}
 }
 
-// startLoad runs the loader on a goroutine; the result comes back as a message.
+// startLoad runs the loader off the actor; the result comes back as a message. A loader
+// that panics answers the waiters with an error (they never hang) and is logged and
+// counted; the process goes on.
 func (s *appActor[S]) startLoad(ctx actor.Context) {
 	s.gen++
 	s.loading = true
-	gen, self, root, dir := s.gen, ctx.Self(), ctx.ActorSystem().Root, s.dir
-	appID := s.appID
-	dir.loads.Add(1)
-	go func() {
-		defer dir.loads.Done()
-		var snap S
-		var err error
-		// A loader that panics answers the waiters with an error (they never hang) and is
-		// logged and counted; the process goes on.
-		defer func() {
-			if p := recover(); p != nil {
-				dir.panicked("the loader of an app", appID, p)
-				var zero S
-				snap, err = zero, fmt.Errorf("actors: loading app %s panicked: %v", appID, p)
-			}
-			root.Send(self, loaded[S]{gen: gen, snap: snap, err: err})
-		}()
-		lctx, cancel := context.WithTimeout(dir.base, askTimeout)
-		defer cancel()
-		snap, err = dir.load(lctx, appID)
-	}()
+	gen, dir, appID := s.gen, s.dir, s.appID
+	actorkit.Pipe(dir.work, ctx.ActorSystem().Root, ctx.Self(), "the loader of an app", []any{"app", appID}, askTimeout,
+		func(ctx context.Context) loaded[S] {
+			snap, err := dir.load(ctx, appID)
+			return loaded[S]{gen: gen, snap: snap, err: err}
+		},
+		func(p any) loaded[S] {
+			return loaded[S]{gen: gen, err: fmt.Errorf("actors: loading app %s panicked: %v", appID, p)}
+		})
 }

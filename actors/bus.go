@@ -6,6 +6,8 @@ import (
 	"sync"
 
 	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/keyward/keyward/actors/actorkit"
 )
 
 // An AppActor owns its application's subscription to the cluster bus: it subscribes
@@ -118,33 +120,25 @@ func (s *appActor[S]) needsSubscription(ctx actor.Context) bool {
 	return true
 }
 
-// subscribe makes the subscription on a goroutine; the answer comes back as subscribed.
+// subscribe makes the subscription off the actor; the answer comes back as subscribed.
 func (s *appActor[S]) subscribe(ctx actor.Context) {
-	cfg, dir, appID := s.dir.busConfig(), s.dir, s.appID
+	cfg, appID := s.dir.busConfig(), s.appID
 	self, root := ctx.Self(), ctx.ActorSystem().Root
 	sub := &subscription{}
-	dir.loads.Add(1)
-	go func() {
-		defer dir.loads.Done()
-		err := fmt.Errorf("actors: subscribing app %s failed", appID)
-		defer func() {
-			if p := recover(); p != nil {
-				dir.panicked("a bus subscription", appID, p)
+	actorkit.Pipe(s.dir.work, root, self, "a bus subscription", []any{"app", appID}, askTimeout,
+		func(ctx context.Context) subscribed {
+			stop, err := cfg.Bus.Subscribe(ctx, cfg.TopicPrefix+appID, func(payload []byte) { root.Send(self, busDelivery{payload: payload}) })
+			if err != nil {
+				return subscribed{sub: sub, err: fmt.Errorf("actors: subscribe app %s: %w", appID, err)}
 			}
-			root.Send(self, subscribed{sub: sub, err: err})
-		}()
-		sctx, cancel := context.WithTimeout(dir.base, askTimeout)
-		defer cancel()
-		var stop func()
-		stop, err = cfg.Bus.Subscribe(sctx, cfg.TopicPrefix+appID, func(payload []byte) { root.Send(self, busDelivery{payload: payload}) })
-		if err != nil {
-			err = fmt.Errorf("actors: subscribe app %s: %w", appID, err)
-			return
-		}
-		sub.mu.Lock()
-		sub.unsubscribe = stop
-		sub.mu.Unlock()
-	}()
+			sub.mu.Lock()
+			sub.unsubscribe = stop
+			sub.mu.Unlock()
+			return subscribed{sub: sub}
+		},
+		func(any) subscribed {
+			return subscribed{sub: sub, err: fmt.Errorf("actors: subscribing app %s failed", appID)}
+		})
 }
 
 // receiveBus handles the subscription's messages; it answers false for others.
@@ -200,17 +194,8 @@ func (s *appActor[S]) unsubscribe() {
 	if r.sub == nil {
 		return
 	}
-	sub, dir, appID := r.sub, s.dir, s.appID
+	sub := r.sub
 	r.sub = nil
-	dir.countTopic(-1)
-	dir.loads.Add(1)
-	go func() {
-		defer dir.loads.Done()
-		defer func() {
-			if p := recover(); p != nil {
-				dir.panicked("the end of a bus subscription", appID, p)
-			}
-		}()
-		sub.end()
-	}()
+	s.dir.countTopic(-1)
+	s.dir.work.Go("the end of a bus subscription", []any{"app", s.appID}, func(context.Context) { sub.end() }, nil)
 }

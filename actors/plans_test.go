@@ -10,6 +10,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/keyward/keyward/actors/actorkit"
+
 	"github.com/keyward/keyward/hooks"
 )
 
@@ -19,7 +21,7 @@ import (
 // goes on planning.
 func TestPlanRunsInTheAppActor(t *testing.T) {
 	f := &fakeApps{version: map[string]int{"a": 1}, gate: make(chan struct{})}
-	m := NewMetrics(prometheus.NewRegistry())
+	m := actorkit.NewMetrics(prometheus.NewRegistry())
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	plain := NewApps(f.load, AppsConfig{Log: quiet})
 	defer plain.Close()
@@ -56,7 +58,7 @@ func TestPlanRunsInTheAppActor(t *testing.T) {
 	if _, err := plan("boom"); err == nil || errors.Is(err, ErrUnavailable) {
 		t.Fatalf("a panicking planner answered %v; want a bug's error", err)
 	}
-	if got := value(t, m.workPanics.WithLabelValues(appKind)); got != 1 {
+	if got := m.Value("workPanics", appKind); got != 1 {
 		t.Fatalf("work panics counted: %v, want 1", got)
 	}
 	if steps, err := plan("third"); err != nil || steps[0].HookID != "2" {

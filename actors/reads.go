@@ -7,6 +7,7 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
+	"github.com/keyward/keyward/actors/actorkit"
 	"github.com/keyward/keyward/cluster"
 )
 
@@ -158,24 +159,13 @@ func (s *appActor[S]) receiveReads(ctx actor.Context) bool {
 // reads are kept in the registry).
 func (s *appActor[S]) startRead(ctx actor.Context, key string, st *readState) {
 	st.current, st.next, st.running = st.next, nil, true
-	self, root, dir, appID, q, live := ctx.Self(), ctx.ActorSystem().Root, s.dir, s.appID, st.q, s.dir.liveReader()
-	dir.loads.Add(1)
-	go func() {
-		defer dir.loads.Done()
-		var (
-			val LiveState
-			err = errors.New("actors: the read failed")
-		)
-		defer func() {
-			if p := recover(); p != nil {
-				dir.panicked("a read of an app's live state ("+key+")", appID, p)
-			}
-			root.Send(self, readDone{key: key, val: val, err: err})
-		}()
-		rctx, cancel := context.WithTimeout(dir.base, askTimeout)
-		defer cancel()
-		val, err = readLive(rctx, live, appID, q)
-	}()
+	appID, q, live := s.appID, st.q, s.dir.liveReader()
+	actorkit.Pipe(s.dir.work, ctx.ActorSystem().Root, ctx.Self(), "a read of an app's live state ("+key+")", []any{"app", appID}, askTimeout,
+		func(ctx context.Context) readDone {
+			val, err := readLive(ctx, live, appID, q)
+			return readDone{key: key, val: val, err: err}
+		},
+		func(any) readDone { return readDone{key: key, err: errors.New("actors: the read failed")} })
 }
 
 // readLive makes read q of app appID's live state.

@@ -9,6 +9,8 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/asynkron/protoactor-go/scheduler"
+
+	"github.com/keyward/keyward/actors/actorkit"
 )
 
 // A socket registered with an AppActor that implements Socket gets an actor of its own, a
@@ -113,18 +115,13 @@ const socketThroughput = 300
 // idle socket's actor is most of what a socket costs beyond its connection.
 type socketActor struct {
 	sock Socket
-	dir  socketEnv
+	work *actorkit.Runner
 	// metrics count and time receive (nil: none). They are called here rather than set
 	// on the props as a middleware: a props middleware gives every actor a context
 	// extension of its own (about 260 bytes a socket), and a middleware's envelope is an
 	// allocation per message (a delivery to each socket of a broadcast).
-	metrics *kindMetrics
+	metrics *actorkit.KindMetrics
 	ctx     actor.Context // during Receive
-}
-
-// socketEnv is what a socket actor needs of its directory.
-type socketEnv interface {
-	run(id string, fn func(ctx context.Context))
 }
 
 // workFailed comes back from a Work that panicked; the actor panics with it in turn.
@@ -132,7 +129,7 @@ type workFailed struct{ reason string }
 
 func (a *socketActor) Receive(ctx actor.Context) {
 	if a.metrics != nil {
-		a.metrics.receive(ctx.Self(), ctx.Message(), func() { a.receive(ctx) })
+		a.metrics.Receive(ctx.Self(), ctx.Message(), func() { a.receive(ctx) })
 		return
 	}
 	a.receive(ctx)
@@ -160,20 +157,13 @@ func (a *socketActor) receive(ctx actor.Context) {
 // the end of its I/O for ever. The AppActor's mailbox holds messages through its
 // restart, and it hands this one to the socket's actor of the moment.
 func (a *socketActor) Pipe(job Job) {
-	self, parent, root, sock := a.ctx.Self(), a.ctx.Parent(), a.ctx.ActorSystem().Root, a.sock
+	self, parent, sock := a.ctx.Self(), a.ctx.Parent(), a.sock
 	id := childID(self)
-	a.dir.run(id, func(ctx context.Context) {
-		var back toSocket
-		defer func() {
-			if p := recover(); p != nil {
-				back = toSocket{id: id, failed: fmt.Sprintf("socket %s: %s: %v\n%s", id, job.JobName(), p, debug.Stack())}
-			}
-			if back.done != nil || back.failed != "" {
-				root.Send(parent, back)
-			}
-		}()
-		back = toSocket{id: id, done: sock.Work(ctx, job)}
-	})
+	actorkit.Pipe(a.work, a.ctx.ActorSystem().Root, parent, "a socket's job ("+job.JobName()+")", []any{"socket", id}, 0,
+		func(ctx context.Context) toSocket { return toSocket{id: id, done: sock.Work(ctx, job)} },
+		func(p any) toSocket {
+			return toSocket{id: id, failed: fmt.Sprintf("socket %s: %s: %v\n%s", id, job.JobName(), p, debug.Stack())}
+		})
 }
 
 func (a *socketActor) Every(d time.Duration, msg any) func() {
@@ -182,20 +172,6 @@ func (a *socketActor) Every(d time.Duration, msg any) func() {
 
 func (a *socketActor) Done() { a.ctx.Stop(a.ctx.Self()) }
 
-// run runs fn on a goroutine of the directory (for socket actors; id names it in a log line).
-func (a *Apps[S]) run(id string, fn func(ctx context.Context)) {
-	a.loads.Add(1)
-	go func() {
-		defer a.loads.Done()
-		defer func() {
-			if p := recover(); p != nil {
-				a.cfg.Log.Error("actors: panic in a socket's work", "socket", id, "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
-			}
-		}()
-		fn(a.base)
-	}()
-}
-
 // socketProps is the props of an app's socket actors of one kind: the producer takes the
 // socket the AppActor is spawning (reg.spawning, set in the AppActor just before).
 func (s *appActor[S]) socketProps(kind string) *actor.Props {
@@ -203,12 +179,11 @@ func (s *appActor[S]) socketProps(kind string) *actor.Props {
 		return p
 	}
 	reg, dir := s.reg, s.dir
-	var counted *kindMetrics
+	var counted *actorkit.KindMetrics
 	mailbox := actor.UnboundedLockfree()
 	if m := dir.cfg.Metrics; m != nil {
-		k := m.kind(kind)
-		counted = k
-		mailbox = actor.UnboundedLockfree(mailboxCounter{k.mailbox})
+		counted = m.Kind(kind)
+		mailbox = actor.UnboundedLockfree(counted.CountingMailbox())
 	}
 	// An idle socket's mailbox holds one node of a lock-free list, not a ring buffer.
 	// A socket's actor runs on the goroutine of the sender that finds it idle (a
@@ -217,7 +192,7 @@ func (s *appActor[S]) socketProps(kind string) *actor.Props {
 	// 1.3 to 2.7 µs per delivery with one, against about 0.1 µs; BenchmarkBroadcastFanOut
 	// in core/realtime). Receive never blocks, so whoever runs it is not held up.
 	p := actor.PropsFromProducer(func() actor.Actor {
-		return &socketActor{sock: reg.spawning, dir: dir, metrics: counted}
+		return &socketActor{sock: reg.spawning, work: dir.work, metrics: counted}
 	}, actor.WithMailbox(mailbox), actor.WithDispatcher(actor.NewSynchronizedDispatcher(socketThroughput)))
 	if reg.props == nil {
 		reg.props = map[string]*actor.Props{}

@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/keyward/keyward/actors/actorkit"
 )
 
 // idleSocket is a Socket that does nothing, for the memory figure.
@@ -22,7 +24,7 @@ func (s *idleSocket) Work(context.Context, Job) Job { return nil }
 // mailbox, registration), 10,000 sockets in 20 apps: go test -run x -bench SocketActorMemory ./actors/
 func BenchmarkSocketActorMemory(b *testing.B) {
 	for range b.N {
-		dir := NewApps(func(context.Context, string) (int, error) { return 1, nil }, AppsConfig{Metrics: NewMetrics(prometheus.NewRegistry())})
+		dir := NewApps(func(context.Context, string) (int, error) { return 1, nil }, AppsConfig{Metrics: actorkit.NewMetrics(prometheus.NewRegistry())})
 		const n = 10000
 		socks := make([]*idleSocket, n)
 		for i := range socks {

@@ -8,6 +8,8 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/asynkron/protoactor-go/scheduler"
+
+	"github.com/keyward/keyward/actors/actorkit"
 )
 
 // An AppActor holds the registry of its application's sockets on this node: a client
@@ -184,7 +186,7 @@ func (a *Apps[S]) Admit(ctx context.Context, appID, id string, socket Admittee) 
 
 // Leave unregisters a socket; it answers whether the actor held it.
 func (a *Apps[S]) Leave(appID, id string) bool {
-	ctx, cancel := context.WithTimeout(a.base, askTimeout)
+	ctx, cancel := context.WithTimeout(a.work.Context(), askTimeout)
 	defer cancel()
 	res, err := a.ask(ctx, appID, leave{id: id})
 	if err != nil {
@@ -302,7 +304,7 @@ func (s *appActor[S]) receiveSockets(ctx actor.Context) bool {
 	case members:
 		ctx.Respond(append([]Member(nil), r.members()...))
 	case toSocket:
-		if pid := r.live[m.id]; pid != nil {
+		if pid := r.live[m.id]; pid != nil && (m.done != nil || m.failed != "") {
 			if m.failed != "" {
 				ctx.Send(pid, workFailed{reason: m.failed})
 			} else {
@@ -364,23 +366,15 @@ func (s *appActor[S]) stopTimers() {
 	s.reg.timers = nil
 }
 
-// runAdmission runs an admission on a goroutine; its answer comes back as admitted (to
-// this actor, or to the incarnation that replaced it after a restart).
+// runAdmission runs an admission off the actor, under the caller's ctx; its answer comes
+// back as admitted (to this actor, or to the incarnation that replaced it after a restart).
 func (s *appActor[S]) runAdmission(ctx actor.Context, m admitReq, waiter *actor.PID) {
 	s.reg.admitting++
-	self, root, dir := ctx.Self(), ctx.ActorSystem().Root, s.dir
-	dir.loads.Add(1)
-	go func() {
-		defer dir.loads.Done()
-		err := errors.New("actors: the admission failed")
-		defer func() {
-			if p := recover(); p != nil {
-				dir.panicked("an admission", s.appID, p)
-			}
-			root.Send(self, admitted{req: m, err: err, waiter: waiter})
-		}()
-		err = m.socket.Admit(m.ctx)
-	}()
+	actorkit.Pipe(s.dir.work, ctx.ActorSystem().Root, ctx.Self(), "an admission", []any{"app", s.appID}, 0,
+		func(context.Context) admitted { return admitted{req: m, err: m.socket.Admit(m.ctx), waiter: waiter} },
+		func(any) admitted {
+			return admitted{req: m, err: errors.New("actors: the admission failed"), waiter: waiter}
+		})
 }
 
 // startTick runs tick i (not under way) over the app's sockets, if it holds any.
@@ -409,18 +403,13 @@ func (s *appActor[S]) runOnChange(ctx actor.Context) {
 	}
 }
 
-// runTick runs tick i over sockets on a goroutine; its end comes back as a message.
+// runTick runs tick i over sockets off the actor; its end comes back as a message.
 func (s *appActor[S]) runTick(ctx actor.Context, i int, sockets []Member) {
-	self, root, dir, appID, work, tick := ctx.Self(), ctx.ActorSystem().Root, s.dir, s.appID, s.tickWork, s.ticks[i]
-	dir.loads.Add(1)
-	go func() {
-		defer dir.loads.Done()
-		defer root.Send(self, tickDone{i: i})
-		defer func() {
-			if p := recover(); p != nil {
-				dir.panicked("the periodic work of an app", appID, p)
-			}
-		}()
-		work.RunTick(dir.base, appID, tick, sockets)
-	}()
+	appID, work, tick := s.appID, s.tickWork, s.ticks[i]
+	actorkit.Pipe(s.dir.work, ctx.ActorSystem().Root, ctx.Self(), "the periodic work of an app", []any{"app", appID}, 0,
+		func(ctx context.Context) tickDone {
+			work.RunTick(ctx, appID, tick, sockets)
+			return tickDone{i: i}
+		},
+		func(any) tickDone { return tickDone{i: i} })
 }

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/keyward/keyward/actors/actorkit"
 )
 
 func waitFor(t *testing.T, what string, cond func() bool) {
@@ -47,7 +49,7 @@ func socketIDs(t *testing.T, dir *Apps[int], appID string) []string {
 func TestAppActorRestartKeepsItsSockets(t *testing.T) {
 	f := &fakeApps{version: map[string]int{"a": 1}}
 	reg := prometheus.NewRegistry()
-	m := NewMetrics(reg)
+	m := actorkit.NewMetrics(reg)
 	dir := NewApps(f.load, AppsConfig{Idle: 50 * time.Millisecond, Metrics: m, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	defer dir.Close()
 	pr := newProbe(t, dir)
@@ -70,11 +72,11 @@ func TestAppActorRestartKeepsItsSockets(t *testing.T) {
 
 	// A message that makes the actor panic.
 	pr.send(t, "a", "panic")
-	waitFor(t, "the restart", func() bool { return value(t, m.restarts.WithLabelValues(appKind)) == 1 })
+	waitFor(t, "the restart", func() bool { return m.Value("restarts", appKind) == 1 })
 	if got := socketIDs(t, dir, "a"); len(got) != 3 || got[0] != "s1" || got[2] != "s3" {
 		t.Fatalf("sockets after the restart: %v", got)
 	}
-	if n := value(t, m.failures.WithLabelValues(appKind)); n != 1 {
+	if n := m.Value("failures", appKind); n != 1 {
 		t.Fatalf("failures counted: %v", n)
 	}
 	// Deliveries reach the sockets, the ticks go on, the snapshot still answers.

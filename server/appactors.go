@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/keyward/keyward/actors"
+	"github.com/keyward/keyward/actors/actorkit"
 	"github.com/keyward/keyward/cluster"
 	"github.com/keyward/keyward/core/accounts"
 	"github.com/keyward/keyward/core/client"
@@ -54,7 +55,7 @@ func (a *appActors) PlanHooks(ctx context.Context, appID string, m hooks.Message
 // them, reach the actor of the app they concern, which reloads the app's state and
 // revalidates its sockets at once; a deleted app's actor drops it.
 func startAppActors(ctx context.Context, store storage.Store, engine cluster.Engine, bus *events.Bus,
-	accountsSvc *accounts.Service, catalogue *plans.Catalogue, metrics *actors.Metrics, def client.SnapshotDefaults, now func() time.Time, log *slog.Logger) (*appActors, error) {
+	accountsSvc *accounts.Service, catalogue *plans.Catalogue, metrics *actorkit.Metrics, def client.SnapshotDefaults, now func() time.Time, log *slog.Logger) (*appActors, error) {
 	loadClient := client.NewLoader(store, catalogue, def)
 	load := func(ctx context.Context, appID string) (AppState, error) {
 		snap, err := loadClient(ctx, appID)
