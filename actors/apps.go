@@ -199,7 +199,7 @@ func (a *Apps[S]) spawn(appID string) *actor.PID {
 	// The registry belongs to the actor's incarnations: one restarted by its supervisor
 	// gets the registry of the one it replaces.
 	reg := &registry{sockets: map[string]Member{}}
-	opts := append([]actor.PropsOption{actor.WithSupervisor(socketSupervisor{reg: reg, appID: appID, log: a.cfg.Log.Error})}, a.propsOpts...)
+	opts := append([]actor.PropsOption{actor.WithSupervisor(socketSupervisor{reg: reg, appID: appID, log: a.cfg.Log})}, a.propsOpts...)
 	p := a.system.Root.SpawnPrefix(actor.PropsFromProducer(func() actor.Actor {
 		return &appActor[S]{dir: a, appID: appID, reg: reg}
 	}, opts...), appKind)

@@ -3,6 +3,7 @@ package actors
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"runtime/debug"
 	"strings"
 	"time"
@@ -273,12 +274,12 @@ func (s *appActor[S]) childTerminated(ctx actor.Context, who *actor.PID) {
 type socketSupervisor struct {
 	reg   *registry
 	appID string
-	log   func(msg string, args ...any)
+	log   *slog.Logger
 }
 
 func (s socketSupervisor) HandleFailure(_ *actor.ActorSystem, sup actor.Supervisor, child *actor.PID, _ *actor.RestartStatistics, reason, msg any) {
 	id := childID(child)
-	s.log("actors: a socket's actor failed; the socket is closed", "app", s.appID, "socket", id, "panic", fmt.Sprint(reason))
+	s.log.Error("actors: a socket's actor failed; the socket is closed", "app", s.appID, "socket", id, "panic", fmt.Sprint(reason))
 	sup.StopChildren(child)
 	socket, ok := s.reg.sockets[id]
 	if !ok {
