@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/keyward/keyward/actors/actorkit"
 )
 
 // Defaults of the directory.
@@ -34,7 +36,7 @@ type AppsConfig struct {
 	Now     func() time.Time
 	Log     *slog.Logger
 	// Metrics counts the actors' work under kind "app"; none when nil.
-	Metrics *Metrics
+	Metrics *actorkit.Metrics
 }
 
 // Apps is the node's directory of AppActors, with snapshots of type S.
@@ -43,18 +45,18 @@ type Apps[S any] struct {
 	load   Loader[S]
 	cfg    AppsConfig
 
-	// base ends with Close; loads run under it.
-	base   context.Context
-	cancel context.CancelFunc
-	loads  sync.WaitGroup
+	// work runs what the actors hand off (loads, admissions, reads, ticks, subscriptions,
+	// the sockets' jobs); Close ends it and waits for it.
+	work *actorkit.Runner
 
 	mu     sync.Mutex
 	pids   map[string]*actor.PID
 	closed bool
-	// ticks is the periodic work on the apps' sockets (sockets.go).
-	ticks []Tick
-	// plan makes a hook plan from a snapshot (plans.go); nil: no planning.
-	plan Planner[S]
+	// ticks is the periodic work on the apps' sockets, done by tickWork (sockets.go).
+	ticks    []Tick
+	tickWork TickWork
+	// live is what the AppActors read their apps' live state from (reads.go).
+	live LiveReader
 	// bus is how the AppActors subscribe to their apps' deliveries; topics counts their
 	// subscriptions (bus.go).
 	bus    BusConfig
@@ -86,8 +88,7 @@ func NewApps[S any](load Loader[S], cfg AppsConfig) *Apps[S] {
 	}
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	system := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return quiet }))
-	ctx, cancel := context.WithCancel(context.Background())
-	a := &Apps[S]{system: system, load: load, cfg: cfg, base: ctx, cancel: cancel, pids: map[string]*actor.PID{}}
+	a := &Apps[S]{system: system, load: load, cfg: cfg, work: actorkit.NewRunner(appKind, cfg.Log, cfg.Metrics), pids: map[string]*actor.PID{}}
 	a.propsOpts = cfg.Metrics.Props(appKind)
 	a.stopDeadLetter = cfg.Metrics.WatchDeadLetters(system)
 	return a
@@ -118,32 +119,13 @@ type (
 // Snapshot answers the application's snapshot from its actor, spawning the actor if needed.
 // The loader's error (for example the application does not exist) comes back as is.
 func (a *Apps[S]) Snapshot(ctx context.Context, appID string) (S, error) {
-	var zero S
-	for try := 0; try < 3; try++ {
-		pid, err := a.pid(appID)
-		if err != nil {
-			return zero, err
-		}
-		timeout := askTimeout
-		if d, ok := ctx.Deadline(); ok {
-			timeout = min(timeout, time.Until(d))
-		}
-		if timeout <= 0 {
-			return zero, context.DeadlineExceeded
-		}
-		res, err := a.system.Root.RequestFuture(pid, getSnapshot{}, timeout).Result()
-		if errors.Is(err, actor.ErrDeadLetter) {
-			// The actor passivated between the lookup and the request.
-			a.forget(appID, pid)
-			continue
-		}
-		if err != nil {
-			return zero, fmt.Errorf("app actor %s: %w: %w", appID, ErrUnavailable, err)
-		}
-		r := res.(snapshotReply[S])
-		return r.snap, r.err
+	res, err := a.ask(ctx, appID, getSnapshot{})
+	if err != nil {
+		var zero S
+		return zero, err
 	}
-	return zero, fmt.Errorf("app actor %s: stopped repeatedly: %w", appID, ErrUnavailable)
+	r := res.(snapshotReply[S])
+	return r.snap, r.err
 }
 
 // Invalidate tells the application's actor, if it runs on this node, that the application
@@ -153,9 +135,9 @@ func (a *Apps[S]) Snapshot(ctx context.Context, appID string) (S, error) {
 // never blocks: it is called from the event pipeline and the cluster bus.
 func (a *Apps[S]) Invalidate(appID string) {
 	a.mu.Lock()
-	pid := a.pids[appID]
-	a.mu.Unlock()
-	if pid != nil {
+	defer a.mu.Unlock()
+	// Sent under mu, as every request is (send): see idle.go.
+	if pid := a.pids[appID]; pid != nil {
 		a.system.Root.Send(pid, invalidate{})
 	}
 }
@@ -180,11 +162,11 @@ func (a *Apps[S]) Close() {
 		pids = append(pids, p)
 	}
 	a.mu.Unlock()
-	a.cancel()
+	a.work.Cancel()
 	for _, p := range pids {
 		_ = a.system.Root.StopFuture(p).Wait()
 	}
-	a.loads.Wait()
+	a.work.Wait()
 	a.stopDeadLetter()
 	a.system.Shutdown()
 }
@@ -195,24 +177,49 @@ func (a *Apps[S]) panicked(what, appID string, p any) {
 	a.cfg.Log.Error("actors: panic in "+what, "app", appID, "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
 }
 
-func (a *Apps[S]) pid(appID string) (*actor.PID, error) {
+// send sends msg to appID's actor, spawning it if needed, as a request answered through
+// the future. The send is made under mu, the lock under which a passivating actor leaves
+// the directory: a request is either in the actor's mailbox before the actor's passivate
+// message, or goes to a new actor (idle.go).
+func (a *Apps[S]) send(appID string, msg any, timeout time.Duration) (*actor.Future, *actor.PID, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.closed {
-		return nil, ErrClosed
+		return nil, nil, ErrClosed
 	}
-	if p := a.pids[appID]; p != nil {
-		return p, nil
+	pid := a.pids[appID]
+	if pid == nil {
+		pid = a.spawn(appID)
 	}
+	return a.system.Root.RequestFuture(pid, msg, timeout), pid, nil
+}
+
+// spawn starts appID's actor; a.mu is held.
+func (a *Apps[S]) spawn(appID string) *actor.PID {
 	// The registry belongs to the actor's incarnations: one restarted by its supervisor
 	// gets the registry of the one it replaces.
-	reg := &registry{sockets: map[string]any{}}
-	opts := append([]actor.PropsOption{actor.WithSupervisor(socketSupervisor{reg: reg, appID: appID, log: a.cfg.Log.Error})}, a.propsOpts...)
+	reg := &registry{sockets: map[string]Member{}}
+	opts := append([]actor.PropsOption{actor.WithSupervisor(socketSupervisor{reg: reg, appID: appID, log: a.cfg.Log})}, a.propsOpts...)
 	p := a.system.Root.SpawnPrefix(actor.PropsFromProducer(func() actor.Actor {
 		return &appActor[S]{dir: a, appID: appID, reg: reg}
 	}, opts...), appKind)
 	a.pids[appID] = p
-	return p, nil
+	return p
+}
+
+// readopt puts pid back as appID's actor unless another took its place; it answers
+// whether it did (idle.go).
+func (a *Apps[S]) readopt(appID string, pid *actor.PID) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if cur := a.pids[appID]; cur != nil {
+		return cur.Equal(pid)
+	}
+	if a.closed {
+		return false
+	}
+	a.pids[appID] = pid
+	return true
 }
 
 // forget drops the directory entry of appID if it still names pid.
@@ -229,8 +236,9 @@ type appActor[S any] struct {
 	dir   *Apps[S]
 	appID string
 	// reg is the app's sockets on this node; ticks the periodic work on them.
-	reg   *registry
-	ticks []Tick
+	reg      *registry
+	ticks    []Tick
+	tickWork TickWork
 
 	snap     S
 	have     bool
@@ -248,6 +256,16 @@ type appActor[S any] struct {
 	// changed is set by an Invalidate while the actor holds sockets: the reload it started
 	// is followed by the ticks marked OnChange.
 	changed bool
+
+	// The passivation timer (idle.go): idleTimer sends idleCheck{idleGen} after idleFor;
+	// lastActive is when the actor last handled a message.
+	idleTimer  *time.Timer
+	idleGen    uint64
+	idleFor    time.Duration
+	lastActive time.Time
+	// activeSinceIdle: a message came after the actor decided it was idle and left the
+	// directory (idle.go).
+	activeSinceIdle bool
 }
 
 // failedLinger is how long an actor whose first load failed answers stragglers before it
@@ -255,12 +273,18 @@ type appActor[S any] struct {
 const failedLinger = 200 * time.Millisecond
 
 func (s *appActor[S]) Receive(ctx actor.Context) {
+	switch ctx.Message().(type) {
+	case idleCheck, passivate:
+	default:
+		s.lastActive = time.Now()
+		s.activeSinceIdle = true
+	}
 	if s.receiveSockets(ctx) || s.receiveBus(ctx) || s.receiveReads(ctx) || s.receivePlans(ctx) {
 		return
 	}
 	switch m := ctx.Message().(type) {
 	case *actor.Started:
-		ctx.SetReceiveTimeout(s.dir.cfg.Idle)
+		s.armIdle(ctx, s.dir.cfg.Idle)
 		if len(s.reg.sockets) > 0 {
 			// A restart: the registry's sockets are still here; their timers and their
 			// actors (stopped with the incarnation that failed) start again.
@@ -269,6 +293,7 @@ func (s *appActor[S]) Receive(ctx actor.Context) {
 		}
 	case *actor.Restarting:
 		s.stopTimers()
+		s.stopIdle()
 	case getSnapshot:
 		if s.failed != nil {
 			ctx.Respond(snapshotReply[S]{err: s.failed})
@@ -313,7 +338,7 @@ func (s *appActor[S]) Receive(ctx actor.Context) {
 			// meanwhile gets the same error.
 			s.dir.forget(s.appID, ctx.Self())
 			s.failed = m.err
-			ctx.SetReceiveTimeout(failedLinger)
+			s.armIdle(ctx, failedLinger)
 		}
 		if m.err == nil {
 			// Recorded before the waiters hear of it: a waiter that acts at once (and a
@@ -325,16 +350,13 @@ func (s *appActor[S]) Receive(ctx actor.Context) {
 		}
 		s.waiters = s.waiters[:0]
 		s.answerPlans(ctx, m.err)
-	case *actor.ReceiveTimeout:
-		// An actor that holds sockets is never passivated, nor one that has reads to answer.
-		if !s.loading && len(s.reg.sockets) == 0 && len(s.reg.reads) == 0 && !s.reg.subscribing && s.reg.admitting == 0 {
-			if s.failed == nil {
-				s.dir.cfg.Metrics.Passivated(appKind)
-			}
-			ctx.Stop(ctx.Self())
-		}
+	case idleCheck:
+		s.idle(ctx, m)
+	case passivate:
+		s.passivate(ctx)
 	case *actor.Stopping:
 		s.stopTimers()
+		s.stopIdle()
 		s.unsubscribe()
 		s.dir.forget(s.appID, ctx.Self())
 		for _, w := range s.waiters {
@@ -353,29 +375,19 @@ func (s *appActor[S]) Receive(ctx actor.Context) {
 	}
 }
 
-// startLoad runs the loader on a goroutine; the result comes back as a message.
+// startLoad runs the loader off the actor; the result comes back as a message. A loader
+// that panics answers the waiters with an error (they never hang) and is logged and
+// counted; the process goes on.
 func (s *appActor[S]) startLoad(ctx actor.Context) {
 	s.gen++
 	s.loading = true
-	gen, self, root, dir := s.gen, ctx.Self(), ctx.ActorSystem().Root, s.dir
-	appID := s.appID
-	dir.loads.Add(1)
-	go func() {
-		defer dir.loads.Done()
-		var snap S
-		var err error
-		// A loader that panics answers the waiters with an error (they never hang) and is
-		// logged and counted; the process goes on.
-		defer func() {
-			if p := recover(); p != nil {
-				dir.panicked("the loader of an app", appID, p)
-				var zero S
-				snap, err = zero, fmt.Errorf("actors: loading app %s panicked: %v", appID, p)
-			}
-			root.Send(self, loaded[S]{gen: gen, snap: snap, err: err})
-		}()
-		lctx, cancel := context.WithTimeout(dir.base, askTimeout)
-		defer cancel()
-		snap, err = dir.load(lctx, appID)
-	}()
+	gen, dir, appID := s.gen, s.dir, s.appID
+	actorkit.Pipe(dir.work, ctx.ActorSystem().Root, ctx.Self(), "the loader of an app", []any{"app", appID}, askTimeout,
+		func(ctx context.Context) loaded[S] {
+			snap, err := dir.load(ctx, appID)
+			return loaded[S]{gen: gen, snap: snap, err: err}
+		},
+		func(p any) loaded[S] {
+			return loaded[S]{gen: gen, err: fmt.Errorf("actors: loading app %s panicked: %v", appID, p)}
+		})
 }

@@ -201,3 +201,29 @@ func BenchmarkSnapshot(b *testing.B) {
 		}
 	})
 }
+
+// TestBusyActorPassivatesWithoutARace: an AppActor whose idle time is shorter than the
+// gaps between its messages, asked again and again, is race-free (the race detector
+// reported protoactor's receive timeout, whose timer goroutine writes the actor's context
+// while the actor reads it; the passivation timer only sends a message) and stops once
+// nothing asks any more.
+func TestBusyActorPassivatesWithoutARace(t *testing.T) {
+	f := &fakeApps{version: map[string]int{"a": 1}}
+	dir := NewApps(f.load, AppsConfig{Idle: time.Millisecond})
+	defer dir.Close()
+	for i := 0; i < 300; i++ {
+		if v, err := dir.Snapshot(context.Background(), "a"); err != nil || v != 1 {
+			t.Fatalf("snapshot %d: %d %v", i, v, err)
+		}
+		if i%20 == 0 {
+			time.Sleep(time.Millisecond)
+		}
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for dir.Len() != 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the idle actor was not passivated")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}

@@ -6,6 +6,8 @@ import (
 	"sync"
 
 	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/keyward/keyward/actors/actorkit"
 )
 
 // An AppActor owns its application's subscription to the cluster bus: it subscribes
@@ -25,11 +27,16 @@ type Subscriber interface {
 // BusConfig is how AppActors receive their application's deliveries.
 type BusConfig struct {
 	Bus Subscriber
-	// Topic names an application's topic.
-	Topic func(appID string) string
-	// Deliver hands one delivery to the app's sockets on this node; it runs in the
-	// AppActor's Receive and must not block.
-	Deliver func(appID string, payload []byte, sockets []any)
+	// TopicPrefix names the applications' topics: the prefix and the application's id.
+	TopicPrefix string
+	// Deliver hands each delivery to the app's sockets on this node.
+	Deliver Deliverer
+}
+
+// Deliverer hands one delivery of an app's topic to the app's sockets on this node. It
+// runs in the AppActor's Receive and must not block (it only sends messages).
+type Deliverer interface {
+	Deliver(appID string, payload []byte, sockets []Member)
 }
 
 // SetBus has the AppActors subscribe to their applications' topics; it is called once,
@@ -113,33 +120,25 @@ func (s *appActor[S]) needsSubscription(ctx actor.Context) bool {
 	return true
 }
 
-// subscribe makes the subscription on a goroutine; the answer comes back as subscribed.
+// subscribe makes the subscription off the actor; the answer comes back as subscribed.
 func (s *appActor[S]) subscribe(ctx actor.Context) {
-	cfg, dir, appID := s.dir.busConfig(), s.dir, s.appID
+	cfg, appID := s.dir.busConfig(), s.appID
 	self, root := ctx.Self(), ctx.ActorSystem().Root
 	sub := &subscription{}
-	dir.loads.Add(1)
-	go func() {
-		defer dir.loads.Done()
-		err := fmt.Errorf("actors: subscribing app %s failed", appID)
-		defer func() {
-			if p := recover(); p != nil {
-				dir.panicked("a bus subscription", appID, p)
+	actorkit.Pipe(s.dir.work, root, self, "a bus subscription", []any{"app", appID}, askTimeout,
+		func(ctx context.Context) subscribed {
+			stop, err := cfg.Bus.Subscribe(ctx, cfg.TopicPrefix+appID, func(payload []byte) { root.Send(self, busDelivery{payload: payload}) })
+			if err != nil {
+				return subscribed{sub: sub, err: fmt.Errorf("actors: subscribe app %s: %w", appID, err)}
 			}
-			root.Send(self, subscribed{sub: sub, err: err})
-		}()
-		sctx, cancel := context.WithTimeout(dir.base, askTimeout)
-		defer cancel()
-		var stop func()
-		stop, err = cfg.Bus.Subscribe(sctx, cfg.Topic(appID), func(payload []byte) { root.Send(self, busDelivery{payload: payload}) })
-		if err != nil {
-			err = fmt.Errorf("actors: subscribe app %s: %w", appID, err)
-			return
-		}
-		sub.mu.Lock()
-		sub.unsubscribe = stop
-		sub.mu.Unlock()
-	}()
+			sub.mu.Lock()
+			sub.unsubscribe = stop
+			sub.mu.Unlock()
+			return subscribed{sub: sub}
+		},
+		func(any) subscribed {
+			return subscribed{sub: sub, err: fmt.Errorf("actors: subscribing app %s failed", appID)}
+		})
 }
 
 // receiveBus handles the subscription's messages; it answers false for others.
@@ -148,7 +147,7 @@ func (s *appActor[S]) receiveBus(ctx actor.Context) bool {
 	switch m := ctx.Message().(type) {
 	case busDelivery:
 		if len(r.sockets) > 0 {
-			s.dir.busConfig().Deliver(s.appID, m.payload, r.members())
+			s.dir.busConfig().Deliver.Deliver(s.appID, m.payload, r.members())
 		}
 	case subscribed:
 		r.subscribing = false
@@ -195,17 +194,8 @@ func (s *appActor[S]) unsubscribe() {
 	if r.sub == nil {
 		return
 	}
-	sub, dir, appID := r.sub, s.dir, s.appID
+	sub := r.sub
 	r.sub = nil
-	dir.countTopic(-1)
-	dir.loads.Add(1)
-	go func() {
-		defer dir.loads.Done()
-		defer func() {
-			if p := recover(); p != nil {
-				dir.panicked("the end of a bus subscription", appID, p)
-			}
-		}()
-		sub.end()
-	}()
+	s.dir.countTopic(-1)
+	s.dir.work.Go("the end of a bus subscription", []any{"app", s.appID}, func(context.Context) { sub.end() }, nil)
 }

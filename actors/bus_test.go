@@ -28,17 +28,16 @@ func TestAppActorOwnsItsSubscription(t *testing.T) {
 	defer dir.Close()
 	var mu sync.Mutex
 	got := map[string][]int{} // payload → sockets it reached
-	dir.SetBus(BusConfig{Bus: bus, Topic: func(appID string) string { return "t:" + appID },
-		Deliver: func(appID string, payload []byte, sockets []any) {
-			mu.Lock()
-			got[appID+"/"+string(payload)] = append(got[appID+"/"+string(payload)], len(sockets))
-			mu.Unlock()
-		}})
+	dir.SetBus(BusConfig{Bus: bus, TopicPrefix: "t:", Deliver: deliverFunc(func(appID string, payload []byte, sockets []Member) {
+		mu.Lock()
+		got[appID+"/"+string(payload)] = append(got[appID+"/"+string(payload)], len(sockets))
+		mu.Unlock()
+	})})
 	ctx := context.Background()
-	if err := dir.Join(ctx, "a", "s1", "s1"); err != nil {
+	if err := dir.Join(ctx, "a", "s1", plain("s1")); err != nil {
 		t.Fatal(err)
 	}
-	if err := dir.Join(ctx, "a", "s2", "s2"); err != nil {
+	if err := dir.Join(ctx, "a", "s2", plain("s2")); err != nil {
 		t.Fatal(err)
 	}
 	if n := dir.Topics(); n != 1 {
@@ -64,8 +63,8 @@ func TestAppActorOwnsItsSubscription(t *testing.T) {
 
 	down := NewApps(f.load, AppsConfig{})
 	defer down.Close()
-	down.SetBus(BusConfig{Bus: failingBus{}, Topic: func(appID string) string { return appID }, Deliver: func(string, []byte, []any) {}})
-	if err := down.Join(ctx, "a", "s1", "s1"); err == nil {
+	down.SetBus(BusConfig{Bus: failingBus{}, Deliver: deliverFunc(func(string, []byte, []Member) {})})
+	if err := down.Join(ctx, "a", "s1", plain("s1")); err == nil {
 		t.Fatal("a socket registered without its app's subscription")
 	}
 	if socks, _ := down.Sockets(ctx, "a"); len(socks) != 0 || down.Topics() != 0 {
@@ -86,15 +85,14 @@ func newProbe(t *testing.T, dirs ...*Apps[int]) *probe {
 	p := &probe{bus: memory.New(memory.Config{}), counts: make(chan int, 16)}
 	t.Cleanup(func() { p.bus.Close() })
 	for _, dir := range dirs {
-		dir.SetBus(BusConfig{Bus: p.bus, Topic: func(appID string) string { return "probe:" + appID },
-			Deliver: func(_ string, payload []byte, sockets []any) {
-				switch string(payload) {
-				case "panic":
-					panic("on purpose")
-				case "count":
-					p.counts <- len(sockets)
-				}
-			}})
+		dir.SetBus(BusConfig{Bus: p.bus, TopicPrefix: "probe:", Deliver: deliverFunc(func(_ string, payload []byte, sockets []Member) {
+			switch string(payload) {
+			case "panic":
+				panic("on purpose")
+			case "count":
+				p.counts <- len(sockets)
+			}
+		})})
 	}
 	return p
 }

@@ -30,7 +30,7 @@ func TestAnAppChangeRevalidatesAtOnce(t *testing.T) {
 	node := func(name string) *Apps[int] {
 		dir := NewApps(f.load, AppsConfig{})
 		t.Cleanup(dir.Close)
-		dir.SetTicks(Tick{Every: time.Hour, OnChange: true, Run: func(ctx context.Context, appID string, sockets []any) {
+		dir.SetTicks(tickFunc(func(ctx context.Context, appID string, sockets []Member) {
 			v, err := dir.Snapshot(ctx, appID)
 			if err != nil {
 				t.Error(err)
@@ -39,7 +39,7 @@ func TestAnAppChangeRevalidatesAtOnce(t *testing.T) {
 				gated.Do(func() { atGate <- v; <-gate })
 			}
 			runs <- run{node: name, version: v, sockets: len(sockets)}
-		}})
+		}), Tick{Every: time.Hour, OnChange: true})
 		unsubscribe, err := dir.ListenChanges(context.Background(), bus)
 		if err != nil {
 			t.Fatal(err)
@@ -51,7 +51,7 @@ func TestAnAppChangeRevalidatesAtOnce(t *testing.T) {
 	ctx := context.Background()
 	for i, dir := range []*Apps[int]{a, b} {
 		for _, id := range []string{"s1", "s2"} {
-			if err := dir.Join(ctx, "a", id, id); err != nil {
+			if err := dir.Join(ctx, "a", id, plain(id)); err != nil {
 				t.Fatal(i, err)
 			}
 		}

@@ -11,13 +11,15 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/keyward/keyward/actors/actorkit"
 )
 
 // TestLoaderPanicAnswersItsWaiters: a loader that panics (on purpose, here) does not end
 // the process: every request waiting for the snapshot gets an error, the panic is
 // counted, and the next request loads again and gets the snapshot.
 func TestLoaderPanicAnswersItsWaiters(t *testing.T) {
-	m := NewMetrics(prometheus.NewRegistry())
+	m := actorkit.NewMetrics(prometheus.NewRegistry())
 	gate := make(chan struct{})
 	var calls atomic.Int32
 	load := func(ctx context.Context, appID string) (int, error) {
@@ -64,7 +66,7 @@ func TestLoaderPanicAnswersItsWaiters(t *testing.T) {
 	if failed == 0 {
 		t.Fatal("no waiter got the loader's panic as an error")
 	}
-	if got := value(t, m.workPanics.WithLabelValues(appKind)); got != 1 {
+	if got := m.Value("workPanics", appKind); got != 1 {
 		t.Fatalf("work panics counted: %v, want 1", got)
 	}
 	v, err := dir.Snapshot(context.Background(), "a")

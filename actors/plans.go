@@ -16,8 +16,12 @@ import (
 // the message and the compiled conditions and does no I/O (hooks.Pipeline.Plan); a
 // request that arrives while the snapshot loads waits for it.
 
-// Planner makes the plan of message m from snapshot snap (the snapshot's compiled hooks).
-type Planner[S any] func(snap S, m hooks.Message) []hooks.Step
+// HookPlanner is a snapshot that holds an application's compiled hooks: Plan makes the
+// plan of message m from them (hooks.Pipeline is one). A directory whose snapshots are
+// not HookPlanners answers Plan with errNoPlanner.
+type HookPlanner interface {
+	Plan(m hooks.Message) []hooks.Step
+}
 
 // Messages of the AppActor's planning.
 type (
@@ -33,27 +37,20 @@ type (
 	}
 )
 
-// errNoPlanner answers Plan on a directory that was given no planner.
-var errNoPlanner = errors.New("actors: the directory has no hook planner")
+// errNoPlanner answers Plan on a directory whose snapshots hold no hooks.
+var errNoPlanner = errors.New("actors: the directory's snapshots hold no hook planner")
 
-// SetPlanner gives the directory the planner of its snapshots; it is called once, before
-// the first Plan.
-func (a *Apps[S]) SetPlanner(plan Planner[S]) {
-	a.mu.Lock()
-	a.plan = plan
-	a.mu.Unlock()
-}
-
-func (a *Apps[S]) planner() Planner[S] {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return a.plan
+// plans answers whether the directory's snapshots are HookPlanners.
+func (a *Apps[S]) plans() bool {
+	var zero S
+	_, ok := any(zero).(HookPlanner)
+	return ok
 }
 
 // Plan asks the app's actor for the plan of client message m: the actions its hooks
 // planned, in order. The loader's error comes back as Snapshot's does.
 func (a *Apps[S]) Plan(ctx context.Context, appID string, m hooks.Message) ([]hooks.Step, error) {
-	if a.planner() == nil {
+	if !a.plans() {
 		return nil, errNoPlanner
 	}
 	res, err := a.ask(ctx, appID, planHooks{msg: m})
@@ -93,7 +90,7 @@ func (s *appActor[S]) planNow(msg hooks.Message) (out planAnswer) {
 			out = planAnswer{err: fmt.Errorf("actors: planning the hooks of app %s panicked: %v", s.appID, p)}
 		}
 	}()
-	return planAnswer{steps: s.dir.planner()(s.snap, msg)}
+	return planAnswer{steps: any(s.snap).(HookPlanner).Plan(msg)}
 }
 
 // answerPlans answers the plan requests that waited for a load that ended with err.

@@ -10,6 +10,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/keyward/keyward/actors/actorkit"
+
 	"github.com/keyward/keyward/hooks"
 )
 
@@ -19,18 +21,18 @@ import (
 // goes on planning.
 func TestPlanRunsInTheAppActor(t *testing.T) {
 	f := &fakeApps{version: map[string]int{"a": 1}, gate: make(chan struct{})}
-	m := NewMetrics(prometheus.NewRegistry())
-	dir := NewApps(f.load, AppsConfig{Metrics: m, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	defer dir.Close()
-	if _, err := dir.Plan(t.Context(), "a", hooks.Message{Type: "x"}); !errors.Is(err, errNoPlanner) {
-		t.Fatalf("without a planner: %v", err)
+	m := actorkit.NewMetrics(prometheus.NewRegistry())
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	plain := NewApps(f.load, AppsConfig{Log: quiet})
+	defer plain.Close()
+	if _, err := plain.Plan(t.Context(), "a", hooks.Message{Type: "x"}); !errors.Is(err, errNoPlanner) {
+		t.Fatalf("snapshots without hooks: %v", err)
 	}
-	dir.SetPlanner(func(snap int, msg hooks.Message) []hooks.Step {
-		if msg.Type == "boom" {
-			panic("planner bug")
-		}
-		return []hooks.Step{{HookID: strconv.Itoa(snap), HookName: msg.Type}}
-	})
+	dir := NewApps(func(ctx context.Context, appID string) (planningSnap, error) {
+		v, err := f.load(ctx, appID)
+		return planningSnap(v), err
+	}, AppsConfig{Metrics: m, Log: quiet})
+	defer dir.Close()
 	plan := func(typ string) ([]hooks.Step, error) {
 		return dir.Plan(context.Background(), "a", hooks.Message{Type: typ})
 	}
@@ -56,10 +58,21 @@ func TestPlanRunsInTheAppActor(t *testing.T) {
 	if _, err := plan("boom"); err == nil || errors.Is(err, ErrUnavailable) {
 		t.Fatalf("a panicking planner answered %v; want a bug's error", err)
 	}
-	if got := value(t, m.workPanics.WithLabelValues(appKind)); got != 1 {
+	if got := m.Value("workPanics", appKind); got != 1 {
 		t.Fatalf("work panics counted: %v, want 1", got)
 	}
 	if steps, err := plan("third"); err != nil || steps[0].HookID != "2" {
 		t.Fatalf("after the panic: %+v %v", steps, err)
 	}
+}
+
+// planningSnap is a snapshot whose hooks plan one step named after the message, with the
+// snapshot's version as its hook id; a "boom" message panics.
+type planningSnap int
+
+func (p planningSnap) Plan(msg hooks.Message) []hooks.Step {
+	if msg.Type == "boom" {
+		panic("planner bug")
+	}
+	return []hooks.Step{{HookID: strconv.Itoa(int(p)), HookName: msg.Type}}
 }

@@ -3,19 +3,24 @@ package actors
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"runtime/debug"
 	"strings"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/asynkron/protoactor-go/scheduler"
+
+	"github.com/keyward/keyward/actors/actorkit"
 )
 
 // A socket registered with an AppActor that implements Socket gets an actor of its own, a
 // child of the AppActor (SessionActor for a client socket, DashboardActor for an owner's):
 // it owns the order of everything that happens to the socket. The socket's state and its
 // rules are the domain's (core/realtime: the Socket's Receive); the actor runs them one
-// message at a time and gives them a way to do I/O without blocking (SocketContext.Go).
+// message at a time and gives them a way to do I/O without blocking: the socket hands its
+// actor a Job (data saying what to do, SocketContext.Pipe), the socket's Work does it on a
+// goroutine, and the job comes back with its outcome as a message (JobDone).
 //
 // Supervision: a panic while a socket actor handles a message stops that actor alone and
 // tells its socket (Failed, which closes it), with a log line naming the app and the
@@ -28,25 +33,45 @@ import (
 // mailbox at that moment are (a frame a reader handed over: the reader goes on at its
 // deadline; a delivery).
 
+// Member is a socket registered with its app's actor: the registry, the deliveries and the
+// periodic work handle it as one. A Member that is a Socket gets an actor of its own.
+type Member interface {
+	// Kind is the actor kind in the metrics and the held counts: "session" or "dashboard".
+	Kind() string
+}
+
 // Socket is one socket's state and rules, run by its actor.
 type Socket interface {
-	// Kind is the actor kind in the metrics: "session" or "dashboard".
-	Kind() string
+	Member
 	// Spawned gives the socket the reference of its actor, once, before the admission or
 	// the join that registered it answers.
 	Spawned(ref Ref)
 	// Receive handles one message in the socket's actor: SocketStarted after each spawn,
 	// SocketStopping before the actor stops, Leaving when the socket leaves its app (the
-	// socket calls sc.Done once it has finished its work), and whatever is sent to its
-	// Ref or comes back from sc.Go. It must not block.
+	// socket calls sc.Done once it has finished its work), JobDone when a job it piped
+	// ended, and whatever is sent to its Ref. It must not block.
 	Receive(sc SocketContext, msg any)
+	// Work does job's I/O, on a goroutine of the directory (never in Receive), and answers
+	// the job with its outcome, which comes back to Receive as JobDone; nil: nothing comes
+	// back. ctx ends when the directory closes. A panic in Work fails the socket's actor as
+	// a panic in Receive would.
+	Work(ctx context.Context, job Job) Job
 	// Failed is told that handling msg panicked with reason; the actor is stopped. It
 	// closes the socket. It runs in the AppActor and must not block.
 	Failed(reason, msg any)
 }
 
+// Job is I/O a socket's actor hands off (SocketContext.Pipe): data saying what to do,
+// done by the socket's Work.
+type Job interface {
+	// JobName names the job in a log line.
+	JobName() string
+}
+
 // Messages the socket actor passes to its Socket.
 type (
+	// JobDone: a job the socket piped ended; Job is what its Work answered.
+	JobDone struct{ Job Job }
 	// SocketStarted: the actor started (also after an AppActor restart re-spawned it).
 	SocketStarted struct{}
 	// SocketStopping: the actor is stopping (it left, it failed, or its AppActor restarts).
@@ -57,10 +82,9 @@ type (
 
 // SocketContext is what a socket's actor offers its Socket inside Receive.
 type SocketContext interface {
-	// Go runs fn on a goroutine owned by the directory (its ctx ends when the directory
-	// closes); what fn answers, when not nil, comes back to the socket as a message. A
-	// panic in fn fails the socket's actor as a panic in Receive would.
-	Go(fn func(ctx context.Context) any)
+	// Pipe has the socket's Work do job on a goroutine owned by the directory; its answer,
+	// when not nil, comes back to the socket as JobDone.
+	Pipe(job Job)
 	// Every sends msg to the socket every d until stop is called or the actor stops.
 	Every(d time.Duration, msg any) (stop func())
 	// Done stops the actor after Leaving.
@@ -92,26 +116,21 @@ const socketThroughput = 300
 // idle socket's actor is most of what a socket costs beyond its connection.
 type socketActor struct {
 	sock Socket
-	dir  socketEnv
+	work *actorkit.Runner
 	// metrics count and time receive (nil: none). They are called here rather than set
 	// on the props as a middleware: a props middleware gives every actor a context
 	// extension of its own (about 260 bytes a socket), and a middleware's envelope is an
 	// allocation per message (a delivery to each socket of a broadcast).
-	metrics *kindMetrics
+	metrics *actorkit.KindMetrics
 	ctx     actor.Context // during Receive
 }
 
-// socketEnv is what a socket actor needs of its directory.
-type socketEnv interface {
-	run(id string, fn func(ctx context.Context))
-}
-
-// goFailed comes back from a Go whose fn panicked; the actor panics with it in turn.
-type goFailed struct{ reason any }
+// workFailed comes back from a Work that panicked; the actor panics with it in turn.
+type workFailed struct{ reason string }
 
 func (a *socketActor) Receive(ctx actor.Context) {
 	if a.metrics != nil {
-		a.metrics.receive(ctx.Self(), ctx.Message(), func() { a.receive(ctx) })
+		a.metrics.Receive(ctx.Self(), ctx.Message(), func() { a.receive(ctx) })
 		return
 	}
 	a.receive(ctx)
@@ -125,34 +144,27 @@ func (a *socketActor) receive(ctx actor.Context) {
 		a.sock.Receive(a, SocketStarted{})
 	case *actor.Stopping:
 		a.sock.Receive(a, SocketStopping{})
-	case *actor.Stopped, *actor.Restarting, *actor.ReceiveTimeout:
-	case goFailed:
+	case *actor.Stopped, *actor.Restarting:
+	case workFailed:
 		panic(m.reason)
 	default:
 		a.sock.Receive(a, m)
 	}
 }
 
-// Go's result comes back through the AppActor (toSocket), not straight to the socket's
+// A job's answer comes back through the AppActor (toSocket), not straight to the socket's
 // actor: while the AppActor restarts, its children are stopped and spawned again, and a
 // message sent to a child in between would be dropped, leaving the socket waiting for
 // the end of its I/O for ever. The AppActor's mailbox holds messages through its
 // restart, and it hands this one to the socket's actor of the moment.
-func (a *socketActor) Go(fn func(ctx context.Context) any) {
-	self, parent, root := a.ctx.Self(), a.ctx.Parent(), a.ctx.ActorSystem().Root
+func (a *socketActor) Pipe(job Job) {
+	self, parent, sock := a.ctx.Self(), a.ctx.Parent(), a.sock
 	id := childID(self)
-	a.dir.run(id, func(ctx context.Context) {
-		var out any
-		defer func() {
-			if p := recover(); p != nil {
-				out = goFailed{reason: fmt.Sprintf("socket %s: %v\n%s", id, p, debug.Stack())}
-			}
-			if out != nil {
-				root.Send(parent, toSocket{id: id, msg: out})
-			}
-		}()
-		out = fn(ctx)
-	})
+	actorkit.Pipe(a.work, a.ctx.ActorSystem().Root, parent, "a socket's job ("+job.JobName()+")", []any{"socket", id}, 0,
+		func(ctx context.Context) toSocket { return toSocket{id: id, done: sock.Work(ctx, job)} },
+		func(p any) toSocket {
+			return toSocket{id: id, failed: fmt.Sprintf("socket %s: %s: %v\n%s", id, job.JobName(), p, debug.Stack())}
+		})
 }
 
 func (a *socketActor) Every(d time.Duration, msg any) func() {
@@ -161,20 +173,6 @@ func (a *socketActor) Every(d time.Duration, msg any) func() {
 
 func (a *socketActor) Done() { a.ctx.Stop(a.ctx.Self()) }
 
-// run runs fn on a goroutine of the directory (for socket actors; id names it in a log line).
-func (a *Apps[S]) run(id string, fn func(ctx context.Context)) {
-	a.loads.Add(1)
-	go func() {
-		defer a.loads.Done()
-		defer func() {
-			if p := recover(); p != nil {
-				a.cfg.Log.Error("actors: panic in a socket's work", "socket", id, "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
-			}
-		}()
-		fn(a.base)
-	}()
-}
-
 // socketProps is the props of an app's socket actors of one kind: the producer takes the
 // socket the AppActor is spawning (reg.spawning, set in the AppActor just before).
 func (s *appActor[S]) socketProps(kind string) *actor.Props {
@@ -182,12 +180,11 @@ func (s *appActor[S]) socketProps(kind string) *actor.Props {
 		return p
 	}
 	reg, dir := s.reg, s.dir
-	var counted *kindMetrics
+	var counted *actorkit.KindMetrics
 	mailbox := actor.UnboundedLockfree()
 	if m := dir.cfg.Metrics; m != nil {
-		k := m.kind(kind)
-		counted = k
-		mailbox = actor.UnboundedLockfree(mailboxCounter{k.mailbox})
+		counted = m.Kind(kind)
+		mailbox = actor.UnboundedLockfree(counted.CountingMailbox())
 	}
 	// An idle socket's mailbox holds one node of a lock-free list, not a ring buffer.
 	// A socket's actor runs on the goroutine of the sender that finds it idle (a
@@ -196,7 +193,7 @@ func (s *appActor[S]) socketProps(kind string) *actor.Props {
 	// 1.3 to 2.7 µs per delivery with one, against about 0.1 µs; BenchmarkBroadcastFanOut
 	// in core/realtime). Receive never blocks, so whoever runs it is not held up.
 	p := actor.PropsFromProducer(func() actor.Actor {
-		return &socketActor{sock: reg.spawning, dir: dir, metrics: counted}
+		return &socketActor{sock: reg.spawning, work: dir.work, metrics: counted}
 	}, actor.WithMailbox(mailbox), actor.WithDispatcher(actor.NewSynchronizedDispatcher(socketThroughput)))
 	if reg.props == nil {
 		reg.props = map[string]*actor.Props{}
@@ -207,7 +204,7 @@ func (s *appActor[S]) socketProps(kind string) *actor.Props {
 
 // spawnSocket starts the actor of socket id when it is a Socket; first says whether
 // this is its first actor (not a re-spawn after a restart).
-func (s *appActor[S]) spawnSocket(ctx actor.Context, id string, socket any, first bool) {
+func (s *appActor[S]) spawnSocket(ctx actor.Context, id string, socket Member, first bool) {
 	sock, ok := socket.(Socket)
 	if !ok {
 		return
@@ -277,12 +274,12 @@ func (s *appActor[S]) childTerminated(ctx actor.Context, who *actor.PID) {
 type socketSupervisor struct {
 	reg   *registry
 	appID string
-	log   func(msg string, args ...any)
+	log   *slog.Logger
 }
 
 func (s socketSupervisor) HandleFailure(_ *actor.ActorSystem, sup actor.Supervisor, child *actor.PID, _ *actor.RestartStatistics, reason, msg any) {
 	id := childID(child)
-	s.log("actors: a socket's actor failed; the socket is closed", "app", s.appID, "socket", id, "panic", fmt.Sprint(reason))
+	s.log.Error("actors: a socket's actor failed; the socket is closed", "app", s.appID, "socket", id, "panic", fmt.Sprint(reason))
 	sup.StopChildren(child)
 	socket, ok := s.reg.sockets[id]
 	if !ok {

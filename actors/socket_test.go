@@ -10,7 +10,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	dto "github.com/prometheus/client_model/go"
+
+	"github.com/keyward/keyward/actors/actorkit"
 
 	"github.com/keyward/keyward/internal/testenv"
 )
@@ -32,8 +33,11 @@ func (s *testSocket) Receive(sc SocketContext, msg any) {
 		panic("socket bug")
 	}
 	if msg == "io" {
-		sc.Go(func(context.Context) any { return "io done" })
+		sc.Pipe(testJob("io"))
 		return
+	}
+	if d, ok := msg.(JobDone); ok {
+		msg = string(d.Job.(testJob)) // recorded by name
 	}
 	s.mu.Lock()
 	s.got = append(s.got, msg)
@@ -42,6 +46,14 @@ func (s *testSocket) Receive(sc SocketContext, msg any) {
 		sc.Done()
 	}
 }
+
+// testJob is a test socket's job, by name: its Work answers "<name> done".
+type testJob string
+
+func (j testJob) JobName() string { return string(j) }
+
+func (s *testSocket) Work(_ context.Context, j Job) Job { return testJob(j.JobName() + " done") }
+
 func (s *testSocket) Failed(reason, _ any) {
 	s.mu.Lock()
 	s.failed = reason
@@ -70,7 +82,7 @@ func (s *testSocket) failure() any {
 func TestSocketActorPanicClosesOnlyItsSocket(t *testing.T) {
 	var logged testenv.LogBuffer
 	log := slog.New(slog.NewTextHandler(&logged, nil))
-	m := NewMetrics(prometheus.NewRegistry())
+	m := actorkit.NewMetrics(prometheus.NewRegistry())
 	f := &fakeApps{version: map[string]int{"a": 1}}
 	dir := NewApps(f.load, AppsConfig{Log: log, Metrics: m})
 	defer dir.Close()
@@ -98,7 +110,7 @@ func TestSocketActorPanicClosesOnlyItsSocket(t *testing.T) {
 	if good.failure() != nil {
 		t.Fatal("the other socket was told of a failure")
 	}
-	if n := value(t, m.failures.WithLabelValues("session")); n != 1 {
+	if n := m.Value("failures", "session"); n != 1 {
 		t.Fatalf("session failures counted: %v", n)
 	}
 	line := logged.String()
@@ -106,14 +118,7 @@ func TestSocketActorPanicClosesOnlyItsSocket(t *testing.T) {
 		t.Fatalf("log: %s", line)
 	}
 	// The socket actors are counted under their kinds: the failed one stopped.
-	gauge := func(g prometheus.Gauge) float64 {
-		var d dto.Metric
-		if err := g.Write(&d); err != nil {
-			t.Fatal(err)
-		}
-		return d.GetGauge().GetValue()
-	}
-	if n := gauge(m.alive.WithLabelValues("session")); n != 1 {
+	if n := m.Value("alive", "session"); n != 1 {
 		t.Fatalf("session actors alive: %v", n)
 	}
 	// Both leave: the failed one at once, the other once its actor is done.
@@ -123,7 +128,7 @@ func TestSocketActorPanicClosesOnlyItsSocket(t *testing.T) {
 	if !good.has(Leaving{}) || !good.has(SocketStopping{}) {
 		t.Fatal("the socket's actor did not finish before its Leave answered")
 	}
-	if n, q := gauge(m.alive.WithLabelValues("session")), gauge(m.mailbox.WithLabelValues("session")); n != 0 || q != 0 {
+	if n, q := m.Value("alive", "session"), m.Value("mailbox", "session"); n != 0 || q != 0 {
 		t.Fatalf("after leaving: %v session actors alive, %v messages in their mailboxes", n, q)
 	}
 }
@@ -138,14 +143,18 @@ type stallingSocket struct {
 	once sync.Once
 }
 
+func (s *stallingSocket) Work(ctx context.Context, j Job) Job {
+	if j == testJob("slow io") {
+		<-s.gate
+		defer close(s.sent)
+	}
+	return s.testSocket.Work(ctx, j)
+}
+
 func (s *stallingSocket) Receive(sc SocketContext, msg any) {
 	switch msg {
 	case "slow io":
-		sc.Go(func(context.Context) any {
-			<-s.gate
-			defer close(s.sent)
-			return "slow io done"
-		})
+		sc.Pipe(testJob("slow io"))
 		return
 	}
 	if _, ok := msg.(SocketStopping); ok {

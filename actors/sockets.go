@@ -8,6 +8,8 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/asynkron/protoactor-go/scheduler"
+
+	"github.com/keyward/keyward/actors/actorkit"
 )
 
 // An AppActor holds the registry of its application's sockets on this node: a client
@@ -18,22 +20,29 @@ import (
 // props, not by the actor, so that an actor restarted by its supervisor after a panic
 // finds its sockets (and restarts their timers).
 
-// Tick is periodic work on the sockets of each app: every Every, Run gets the app's
-// sockets on this node. It runs on a goroutine of the directory (never in Receive), one
-// at a time per app and tick; ctx ends when the directory closes.
+// Tick is periodic work on the sockets of each app: every Every, the directory's
+// TickWork runs it over the app's sockets on this node. It runs on a goroutine of the
+// directory (never in Receive), one at a time per app and tick.
 type Tick struct {
+	// Name tells the ticks apart in TickWork.RunTick.
+	Name  string
 	Every time.Duration
-	Run   func(ctx context.Context, appID string, sockets []any)
 	// OnChange runs it also as soon as the app changed (Invalidate) and its snapshot was
 	// reloaded; a run under way at that moment is followed by another.
 	OnChange bool
 }
 
+// TickWork does the periodic work of the ticks (SetTicks) over an app's sockets; ctx ends
+// when the directory closes.
+type TickWork interface {
+	RunTick(ctx context.Context, appID string, tick Tick, sockets []Member)
+}
+
 // registry is an app's sockets on this node, kept across restarts of the app's actor;
 // only the app's actor touches it.
 type registry struct {
-	sockets map[string]any
-	list    []any // the sockets as a slice, rebuilt after a change (nil)
+	sockets map[string]Member
+	list    []Member // the sockets as a slice, rebuilt after a change (nil)
 	timers  []scheduler.CancelFunc
 	running []bool // by tick: a Run is under way
 	again   []bool // by tick: the app changed during the Run under way; it runs again after
@@ -60,12 +69,12 @@ type registry struct {
 // leaver is a socket that left, until its actor stopped.
 type leaver struct {
 	waiter *actor.PID
-	socket any
+	socket Member
 }
 
-func (r *registry) members() []any {
+func (r *registry) members() []Member {
 	if r.list == nil {
-		r.list = make([]any, 0, len(r.sockets))
+		r.list = make([]Member, 0, len(r.sockets))
 		for _, s := range r.sockets {
 			r.list = append(r.list, s)
 		}
@@ -77,7 +86,7 @@ func (r *registry) members() []any {
 type (
 	join struct {
 		id     string
-		socket any
+		socket Member
 	}
 	admitReq struct {
 		ctx    context.Context
@@ -94,19 +103,21 @@ type (
 	left       struct{ held bool }
 	members    struct{}
 	tickNow    struct{ i int }
-	// toSocket is a message for the actor of socket id (a SocketContext.Go's result).
+	// toSocket is the end of a job of socket id (SocketContext.Pipe): what its Work
+	// answered, or why it panicked.
 	toSocket struct {
-		id  string
-		msg any
+		id     string
+		done   Job
+		failed string
 	}
 	tickDone struct{ i int }
 )
 
-// SetTicks sets the periodic work on every app's sockets; it is called once, before the
-// first socket joins.
-func (a *Apps[S]) SetTicks(ticks ...Tick) {
+// SetTicks sets the periodic work on every app's sockets: work runs each tick; it is
+// called once, before the first socket joins.
+func (a *Apps[S]) SetTicks(work TickWork, ticks ...Tick) {
 	a.mu.Lock()
-	a.ticks = ticks
+	a.tickWork, a.ticks = work, ticks
 	a.mu.Unlock()
 }
 
@@ -114,10 +125,6 @@ func (a *Apps[S]) SetTicks(ticks ...Tick) {
 // actor passivated between the lookup and the request.
 func (a *Apps[S]) ask(ctx context.Context, appID string, msg any) (any, error) {
 	for try := 0; try < 3; try++ {
-		pid, err := a.pid(appID)
-		if err != nil {
-			return nil, err
-		}
 		timeout := askTimeout
 		if d, ok := ctx.Deadline(); ok {
 			timeout = min(timeout, time.Until(d))
@@ -125,8 +132,13 @@ func (a *Apps[S]) ask(ctx context.Context, appID string, msg any) (any, error) {
 		if timeout <= 0 {
 			return nil, context.DeadlineExceeded
 		}
-		res, err := a.system.Root.RequestFuture(pid, msg, timeout).Result()
+		fut, pid, err := a.send(appID, msg, timeout)
+		if err != nil {
+			return nil, err
+		}
+		res, err := fut.Result()
 		if errors.Is(err, actor.ErrDeadLetter) {
+			// The actor passivated between the lookup and the request.
 			a.forget(appID, pid)
 			continue
 		}
@@ -140,7 +152,7 @@ func (a *Apps[S]) ask(ctx context.Context, appID string, msg any) (any, error) {
 
 // Join registers a socket of the app with the app's actor; it returns once the socket is
 // registered (a delivery handed to the actor after that reaches it).
-func (a *Apps[S]) Join(ctx context.Context, appID, id string, socket any) error {
+func (a *Apps[S]) Join(ctx context.Context, appID, id string, socket Member) error {
 	res, err := a.ask(ctx, appID, join{id: id, socket: socket})
 	if err != nil {
 		return err
@@ -153,6 +165,7 @@ func (a *Apps[S]) Join(ctx context.Context, appID, id string, socket any) error 
 // admission's storage and cluster calls. The AppActor runs it on a goroutine of the
 // directory, never in its Receive; the socket travels in the actor's messages as data.
 type Admittee interface {
+	Member
 	Admit(ctx context.Context) error
 }
 
@@ -173,7 +186,7 @@ func (a *Apps[S]) Admit(ctx context.Context, appID, id string, socket Admittee) 
 
 // Leave unregisters a socket; it answers whether the actor held it.
 func (a *Apps[S]) Leave(appID, id string) bool {
-	ctx, cancel := context.WithTimeout(a.base, askTimeout)
+	ctx, cancel := context.WithTimeout(a.work.Context(), askTimeout)
 	defer cancel()
 	res, err := a.ask(ctx, appID, leave{id: id})
 	if err != nil {
@@ -192,21 +205,17 @@ func (a *Apps[S]) Held(kind string) int {
 }
 
 // countHeld counts a socket registered (delta 1) or gone (-1) under its kind.
-func (a *Apps[S]) countHeld(socket any, delta int) {
-	sock, ok := socket.(Socket)
-	if !ok {
-		return
-	}
+func (a *Apps[S]) countHeld(socket Member, delta int) {
 	a.mu.Lock()
 	if a.held == nil {
 		a.held = map[string]int{}
 	}
-	a.held[sock.Kind()] += delta
+	a.held[socket.Kind()] += delta
 	a.mu.Unlock()
 }
 
 // Sockets answers a copy of the app's sockets on this node.
-func (a *Apps[S]) Sockets(ctx context.Context, appID string) ([]any, error) {
+func (a *Apps[S]) Sockets(ctx context.Context, appID string) ([]Member, error) {
 	a.mu.Lock()
 	pid := a.pids[appID]
 	a.mu.Unlock()
@@ -217,19 +226,19 @@ func (a *Apps[S]) Sockets(ctx context.Context, appID string) ([]any, error) {
 	if err != nil {
 		return nil, err
 	}
-	out, _ := res.([]any)
+	out, _ := res.([]Member)
 	return out, nil
 }
 
 // AllSockets answers the sockets of every app on this node, by app.
-func (a *Apps[S]) AllSockets(ctx context.Context) map[string][]any {
+func (a *Apps[S]) AllSockets(ctx context.Context) map[string][]Member {
 	a.mu.Lock()
 	apps := make([]string, 0, len(a.pids))
 	for appID := range a.pids {
 		apps = append(apps, appID)
 	}
 	a.mu.Unlock()
-	out := make(map[string][]any, len(apps))
+	out := make(map[string][]Member, len(apps))
 	for _, appID := range apps {
 		if list, err := a.Sockets(ctx, appID); err == nil && len(list) > 0 {
 			out[appID] = list
@@ -276,9 +285,8 @@ func (s *appActor[S]) receiveSockets(ctx actor.Context) bool {
 		if held && len(r.sockets) == 0 {
 			s.stopTimers()
 			// The idle time counts from the last socket's leaving: the timer is armed again
-			// (protoactor cancels it once it fired, and an actor holding sockets then stayed,
-			// which a restart can bring about).
-			ctx.SetReceiveTimeout(s.dir.cfg.Idle)
+			// (an actor that held sockets when it fired stayed without one).
+			s.armIdle(ctx, s.dir.cfg.Idle)
 		}
 		s.maybeUnsubscribe()
 		if pid := r.live[m.id]; held && pid != nil {
@@ -294,10 +302,14 @@ func (s *appActor[S]) receiveSockets(ctx actor.Context) bool {
 	case *actor.Terminated:
 		s.childTerminated(ctx, m.Who)
 	case members:
-		ctx.Respond(append([]any(nil), r.members()...))
+		ctx.Respond(append([]Member(nil), r.members()...))
 	case toSocket:
-		if pid := r.live[m.id]; pid != nil {
-			ctx.Send(pid, m.msg)
+		if pid := r.live[m.id]; pid != nil && (m.done != nil || m.failed != "") {
+			if m.failed != "" {
+				ctx.Send(pid, workFailed{reason: m.failed})
+			} else {
+				ctx.Send(pid, JobDone{Job: m.done})
+			}
 		}
 	case tickNow:
 		if m.i < len(s.ticks) && !r.running[m.i] {
@@ -318,7 +330,7 @@ func (s *appActor[S]) receiveSockets(ctx actor.Context) bool {
 }
 
 // register registers a socket (its admission passed, or it joined) and spawns its actor.
-func (s *appActor[S]) register(ctx actor.Context, id string, socket any) {
+func (s *appActor[S]) register(ctx actor.Context, id string, socket Member) {
 	r := s.reg
 	if _, again := r.sockets[id]; !again {
 		s.dir.countHeld(socket, 1)
@@ -335,7 +347,7 @@ func (s *appActor[S]) register(ctx actor.Context, id string, socket any) {
 func (s *appActor[S]) startTimers(ctx actor.Context) {
 	s.stopTimers()
 	s.dir.mu.Lock()
-	s.ticks = s.dir.ticks
+	s.ticks, s.tickWork = s.dir.ticks, s.dir.tickWork
 	s.dir.mu.Unlock()
 	r := s.reg
 	if len(r.running) != len(s.ticks) {
@@ -354,23 +366,15 @@ func (s *appActor[S]) stopTimers() {
 	s.reg.timers = nil
 }
 
-// runAdmission runs an admission on a goroutine; its answer comes back as admitted (to
-// this actor, or to the incarnation that replaced it after a restart).
+// runAdmission runs an admission off the actor, under the caller's ctx; its answer comes
+// back as admitted (to this actor, or to the incarnation that replaced it after a restart).
 func (s *appActor[S]) runAdmission(ctx actor.Context, m admitReq, waiter *actor.PID) {
 	s.reg.admitting++
-	self, root, dir := ctx.Self(), ctx.ActorSystem().Root, s.dir
-	dir.loads.Add(1)
-	go func() {
-		defer dir.loads.Done()
-		err := errors.New("actors: the admission failed")
-		defer func() {
-			if p := recover(); p != nil {
-				dir.panicked("an admission", s.appID, p)
-			}
-			root.Send(self, admitted{req: m, err: err, waiter: waiter})
-		}()
-		err = m.socket.Admit(m.ctx)
-	}()
+	actorkit.Pipe(s.dir.work, ctx.ActorSystem().Root, ctx.Self(), "an admission", []any{"app", s.appID}, 0,
+		func(context.Context) admitted { return admitted{req: m, err: m.socket.Admit(m.ctx), waiter: waiter} },
+		func(any) admitted {
+			return admitted{req: m, err: errors.New("actors: the admission failed"), waiter: waiter}
+		})
 }
 
 // startTick runs tick i (not under way) over the app's sockets, if it holds any.
@@ -380,7 +384,7 @@ func (s *appActor[S]) startTick(ctx actor.Context, i int) {
 		return
 	}
 	r.running[i] = true
-	s.runTick(ctx, i, append([]any(nil), r.members()...))
+	s.runTick(ctx, i, append([]Member(nil), r.members()...))
 }
 
 // runOnChange runs the ticks marked OnChange now (after the app changed and its snapshot
@@ -399,18 +403,13 @@ func (s *appActor[S]) runOnChange(ctx actor.Context) {
 	}
 }
 
-// runTick runs tick i over sockets on a goroutine; its end comes back as a message.
-func (s *appActor[S]) runTick(ctx actor.Context, i int, sockets []any) {
-	self, root, dir, appID, run := ctx.Self(), ctx.ActorSystem().Root, s.dir, s.appID, s.ticks[i].Run
-	dir.loads.Add(1)
-	go func() {
-		defer dir.loads.Done()
-		defer root.Send(self, tickDone{i: i})
-		defer func() {
-			if p := recover(); p != nil {
-				dir.panicked("the periodic work of an app", appID, p)
-			}
-		}()
-		run(dir.base, appID, sockets)
-	}()
+// runTick runs tick i over sockets off the actor; its end comes back as a message.
+func (s *appActor[S]) runTick(ctx actor.Context, i int, sockets []Member) {
+	appID, work, tick := s.appID, s.tickWork, s.ticks[i]
+	actorkit.Pipe(s.dir.work, ctx.ActorSystem().Root, ctx.Self(), "the periodic work of an app", []any{"app", appID}, 0,
+		func(ctx context.Context) tickDone {
+			work.RunTick(ctx, appID, tick, sockets)
+			return tickDone{i: i}
+		},
+		func(any) tickDone { return tickDone{i: i} })
 }

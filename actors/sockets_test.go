@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/keyward/keyward/actors/actorkit"
 )
 
 func waitFor(t *testing.T, what string, cond func() bool) {
@@ -33,9 +35,9 @@ func socketIDs(t *testing.T, dir *Apps[int], appID string) []string {
 	out := make([]string, 0, len(list))
 	for _, s := range list {
 		if a, ok := s.(admittee); ok {
-			s = a.name
+			s = plain(a.name)
 		}
-		out = append(out, s.(string))
+		out = append(out, string(s.(plain)))
 	}
 	sort.Strings(out)
 	return out
@@ -47,22 +49,22 @@ func socketIDs(t *testing.T, dir *Apps[int], appID string) []string {
 func TestAppActorRestartKeepsItsSockets(t *testing.T) {
 	f := &fakeApps{version: map[string]int{"a": 1}}
 	reg := prometheus.NewRegistry()
-	m := NewMetrics(reg)
+	m := actorkit.NewMetrics(reg)
 	dir := NewApps(f.load, AppsConfig{Idle: 50 * time.Millisecond, Metrics: m, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	defer dir.Close()
 	pr := newProbe(t, dir)
 	var mu sync.Mutex
 	ticked := map[int]int{} // sockets seen by tick
 	var ticks atomic.Int32
-	dir.SetTicks(Tick{Every: 10 * time.Millisecond, Run: func(_ context.Context, appID string, sockets []any) {
+	dir.SetTicks(tickFunc(func(_ context.Context, appID string, sockets []Member) {
 		mu.Lock()
 		ticked[len(sockets)]++
 		mu.Unlock()
 		ticks.Add(1)
-	}})
+	}), Tick{Every: 10 * time.Millisecond})
 	ctx := context.Background()
 	for _, id := range []string{"s1", "s2", "s3"} {
-		if err := dir.Join(ctx, "a", id, id); err != nil {
+		if err := dir.Join(ctx, "a", id, plain(id)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -70,11 +72,11 @@ func TestAppActorRestartKeepsItsSockets(t *testing.T) {
 
 	// A message that makes the actor panic.
 	pr.send(t, "a", "panic")
-	waitFor(t, "the restart", func() bool { return value(t, m.restarts.WithLabelValues(appKind)) == 1 })
+	waitFor(t, "the restart", func() bool { return m.Value("restarts", appKind) == 1 })
 	if got := socketIDs(t, dir, "a"); len(got) != 3 || got[0] != "s1" || got[2] != "s3" {
 		t.Fatalf("sockets after the restart: %v", got)
 	}
-	if n := value(t, m.failures.WithLabelValues(appKind)); n != 1 {
+	if n := m.Value("failures", appKind); n != 1 {
 		t.Fatalf("failures counted: %v", n)
 	}
 	// Deliveries reach the sockets, the ticks go on, the snapshot still answers.
@@ -149,3 +151,4 @@ type admittee struct {
 }
 
 func (a admittee) Admit(ctx context.Context) error { return a.admit(ctx) }
+func (a admittee) Kind() string                    { return "plain" }

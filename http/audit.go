@@ -326,25 +326,33 @@ const socketMethod = "WS"
 // the socket's session (p), from the IP that opened it; the record is the user acted on,
 // and after holds the action and its reason or command name. It runs after the action,
 // off the socket's actor, and waits for the entry's write.
-func socketAuditor(rec auditRecorder, log *slog.Logger, c *gin.Context, p accounts.Principal) func(action, userID string, details map[string]any) {
-	base := storage.AuditEntry{AccountID: p.Account.ID, AppID: c.Param("appId"), IP: c.ClientIP(), Method: socketMethod,
+func socketAuditor(rec auditRecorder, log *slog.Logger, c *gin.Context, p accounts.Principal) socketAudit {
+	return socketAudit{rec: rec, log: log, base: storage.AuditEntry{AccountID: p.Account.ID, AppID: c.Param("appId"), IP: c.ClientIP(), Method: socketMethod,
 		Route: c.FullPath(), Path: c.Request.URL.Path, Status: http.StatusSwitchingProtocols, RecordType: "realtime",
-		ActorType: storage.ActorSession, ActorID: p.TokenID, ActorName: p.Account.Username}
-	return func(action, userID string, details map[string]any) {
-		e := base
-		e.RecordID = userID
-		after := map[string]any{"action": action}
-		for k, v := range details {
-			if s, isStr := v.(string); !isStr || s != "" {
-				after[k] = v
-			}
+		ActorType: storage.ActorSession, ActorID: p.TokenID, ActorName: p.Account.Username}}
+}
+
+// socketAudit is a dashboard socket's realtime.Auditor: base is what its entries share.
+type socketAudit struct {
+	rec  auditRecorder
+	log  *slog.Logger
+	base storage.AuditEntry
+}
+
+func (a socketAudit) Audit(action, userID string, details map[string]any) {
+	e := a.base
+	e.RecordID = userID
+	after := map[string]any{"action": action}
+	for k, v := range details {
+		if s, isStr := v.(string); !isStr || s != "" {
+			after[k] = v
 		}
-		e.After = jsonOf(after)
-		ctx, cancel := context.WithTimeout(context.Background(), auditWriteTimeout)
-		defer cancel()
-		if err := rec.Record(ctx, e); err != nil {
-			log.Error("dashboard socket action not in the audit log", "err", err, "action", action, "app", e.AppID, "user", userID)
-		}
+	}
+	e.After = jsonOf(after)
+	ctx, cancel := context.WithTimeout(context.Background(), auditWriteTimeout)
+	defer cancel()
+	if err := a.rec.Record(ctx, e); err != nil {
+		a.log.Error("dashboard socket action not in the audit log", "err", err, "action", action, "app", e.AppID, "user", userID)
 	}
 }
 

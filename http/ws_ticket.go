@@ -7,6 +7,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/keyward/keyward/core/accounts"
+	"github.com/keyward/keyward/core/realtime"
 )
 
 // ticketAuthenticator opens a dashboard socket with a single-use ticket
@@ -19,7 +20,7 @@ type ticketAuthenticator interface {
 // dashboardCaller authenticates a dashboard socket by ?ticket= (the dashboard's way: the
 // JWT never travels in a URL) or ?token= (API clients). It answers the caller and the
 // check its socket repeats on its timer; ok false when the request was answered already.
-func (h *wsHandlers) dashboardCaller(c *gin.Context) (accounts.Principal, func(context.Context) error, error, bool) {
+func (h *wsHandlers) dashboardCaller(c *gin.Context) (accounts.Principal, realtime.TokenCheck, error, bool) {
 	if ticket := c.Query("ticket"); ticket != "" {
 		ta, isTicket := h.auth.(ticketAuthenticator)
 		if isTicket {
@@ -28,7 +29,7 @@ func (h *wsHandlers) dashboardCaller(c *gin.Context) (accounts.Principal, func(c
 				return accounts.Principal{}, nil, nil, false
 			}
 			p, err := ta.AuthenticateTicket(c.Request.Context(), strings.Clone(ticket))
-			return p, func(ctx context.Context) error { return ta.CheckSessionLive(ctx, p) }, err, true
+			return p, ticketRecheck{auth: ta, p: p}, err, true
 		}
 	}
 	token, ok := h.admitUpgrade(c, "JWT")
@@ -36,8 +37,24 @@ func (h *wsHandlers) dashboardCaller(c *gin.Context) (accounts.Principal, func(c
 		return accounts.Principal{}, nil, nil, false
 	}
 	p, err := h.auth.Authenticate(c.Request.Context(), token)
-	return p, func(ctx context.Context) error {
-		_, err := h.auth.Authenticate(ctx, token)
-		return err
-	}, err, true
+	return p, tokenRecheck{auth: h.auth, token: token}, err, true
+}
+
+// ticketRecheck checks again that the session a dashboard's ticket was made for is live.
+type ticketRecheck struct {
+	auth ticketAuthenticator
+	p    accounts.Principal
+}
+
+func (r ticketRecheck) Recheck(ctx context.Context) error { return r.auth.CheckSessionLive(ctx, r.p) }
+
+// tokenRecheck checks again that a dashboard's JWT authenticates.
+type tokenRecheck struct {
+	auth  Authenticator
+	token string
+}
+
+func (r tokenRecheck) Recheck(ctx context.Context) error {
+	_, err := r.auth.Authenticate(ctx, r.token)
+	return err
 }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/keyward/keyward/actors"
+	"github.com/keyward/keyward/actors/actorkit"
 	"github.com/keyward/keyward/cluster"
 	"github.com/keyward/keyward/core/accounts"
 	"github.com/keyward/keyward/core/client"
@@ -23,6 +24,10 @@ type AppState struct {
 	Client client.Snapshot
 	Hooks  *hooks.Pipeline
 }
+
+// Plan makes the plan of a client message from the app's compiled hooks: AppState is an
+// actors.HookPlanner, so its actor plans inside its Receive.
+func (s AppState) Plan(m hooks.Message) []hooks.Step { return s.Hooks.Plan(m) }
 
 // appActors are the node's AppActors with what their state is read through.
 type appActors struct {
@@ -50,7 +55,7 @@ func (a *appActors) PlanHooks(ctx context.Context, appID string, m hooks.Message
 // them, reach the actor of the app they concern, which reloads the app's state and
 // revalidates its sockets at once; a deleted app's actor drops it.
 func startAppActors(ctx context.Context, store storage.Store, engine cluster.Engine, bus *events.Bus,
-	accountsSvc *accounts.Service, catalogue *plans.Catalogue, metrics *actors.Metrics, def client.SnapshotDefaults, now func() time.Time, log *slog.Logger) (*appActors, error) {
+	accountsSvc *accounts.Service, catalogue *plans.Catalogue, metrics *actorkit.Metrics, def client.SnapshotDefaults, now func() time.Time, log *slog.Logger) (*appActors, error) {
 	loadClient := client.NewLoader(store, catalogue, def)
 	load := func(ctx context.Context, appID string) (AppState, error) {
 		snap, err := loadClient(ctx, appID)
@@ -64,7 +69,6 @@ func startAppActors(ctx context.Context, store storage.Store, engine cluster.Eng
 		return AppState{Client: snap, Hooks: p}, nil
 	}
 	dir := actors.NewApps(load, actors.AppsConfig{Now: now, Log: log, Metrics: metrics})
-	dir.SetPlanner(func(st AppState, m hooks.Message) []hooks.Step { return st.Hooks.Plan(m) })
 	// Announcements of nodes of the previous release (the cluster bus); this release
 	// announces through the event log.
 	unsubscribe, err := dir.ListenChanges(ctx, engine)

@@ -23,6 +23,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/keyward/keyward/actors"
+	"github.com/keyward/keyward/actors/actorkit"
 	"github.com/keyward/keyward/cluster"
 	clustermemory "github.com/keyward/keyward/cluster/memory"
 	clusterredis "github.com/keyward/keyward/cluster/redis"
@@ -423,7 +424,7 @@ func openCore(ctx context.Context, c Config, log *slog.Logger, wrap wrapFunc) (_
 	worker := integrations.NewWorker(store, integrations.WorkerConfig{Client: hooksClient, Now: c.Clock, Log: log, Bus: bus})
 	dispatcher := integrations.NewDispatcher(store, worker.Wake, log, c.Clock)
 	bus.Consume(events.ConsumerConfig{Name: "webhooks", Shared: true, Handle: dispatcher.HandleBatch})
-	appActors, err := startAppActors(ctx, store, engine, bus, svc, catalogue, actors.NewMetrics(reg), client.SnapshotDefaults{
+	appActors, err := startAppActors(ctx, store, engine, bus, svc, catalogue, actorkit.NewMetrics(reg), client.SnapshotDefaults{
 		SessionTTL: c.ClientSessionTTL, EncryptFiles: c.ClientFileEncryption, CountryAvailable: country != nil || c.CountryHeader != ""}, c.Clock, log)
 	if err != nil {
 		return nil, err

@@ -3,14 +3,15 @@ package realtime
 import (
 	"context"
 
+	"github.com/keyward/keyward/actors"
 	"github.com/keyward/keyward/actors/wire"
 	"github.com/keyward/keyward/core/events"
 )
 
 // carryOutPlan carries out the hook actions planned for a message of c, in its actor:
 // an answer to the sender and a log line at once, the actions that need the cluster or
-// storage in the work it answers (nil when none).
-func (s *Service) carryOutPlan(c *Client, steps []HookAction) work {
+// storage in the job it answers (nil when none).
+func (s *Service) carryOutPlan(c *Client, steps []HookAction) actors.Job {
 	var later []HookAction
 	for _, st := range steps {
 		switch st.Type {
@@ -25,12 +26,7 @@ func (s *Service) carryOutPlan(c *Client, steps []HookAction) work {
 	if len(later) == 0 {
 		return nil
 	}
-	return func(ctx context.Context) any {
-		for _, st := range later {
-			s.carryOut(ctx, c, st)
-		}
-		return ioDone{}
-	}
+	return hookActionsJob{steps: later}
 }
 
 // carryOut performs one planned hook action for the sender c.

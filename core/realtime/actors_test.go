@@ -57,13 +57,21 @@ func oneNode(t *testing.T, d Deps) (*Service, *actors.Apps[struct{}]) {
 func withPanicOnPurpose(s *Service, dir *actors.Apps[struct{}]) {
 	panicking := make(chan struct{}, 16)
 	panickingOf.Store(s, panicking)
-	dir.SetBus(actors.BusConfig{Bus: s.d.Engine, Topic: busTopic, Deliver: func(appID string, raw []byte, sockets []any) {
-		if string(raw) == panicOnPurpose {
-			panicking <- struct{}{}
-			panic("on purpose")
-		}
-		s.receive(appID, raw, sockets)
-	}})
+	dir.SetBus(actors.BusConfig{Bus: s.d.Engine, TopicPrefix: busTopicPrefix, Deliver: panicker{s: s, panicking: panicking}})
+}
+
+// panicker delivers to the service, but panics on panicOnPurpose.
+type panicker struct {
+	s         *Service
+	panicking chan struct{}
+}
+
+func (p panicker) Deliver(appID string, raw []byte, sockets []actors.Member) {
+	if string(raw) == panicOnPurpose {
+		p.panicking <- struct{}{}
+		panic("on purpose")
+	}
+	p.s.receive(appID, raw, sockets)
 }
 
 const panicOnPurpose = "panic on purpose"
@@ -198,7 +206,7 @@ func TestDashboardActorRecheck(t *testing.T) {
 	s, _ := oneNode(t, Deps{Sessions: sessions{}, DashboardRecheck: 10 * time.Millisecond})
 	var state atomic.Int32 // 0 valid, 1 the store does not answer, 2 revoked
 	var checks atomic.Int32
-	recheck := WithRecheck(func(context.Context) error {
+	recheck := WithRecheck(recheckFunc(func(context.Context) error {
 		checks.Add(1)
 		switch state.Load() {
 		case 1:
@@ -207,7 +215,7 @@ func TestDashboardActorRecheck(t *testing.T) {
 			return core.E(core.CodeUnauthorized, "the session was revoked")
 		}
 		return nil
-	})
+	}))
 	dp := &recorder{}
 	d, err := s.ConnectDashboard(t.Context(), "app", dp, recheck)
 	if err != nil {
@@ -227,3 +235,8 @@ func TestDashboardActorRecheck(t *testing.T) {
 		t.Fatalf("revoked: closed with %d after %v", dp.closedWith(), got)
 	}
 }
+
+// recheckFunc is a test's TokenCheck.
+type recheckFunc func(ctx context.Context) error
+
+func (f recheckFunc) Recheck(ctx context.Context) error { return f(ctx) }

@@ -56,10 +56,14 @@ func (c *Client) Receive(sc actors.SocketContext, msg any) {
 	switch m := msg.(type) {
 	case inbound:
 		c.turn.take(sc, m, c.handle)
-	case ioDone:
-		c.turn.next(sc, nil, c.handle)
-	case planned:
-		c.turn.next(sc, c.svc.carryOutPlan(c, m.steps), c.handle)
+	case actors.JobDone:
+		// The frame under way goes on with the hook actions its custom message planned,
+		// or ends.
+		var next actors.Job
+		if j, ok := m.Job.(customJob); ok {
+			next = c.svc.carryOutPlan(c, j.steps)
+		}
+		c.turn.next(sc, next, c.handle)
 	case *wire.Shared:
 		c.peer.SendShared(m)
 	case *delivery:
@@ -72,13 +76,7 @@ func (c *Client) Receive(sc actors.SocketContext, msg any) {
 	case verdict:
 		c.svc.handle(c, m.err)
 	case redescribe:
-		info, svc, appID := c.info(), c.svc, c.User.AppID
-		sc.Go(func(ctx context.Context) any {
-			if err := svc.describe(ctx, appID, info); err != nil {
-				svc.d.Log.Warn("realtime: cannot describe a restored socket", "socket", info.ID, "err", err)
-			}
-			return nil
-		})
+		sc.Pipe(describeJob{info: c.info()})
 	case actors.Leaving:
 		c.turn.leave(sc)
 	}
@@ -88,7 +86,7 @@ func (c *Client) Receive(sc actors.SocketContext, msg any) {
 // limit and the one-socket-per-user rule. The app's actor runs it outside its Receive.
 func (c *Client) Admit(ctx context.Context) error { return c.svc.admitPresence(ctx, c) }
 
-func (c *Client) handle(raw []byte) work { return c.svc.clientMessage(c, raw) }
+func (c *Client) handle(raw []byte) actors.Job { return c.svc.clientMessage(c, raw) }
 
 // Failed closes a socket whose actor failed (1011) and frees its waiting reader.
 func (c *Client) Failed(_, msg any) {
@@ -259,8 +257,8 @@ func (s *Service) ClientMessage(ctx context.Context, c *Client, raw []byte) {
 }
 
 // clientMessage handles one message in the socket's actor: its state changes and direct
-// answers now, its I/O in the work it answers.
-func (s *Service) clientMessage(c *Client, raw []byte) work {
+// answers now, its I/O in the job it answers (nil: none).
+func (s *Service) clientMessage(c *Client, raw []byte) actors.Job {
 	if now := s.d.Now(); !c.rate.allow(now) {
 		if c.rate.warn(now) {
 			c.peer.Send(wire.ErrorMessage(fmt.Sprintf("rate limited: at most %d messages per %s", ClientMessages, ClientWindow)))
@@ -272,18 +270,11 @@ func (s *Service) clientMessage(c *Client, raw []byte) work {
 		c.peer.Send(wire.ErrorMessage("a message is a JSON object with a string type"))
 		return nil
 	}
-	appID := c.User.AppID
 	who := map[string]any{"userId": c.User.UserID, "username": c.User.Username}
 	with := func(k string, v any) map[string]any {
 		m := maps.Clone(who)
 		m[k] = v
 		return m
-	}
-	toDashboards := func(m wire.Outgoing) work {
-		return func(ctx context.Context) any {
-			_ = s.toDashboardsMsg(ctx, appID, m)
-			return ioDone{}
-		}
 	}
 	switch in.Type {
 	case "ping":
@@ -295,19 +286,14 @@ func (s *Service) clientMessage(c *Client, raw []byte) work {
 			return nil
 		}
 		c.status = st
-		info := c.info()
-		return func(ctx context.Context) any {
-			_ = s.describe(ctx, appID, info)
-			_ = s.toDashboardsMsg(ctx, appID, wire.Outgoing{Type: wire.TypeStatus, Data: with("status", st)})
-			return ioDone{}
-		}
+		return describeJob{info: c.info(), tell: wire.Outgoing{Type: wire.TypeStatus, Data: with("status", st)}, frame: true}
 	case "chat":
 		msg := in.Str("message")
 		if msg == "" || len(msg) > maxText {
 			c.peer.Send(wire.ErrorMessage(fmt.Sprintf("message must be a string of 1 to %d characters", maxText)))
 			return nil
 		}
-		return toDashboards(wire.Outgoing{Type: wire.TypeChat, Data: with("message", msg)})
+		return toDashboardsJob{msg: wire.Outgoing{Type: wire.TypeChat, Data: with("message", msg)}}
 	case "typing":
 		v, _ := in.Member("typing")
 		typing, isBool := v.(bool)
@@ -315,7 +301,7 @@ func (s *Service) clientMessage(c *Client, raw []byte) work {
 			c.peer.Send(wire.ErrorMessage("typing must be a boolean"))
 			return nil
 		}
-		return toDashboards(wire.Outgoing{Type: wire.TypeTyping, Data: with("typing", typing)})
+		return toDashboardsJob{msg: wire.Outgoing{Type: wire.TypeTyping, Data: with("typing", typing)}}
 	case "set_metadata":
 		v, _ := in.Member("metadata")
 		meta, isObj := v.(map[string]any)
@@ -328,13 +314,16 @@ func (s *Service) clientMessage(c *Client, raw []byte) work {
 			return nil
 		}
 		c.metadata = meta
-		info := c.info()
-		return func(ctx context.Context) any {
-			_ = s.describe(ctx, appID, info)
-			return ioDone{}
-		}
+		return describeJob{info: c.info(), frame: true}
 	default:
-		return s.custom(c, in)
+		// Forwarded to the dashboards as custom_event, and the app's hooks run over it.
+		data := in.Fields["data"]
+		if data == nil {
+			if m, ok := in.Fields["message"]; ok {
+				data = map[string]any{"message": m}
+			}
+		}
+		return customJob{in: in, data: data}
 	}
 	return nil
 }
@@ -360,32 +349,21 @@ func validMetadata(meta map[string]any) string {
 	return ""
 }
 
-// custom forwards a message of any other type to the dashboards as custom_event and runs
-// the app's hooks over it; the actions they plan come back to the socket's actor as a
-// message (planned).
-func (s *Service) custom(c *Client, in wire.Incoming) work {
+// custom forwards a client message of a custom type to the dashboards as custom_event
+// and runs the app's hooks over it (customJob, off the socket's actor): it answers the
+// actions they planned, which the socket's actor carries out.
+func (s *Service) custom(ctx context.Context, c *Client, j customJob) []HookAction {
 	appID := c.User.AppID
-	data := in.Fields["data"]
-	if data == nil {
-		if m, ok := in.Fields["message"]; ok {
-			data = map[string]any{"message": m}
-		}
+	_ = s.toDashboardsMsg(ctx, appID, wire.Outgoing{Type: wire.TypeCustomEvent,
+		Data: map[string]any{"event": j.in.Type, "userId": c.User.UserID, "username": c.User.Username, "data": j.data}})
+	if s.d.Hooks == nil {
+		return nil
 	}
-	return func(ctx context.Context) any {
-		_ = s.toDashboardsMsg(ctx, appID, wire.Outgoing{Type: wire.TypeCustomEvent,
-			Data: map[string]any{"event": in.Type, "userId": c.User.UserID, "username": c.User.Username, "data": data}})
-		if s.d.Hooks == nil {
-			return ioDone{}
-		}
-		steps, err := s.d.Hooks.Plan(ctx, appID, HookInput{Type: in.Type, Fields: in.Fields,
-			UserID: c.User.UserID, Username: c.User.Username, IP: c.User.IP})
-		if err != nil {
-			s.d.Log.Warn("realtime: cannot run hooks", "app", appID, "err", err)
-			return ioDone{}
-		}
-		if len(steps) == 0 {
-			return ioDone{}
-		}
-		return planned{steps: steps}
+	steps, err := s.d.Hooks.Plan(ctx, appID, HookInput{Type: j.in.Type, Fields: j.in.Fields,
+		UserID: c.User.UserID, Username: c.User.Username, IP: c.User.IP})
+	if err != nil {
+		s.d.Log.Warn("realtime: cannot run hooks", "app", appID, "err", err)
+		return nil
 	}
+	return steps
 }

@@ -31,7 +31,7 @@ type Dashboard struct {
 	held    [][]byte
 	// recheck checks the owner's token again every Deps.DashboardRecheck (nil: never);
 	// stopRecheck stops its timer, checking is true while a check runs.
-	recheck func(ctx context.Context) error
+	recheck TokenCheck
 	// audit, given at the socket's connection (WithAudit), is told of each action that
 	// changed something (kick, ban, command, push_json, chat) once it succeeded; refused
 	// actions are not told. nil: nothing is audited.
@@ -47,9 +47,8 @@ type (
 		first [][]byte
 		done  chan struct{}
 	}
-	// recheckNow is the token recheck's timer; tokenChecked its answer.
-	recheckNow   struct{}
-	tokenChecked struct{ err error }
+	// recheckNow is the token recheck's timer (its answer comes back as a recheckJob).
+	recheckNow struct{}
 )
 
 // Kind, Spawned, Receive and Failed make a Dashboard the DashboardActor's socket.
@@ -61,7 +60,11 @@ func (d *Dashboard) Receive(sc actors.SocketContext, msg any) {
 	switch m := msg.(type) {
 	case inbound:
 		d.turn.take(sc, m, d.handle)
-	case ioDone:
+	case actors.JobDone:
+		if j, ok := m.Job.(recheckJob); ok {
+			d.checked(j.err)
+			return
+		}
 		d.turn.next(sc, nil, d.handle)
 	case *delivery:
 		d.deliver(m.Msg, m.Type)
@@ -88,27 +91,24 @@ func (d *Dashboard) Receive(sc actors.SocketContext, msg any) {
 			return
 		}
 		d.checking = true
-		recheck := d.recheck
-		sc.Go(func(ctx context.Context) any {
-			ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-			defer cancel()
-			return tokenChecked{err: recheck(ctx)}
-		})
-	case tokenChecked:
-		d.checking = false
-		// Only a token that no longer authenticates ends the socket; a check that could
-		// not be made changes nothing.
-		var de *core.Error
-		if m.err != nil && errors.As(m.err, &de) && de.Code == core.CodeUnauthorized {
-			d.peer.Send(wire.ErrorMessage("your session ended; sign in again"))
-			d.peer.Close(wire.Policy("token no longer valid"))
-		}
+		sc.Pipe(recheckJob{})
 	case actors.Leaving:
 		d.turn.leave(sc)
 	}
 }
 
-func (d *Dashboard) handle(raw []byte) work { return d.svc.dashboardMessage(d, raw) }
+// checked carries out the answer of a token recheck: only a token that no longer
+// authenticates ends the socket; a check that could not be made changes nothing.
+func (d *Dashboard) checked(err error) {
+	d.checking = false
+	var de *core.Error
+	if err != nil && errors.As(err, &de) && de.Code == core.CodeUnauthorized {
+		d.peer.Send(wire.ErrorMessage("your session ended; sign in again"))
+		d.peer.Close(wire.Policy("token no longer valid"))
+	}
+}
+
+func (d *Dashboard) handle(raw []byte) actors.Job { return d.svc.dashboardMessage(d, raw) }
 
 // Failed closes a socket whose actor failed (1011) and frees its waiting reader.
 func (d *Dashboard) Failed(_, msg any) {
@@ -131,16 +131,25 @@ func (d *Dashboard) deliver(msg []byte, typ string) {
 // DashboardOption sets up a dashboard socket.
 type DashboardOption func(*Dashboard)
 
-// WithRecheck has the socket's actor call recheck every Deps.DashboardRecheck: when it
-// answers an unauthorized error (the owner's token was revoked or expired) the socket is
-// told and closed.
-func WithRecheck(recheck func(ctx context.Context) error) DashboardOption {
+// TokenCheck checks a dashboard owner's token (or ticket session) again: an error of code
+// UNAUTHORIZED says it no longer authenticates.
+type TokenCheck interface {
+	Recheck(ctx context.Context) error
+}
+
+// WithRecheck has the socket's actor check its owner's token every
+// Deps.DashboardRecheck: when the check answers an unauthorized error (the owner's token
+// was revoked or expired) the socket is told and closed.
+func WithRecheck(recheck TokenCheck) DashboardOption {
 	return func(d *Dashboard) { d.recheck = recheck }
 }
 
 // Auditor records a dashboard action that changed something: its type, the user it
-// concerned, and its reason or command name (details).
-type Auditor func(action, userID string, details map[string]any)
+// concerned, and its reason or command name (details). It is called off the socket's
+// actor, after the action, and may wait for its write.
+type Auditor interface {
+	Audit(action, userID string, details map[string]any)
+}
 
 // WithAudit has the socket's actor tell audit of each action that changed something, once
 // it succeeded. It is part of the socket from its connection: no action goes unaudited.
@@ -225,9 +234,9 @@ func (s *Service) DashboardMessage(ctx context.Context, d *Dashboard, raw []byte
 }
 
 // dashboardMessage handles one message of a dashboard socket in its actor (a refused
-// message is answered with error; nothing else changes); what needs the cluster runs in
-// the work it answers.
-func (s *Service) dashboardMessage(d *Dashboard, raw []byte) work {
+// message is answered with error; nothing else changes); what needs the cluster is the
+// job it answers (dashboardAction, off the actor).
+func (s *Service) dashboardMessage(d *Dashboard, raw []byte) actors.Job {
 	if now := s.d.Now(); !d.rate.allow(now) {
 		if d.rate.warn(now) {
 			d.peer.Send(wire.ErrorMessage(fmt.Sprintf("rate limited: at most %d messages per %s", DashboardMessages, DashboardWindow)))
@@ -246,59 +255,28 @@ func (s *Service) dashboardMessage(d *Dashboard, raw []byte) work {
 			return nil
 		}
 	}
-	userID := in.Str("userId")
-	var call func(ctx context.Context) error
+	job := dashboardJob{typ: in.Type, userID: in.Str("userId"), audited: d.audit != nil && changesSomething(in.Type)}
 	switch in.Type {
 	case "ping":
 		d.peer.Send(wire.Encode(wire.Outgoing{Type: wire.TypePong}))
 		return nil
-	case "get_online":
-		call = func(ctx context.Context) error {
-			n, err := s.Online(ctx, d.AppID)
-			if err == nil {
-				d.peer.Send(wire.Encode(wire.Outgoing{Type: wire.TypeOnlineCount, Data: map[string]any{"count": n}}))
-			}
-			return err
-		}
-	case "get_sessions":
-		call = func(ctx context.Context) error {
-			list, err := s.Sessions(ctx, d.AppID)
-			if err == nil {
-				d.peer.Send(wire.Encode(wire.Outgoing{Type: wire.TypeSessions, Data: map[string]any{"sessions": list}}))
-			}
-			return err
-		}
+	case "get_online", "get_sessions":
 	case "chat":
-		msg := in.Str("message")
-		call = func(ctx context.Context) error { _, err := s.Chat(ctx, d.AppID, userID, msg); return err }
-	case "push_json":
+		job.message = in.Str("message")
+	case "push_json", "command":
 		p, _ := in.Member("payload")
-		payload, _ := p.(map[string]any)
-		call = func(ctx context.Context) error { _, err := s.Push(ctx, d.AppID, userID, payload); return err }
+		job.payload, _ = p.(map[string]any)
+		job.command = in.Str("command")
 	case "typing":
 		v, _ := in.Member("typing")
 		typing, isBool := v.(bool)
-		if userID == "" || !isBool {
+		if job.userID == "" || !isBool {
 			d.peer.Send(wire.ErrorMessage("typing needs userId and a boolean typing"))
 			return nil
 		}
-		call = func(ctx context.Context) error {
-			return s.toUserMsg(ctx, d.AppID, userID, wire.Outgoing{Type: wire.TypeTyping, Data: map[string]any{"typing": typing}}, 0, "")
-		}
-	case "kick":
-		reason := in.Str("reason")
-		call = func(ctx context.Context) error { _, err := s.Kick(ctx, d.AppID, userID, reason); return err }
-	case "ban":
-		reason := in.Str("reason")
-		call = func(ctx context.Context) error { return s.Ban(ctx, d.AppID, userID, reason) }
-	case "command":
-		p, _ := in.Member("payload")
-		payload, _ := p.(map[string]any)
-		command := in.Str("command")
-		call = func(ctx context.Context) error {
-			_, err := s.Command(ctx, d.AppID, userID, command, payload)
-			return err
-		}
+		job.typing = typing
+	case "kick", "ban":
+		job.reason = in.Str("reason")
 	case "set_filters":
 		v, _ := in.Member("events")
 		list, isList := v.([]any)
@@ -323,22 +301,51 @@ func (s *Service) dashboardMessage(d *Dashboard, raw []byte) work {
 		d.peer.Send(wire.ErrorMessage(fmt.Sprintf("unknown message type %q", in.Type)))
 		return nil
 	}
-	audited := d.audit != nil && changesSomething(in.Type)
-	details := map[string]any{"reason": in.Str("reason"), "command": in.Str("command")}
-	return func(ctx context.Context) any {
-		if err := call(ctx); err != nil {
-			code, reason := explain(err)
-			if code == core.CodeInternal {
-				// The action failed on a bug: the owner is told "internal error", not "try again".
-				s.bug("dashboard "+in.Type, err)
-			}
-			d.peer.Send(wire.ErrorMessage(reason))
-			return ioDone{}
+	// The audit's details are the message's reason and command, whatever its type.
+	job.reason, job.command = in.Str("reason"), in.Str("command")
+	return job
+}
+
+// dashboardAction carries out a dashboard's action (a dashboardJob, off the socket's
+// actor): a refused one is answered with error; one that succeeded is audited when it
+// changed something.
+func (s *Service) dashboardAction(ctx context.Context, d *Dashboard, j dashboardJob) {
+	var err error
+	switch j.typ {
+	case "get_online":
+		var n int
+		if n, err = s.Online(ctx, d.AppID); err == nil {
+			d.peer.Send(wire.Encode(wire.Outgoing{Type: wire.TypeOnlineCount, Data: map[string]any{"count": n}}))
 		}
-		if audited {
-			d.audit(in.Type, userID, details)
+	case "get_sessions":
+		var list []SessionInfo
+		if list, err = s.Sessions(ctx, d.AppID); err == nil {
+			d.peer.Send(wire.Encode(wire.Outgoing{Type: wire.TypeSessions, Data: map[string]any{"sessions": list}}))
 		}
-		return ioDone{}
+	case "chat":
+		_, err = s.Chat(ctx, d.AppID, j.userID, j.message)
+	case "push_json":
+		_, err = s.Push(ctx, d.AppID, j.userID, j.payload)
+	case "typing":
+		err = s.toUserMsg(ctx, d.AppID, j.userID, wire.Outgoing{Type: wire.TypeTyping, Data: map[string]any{"typing": j.typing}}, 0, "")
+	case "kick":
+		_, err = s.Kick(ctx, d.AppID, j.userID, j.reason)
+	case "ban":
+		err = s.Ban(ctx, d.AppID, j.userID, j.reason)
+	case "command":
+		_, err = s.Command(ctx, d.AppID, j.userID, j.command, j.payload)
+	}
+	if err != nil {
+		code, reason := explain(err)
+		if code == core.CodeInternal {
+			// The action failed on a bug: the owner is told "internal error", not "try again".
+			s.bug("dashboard "+j.typ, err)
+		}
+		d.peer.Send(wire.ErrorMessage(reason))
+		return
+	}
+	if j.audited {
+		d.audit.Audit(j.typ, j.userID, map[string]any{"reason": j.reason, "command": j.command})
 	}
 }
 

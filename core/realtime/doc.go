@@ -23,11 +23,14 @@
 // Each socket is an actor, a child of its app's actor (actors.Socket; turns.go): Client
 // is the state and rules of a client socket's SessionActor (user, status, metadata, its
 // message limiter), Dashboard those of a DashboardActor (filters, limiter, the deliveries
-// held until its first messages are sent, the owner's token recheck on its timer). The
-// actor handles a frame, a delivery, a revalidation verdict or its close one at a time;
-// a frame's storage and cluster calls (presence updates, publications, the hooks' plan
-// and the actions that need I/O) run on a goroutine and come back as a message, and the
-// next frame waits for them. Peer is the edge's socket writer: a socket's actor hands it
+// held until its first messages are sent, the owner's token recheck on its timer, and
+// what it audits: a TokenCheck and an Auditor given at its connection). The actor
+// handles a frame, a delivery, a revalidation verdict or its close one at a time; a
+// frame's storage and cluster calls (presence updates, publications, the hooks' plan and
+// the actions that need I/O) are a typed job (jobs.go: describe, to dashboards, custom
+// message, hook actions, dashboard action, token recheck) that the actor pipes and the
+// socket's Work does off the actor; the job comes back with its outcome as a message, and
+// the next frame waits for it. Peer is the edge's socket writer: a socket's actor hands it
 // frames and closes it.
 //
 // A delivery for a user, an app's clients or an app's dashboards is published on the

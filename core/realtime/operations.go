@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"github.com/keyward/keyward/actors"
 	"github.com/keyward/keyward/actors/wire"
 	"github.com/keyward/keyward/core"
 )
@@ -55,12 +56,11 @@ func (s *Service) userSockets(ctx context.Context, appID, userID string) (int, e
 // userOnline reports whether the user has a client socket anywhere in the cluster.
 // It is asked of the app's actor like Online.
 func (s *Service) userOnline(ctx context.Context, appID, userID string) (bool, error) {
-	v, err := s.reg.Read(ctx, appID, "user:"+userID, func(ctx context.Context) (any, error) { return s.userSockets(ctx, appID, userID) })
+	v, err := s.reg.Read(ctx, appID, actors.LiveRead{Kind: actors.ReadUser, UserID: userID})
 	if err != nil {
 		return false, err
 	}
-	n, _ := v.(int)
-	return n > 0, nil
+	return v.UserOnline, nil
 }
 
 // Broadcast sends message to every client socket of the app; it answers the online count.

@@ -7,6 +7,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/keyward/keyward/actors"
 	"github.com/keyward/keyward/cluster"
 )
 
@@ -80,43 +81,26 @@ func (s *Service) release(ctx context.Context, c *Client) {
 // app's actor, which reads it outside its Receive and shares one read among the requests
 // that arrive while one is under way (actors.Apps.Read).
 func (s *Service) Online(ctx context.Context, appID string) (int, error) {
-	v, err := s.reg.Read(ctx, appID, "online", func(ctx context.Context) (any, error) { return s.countOnline(ctx, appID) })
+	v, err := s.reg.Read(ctx, appID, actors.LiveRead{Kind: actors.ReadOnline})
 	if err != nil {
 		return 0, err
 	}
-	n, _ := v.(int)
-	return n, nil
+	return v.Online, nil
 }
 
 // Sessions lists the app's client sockets across the cluster, oldest first; asked of the
-// app's actor like Online.
+// app's actor like Online. Requests that shared the read share the engine's answer, not
+// the list: each decodes its own (never nil: an empty list is [] on the wire).
 func (s *Service) Sessions(ctx context.Context, appID string) ([]SessionInfo, error) {
-	v, err := s.reg.Read(ctx, appID, "sessions", func(ctx context.Context) (any, error) { return s.listSessions(ctx, appID) })
+	v, err := s.reg.Read(ctx, appID, actors.LiveRead{Kind: actors.ReadSessions})
 	if err != nil {
 		return nil, err
 	}
-	list, _ := v.([]SessionInfo)
-	// Requests that shared the read share its answer: each gets its own slice (never nil:
-	// an empty list is [] on the wire).
-	out := make([]SessionInfo, len(list))
-	copy(out, list)
-	return out, nil
+	return sessionsOf(v.Sockets), nil
 }
 
-func (s *Service) countOnline(ctx context.Context, appID string) (int, error) {
-	n, err := s.d.Engine.Count(ctx, appID)
-	if err != nil {
-		return 0, fmt.Errorf("realtime: count sockets: %w", err)
-	}
-	return n, nil
-}
-
-// listSessions reads the app's live sockets and what each shows, in one engine call.
-func (s *Service) listSessions(ctx context.Context, appID string) ([]SessionInfo, error) {
-	live, err := s.d.Engine.List(ctx, appID)
-	if err != nil {
-		return nil, fmt.Errorf("realtime: list sockets: %w", err)
-	}
+// sessionsOf is what the session list shows of the app's live sockets, oldest first.
+func sessionsOf(live []cluster.PresentSocket) []SessionInfo {
 	out := make([]SessionInfo, 0, len(live))
 	for _, p := range live {
 		info := SessionInfo{ID: p.ID, UserID: p.User}
@@ -135,5 +119,5 @@ func (s *Service) listSessions(ctx context.Context, appID string) ([]SessionInfo
 		}
 		return out[i].ID < out[j].ID
 	})
-	return out, nil
+	return out
 }

@@ -97,7 +97,7 @@ func testRenewalRestoresAndSupersedes(t *testing.T, twoNodes pair) {
 	}
 	runNow(t, a, a.renewApp)
 	waitUntil(t, "the restored socket described again", func() bool {
-		list, err := a.listSessions(ctx, "app")
+		list, err := a.Sessions(ctx, "app")
 		return err == nil && len(list) == 1 && list[0].ID == c.ID && list[0].Username == "name-u1" && list[0].Status == "online"
 	})
 	if p.closedWith() != 0 {

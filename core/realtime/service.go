@@ -74,19 +74,21 @@ type Registry interface {
 	Topics() int
 	// Held answers how many sockets of a kind ("session", "dashboard") the actors hold.
 	Held(kind string) int
-	Join(ctx context.Context, appID, id string, socket any) error
+	Join(ctx context.Context, appID, id string, socket actors.Member) error
 	Admit(ctx context.Context, appID, id string, socket actors.Admittee) error
 	Leave(appID, id string) bool
-	Sockets(ctx context.Context, appID string) ([]any, error)
-	AllSockets(ctx context.Context) map[string][]any
-	SetTicks(ticks ...actors.Tick)
+	Sockets(ctx context.Context, appID string) ([]actors.Member, error)
+	AllSockets(ctx context.Context) map[string][]actors.Member
+	SetTicks(work actors.TickWork, ticks ...actors.Tick)
 	// Invalidate tells the app's actor that the app changed: it reloads, then runs the
 	// ticks marked OnChange.
 	Invalidate(appID string)
+	// SetLive gives the apps' actors the presence they read their live state from.
+	SetLive(r actors.LiveReader)
 	// Read asks the app's actor for a read of its live state (the online count, the
-	// session list), which it runs outside its Receive and shares among requests of the
-	// same key that arrive while one is under way.
-	Read(ctx context.Context, appID, key string, read actors.ReadFunc) (any, error)
+	// session list, whether a user is online), which it runs outside its Receive and
+	// shares among the same requests that arrive while one is under way.
+	Read(ctx context.Context, appID string, q actors.LiveRead) (actors.LiveState, error)
 }
 
 // Banner sets a user's banned flag as its app's owner would (the user.ban event follows).
@@ -119,7 +121,9 @@ type Deps struct {
 // deliveries of the apps it holds sockets of: the app's actor subscribes to the app's topic
 // before its first socket of the app registers (before that socket is admitted, so nothing
 // published after is missed) and leaves it with its last (actors.BusConfig).
-func busTopic(appID string) string { return "ws:" + appID }
+func busTopic(appID string) string { return busTopicPrefix + appID }
+
+const busTopicPrefix = "ws:"
 
 // busVersion is the format of a bus delivery. Members are only ever added (a node ignores
 // members it does not know, and reads a newer version's message for the members it
@@ -199,6 +203,8 @@ func New(d Deps) *Service {
 		dir := actors.NewApps(func(context.Context, string) (struct{}, error) { return struct{}{}, nil }, actors.AppsConfig{Log: d.Log})
 		s.reg, s.ownReg = dir, dir.Close
 	}
+	// The apps' actors read their live state (online counts, session lists) from the engine.
+	s.reg.SetLive(d.Engine)
 	return s
 }
 
@@ -206,9 +212,9 @@ func New(d Deps) *Service {
 // revalidation, batched per app; the revalidation also runs as soon as the app changed). The service subscribes to an app's bus topic when it
 // takes the app's first socket.
 func (s *Service) Start(context.Context) error {
-	s.reg.SetBus(actors.BusConfig{Bus: s.d.Engine, Topic: busTopic, Deliver: s.receive})
-	s.reg.SetTicks(actors.Tick{Every: s.leaseTTL / 3, Run: s.tickWork(s.renewApp)},
-		actors.Tick{Every: RevalidateEvery, Run: s.tickWork(s.recheckApp), OnChange: true})
+	s.reg.SetBus(actors.BusConfig{Bus: s.d.Engine, TopicPrefix: busTopicPrefix, Deliver: deliverer{s}})
+	s.reg.SetTicks(ticker{s}, actors.Tick{Name: tickRenew, Every: s.leaseTTL / 3},
+		actors.Tick{Name: tickRevalidate, Every: RevalidateEvery, OnChange: true})
 	return nil
 }
 
@@ -253,10 +259,17 @@ func (s *Service) publish(ctx context.Context, d delivery) error {
 	return nil
 }
 
+// deliverer is the Service as the app actors' actors.Deliverer.
+type deliverer struct{ s *Service }
+
+func (d deliverer) Deliver(appID string, raw []byte, sockets []actors.Member) {
+	d.s.receive(appID, raw, sockets)
+}
+
 // receive hands a bus delivery of app appID to this node's matching sockets. It runs in
 // the app's actor, which owns the subscription (actors.BusConfig), and never blocks:
 // sends are queued.
-func (s *Service) receive(appID string, raw []byte, sockets []any) {
+func (s *Service) receive(appID string, raw []byte, sockets []actors.Member) {
 	s.received.Add(1)
 	var d delivery
 	if err := json.Unmarshal(raw, &d); err != nil {
@@ -272,7 +285,7 @@ func (s *Service) Topics() int { return s.reg.Topics() }
 // deliver hands delivery d to the actors of the matching sockets of its app; it runs in
 // the app's actor and only sends messages. A broadcast goes to every client as one
 // Shared (encoded once by the edge for all of them).
-func (s *Service) deliver(d delivery, sockets []any) {
+func (s *Service) deliver(d delivery, sockets []actors.Member) {
 	defer s.queued(d)
 	dp := &d
 	var msg any = dp
@@ -304,7 +317,7 @@ func (s *Service) localClients(ctx context.Context, appID string) []*Client {
 	return clientsOf(list)
 }
 
-func clientsOf(list []any) []*Client {
+func clientsOf(list []actors.Member) []*Client {
 	out := make([]*Client, 0, len(list))
 	for _, x := range list {
 		if c, ok := x.(*Client); ok {

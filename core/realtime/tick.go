@@ -6,6 +6,7 @@ import (
 	"runtime/debug"
 	"time"
 
+	"github.com/keyward/keyward/actors"
 	"github.com/keyward/keyward/actors/wire"
 	"github.com/keyward/keyward/cluster"
 	"github.com/keyward/keyward/core/client"
@@ -19,15 +20,30 @@ import (
 // sessions, one storage query for the users), not a round per socket. There is no
 // goroutine or timer per socket.
 
-// tickWork is the actors' tick for fn: the app's client sockets, until Close.
-func (s *Service) tickWork(fn func(appID string, clients []*Client)) func(context.Context, string, []any) {
-	return func(_ context.Context, appID string, sockets []any) {
-		s.mu.RLock()
-		stopped := s.stopped
-		s.mu.RUnlock()
-		if clients := clientsOf(sockets); !stopped && len(clients) > 0 {
-			s.safely(appID, func() { fn(appID, clients) })
-		}
+// The ticks of the app actors (actors.Tick.Name).
+const (
+	tickRenew      = "renew"
+	tickRevalidate = "revalidate"
+)
+
+// ticker is the Service as the app actors' actors.TickWork: each tick runs over the
+// app's client sockets, until Close.
+type ticker struct{ s *Service }
+
+func (t ticker) RunTick(_ context.Context, appID string, tick actors.Tick, sockets []actors.Member) {
+	s := t.s
+	s.mu.RLock()
+	stopped := s.stopped
+	s.mu.RUnlock()
+	clients := clientsOf(sockets)
+	if stopped || len(clients) == 0 {
+		return
+	}
+	switch tick.Name {
+	case tickRenew:
+		s.safely(appID, func() { s.renewApp(appID, clients) })
+	case tickRevalidate:
+		s.safely(appID, func() { s.recheckApp(appID, clients) })
 	}
 }
 

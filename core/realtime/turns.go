@@ -13,8 +13,8 @@ import (
 // be handled, so a socket's messages keep their order and a fast sender is held back), a
 // delivery (the app's actor fans a bus delivery out to its sockets' actors), a
 // revalidation's verdict, a token recheck, its leaving. Storage and cluster calls never
-// run inside the actor: a message's I/O runs on a goroutine (work) and its end comes back
-// as a message; frames that arrive meanwhile wait their turn.
+// run inside the actor: a message's I/O is a job (jobs.go), done on a goroutine, whose end
+// comes back as a message; frames that arrive meanwhile wait their turn.
 
 // Messages of a socket's actor.
 type (
@@ -23,20 +23,12 @@ type (
 		raw  []byte
 		done chan struct{}
 	}
-	// ioDone: the I/O of the message under way ended.
-	ioDone struct{}
-	// planned: the app's hooks planned these actions for the client message under way.
-	planned struct{ steps []HookAction }
 	// verdict is a revalidation's answer for a client socket (nil: it passes).
 	verdict struct{ err error }
 	// redescribe: a renewal put the socket's lapsed presence back without what the
 	// session list shows of it; its actor writes that again.
 	redescribe struct{}
 )
-
-// work is what handling a message leaves to do outside the actor: it runs on a goroutine
-// and answers the message that comes back (ioDone, or planned).
-type work func(ctx context.Context) any
 
 // turn orders a socket's frames: one is handled at a time, with the I/O it started.
 type turn struct {
@@ -59,7 +51,7 @@ func release(done chan struct{}) {
 }
 
 // take handles frame m now, or after the frame under way.
-func (t *turn) take(sc actors.SocketContext, m inbound, handle func(raw []byte) work) {
+func (t *turn) take(sc actors.SocketContext, m inbound, handle func(raw []byte) actors.Job) {
 	if t.busy {
 		t.pending = append(t.pending, m)
 		return
@@ -67,30 +59,22 @@ func (t *turn) take(sc actors.SocketContext, m inbound, handle func(raw []byte) 
 	t.run(sc, m, handle)
 }
 
-func (t *turn) run(sc actors.SocketContext, m inbound, handle func(raw []byte) work) {
+func (t *turn) run(sc actors.SocketContext, m inbound, handle func(raw []byte) actors.Job) {
 	t.busy, t.cur = true, m.done
-	w := handle(m.raw)
-	if w == nil {
+	job := handle(m.raw)
+	if job == nil {
 		t.busy, t.cur = false, nil
 		release(m.done)
 		return
 	}
-	sc.Go(func(ctx context.Context) any {
-		ctx, cancel := context.WithTimeout(ctx, messageDeadline)
-		defer cancel()
-		return w(ctx)
-	})
+	sc.Pipe(job)
 }
 
-// next goes on with the frame under way (w: more of its work) or, w nil, ends it and
+// next goes on with the frame under way (job: more of its I/O) or, job nil, ends it and
 // takes the frames that waited.
-func (t *turn) next(sc actors.SocketContext, w work, handle func(raw []byte) work) {
-	if w != nil {
-		sc.Go(func(ctx context.Context) any {
-			ctx, cancel := context.WithTimeout(ctx, messageDeadline)
-			defer cancel()
-			return w(ctx)
-		})
+func (t *turn) next(sc actors.SocketContext, job actors.Job, handle func(raw []byte) actors.Job) {
+	if job != nil {
+		sc.Pipe(job)
 		return
 	}
 	t.busy = false

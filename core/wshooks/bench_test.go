@@ -45,7 +45,6 @@ func BenchmarkClientMessageThroughAppActor(b *testing.B) {
 	p := benchPipeline(b)
 	dir := actors.NewApps(func(context.Context, string) (*hooks.Pipeline, error) { return p, nil }, actors.AppsConfig{Log: log})
 	b.Cleanup(dir.Close)
-	dir.SetPlanner(func(p *hooks.Pipeline, m hooks.Message) []hooks.Step { return p.Plan(m) })
 	svc := wshooks.New(nil, anyOwner{}, dir.Plan, dir.Invalidate, nil, log)
 	for _, tc := range []struct {
 		name  string

@@ -46,7 +46,6 @@ func TestHooksLiveInTheAppActor(t *testing.T) {
 		return wshooks.Load(ctx, st, appID, log)
 	}, actors.AppsConfig{Log: log})
 	t.Cleanup(dir.Close)
-	dir.SetPlanner(func(p *hooks.Pipeline, m hooks.Message) []hooks.Step { return p.Plan(m) })
 	var asked atomic.Int64
 	svc := wshooks.New(st, anyOwner{}, func(ctx context.Context, appID string, m hooks.Message) ([]hooks.Step, error) {
 		asked.Add(1)

@@ -1,4 +1,4 @@
-package actors
+package actorkit
 
 import (
 	"strings"
@@ -7,6 +7,7 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 )
 
 // Metrics are the actor metrics of a node, per kind of actor (label "kind": app, session,
@@ -114,6 +115,63 @@ func (m *Metrics) WorkPanicked(kind string) {
 	if m != nil {
 		m.workPanics.WithLabelValues(kind).Inc()
 	}
+}
+
+// KindMetrics are the metrics of one kind of actor, for actors that count themselves
+// rather than through Props' middleware (a socket's actor: a props middleware gives every
+// actor a context extension of its own, about 260 bytes a socket): they call Receive
+// around their handling and put CountingMailbox on their mailbox.
+type KindMetrics = kindMetrics
+
+// Kind answers the metrics of kind (nil for a nil Metrics).
+func (m *Metrics) Kind(kind string) *KindMetrics {
+	if m == nil {
+		return nil
+	}
+	return m.kind(kind)
+}
+
+// Receive counts msg, received by the actor self, and times its handling by handle.
+func (k *kindMetrics) Receive(self *actor.PID, msg any, handle func()) { k.receive(self, msg, handle) }
+
+// CountingMailbox is the mailbox middleware that counts the messages in the mailboxes of
+// the kind.
+func (k *kindMetrics) CountingMailbox() actor.MailboxMiddleware { return mailboxCounter{k.mailbox} }
+
+// Value reads one series of kind, for tests and tools: a counter ("spawned", "stopped",
+// "passivated", "messages", "failures", "restarts", "deadLetters", "workPanics"), a gauge
+// ("alive", "mailbox") or the number of handling times observed ("handling"); 0 for a
+// nil Metrics or another name.
+func (m *Metrics) Value(series, kind string) float64 {
+	if m == nil {
+		return 0
+	}
+	var d dto.Metric
+	var err error
+	counters := map[string]*prometheus.CounterVec{"spawned": m.spawned, "stopped": m.stopped, "passivated": m.passivated,
+		"messages": m.messages, "failures": m.failures, "restarts": m.restarts, "deadLetters": m.deadLetters, "workPanics": m.workPanics}
+	switch series {
+	case "alive", "mailbox":
+		g := m.alive
+		if series == "mailbox" {
+			g = m.mailbox
+		}
+		err = g.WithLabelValues(kind).Write(&d)
+		if err != nil {
+			return 0
+		}
+		return d.GetGauge().GetValue()
+	case "handling":
+		if err = m.handling.WithLabelValues(kind).(prometheus.Histogram).Write(&d); err != nil {
+			return 0
+		}
+		return float64(d.GetHistogram().GetSampleCount())
+	}
+	c := counters[series]
+	if c == nil || c.WithLabelValues(kind).Write(&d) != nil {
+		return 0
+	}
+	return d.GetCounter().GetValue()
 }
 
 // middleware counts the messages of an actor and times their handling.
