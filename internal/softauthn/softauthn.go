@@ -225,6 +225,17 @@ func (a *Authenticator) SetCounter(id []byte, n uint32) {
 	}
 }
 
+// CredentialIDs answers the ids of the credentials made, oldest first.
+func (a *Authenticator) CredentialIDs() [][]byte {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	out := make([][]byte, 0, len(a.creds))
+	for _, c := range a.creds {
+		out = append(out, c.ID)
+	}
+	return out
+}
+
 // Forget drops every credential (a lost device).
 func (a *Authenticator) Forget() {
 	a.mu.Lock()
