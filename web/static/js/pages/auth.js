@@ -4,6 +4,7 @@ import { h, clear } from '../dom.js';
 import { api, post } from '../api.js';
 import { form, showError } from '../forms.js';
 import { signedIn } from '../main.js';
+import * as passkeys from '../passkeys.js';
 
 // Whether mails go to files; the folder's path is told to signed-in owners only.
 const mailToFiles = document.querySelector('meta[name=keyward-mail]')?.content === 'outbox';
@@ -42,7 +43,16 @@ export function login() {
     },
   });
   box.append(f);
-  return card('Sign in', box, resend,
+  const pkError = h('p.error', { role: 'alert' });
+  const withPasskey = passkeys.supported() ? h('div.passkey-sign-in',
+    h('button#passkey-sign-in', { type: 'button', text: 'Sign in with a passkey', on: { click: async () => {
+      pkError.textContent = '';
+      try {
+        const out = await passkeys.signIn(f.querySelector('[name=username]')?.value.trim() || '');
+        signedIn(out.token, out.account);
+      } catch (x) { pkError.textContent = x.name === 'NotAllowedError' ? 'No passkey was chosen.' : x.message; }
+    } } }), pkError) : null;
+  return card('Sign in', box, withPasskey, resend,
     h('p.links', h('a', { href: '#/register', text: 'Create an account' }), ' · ',
       h('a', { href: '#/forgot', text: 'Forgot password' }), ' · ', h('a', { href: '#/reset-2fa', text: 'Reset with 2FA' })));
 }
