@@ -179,6 +179,7 @@ var reauthRoutes = []string{
 	"POST /api/auth/recovery-codes/regenerate",
 	"POST /api/auth/passkeys/register/begin",
 	"DELETE /api/auth/passkeys/:passkeyId",
+	"POST /api/auth/change-email",
 }
 
 // checkRecentAuth runs in requireOwner after authentication: it refuses the routes of

@@ -21,13 +21,18 @@ var sessionArtifactRoutes = []string{
 	"POST /api/auth/reauth/passkey/begin",
 }
 
-// accountPasskeyLoginSection holds the open routes of a passkey sign-in.
+// accountPasskeyLoginSection holds the open routes of a passkey sign-in and of the mailed
+// links of an email change.
 func accountPasskeyLoginSection(h *handlerSet) section {
 	return section{tag: "Account", access: accessOpen, rows: []row{
 		{post, "/api/auth/passkeys/login/begin", scopePublic, notAudited, h.accounts.passkeyLoginBegin,
 			op("Begin a sign-in with a passkey (without username: any discoverable passkey)", props("username:string"), passkeyCeremony)},
 		{post, "/api/auth/passkeys/login/finish", scopePublic, notAudited, h.accounts.passkeyLoginFinish,
 			op("Finish a passkey sign-in: the browser's assertion", passkeyFinish, ref("Session"))},
+		{post, "/api/auth/change-email/confirm", scopePublic, notAudited, h.accounts.confirmEmailChange,
+			op("Make an email change with the token mailed to the new address", props("token!:string"), msgData)},
+		{post, "/api/auth/change-email/cancel", scopePublic, notAudited, h.accounts.cancelEmailChange,
+			op("Cancel an email change with the token mailed to the old address", props("token!:string"), msgData)},
 	}}
 }
 
@@ -45,6 +50,8 @@ func accountPasskeySection(h *handlerSet) section {
 				props("id!:string", "name!:string", "createdAt!:string", "lastUsedAt:string?", "backedUp!:boolean", "recoveryCodes:string[]"))},
 		{update, "/api/auth/passkeys/:passkeyId", cred, auditUpdate("account"), h.accounts.renamePasskey, op("Rename a passkey", props("name!:string"), msgData)},
 		{del, "/api/auth/passkeys/:passkeyId", cred, auditDelete("account"), h.accounts.deletePasskey, op("Remove a passkey (needs a recent sign-in)", noBody, msgData)},
+		{post, "/api/auth/change-email", cred, auditCommand("account"), h.accounts.changeEmail,
+			op("Ask to change the email (needs a recent sign-in): a link to the new address, a notice with a cancel link to the old", props("email!:string"), msgData)},
 		{post, "/api/auth/reauth/passkey/begin", cred, notAudited, h.accounts.passkeyReauthBegin,
 			op("Begin confirming it is you with a passkey (finish with POST /api/auth/reauth {passkey})", noBody, passkeyCeremony)},
 	}}
