@@ -16,8 +16,9 @@ import (
 
 // TestPasskeyAddSignInAndReauth: in Chromium with a virtual authenticator (CDP WebAuthn
 // domain: ctap2, internal transport, resident keys, user verification), the owner adds a
-// passkey on the account page, signs out, signs in with it alone, and confirms a sensitive
-// action (removing it) with it in the re-authentication dialog. The public URL is
+// passkey on the account page, signs out, signs in with it alone, changes the email through
+// the link mailed to the new address, and confirms a sensitive action (removing the
+// passkey) with it in the re-authentication dialog. The public URL is
 // http://localhost:port: a relying party id cannot be an IP address.
 func TestPasskeyAddSignInAndReauth(t *testing.T) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
@@ -59,6 +60,17 @@ func TestPasskeyAddSignInAndReauth(t *testing.T) {
 	b.hash("account")
 	b.waitText("#passkeys", "Chromium key")
 	b.waitGone("#passkeys", "never") // its last use is listed
+
+	// Change the email: nothing changes until the new address follows its link.
+	b.fill("main", map[string]string{"email": "keyholder2@example.com"})
+	b.click("main", "Change email")
+	b.waitText("body", "confirmation link is on its way")
+	link := n.mailedLink(t, "keyholder2@example.com", "confirm-email")
+	b.do("confirm link", chromedp.Navigate(link))
+	b.waitText(".auth", "email changed")
+	b.do("account again", chromedp.Navigate(origin+"/#/account"))
+	b.waitText("#account-email", "keyholder2@example.com")
+	b.waitText("#passkeys", "Chromium key")
 
 	// The session's last proof of identity is made an hour old in the database the node
 	// shares, so removing the passkey asks who it is: the passkey answers.

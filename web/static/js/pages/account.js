@@ -11,7 +11,7 @@ export async function page(ctx) {
   const [plans, mail] = await Promise.all([get('/api/plans'), get('/api/auth/mail-outbox')]);
   return h('div', h('h1', { text: 'Account' }),
     h('div.grid', planCard(me, plans), keyCard(me)),
-    twoFactorCard(me, ctx), passkeysCard(), passwordCard(), sessionsCard(), outboxCard(mail.outbox));
+    twoFactorCard(me, ctx), passkeysCard(), passwordCard(), emailCard(me), sessionsCard(), outboxCard(mail.outbox));
 }
 
 // browserName shortens a User-Agent to what a person recognises.
@@ -48,6 +48,21 @@ function sessionsCard() {
   } } });
   return section('Sessions', h('p', { text: 'Where this account is signed in. A password change signs out everywhere; a 2FA change signs out the other sessions.' }),
     h('div.table-wrap', table), others);
+}
+
+// emailCard asks to change the email: the new address confirms, the current one may cancel.
+function emailCard(me) {
+  const f = form({
+    fields: [{ name: 'email', label: 'New email address', type: 'email', required: true, autocomplete: 'email' }],
+    submit: 'Change email', cls: 'inline',
+    onSubmit: async (v) => {
+      const d = await post('/api/auth/change-email', v);
+      toast(d.message);
+      f.reset();
+    },
+  });
+  return section('Email', h('p', 'The account\'s email is ', h('strong#account-email', { text: me.email }),
+    '. A new address takes effect when it confirms the link mailed to it; the current address is told and can cancel.'), f);
 }
 
 // passkeysCard lists the account's passkeys, adds one under a name, renames and removes.

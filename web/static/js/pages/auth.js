@@ -103,6 +103,21 @@ export function register() {
   return card('Create your account', box, h('p.links', h('a', { href: '#/login', text: 'I have an account' })));
 }
 
+// emailChange answers a link of an email change: the new address's confirmation or the
+// old address's cancel (both authenticate by their token alone).
+function emailChange(title, path, busy) {
+  return (token) => {
+    const status = h('p', { text: busy });
+    post(path, { token })
+      .then((d) => { status.className = 'ok'; status.textContent = d.message; })
+      .catch((x) => { status.className = 'error'; status.textContent = x.message; });
+    return card(title, status, h('p.links', h('a', { href: '#/login', text: 'Sign in' })));
+  };
+}
+
+export const confirmEmail = emailChange('New email address', '/api/auth/change-email/confirm', 'Confirming your new address…');
+export const cancelEmailChange = emailChange('Email change', '/api/auth/change-email/cancel', 'Cancelling the change…');
+
 export function verify(token) {
   const status = h('p', { text: 'Verifying your address…' });
   post('/api/auth/verify-email', { token })
