@@ -52,6 +52,8 @@ func (h *accountHandlers) login(c *gin.Context) {
 		Password      string `json:"password"`
 		TwoFactorCode string `json:"twoFactorCode"`
 		RecoveryCode  string `json:"recoveryCode"`
+		// Passkey stands in for the 2FA code (http/passkeys.go).
+		Passkey *passkeyBody `json:"passkey"`
 	}
 	if err := bindJSON(c, &in); err != nil {
 		fail(c, err)
@@ -71,7 +73,13 @@ func (h *accountHandlers) login(c *gin.Context) {
 		fail(c, err)
 		return
 	}
-	s, err := h.svc.Login(clientCtx(c), accounts.LoginInput{Username: in.Username, Password: in.Password, TwoFactorCode: in.TwoFactorCode, RecoveryCode: in.RecoveryCode})
+	pk, err := in.Passkey.assertion()
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	s, err := h.svc.Login(clientCtx(c), accounts.LoginInput{Username: in.Username, Password: in.Password, TwoFactorCode: in.TwoFactorCode,
+		RecoveryCode: in.RecoveryCode, Passkey: pk})
 	if err != nil {
 		fail(c, err)
 		return

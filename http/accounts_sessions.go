@@ -116,10 +116,16 @@ func (h *accountHandlers) revokeOtherSessions(c *gin.Context) {
 
 func (h *accountHandlers) reauth(c *gin.Context) {
 	var in struct {
-		Password      string `json:"password"`
-		TwoFactorCode string `json:"twoFactorCode"`
+		Password      string       `json:"password"`
+		TwoFactorCode string       `json:"twoFactorCode"`
+		Passkey       *passkeyBody `json:"passkey"`
 	}
 	if err := bindJSON(c, &in); err != nil {
+		fail(c, err)
+		return
+	}
+	pk, err := in.Passkey.assertion()
+	if err != nil {
 		fail(c, err)
 		return
 	}
@@ -128,7 +134,7 @@ func (h *accountHandlers) reauth(c *gin.Context) {
 		fail(c, err)
 		return
 	}
-	until, err := h.svc.Reauth(c.Request.Context(), p, accounts.ReauthInput{Password: in.Password, TwoFactorCode: in.TwoFactorCode})
+	until, err := h.svc.Reauth(c.Request.Context(), p, accounts.ReauthInput{Password: in.Password, TwoFactorCode: in.TwoFactorCode, Passkey: pk})
 	if err != nil {
 		fail(c, err)
 		return
@@ -171,6 +177,9 @@ var reauthRoutes = []string{
 	"DELETE /api/apps/:appId",
 	"POST /api/auth/2fa/disable",
 	"POST /api/auth/recovery-codes/regenerate",
+	"POST /api/auth/passkeys/register/begin",
+	"DELETE /api/auth/passkeys/:passkeyId",
+	"POST /api/auth/change-email",
 }
 
 // checkRecentAuth runs in requireOwner after authentication: it refuses the routes of
@@ -228,7 +237,8 @@ func accountSessionSection(h *handlerSet) section {
 	sessionList := obj{"type": "array", "items": props("id!:string", "userAgent!:string", "ip!:string", "createdAt!:string",
 		"lastUsedAt!:string", "expiresAt!:string", "current!:boolean")}
 	return section{tag: "Account", access: accessOwner, rows: []row{
-		{post, "/api/auth/ws-ticket", cred, auditCommand("account"), h.accounts.wsTicket,
+		// A socket ticket is an artifact of the sign-in, not a change: no audit entry per socket.
+		{post, "/api/auth/ws-ticket", cred, notAudited, h.accounts.wsTicket,
 			op("A single-use ticket of 30 s for the dashboard socket (?ticket=)", noBody, props("ticket!:string", "expiresAt!:string"))},
 		{get, "/api/auth/sessions", cred, notAudited, h.accounts.listSessions, op("The signed-in sessions of the account", noBody, sessionList)},
 		{del, "/api/auth/sessions/:sessionId", cred, auditDelete("account"), h.accounts.revokeSession, op("Sign one session out", noBody, msgData)},
@@ -238,7 +248,8 @@ func accountSessionSection(h *handlerSet) section {
 		{post, "/api/auth/recovery-codes/regenerate", cred, auditCommand("account"), h.accounts.regenerateRecoveryCodes,
 			op("Replace the recovery codes with ten new ones (shown once)", noBody, props("recoveryCodes!:string[]"))},
 		{post, "/api/auth/reauth", cred, auditCommand("account"), h.accounts.reauth,
-			op("Confirm it is you (password or 2FA code) before sensitive actions", props("password:string", "twoFactorCode:string"),
+			op("Confirm it is you (password, 2FA code or a passkey's assertion) before sensitive actions",
+				props("password:string", "twoFactorCode:string", "passkey:object"),
 				props("message!:string", "validUntil!:string"))},
 	}}
 }

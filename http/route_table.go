@@ -78,7 +78,7 @@ func routeTable(h *handlerSet) []route {
 				operation{summary: "Create an account (a verification mail follows)", body: props("email!:string", "username!:string", "password!:string"),
 					status: http.StatusAccepted, data: props("message!:string", "requireVerify!:boolean")}},
 			{post, "/api/auth/login", scopePublic, notAudited, h.accounts.login,
-				op("Sign in (answers requires2FA when a code is needed)", props("username!:string", "password!:string", "twoFactorCode:string", "recoveryCode:string"), ref("Session")).
+				op("Sign in (answers requires2FA when a code is needed)", props("username!:string", "password!:string", "twoFactorCode:string", "recoveryCode:string", "passkey:object"), ref("Session")).
 					// A sign-in that needs a code answers 200 with requires2FA (SPEC 7.2).
 					orError()},
 			{post, "/api/auth/verify-email", scopePublic, notAudited, h.accounts.verifyEmail,
@@ -106,6 +106,7 @@ func routeTable(h *handlerSet) []route {
 			{post, "/api/auth/plan", cred, auditCommand("account"), h.accounts.selectPlan, op("Choose a plan", props("plan!:string"), ref("Account"))},
 		}},
 		accountRefreshSection(h), accountSessionSection(h), // http/accounts_sessions.go
+		accountPasskeyLoginSection(h), accountPasskeySection(h), // http/route_table_account.go
 
 		{tag: "API keys", access: accessOwner, rows: []row{
 			{get, "/api/auth/api-keys", cred, notAudited, h.apiKeys.list, op("List scoped API keys (masked)", noBody, list("APIKey"))},

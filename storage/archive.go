@@ -35,6 +35,7 @@ const (
 	KindEventCursors     = "event_cursors"      // EventCursor
 	KindOwnerSessions    = "owner_sessions"     // OwnerSession
 	KindRecoveryCodes    = "recovery_codes"     // RecoveryCode
+	KindPasskeys         = "passkeys"           // Passkey
 	KindStoreConnections = "store_connections"  // StoreConnection (the signing secret sealed)
 	KindStoreProducts    = "store_products"     // StoreProduct
 	KindOrders           = "store_orders"       // Order

@@ -57,6 +57,7 @@ type Store interface {
 	RevocationStore
 	OwnerSessionStore
 	RecoveryCodeStore
+	PasskeyStore
 	AppStore
 	AppStatsStore
 	UserStore

@@ -33,7 +33,8 @@ const ContentSecurityPolicy = "default-src 'none'; script-src 'self'; style-src 
 	"connect-src 'self'; font-src 'self'; manifest-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
 
 // pagePaths are the paths that answer with the page: the root and the links mails carry.
-var pagePaths = map[string]bool{"/": true, "/verify-email": true, "/reset-password": true}
+var pagePaths = map[string]bool{"/": true, "/verify-email": true, "/reset-password": true,
+	"/confirm-email": true, "/cancel-email-change": true}
 
 type asset struct {
 	raw, gz []byte // gz is nil when compression does not pay

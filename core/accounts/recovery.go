@@ -104,7 +104,14 @@ func (s *Service) RegenerateRecoveryCodes(ctx context.Context, p Principal) ([]s
 		return nil, err
 	}
 	if !p.Account.TwoFactorEnabled {
-		return nil, core.E(core.CodeConflict, "turn on two-factor authentication first: recovery codes stand in for its code")
+		// An account with passkeys has codes too (made with its first passkey).
+		keys, err := s.store.ListPasskeys(ctx, p.Account.ID)
+		if err != nil {
+			return nil, fmt.Errorf("accounts: recovery codes: %w", err)
+		}
+		if len(keys) == 0 {
+			return nil, core.E(core.CodeConflict, "turn on two-factor authentication or add a passkey first: recovery codes stand in for them")
+		}
 	}
 	return s.replaceRecoveryCodes(ctx, p.Account.ID)
 }

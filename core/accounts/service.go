@@ -69,6 +69,7 @@ type Store interface {
 	storage.RevocationStore
 	storage.OwnerSessionStore
 	storage.RecoveryCodeStore
+	storage.PasskeyStore
 }
 
 // Service runs the account flows.
@@ -344,6 +345,9 @@ type LoginInput struct {
 	TwoFactorCode string
 	// RecoveryCode stands in for TwoFactorCode once (it signs out the other sessions).
 	RecoveryCode string
+	// Passkey stands in for TwoFactorCode: an assertion of one of the account's passkeys
+	// (of a ceremony begun by BeginPasskeyLogin).
+	Passkey *PasskeyAssertion
 }
 
 // lookup finds an account by username or email. Usernames cannot contain '@'.
@@ -403,17 +407,23 @@ func (s *Service) Login(ctx context.Context, in LoginInput) (Session, error) {
 	if !a.EmailVerified {
 		return Session{}, errRequireVerify
 	}
-	if a.TwoFactorEnabled && in.TwoFactorCode == "" && in.RecoveryCode == "" {
+	if a.TwoFactorEnabled && in.TwoFactorCode == "" && in.RecoveryCode == "" && in.Passkey == nil {
 		return Session{}, errRequires2FA
 	}
-	byRecovery := a.TwoFactorEnabled && in.TwoFactorCode == ""
+	byPasskey := a.TwoFactorEnabled && in.TwoFactorCode == "" && in.Passkey != nil
+	if byPasskey {
+		if _, err := s.verifyPasskey(ctx, passkeyLogin, *in.Passkey, a.ID); err != nil {
+			return Session{}, err
+		}
+	}
+	byRecovery := a.TwoFactorEnabled && in.TwoFactorCode == "" && !byPasskey
 	if byRecovery {
 		if err := s.useRecoveryCode(ctx, a.ID, in.RecoveryCode); err != nil {
 			return Session{}, err
 		}
 	}
 	a, err = s.store.UpdateAccount(ctx, a.ID, audit.Track(ctx, func(acc *storage.Account) error {
-		if acc.TwoFactorEnabled && !byRecovery {
+		if acc.TwoFactorEnabled && !byRecovery && !byPasskey {
 			step, ok := matchTOTP(acc.TwoFactorSecret, in.TwoFactorCode, s.cfg.Now(), acc.TwoFactorLastStep)
 			if !ok {
 				return errInvalidCode

@@ -333,10 +333,12 @@ func (s *Service) RequireRecentAuth(p Principal) error {
 	return nil
 }
 
-// ReauthInput proves identity again: the password or a TOTP code.
+// ReauthInput proves identity again: the password, a TOTP code or a passkey's assertion
+// (of a ceremony begun by BeginPasskeyReauth).
 type ReauthInput struct {
 	Password      string
 	TwoFactorCode string
+	Passkey       *PasskeyAssertion
 }
 
 // Reauth records a fresh proof of identity on the caller's session.
@@ -366,8 +368,12 @@ func (s *Service) Reauth(ctx context.Context, p Principal, in ReauthInput) (time
 		}); err != nil {
 			return time.Time{}, err
 		}
+	case in.Passkey != nil:
+		if _, err := s.verifyPasskey(ctx, passkeyReauth, *in.Passkey, p.Account.ID); err != nil {
+			return time.Time{}, err
+		}
 	default:
-		return time.Time{}, core.Invalid("password", "password or twoFactorCode is required")
+		return time.Time{}, core.Invalid("password", "password, twoFactorCode or passkey is required")
 	}
 	return s.markAuthenticated(ctx, p)
 }

@@ -27,6 +27,7 @@ var kinds = []kind{
 	each(storage.KindAPIKeys, storage.Store.CreateAPIKey),
 	each(storage.KindOwnerSessions, storage.Store.CreateOwnerSession),
 	batch(storage.KindRecoveryCodes, archived(storage.ArchiveStore.RestoreRecoveryCodes)),
+	each(storage.KindPasskeys, storage.Store.CreatePasskey),
 	each(storage.KindRevocations, func(st storage.Store, ctx context.Context, r storage.Revocation) error {
 		return st.RevokeToken(ctx, r.ID, r.ExpiresAt)
 	}),

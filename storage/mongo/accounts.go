@@ -216,6 +216,9 @@ func (s *Store) DeleteAccount(ctx context.Context, id string) error {
 	if _, err := s.recoveryCodes.DeleteMany(ctx, bson.D{{Key: "accountId", Value: id}}); err != nil {
 		return wrap("delete account: recovery codes", err)
 	}
+	if _, err := s.passkeys.DeleteMany(ctx, bson.D{{Key: "accountId", Value: id}}); err != nil {
+		return wrap("delete account: passkeys", err)
+	}
 	// Claims left by updaters that died would otherwise outlive the account.
 	if err := s.deleteClaims(ctx, id); err != nil {
 		return wrap("delete account: claims", err)

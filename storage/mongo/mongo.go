@@ -116,6 +116,8 @@ const (
 	collRevocations   = "tokenRevocations"
 	collOwnerSessions = "ownerSessions"
 	collRecoveryCodes = "recoveryCodes"
+	collPasskeys      = "passkeys"
+	collChallenges    = "webauthnChallenges"
 	collAPIKeys       = "apiKeys"
 	collAudit         = "auditLog"
 	collEvents        = "events"
@@ -147,6 +149,8 @@ type Store struct {
 	revocations    *mongo.Collection // logged-out dashboard JWTs
 	ownerSessions  *mongo.Collection // owners' signed-in dashboard sessions
 	recoveryCodes  *mongo.Collection // owners' one-time recovery codes
+	passkeys       *mongo.Collection // owners' WebAuthn credentials
+	challenges     *mongo.Collection // WebAuthn ceremonies begun, not finished
 	apiKeys        *mongo.Collection // scoped API keys
 	audit          *mongo.Collection // the audit log
 	events         *mongo.Collection // the durable event log, by position
@@ -254,6 +258,8 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		revocations:    db.Collection(collRevocations),
 		ownerSessions:  db.Collection(collOwnerSessions),
 		recoveryCodes:  db.Collection(collRecoveryCodes),
+		passkeys:       db.Collection(collPasskeys),
+		challenges:     db.Collection(collChallenges),
 		apiKeys:        db.Collection(collAPIKeys),
 		audit:          db.Collection(collAudit),
 		events:         db.Collection(collEvents),
@@ -327,6 +333,15 @@ func (s *Store) createIndexes(ctx context.Context) error {
 		// Recovery codes: _id is account and hash; listed per account.
 		{s.recoveryCodes, []mongo.IndexModel{
 			{Keys: bson.D{{Key: "accountId", Value: 1}}, Options: plain("accountId")},
+		}},
+		// Passkeys: a credential id is one account's; listed per account.
+		{s.passkeys, []mongo.IndexModel{
+			{Keys: bson.D{{Key: "credentialId", Value: 1}}, Options: unique("credentialId")},
+			{Keys: bson.D{{Key: "accountId", Value: 1}, {Key: "createdAt", Value: 1}}, Options: plain("accountId_createdAt")},
+		}},
+		// WebAuthn challenges are purged by expiry.
+		{s.challenges, []mongo.IndexModel{
+			{Keys: bson.D{{Key: "expiresAt", Value: 1}}, Options: plain("expiresAt")},
 		}},
 		// Owner sessions are listed per account, purged by expiry.
 		{s.ownerSessions, []mongo.IndexModel{

@@ -601,6 +601,36 @@ CREATE TABLE recovery_codes (
 `,
 	},
 	{
+		version: 22,
+		name:    "passkeys and webauthn challenges",
+		sql: `
+-- An owner's passkeys (issue 25): credential is the WebAuthn library's record as JSON
+-- (public key, flags, sign counter); credential_id is unique across accounts.
+CREATE TABLE passkeys (
+	id            TEXT    NOT NULL PRIMARY KEY,
+	account_id    TEXT    NOT NULL REFERENCES accounts (id) ON DELETE CASCADE,
+	name          TEXT    NOT NULL,
+	credential_id BLOB    NOT NULL UNIQUE,
+	credential    BLOB    NOT NULL,
+	created_at    INTEGER NOT NULL,
+	last_used_at  INTEGER NOT NULL
+) STRICT;
+CREATE INDEX passkeys_account ON passkeys (account_id, created_at);
+
+-- Ceremonies begun and not finished (a few minutes at most), deleted when used, so any
+-- node finishes what another began and a challenge works once.
+CREATE TABLE webauthn_challenges (
+	id         TEXT    NOT NULL PRIMARY KEY,
+	account_id TEXT    NOT NULL,
+	purpose    TEXT    NOT NULL,
+	data       BLOB    NOT NULL,
+	expires_at INTEGER NOT NULL,
+	created_at INTEGER NOT NULL
+) STRICT;
+CREATE INDEX webauthn_challenges_expires ON webauthn_challenges (expires_at);
+`,
+	},
+	{
 		version: 26,
 		name:    "the request a webhook delivery sent",
 		sql: `

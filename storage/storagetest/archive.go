@@ -35,6 +35,11 @@ func PopulateEveryKind(t testing.TB, s storage.Store, n int) Populated {
 	must("api key", s.CreateAPIKey(ctx, apiKeyOf(acc.ID)))
 	must("owner session", s.CreateOwnerSession(ctx, newOwnerSession(acc.ID)))
 	must("recovery codes", s.ReplaceRecoveryCodes(ctx, acc.ID, codeHashes(max(n, 1)), ms(time.Minute)))
+	for range max(n, 1) {
+		pk := newPasskey(acc.ID)
+		pk.LastUsedAt = ms(time.Hour)
+		must("passkey", s.CreatePasskey(ctx, pk))
+	}
 	must("revocation", s.RevokeToken(ctx, uniq("jti-"), ms(time.Hour)))
 	app := fullApp(acc.ID, uniq("every-app"))
 	must("app", s.CreateApp(ctx, app))

@@ -30,6 +30,7 @@ func Run(t *testing.T, newStore func(t *testing.T) storage.Store) {
 	tests = append(tests, revocationTests...)
 	tests = append(tests, ownerSessionTests...)
 	tests = append(tests, recoveryCodeTests...)
+	tests = append(tests, passkeyTests...)
 	tests = append(tests, appTests...)
 	tests = append(tests, userTests...)
 	tests = append(tests, userBatchTests...)

@@ -80,9 +80,11 @@ async function render() {
   if (cleanup) { try { cleanup(); } catch { /* a page's cleanup must not stop navigation */ } cleanup = null; }
   // Links mailed by the server land on these paths; their token is read, then taken out of
   // the address bar (and the no-referrer policy keeps it from leaving the page).
-  if (location.pathname === '/verify-email' || location.pathname === '/reset-password') {
+  const mailed = { '/verify-email': auth.verify, '/reset-password': auth.resetPassword,
+    '/confirm-email': auth.confirmEmail, '/cancel-email-change': auth.cancelEmailChange };
+  if (mailed[location.pathname]) {
     const token = new URLSearchParams(location.search).get('token') || '';
-    const page = location.pathname === '/verify-email' ? auth.verify : auth.resetPassword;
+    const page = mailed[location.pathname];
     history.replaceState(null, '', '/'); // no hash: the page's links then change it and route
     clear(app).append(...frame(page(token), false));
     return;

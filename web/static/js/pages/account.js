@@ -4,13 +4,14 @@
 import { h, clear, fmtDate, fmtNum, secretBox, toast, modal, badge } from '../dom.js';
 import { get, post, del, session } from '../api.js';
 import { form, section } from '../forms.js';
+import * as passkeys from '../passkeys.js';
 
 export async function page(ctx) {
   const me = await ctx.me(true);
   const [plans, mail] = await Promise.all([get('/api/plans'), get('/api/auth/mail-outbox')]);
   return h('div', h('h1', { text: 'Account' }),
     h('div.grid', planCard(me, plans), keyCard(me)),
-    twoFactorCard(me, ctx), passwordCard(), sessionsCard(), outboxCard(mail.outbox));
+    twoFactorCard(me, ctx), passkeysCard(), passwordCard(), emailCard(me), sessionsCard(), outboxCard(mail.outbox));
 }
 
 // browserName shortens a User-Agent to what a person recognises.
@@ -49,15 +50,78 @@ function sessionsCard() {
     h('div.table-wrap', table), others);
 }
 
+// emailCard asks to change the email: the new address confirms, the current one may cancel.
+function emailCard(me) {
+  const f = form({
+    fields: [{ name: 'email', label: 'New email address', type: 'email', required: true, autocomplete: 'email' }],
+    submit: 'Change email', cls: 'inline',
+    onSubmit: async (v) => {
+      const d = await post('/api/auth/change-email', v);
+      toast(d.message);
+      f.reset();
+    },
+  });
+  return section('Email', h('p', 'The account\'s email is ', h('strong#account-email', { text: me.email }),
+    '. A new address takes effect when it confirms the link mailed to it; the current address is told and can cancel.'), f);
+}
+
+// passkeysCard lists the account's passkeys, adds one under a name, renames and removes.
+function passkeysCard() {
+  const body = h('tbody');
+  const shown = h('div');
+  const table = h('table#passkeys', h('caption', { text: 'Passkeys' }),
+    h('thead', h('tr', ['Name', 'Added', 'Last used', ''].map((t) => h('th', { scope: 'col', text: t })))), body);
+  async function load() {
+    let list;
+    try { list = await get('/api/auth/passkeys'); } catch (x) { clear(body).append(h('tr', h('td', { colspan: 4, text: x.message }))); return; }
+    if (!list.length) { clear(body).append(h('tr', h('td', { colspan: 4, text: 'No passkey yet.' }))); return; }
+    clear(body).append(...list.map((p) => h('tr', { 'data-passkey': p.id },
+      h('td', p.name, p.backedUp ? [' ', badge('synced')] : null), h('td', { text: fmtDate(p.createdAt) }),
+      h('td', { text: p.lastUsedAt ? fmtDate(p.lastUsedAt) : 'never' }),
+      h('td', h('button', { type: 'button', text: 'Remove', 'aria-label': `Remove passkey ${p.name}`, on: { click: async () => {
+        const ok = await modal(`Remove the passkey "${p.name}"?`, h('p', { text: 'It no longer signs in to this account.' }), { ok: 'Remove', danger: true });
+        if (!ok) return;
+        try { await del('/api/auth/passkeys/' + encodeURIComponent(p.id)); toast('Passkey removed'); load(); } catch (x) { toast(x.message, 'error'); }
+      } } })))));
+  }
+  load();
+  if (!passkeys.supported()) {
+    return section('Passkeys', h('p', { text: 'This browser cannot use passkeys.' }), h('div.table-wrap', table));
+  }
+  const add = form({
+    fields: [{ name: 'name', label: 'Passkey name', placeholder: 'e.g. work laptop', maxlength: 64, autocomplete: 'off' }],
+    submit: 'Add a passkey', cls: 'inline',
+    onSubmit: async (v) => {
+      const p = await passkeys.register(v.name || '');
+      toast(`Passkey "${p.name}" added`);
+      if (p.recoveryCodes) clear(shown).append(codesShown(p.recoveryCodes));
+      load();
+    },
+  });
+  return section('Passkeys', h('p', { text: 'Sign in without a password, or in place of a 2FA code, with this device or a password manager.' }),
+    h('div.table-wrap', table), add, shown);
+}
+
 // reauthDialog asks the owner to confirm who they are (password or a 2FA code) before a
 // sensitive action; resolves true once the server accepted it.
 export async function reauthDialog() {
   const password = h('input#reauth-password', { type: 'password', name: 'password', autocomplete: 'current-password' });
   const code = h('input#reauth-code', { name: 'twoFactorCode', inputmode: 'numeric', maxlength: 6, autocomplete: 'one-time-code' });
-  const body = h('div', h('p', { text: 'This action needs a recent sign-in. Enter your password, or a code from your authenticator app.' }),
+  const pkError = h('p.error', { role: 'alert' });
+  const usePasskey = passkeys.supported() ? h('div.field', h('button#reauth-passkey', { type: 'button', text: 'Use a passkey', on: { click: async (e) => {
+    pkError.textContent = '';
+    try {
+      await passkeys.reauth();
+      confirmed = true;
+      e.target.closest('form').requestSubmit(); // the dialog closes as confirmed
+    } catch (x) { pkError.textContent = x.name === 'NotAllowedError' ? 'No passkey was chosen.' : x.message; }
+  } } }), pkError) : null;
+  let confirmed = false;
+  const body = h('div', h('p', { text: 'This action needs a recent sign-in. Enter your password, or a code from your authenticator app, or use a passkey.' }),
     h('div.field', h('label', { for: 'reauth-password', text: 'Password' }), password),
-    h('div.field', h('label', { for: 'reauth-code', text: 'or 2FA code' }), code));
+    h('div.field', h('label', { for: 'reauth-code', text: 'or 2FA code' }), code), usePasskey);
   const ok = await modal('Confirm it is you', body, { ok: 'Confirm', onOk: async () => {
+    if (confirmed) return true;
     const v = password.value ? { password: password.value } : { twoFactorCode: code.value.trim() };
     await post('/api/auth/reauth', v);
     return true;

@@ -4,6 +4,7 @@ import { h, clear } from '../dom.js';
 import { api, post } from '../api.js';
 import { form, showError } from '../forms.js';
 import { signedIn } from '../main.js';
+import * as passkeys from '../passkeys.js';
 
 // Whether mails go to files; the folder's path is told to signed-in owners only.
 const mailToFiles = document.querySelector('meta[name=keyward-mail]')?.content === 'outbox';
@@ -42,7 +43,16 @@ export function login() {
     },
   });
   box.append(f);
-  return card('Sign in', box, resend,
+  const pkError = h('p.error', { role: 'alert' });
+  const withPasskey = passkeys.supported() ? h('div.passkey-sign-in',
+    h('button#passkey-sign-in', { type: 'button', text: 'Sign in with a passkey', on: { click: async () => {
+      pkError.textContent = '';
+      try {
+        const out = await passkeys.signIn(f.querySelector('[name=username]')?.value.trim() || '');
+        signedIn(out.token, out.account);
+      } catch (x) { pkError.textContent = x.name === 'NotAllowedError' ? 'No passkey was chosen.' : x.message; }
+    } } }), pkError) : null;
+  return card('Sign in', box, withPasskey, resend,
     h('p.links', h('a', { href: '#/register', text: 'Create an account' }), ' · ',
       h('a', { href: '#/forgot', text: 'Forgot password' }), ' · ', h('a', { href: '#/reset-2fa', text: 'Reset with 2FA' })));
 }
@@ -92,6 +102,21 @@ export function register() {
   }));
   return card('Create your account', box, h('p.links', h('a', { href: '#/login', text: 'I have an account' })));
 }
+
+// emailChange answers a link of an email change: the new address's confirmation or the
+// old address's cancel (both authenticate by their token alone).
+function emailChange(title, path, busy) {
+  return (token) => {
+    const status = h('p', { text: busy });
+    post(path, { token })
+      .then((d) => { status.className = 'ok'; status.textContent = d.message; })
+      .catch((x) => { status.className = 'error'; status.textContent = x.message; });
+    return card(title, status, h('p.links', h('a', { href: '#/login', text: 'Sign in' })));
+  };
+}
+
+export const confirmEmail = emailChange('New email address', '/api/auth/change-email/confirm', 'Confirming your new address…');
+export const cancelEmailChange = emailChange('Email change', '/api/auth/change-email/cancel', 'Cancelling the change…');
 
 export function verify(token) {
   const status = h('p', { text: 'Verifying your address…' });
