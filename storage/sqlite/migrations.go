@@ -600,46 +600,7 @@ CREATE TABLE recovery_codes (
 ) STRICT, WITHOUT ROWID;
 `,
 	},
-	{
-		version: 22,
-		name:    "passkeys and webauthn challenges",
-		sql: `
--- An owner's passkeys (issue 25): credential is the WebAuthn library's record as JSON
--- (public key, flags, sign counter); credential_id is unique across accounts.
-CREATE TABLE passkeys (
-	id            TEXT    NOT NULL PRIMARY KEY,
-	account_id    TEXT    NOT NULL REFERENCES accounts (id) ON DELETE CASCADE,
-	name          TEXT    NOT NULL,
-	credential_id BLOB    NOT NULL UNIQUE,
-	credential    BLOB    NOT NULL,
-	created_at    INTEGER NOT NULL,
-	last_used_at  INTEGER NOT NULL
-) STRICT;
-CREATE INDEX passkeys_account ON passkeys (account_id, created_at);
-
--- Ceremonies begun and not finished (a few minutes at most), deleted when used, so any
--- node finishes what another began and a challenge works once.
-CREATE TABLE webauthn_challenges (
-	id         TEXT    NOT NULL PRIMARY KEY,
-	account_id TEXT    NOT NULL,
-	purpose    TEXT    NOT NULL,
-	data       BLOB    NOT NULL,
-	expires_at INTEGER NOT NULL,
-	created_at INTEGER NOT NULL
-) STRICT;
-CREATE INDEX webauthn_challenges_expires ON webauthn_challenges (expires_at);
-`,
-	},
-	{
-		version: 26,
-		name:    "the request a webhook delivery sent",
-		sql: `
--- The last attempt's request as it went out (issue 22): headers as written and body bytes,
--- in core/webhooks' stored form; empty until an attempt reached a receiver.
-ALTER TABLE webhook_deliveries ADD COLUMN sent BLOB NOT NULL DEFAULT x'';
-`,
-	},
-	// 30-34: the stores (issue 23).
+	// 30: the stores (issue 23).
 	{
 		version: 30,
 		name:    "store connections, product mappings, orders and their events",
@@ -688,6 +649,47 @@ CREATE TABLE store_order_events (
 	doc         TEXT NOT NULL
 ) STRICT;
 CREATE INDEX store_order_events_order ON store_order_events (app_id, order_ref, received_at);
+`,
+	},
+	// 31: passkeys (issue 25); 32: the request a delivery sent (issue 22). Numbered after 30
+	// because a database at 30 runs only what comes after it.
+	{
+		version: 31,
+		name:    "passkeys and webauthn challenges",
+		sql: `
+-- An owner's passkeys (issue 25): credential is the WebAuthn library's record as JSON
+-- (public key, flags, sign counter); credential_id is unique across accounts.
+CREATE TABLE passkeys (
+	id            TEXT    NOT NULL PRIMARY KEY,
+	account_id    TEXT    NOT NULL REFERENCES accounts (id) ON DELETE CASCADE,
+	name          TEXT    NOT NULL,
+	credential_id BLOB    NOT NULL UNIQUE,
+	credential    BLOB    NOT NULL,
+	created_at    INTEGER NOT NULL,
+	last_used_at  INTEGER NOT NULL
+) STRICT;
+CREATE INDEX passkeys_account ON passkeys (account_id, created_at);
+
+-- Ceremonies begun and not finished (a few minutes at most), deleted when used, so any
+-- node finishes what another began and a challenge works once.
+CREATE TABLE webauthn_challenges (
+	id         TEXT    NOT NULL PRIMARY KEY,
+	account_id TEXT    NOT NULL,
+	purpose    TEXT    NOT NULL,
+	data       BLOB    NOT NULL,
+	expires_at INTEGER NOT NULL,
+	created_at INTEGER NOT NULL
+) STRICT;
+CREATE INDEX webauthn_challenges_expires ON webauthn_challenges (expires_at);
+`,
+	},
+	{
+		version: 32,
+		name:    "the request a webhook delivery sent",
+		sql: `
+-- The last attempt's request as it went out (issue 22): headers as written and body bytes,
+-- in core/webhooks' stored form; empty until an attempt reached a receiver.
+ALTER TABLE webhook_deliveries ADD COLUMN sent BLOB NOT NULL DEFAULT x'';
 `,
 	},
 }
