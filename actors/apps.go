@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"runtime/debug"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -57,6 +58,10 @@ type Apps[S any] struct {
 	tickWork TickWork
 	// live is what the AppActors read their apps' live state from (reads.go).
 	live LiveReader
+	// leases is where the AppActors keep their leaseholders' leases; leaseErrors counts
+	// the renewals that failed (leases.go).
+	leases      LeaseConfig
+	leaseErrors atomic.Uint64
 	// bus is how the AppActors subscribe to their apps' deliveries; topics counts their
 	// subscriptions (bus.go).
 	bus    BusConfig
@@ -279,7 +284,7 @@ func (s *appActor[S]) Receive(ctx actor.Context) {
 		s.lastActive = time.Now()
 		s.activeSinceIdle = true
 	}
-	if s.receiveSockets(ctx) || s.receiveBus(ctx) || s.receiveReads(ctx) || s.receivePlans(ctx) {
+	if s.receiveSockets(ctx) || s.receiveLeases(ctx) || s.receiveBus(ctx) || s.receiveReads(ctx) || s.receivePlans(ctx) {
 		return
 	}
 	switch m := ctx.Message().(type) {

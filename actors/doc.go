@@ -35,8 +35,13 @@
 // registers, a registration waiting for it; ended with its last socket; one subscription
 // per app) and hands each delivery to its sockets inside Receive (a Deliverer, which only
 // sends messages), and its timers drive the periodic work on the app's sockets (SetTicks:
-// named Ticks, run by a TickWork off the actor, one batch per app; lease renewal and
-// revalidation). An actor that holds sockets is never passivated. Reads of the app's live
+// named Ticks, run by a TickWork off the actor, one batch per app: the revalidation). It
+// keeps its client sockets' leases itself (leases.go, SetLeases; the Members that are a
+// Leaseholder): every third of the lease ttl it renews them in one cluster-engine call
+// whose answer comes back as a message and is told to the sockets' actors
+// (LeaseRestored, LeaseSuperseded); a Leave releases the socket's lease before it
+// answers, and a socket that left while a renewal was under way is released again when
+// the renewal's answer comes in, so no flag is shared with another goroutine. An actor that holds sockets is never passivated. Reads of the app's live
 // state are typed (LiveRead: the online count, the session list, whether a user is
 // online; answered as LiveState): the actor reads them from the engine's presence
 // (SetLive) off its Receive and shares one run among the requests of a read that arrive

@@ -64,6 +64,10 @@ type registry struct {
 	pendingJoins  []pendingJoin
 	pendingAdmits []pendingAdmit
 	admitting     int
+	// renewing is true while a renewal of the leases is under way; renewWaiters wait for
+	// the next one (leases.go).
+	renewing     bool
+	renewWaiters []*actor.PID
 }
 
 // leaver is a socket that left, until its actor stopped.
@@ -272,6 +276,9 @@ func (s *appActor[S]) receiveSockets(ctx actor.Context) bool {
 		}
 		if err == nil {
 			s.register(ctx, m.req.id, m.req.socket)
+		} else if _, ok := m.req.socket.(Leaseholder); ok && s.leaseConfig().Presence != nil {
+			// The admission may have put a lease in place that no registered socket holds.
+			s.releaseLeases([]string{m.req.id})
 		}
 		ctx.Send(m.waiter, admitReply{err: err})
 		s.maybeUnsubscribe()
@@ -289,16 +296,10 @@ func (s *appActor[S]) receiveSockets(ctx actor.Context) bool {
 			s.armIdle(ctx, s.dir.cfg.Idle)
 		}
 		s.maybeUnsubscribe()
-		if pid := r.live[m.id]; held && pid != nil {
-			// The socket's actor finishes its work first; the answer follows its end.
-			if r.leaving == nil {
-				r.leaving = map[string]leaver{}
-			}
-			r.leaving[m.id] = leaver{waiter: ctx.Sender(), socket: socket}
-			ctx.Send(pid, Leaving{})
-			return true
+		if held && s.releaseOnLeave(ctx, m.id, socket, ctx.Sender()) {
+			return true // its Leave goes on once the lease is released (released)
 		}
-		ctx.Respond(left{held: held})
+		s.finishLeave(ctx, m.id, socket, held, ctx.Sender())
 	case *actor.Terminated:
 		s.childTerminated(ctx, m.Who)
 	case members:
@@ -329,6 +330,23 @@ func (s *appActor[S]) receiveSockets(ctx actor.Context) bool {
 	return true
 }
 
+// finishLeave ends the Leave of a socket (no longer registered): its actor finishes its
+// work first, and the answer follows its end.
+func (s *appActor[S]) finishLeave(ctx actor.Context, id string, socket Member, held bool, waiter *actor.PID) {
+	r := s.reg
+	if pid := r.live[id]; held && pid != nil {
+		if r.leaving == nil {
+			r.leaving = map[string]leaver{}
+		}
+		r.leaving[id] = leaver{waiter: waiter, socket: socket}
+		ctx.Send(pid, Leaving{})
+		return
+	}
+	if waiter != nil {
+		ctx.Send(waiter, left{held: held})
+	}
+}
+
 // register registers a socket (its admission passed, or it joined) and spawns its actor.
 func (s *appActor[S]) register(ctx actor.Context, id string, socket Member) {
 	r := s.reg
@@ -348,6 +366,7 @@ func (s *appActor[S]) startTimers(ctx actor.Context) {
 	s.stopTimers()
 	s.dir.mu.Lock()
 	s.ticks, s.tickWork = s.dir.ticks, s.dir.tickWork
+	leaseTTL := s.dir.leases.TTL
 	s.dir.mu.Unlock()
 	r := s.reg
 	if len(r.running) != len(s.ticks) {
@@ -356,6 +375,9 @@ func (s *appActor[S]) startTimers(ctx actor.Context) {
 	timers := scheduler.NewTimerScheduler(ctx.ActorSystem().Root)
 	for i, t := range s.ticks {
 		r.timers = append(r.timers, timers.SendRepeatedly(t.Every, t.Every, ctx.Self(), tickNow{i: i}))
+	}
+	if every := leaseTTL / 3; every > 0 {
+		r.timers = append(r.timers, timers.SendRepeatedly(every, every, ctx.Self(), renewNow{}))
 	}
 }
 

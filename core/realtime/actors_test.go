@@ -180,7 +180,7 @@ func TestAppActorRestartKeepsSessionState(t *testing.T) {
 	if n := len(got); n < 2 || got[n-2] != wire.TypePong || got[n-1] != wire.TypeError {
 		t.Fatalf("after the restart the socket answered %v; want a pong, then the rate error", got)
 	}
-	runNow(t, s, s.renewApp)
+	renewNow(t, s)
 	list, err := s.Sessions(ctx, "app")
 	if err != nil || len(list) != 1 || list[0].Status != "away" || list[0].Metadata["level"] != 3.0 {
 		t.Fatalf("sessions after the restart: %+v %v", list, err)

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"sync/atomic"
 	"time"
 	"unique"
 
@@ -38,9 +37,6 @@ type Client struct {
 	// rate and turn belong to the socket's actor.
 	rate window
 	turn turn
-	// gone is set when the socket left its app's actor.
-	gone atomic.Bool
-
 	// status and metadata are what the session list shows; metadata is replaced whole,
 	// never changed in place.
 	status   string
@@ -48,7 +44,10 @@ type Client struct {
 }
 
 // Kind, Spawned, Receive and Failed make a Client the SessionActor's socket.
-func (c *Client) Kind() string           { return "session" }
+func (c *Client) Kind() string { return "session" }
+
+// LeaseUser makes a Client an actors.Leaseholder: its app's actor keeps its lease.
+func (c *Client) LeaseUser() string      { return c.User.UserID }
 func (c *Client) Spawned(ref actors.Ref) { c.ref = ref }
 
 // Receive handles one message of the socket in its actor.
@@ -75,8 +74,14 @@ func (c *Client) Receive(sc actors.SocketContext, msg any) {
 		}
 	case verdict:
 		c.svc.handle(c, m.err)
-	case redescribe:
+	case actors.LeaseRestored:
+		// A renewal put the socket's lapsed presence back without what the session list
+		// shows of it: the actor writes that again.
 		sc.Pipe(describeJob{info: c.info()})
+	case actors.LeaseSuperseded:
+		// A newer socket of the user holds its place.
+		c.peer.Send(replacedMsg)
+		c.peer.Close(wire.Disconnect{Code: wire.CodeReplaced, Reason: replacedReason})
 	case actors.Leaving:
 		c.turn.leave(sc)
 	}
@@ -174,8 +179,8 @@ func (s *Service) connectClient(ctx context.Context, caller client.Caller, token
 	// made after it is missed; it runs the admission (one atomic presence call) and holds
 	// the socket from the moment it passes (deliveries, the periodic work).
 	if err := s.reg.Admit(ctx, u.AppID, c.ID, c); err != nil {
+		// The app's actor releases whatever lease the admission put in place.
 		s.reg.Leave(u.AppID, c.ID)
-		s.release(ctx, c)
 		return nil, err
 	}
 	_ = s.toDashboardsMsg(ctx, u.AppID, wire.Outgoing{Type: wire.TypeSessionConnect,
@@ -199,8 +204,7 @@ func (s *Service) replaced(ctx context.Context, appID, id string) {
 
 // DisconnectClient forgets a socket that ended, for whatever reason.
 func (s *Service) DisconnectClient(c *Client) {
-	held := s.reg.Leave(c.User.AppID, c.ID)
-	c.gone.Store(true)
+	held := s.reg.Leave(c.User.AppID, c.ID) // the app's actor releases its lease
 	if !held {
 		return // released already (by Close)
 	}
@@ -209,9 +213,8 @@ func (s *Service) DisconnectClient(c *Client) {
 	s.left(ctx, c)
 }
 
-// left releases a socket's presence and tells the dashboards.
+// left tells the dashboards that a socket left (its app's actor released its lease).
 func (s *Service) left(ctx context.Context, c *Client) {
-	s.release(ctx, c)
 	_ = s.toDashboardsMsg(ctx, c.User.AppID, wire.Outgoing{Type: wire.TypeSessionDisconnect,
 		Data: map[string]any{"userId": c.User.UserID, "username": c.User.Username, "id": c.ID}})
 }

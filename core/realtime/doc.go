@@ -8,13 +8,15 @@
 // in one step, the user's earlier socket named to be closed; on a goroutine, the
 // registration in the same step as the answer), hands them the app's bus deliveries and
 // drives their periodic work. Presence (online counts and session lists too) lives in the
-// cluster engine as leases that the node renews while the socket is open, so a node that
-// dies releases its sockets within Deps.LeaseTTL (10 s by default). The node's periodic
-// work runs per app, not per socket (tick.go, on the app actor's timers): one renewal
-// call for all its sockets of an app every third of the lease (a renewal needs only the
-// sockets' ids and users; a socket it restores writes what the list shows of it again, one
-// it finds replaced is closed), and one batched revalidation every RevalidateEvery and at
-// once when the app changed (the change reaches the app's actor as a message,
+// cluster engine as leases that the app's actor keeps while the socket is open
+// (actors.LeaseConfig: one renewal call for all its client sockets of an app every third
+// of the lease, the release when a socket leaves), so a node that dies releases its
+// sockets within Deps.LeaseTTL (10 s by default). What a renewal finds reaches the
+// socket's actor as a message: a socket it restored writes what the list shows of it
+// again (actors.LeaseRestored), one it finds replaced is closed (actors.LeaseSuperseded).
+// The node's other periodic work runs per app, not per socket (tick.go, on the app
+// actor's timers): one batched revalidation every RevalidateEvery and at once when the
+// app changed (the change reaches the app's actor as a message,
 // Registry.Invalidate). The online count, the session list (one engine call) and whether a
 // user is online are asked of the app's actor, which reads them from the cluster engine
 // outside its Receive and shares a read among the requests that arrive while it runs

@@ -14,10 +14,11 @@ import (
 // A client socket's presence is a lease in the cluster engine's Presence (cluster.Presence):
 // admitted under the app's limit and the one-socket-per-user rule in one atomic call
 // (Admit, whose answer names the user's earlier socket to close), renewed for all of an
-// app's sockets on this node in one call every third of Deps.LeaseTTL (tick.go), described
-// again when its status or metadata change, released when it leaves. Only the app's actor
-// drives these calls (its admission, its ticks, its sockets' actors' work), so a node that
-// dies leaves the counts and lists within one lease.
+// app's sockets on this node in one call every third of Deps.LeaseTTL, described again
+// when its status or metadata change, released when it leaves. Only the app's actor
+// drives these calls (its admission, its lease renewals and releases, actors/leases.go,
+// its sockets' actors' work), so a node that dies leaves the counts and lists within one
+// lease.
 
 // SessionInfo is one live client socket as the dashboard sees it (SPEC 4.9 sessions).
 type SessionInfo struct {
@@ -67,14 +68,6 @@ func (s *Service) admitPresence(ctx context.Context, c *Client) error {
 		s.replaced(ctx, c.User.AppID, a.Replaced)
 	}
 	return nil
-}
-
-// release removes the socket's presence.
-func (s *Service) release(ctx context.Context, c *Client) {
-	if _, err := s.d.Engine.Release(ctx, c.User.AppID, c.ID); err != nil {
-		// The lease runs out by itself within the lease ttl.
-		s.d.Log.Warn("realtime: cannot release a socket's presence", "socket", c.ID, "err", err)
-	}
 }
 
 // Online counts the app's client sockets across the cluster. The count is asked of the

@@ -95,7 +95,7 @@ func testRenewalRestoresAndSupersedes(t *testing.T, twoNodes pair) {
 	if n, _ := a.Online(ctx, "app"); n != 0 {
 		t.Fatalf("online after the lapse: %d", n)
 	}
-	runNow(t, a, a.renewApp)
+	renewNow(t, a)
 	waitUntil(t, "the restored socket described again", func() bool {
 		list, err := a.Sessions(ctx, "app")
 		return err == nil && len(list) == 1 && list[0].ID == c.ID && list[0].Username == "name-u1" && list[0].Status == "online"
@@ -112,7 +112,7 @@ func testRenewalRestoresAndSupersedes(t *testing.T, twoNodes pair) {
 	if err != nil || !adm.Admitted {
 		t.Fatalf("admit the newer socket: %+v, %v", adm, err)
 	}
-	runNow(t, a, a.renewApp)
+	renewNow(t, a)
 	waitUntil(t, "the superseded socket's close", func() bool { return p.closedWith() == wire.CodeReplaced })
 	if id, ok, err := a.d.Engine.SocketOf(ctx, "app", "u1"); err != nil || !ok || id != "newer" {
 		t.Fatalf("the user's socket is %q (%v, %v), want the newer one", id, ok, err)

@@ -76,10 +76,17 @@ type Registry interface {
 	Held(kind string) int
 	Join(ctx context.Context, appID, id string, socket actors.Member) error
 	Admit(ctx context.Context, appID, id string, socket actors.Admittee) error
+	// Leave unregisters a socket; a client socket's lease is released before it answers.
 	Leave(appID, id string) bool
 	Sockets(ctx context.Context, appID string) ([]actors.Member, error)
 	AllSockets(ctx context.Context) map[string][]actors.Member
 	SetTicks(work actors.TickWork, ticks ...actors.Tick)
+	// SetLeases has the apps' actors keep their client sockets' leases (renewals batched
+	// per app, releases when they leave); LeaseErrors counts the renewals that failed;
+	// RenewNow renews an app's leases now.
+	SetLeases(cfg actors.LeaseConfig)
+	LeaseErrors() uint64
+	RenewNow(ctx context.Context, appID string) error
 	// Invalidate tells the app's actor that the app changed: it reloads, then runs the
 	// ticks marked OnChange.
 	Invalidate(appID string)
@@ -213,8 +220,8 @@ func New(d Deps) *Service {
 // takes the app's first socket.
 func (s *Service) Start(context.Context) error {
 	s.reg.SetBus(actors.BusConfig{Bus: s.d.Engine, TopicPrefix: busTopicPrefix, Deliver: deliverer{s}})
-	s.reg.SetTicks(ticker{s}, actors.Tick{Name: tickRenew, Every: s.leaseTTL / 3},
-		actors.Tick{Name: tickRevalidate, Every: RevalidateEvery, OnChange: true})
+	s.reg.SetLeases(actors.LeaseConfig{Presence: s.d.Engine, TTL: s.leaseTTL})
+	s.reg.SetTicks(ticker{s}, actors.Tick{Name: tickRevalidate, Every: RevalidateEvery, OnChange: true})
 	return nil
 }
 
@@ -234,8 +241,7 @@ func (s *Service) Close() {
 				s.reg.Leave(appID, x.ID)
 				x.peer.Close(wire.GoingAway("server shutting down"))
 			case *Client:
-				s.reg.Leave(appID, x.ID)
-				x.gone.Store(true)
+				s.reg.Leave(appID, x.ID) // releases its lease
 				x.peer.Close(wire.GoingAway("server shutting down"))
 				s.left(ctx, x)
 			}

@@ -21,13 +21,13 @@ type Stats struct {
 }
 
 type stats struct {
-	revalidationClosed, revalidationFailed, leaseErrors, internalErrors atomic.Uint64
+	revalidationClosed, revalidationFailed, internalErrors atomic.Uint64
 }
 
 // Stats answers the node's counts.
 func (s *Service) Stats() Stats {
 	return Stats{RevalidationClosed: s.stats.revalidationClosed.Load(), RevalidationFailed: s.stats.revalidationFailed.Load(),
-		LeaseErrors: s.stats.leaseErrors.Load(), InternalErrors: s.stats.internalErrors.Load()}
+		LeaseErrors: s.reg.LeaseErrors(), InternalErrors: s.stats.internalErrors.Load()}
 }
 
 // queued reports the time from a delivery's publication (a REST call, an event, a hook)

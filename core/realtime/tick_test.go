@@ -99,7 +99,7 @@ func TestTickIsOneCallPerApp(t *testing.T) {
 
 	engine.leaseCalls.Store(0)
 	engine.leases.Store(0)
-	runNow(t, s, s.renewApp)
+	renewNow(t, s)
 	if calls, n := engine.leaseCalls.Load(), engine.leases.Load(); calls != 1 || n != MaxClientsPerApp {
 		t.Fatalf("renewing %d sockets: %d calls for %d leases; want 1 call", MaxClientsPerApp, calls, n)
 	}
@@ -159,6 +159,17 @@ func runNow(t *testing.T, s *Service, fn func(appID string, clients []*Client)) 
 	for appID, list := range s.reg.AllSockets(t.Context()) {
 		if clients := clientsOf(list); len(clients) > 0 {
 			s.safely(appID, func() { fn(appID, clients) })
+		}
+	}
+}
+
+// renewNow has the actor of every app s holds renew its sockets' leases now, as its
+// timer does, and waits until the renewal's findings reached the sockets' actors.
+func renewNow(t *testing.T, s *Service) {
+	t.Helper()
+	for appID := range s.reg.AllSockets(t.Context()) {
+		if err := s.reg.RenewNow(t.Context(), appID); err != nil {
+			t.Fatalf("renew the leases of %s: %v", appID, err)
 		}
 	}
 }

@@ -25,9 +25,6 @@ type (
 	}
 	// verdict is a revalidation's answer for a client socket (nil: it passes).
 	verdict struct{ err error }
-	// redescribe: a renewal put the socket's lapsed presence back without what the
-	// session list shows of it; its actor writes that again.
-	redescribe struct{}
 )
 
 // turn orders a socket's frames: one is handled at a time, with the I/O it started.
