@@ -21,8 +21,8 @@ import (
 // the event's id). SQLite; FerretDB (MongoDB wire) on request, see below. The store-level
 // figure for 50,000 events is core/events' TestBacklogIsNotDropped.
 // KEYWARD_TEST_SLOW_RECEIVER_EVENTS sets how many events arrive (default 5,000 on SQLite
-// and 1,000 on FerretDB, to keep make test cheap; the figure is 50,000: the test
-// logs the catch-up rate).
+// and 100 on FerretDB, 1,000 with KEYWARD_TEST_SLOW_RECEIVER_FERRET=1, to keep make test
+// cheap; the figure is 50,000: the test logs the catch-up rate).
 func TestSlowReceiverLosesNothing(t *testing.T) {
 	count := func(def int) int {
 		v := os.Getenv("KEYWARD_TEST_SLOW_RECEIVER_EVENTS")
@@ -42,12 +42,13 @@ func TestSlowReceiverLosesNothing(t *testing.T) {
 		slowReceiver(t, f, s, count(5_000))
 	})
 	t.Run("ferretdb", func(t *testing.T) {
-		// Open: on FerretDB 1.24 the queue caught up at 3 deliveries/s (597 of 1,000
-		// within 3 minutes after the receiver recovered, load average 20, while SQLite did
-		// 497/s): the claim path on the MongoDB wire needs work before this runs in make
-		// test. KEYWARD_TEST_SLOW_RECEIVER_FERRET=1 runs it.
-		if os.Getenv("KEYWARD_TEST_SLOW_RECEIVER_FERRET") == "" {
-			t.Skip("KEYWARD_TEST_SLOW_RECEIVER_FERRET=1 runs the FerretDB variant (open: its catch-up is slow)")
+		// FerretDB 1.24 on SQLite never finds a document through its _id index: every
+		// update of a delivery scans the queue's table in SQL, so a catch-up costs time
+		// in n² there (see storage/mongo updateDelivery) and the default count is small.
+		// KEYWARD_TEST_SLOW_RECEIVER_FERRET=1 runs 1,000.
+		def := 100
+		if os.Getenv("KEYWARD_TEST_SLOW_RECEIVER_FERRET") != "" {
+			def = 1_000
 		}
 		uri := testenv.MongoURI(t)
 		f := newFixture(t)
@@ -62,7 +63,7 @@ func TestSlowReceiverLosesNothing(t *testing.T) {
 			_ = s.Close()
 		}()
 		f.seed(t, s)
-		slowReceiver(t, f, s, count(1_000))
+		slowReceiver(t, f, s, count(def))
 	})
 }
 

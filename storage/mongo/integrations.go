@@ -336,7 +336,7 @@ func (s *Store) ClaimDeliveries(ctx context.Context, owner string, now time.Time
 				}
 				continue
 			}
-			d, err := updateDoc(ctx, s, s.deliveries, op, bson.D{{Key: "_id", Value: c.ID}},
+			d, err := updateDelivery(ctx, s, op, c.ID, &c,
 				func(cur deliveryDoc) (deliveryDoc, error) {
 					if !claimable(cur, now) {
 						return deliveryDoc{}, errNotClaimable
@@ -361,29 +361,23 @@ func (s *Store) ClaimDeliveries(ctx context.Context, owner string, now time.Time
 	return finish(nil)
 }
 
-// dueCandidate is what ClaimDeliveries reads of a candidate before claiming it.
-type dueCandidate struct {
-	ID            string `bson:"_id"`
-	AppID         string `bson:"appId"`
-	IntegrationID string `bson:"integrationId"`
-}
-
-// dueCandidates reads up to limit deliveries claimable at now, oldest nextAttemptAt first.
+// dueCandidates reads up to limit deliveries claimable at now, oldest nextAttemptAt first,
+// whole: the claim starts from them without reading each again (FerretDB decodes every
+// document of the queue for this query anyway, a projection saves nothing there).
 // Every delivery stores leaseUntil (the zero date when not leased), so one $lte covers
 // both the unleased and the expired lease.
-func (s *Store) dueCandidates(ctx context.Context, now time.Time, limit int) ([]dueCandidate, error) {
+func (s *Store) dueCandidates(ctx context.Context, now time.Time, limit int) ([]deliveryDoc, error) {
 	cur, err := s.deliveries.Find(ctx, bson.D{
 		{Key: "state", Value: storage.DeliveryPending},
 		{Key: "nextAttemptAt", Value: bson.D{{Key: "$lte", Value: now}}},
 		{Key: "leaseUntil", Value: bson.D{{Key: "$lte", Value: now}}},
 	}, options.Find().
 		SetSort(sortBy("nextAttemptAt", false)).
-		SetLimit(int64(limit)).
-		SetProjection(bson.D{{Key: "_id", Value: 1}, {Key: "appId", Value: 1}, {Key: "integrationId", Value: 1}}))
+		SetLimit(int64(limit)))
 	if err != nil {
 		return nil, err
 	}
-	var out []dueCandidate
+	var out []deliveryDoc
 	if err := cur.All(ctx, &out); err != nil {
 		return nil, err
 	}
@@ -394,7 +388,7 @@ func (s *Store) dueCandidates(ctx context.Context, now time.Time, limit int) ([]
 // the delivery is — id, app, integration, event and payload — and its creation time are
 // kept.
 func (s *Store) UpdateDelivery(ctx context.Context, id string, fn func(*storage.Delivery) error) (storage.Delivery, error) {
-	d, err := updateDoc(ctx, s, s.deliveries, "update delivery", bson.D{{Key: "_id", Value: id}},
+	d, err := updateDelivery(ctx, s, "update delivery", id, nil,
 		func(cur deliveryDoc) (deliveryDoc, error) {
 			next := cur.delivery()
 			if err := fn(&next); err != nil {
@@ -409,6 +403,96 @@ func (s *Store) UpdateDelivery(ctx context.Context, id string, fn func(*storage.
 		return storage.Delivery{}, err
 	}
 	return d.delivery(), nil
+}
+
+// updateDelivery is updateDoc for the delivery queue (every claim and every recorded
+// attempt goes through it) with each read and write filtered by _id alone.
+//
+// Why: FerretDB 1.24 on SQLite hands a filter to SQL only when it is exactly {_id}; any
+// other filter, updateDoc's {_id, version} included, makes it read and decode documents
+// in Go one by one until the match. Due deliveries are the oldest pending ones, so in a
+// queue that keeps its finished deliveries (until the purge, each with the request it
+// sent) every claim and every recorded outcome decoded all the finished ones before it:
+// catching up on a backlog took time in n², 7 deliveries/s at 1,000. Filtered by _id,
+// SQLite compares the _id of each row without decoding it in Go.
+//
+// The version is compared by a read after the claim instead (see replaceClaimedByID);
+// on MongoDB every step is an indexed point read or write.
+//
+// read, when not nil, is the delivery as the caller just read it: the first attempt starts
+// from it instead of reading again (a stale one fails the version check and is read anew).
+func updateDelivery(ctx context.Context, s *Store, op, id string, read *deliveryDoc, next func(cur deliveryDoc) (deliveryDoc, error)) (deliveryDoc, error) {
+	byID := bson.D{{Key: "_id", Value: id}}
+	for attempt := 0; ; attempt++ {
+		var cur deliveryDoc
+		if attempt == 0 && read != nil {
+			cur = *read
+		} else if err := s.deliveries.FindOne(ctx, byID).Decode(&cur); err != nil {
+			return deliveryDoc{}, wrap(op, err)
+		}
+		doc, err := next(cur)
+		if err != nil {
+			return deliveryDoc{}, err
+		}
+		matched, err := s.replaceClaimedByID(ctx, s.deliveries, cur, doc)
+		if err != nil {
+			return deliveryDoc{}, wrap(op, err)
+		}
+		if matched {
+			return doc, nil
+		}
+		if err := backoff(ctx, attempt); err != nil {
+			return deliveryDoc{}, wrap(op, err)
+		}
+	}
+}
+
+// replaceClaimedByID is replaceClaimed with the version compared by a read after the
+// claim rather than in the replace's filter. It is as safe: the claim of version v+1 is
+// held by one updater at a time, and the document can leave version v only through the
+// holder of that claim, so once the holder has read v back, v is what its replace
+// overwrites. Like replaceClaimed it bounds its read and write to half the claim's
+// lease, after which a claim is taken for abandoned.
+func (s *Store) replaceClaimedByID(ctx context.Context, coll *mongo.Collection, cur versioned, next any) (bool, error) {
+	id, version, owner := cur.claimKey()
+	claim := claimDoc{
+		ID:    fmt.Sprintf("%s/%s#%d", coll.Name(), id, version+1),
+		Owner: owner,
+		At:    storage.Now(),
+	}
+	if _, err := s.claims.InsertOne(ctx, claim); err != nil {
+		if !isDuplicateKey(err) {
+			return false, err
+		}
+		return false, s.clearStaleClaim(ctx, claim.ID)
+	}
+	// Release even if ctx is cancelled meanwhile (see replaceClaimed).
+	defer func() {
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
+		defer cancel()
+		_, _ = s.claims.DeleteOne(rctx, bson.D{{Key: "_id", Value: claim.ID}})
+	}()
+
+	wctx, cancel := context.WithTimeout(ctx, claimLease/2)
+	defer cancel()
+	byID := bson.D{{Key: "_id", Value: id}}
+	var stored struct {
+		Version int64 `bson:"version"`
+	}
+	err := coll.FindOne(wctx, byID, options.FindOne().SetProjection(bson.D{{Key: "version", Value: 1}})).Decode(&stored)
+	switch {
+	case errors.Is(err, mongo.ErrNoDocuments):
+		return false, nil // deleted meanwhile: the caller's next read answers not found
+	case err != nil:
+		return false, err
+	case stored.Version != version:
+		return false, nil // another updater wrote first
+	}
+	res, err := coll.ReplaceOne(wctx, byID, next)
+	if err != nil {
+		return false, err
+	}
+	return res.MatchedCount == 1, nil
 }
 
 // attemptDoc is a delivery attempt as stored. Attempts are never updated, so they carry no
