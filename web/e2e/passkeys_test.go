@@ -16,8 +16,10 @@ import (
 
 // TestPasskeyAddSignInAndReauth: in Chromium with a virtual authenticator (CDP WebAuthn
 // domain: ctap2, internal transport, resident keys, user verification), the owner adds a
-// passkey on the account page, signs out, signs in with it alone, changes the email through
-// the link mailed to the new address, and confirms a sensitive action (removing the
+// passkey on the account page, signs out, signs in with it alone, turns TOTP on and signs
+// in with the password and the passkey as the second factor (that step axe-checked when
+// KEYWARD_TEST_AXE is set), changes the email through the link mailed to the new address,
+// and confirms a sensitive action (removing the
 // passkey) with it in the re-authentication dialog. The public URL is
 // http://localhost:port: a relying party id cannot be an IP address.
 func TestPasskeyAddSignInAndReauth(t *testing.T) {
@@ -60,6 +62,26 @@ func TestPasskeyAddSignInAndReauth(t *testing.T) {
 	b.hash("account")
 	b.waitText("#passkeys", "Chromium key")
 	b.waitGone("#passkeys", "never") // its last use is listed
+
+	// Turn TOTP on: the password sign-in now asks for a second factor, and the passkey
+	// answers it in place of the code (POST /api/auth/login with passkey).
+	b.click("main", "Set up 2FA")
+	secret := b.text("#totp-secret")
+	b.fill("main", map[string]string{"code": nextCode(t, secret, 0)})
+	b.click("main", "Enable 2FA")
+	b.waitText("main", "Disable 2FA")
+	b.click("body", "Sign out")
+	b.fill(".auth", map[string]string{"username": "keyholder", "password": "Keyholder-Pass-1"})
+	b.click(".auth", "Sign in")
+	b.do("second factor", chromedp.WaitVisible(`.auth [name=twoFactorCode]`, chromedp.ByQuery), chromedp.WaitVisible(`#passkey-second`, chromedp.ByQuery))
+	b.waitText(".auth", "or use a passkey")
+	if axe := axeSource(t); axe != nil {
+		b.axe(axe, "sign-in second factor")
+	}
+	b.click(".auth", "Use a passkey")
+	b.waitText("main", "Applications")
+	b.hash("account")
+	b.waitText("#passkeys", "Chromium key")
 
 	// Change the email: nothing changes until the new address follows its link.
 	b.fill("main", map[string]string{"email": "keyholder2@example.com"})

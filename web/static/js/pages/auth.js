@@ -67,7 +67,10 @@ function twoFactorStep(creds) {
     },
   });
   const other = h('details.recovery', h('summary', { text: 'Lost your authenticator? Use a recovery code' }), recovery);
-  return h('div', h('p', { text: 'Enter the 6-digit code from your authenticator app.' }), form({
+  const intro = h('p', { text: 'Enter the 6-digit code from your authenticator app.' });
+  const withPasskey = h('div.passkey-second');
+  offerPasskey(creds, intro, withPasskey);
+  return h('div', intro, withPasskey, form({
     fields: [{ name: 'twoFactorCode', label: 'Authentication code', required: true, autocomplete: 'one-time-code', inputmode: 'numeric', maxlength: 6 }],
     submit: 'Verify',
     onSubmit: async (v) => {
@@ -76,6 +79,36 @@ function twoFactorStep(creds) {
       signedIn(out.token, out.account);
     },
   }), other);
+}
+
+// offerPasskey adds "Use a passkey" to the second-factor step when the browser can use one
+// and the account has one: a sign-in ceremony begun with the username lists the account's
+// passkeys (allowCredentials), and its answer goes with the password to /api/auth/login in
+// place of the code. A server without passkeys (no public URL, or one whose host is an IP
+// address) answers 409 and the step stays as it was. The probe's challenge is used by the
+// first try; a later try begins another.
+async function offerPasskey(creds, intro, slot) {
+  if (!passkeys.supported()) return;
+  let begun;
+  try { begun = await post('/api/auth/passkeys/login/begin', { username: creds.username }); } catch { return; }
+  if (!begun.options?.publicKey?.allowCredentials?.length) return;
+  const pkError = h('p.error#passkey-second-error', { role: 'alert' });
+  const button = h('button#passkey-second', { type: 'button', text: 'Use a passkey', 'aria-describedby': 'passkey-second-error', on: { click: async () => {
+    pkError.textContent = '';
+    button.disabled = true;
+    try {
+      const b = begun || await post('/api/auth/passkeys/login/begin', { username: creds.username });
+      begun = null;
+      const out = await api('POST', '/api/auth/login', { ...creds, passkey: await passkeys.get(b) }, { raw: true });
+      if (out.requires2FA) throw new Error(out.message || 'The passkey was not accepted.');
+      signedIn(out.token, out.account);
+    } catch (x) {
+      pkError.textContent = x.name === 'NotAllowedError' ? 'No passkey was chosen.' : x.message;
+      button.focus();
+    } finally { button.disabled = false; }
+  } } });
+  intro.textContent = 'Enter the 6-digit code from your authenticator app, or use a passkey.';
+  slot.append(button, pkError);
 }
 
 function resendForm() {
