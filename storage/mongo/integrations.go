@@ -454,24 +454,12 @@ func updateDelivery(ctx context.Context, s *Store, op, id string, read *delivery
 // overwrites. Like replaceClaimed it bounds its read and write to half the claim's
 // lease, after which a claim is taken for abandoned.
 func (s *Store) replaceClaimedByID(ctx context.Context, coll *mongo.Collection, cur versioned, next any) (bool, error) {
-	id, version, owner := cur.claimKey()
-	claim := claimDoc{
-		ID:    fmt.Sprintf("%s/%s#%d", coll.Name(), id, version+1),
-		Owner: owner,
-		At:    storage.Now(),
+	id, version, _ := cur.claimKey()
+	release, claimed, err := s.claimNextVersion(ctx, coll, cur)
+	if !claimed {
+		return false, err
 	}
-	if _, err := s.claims.InsertOne(ctx, claim); err != nil {
-		if !isDuplicateKey(err) {
-			return false, err
-		}
-		return false, s.clearStaleClaim(ctx, claim.ID)
-	}
-	// Release even if ctx is cancelled meanwhile (see replaceClaimed).
-	defer func() {
-		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
-		defer cancel()
-		_, _ = s.claims.DeleteOne(rctx, bson.D{{Key: "_id", Value: claim.ID}})
-	}()
+	defer release()
 
 	wctx, cancel := context.WithTimeout(ctx, claimLease/2)
 	defer cancel()
@@ -479,7 +467,7 @@ func (s *Store) replaceClaimedByID(ctx context.Context, coll *mongo.Collection, 
 	var stored struct {
 		Version int64 `bson:"version"`
 	}
-	err := coll.FindOne(wctx, byID, options.FindOne().SetProjection(bson.D{{Key: "version", Value: 1}})).Decode(&stored)
+	err = coll.FindOne(wctx, byID, options.FindOne().SetProjection(bson.D{{Key: "version", Value: 1}})).Decode(&stored)
 	switch {
 	case errors.Is(err, mongo.ErrNoDocuments):
 		return false, nil // deleted meanwhile: the caller's next read answers not found

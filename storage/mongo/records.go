@@ -87,6 +87,26 @@ const claimLease = 30 * time.Second
 // answers false when another updater got there first (or holds the claim), and the caller
 // starts again.
 func (s *Store) replaceClaimed(ctx context.Context, coll *mongo.Collection, cur versioned, next any) (bool, error) {
+	id, version, _ := cur.claimKey()
+	release, claimed, err := s.claimNextVersion(ctx, coll, cur)
+	if !claimed {
+		return false, err
+	}
+	defer release()
+	wctx, cancel := context.WithTimeout(ctx, claimLease/2)
+	defer cancel()
+	res, err := coll.ReplaceOne(wctx, bson.D{{Key: "_id", Value: id}, {Key: "version", Value: version}}, next)
+	if err != nil {
+		return false, err
+	}
+	return res.MatchedCount == 1, nil
+}
+
+// claimNextVersion takes the claim of cur's next version in coll: one updater at a time
+// holds it. It answers false when another updater holds it (clearing it when it outlived
+// claimLease). release removes the claim even if ctx is cancelled meanwhile: a claim left
+// behind blocks this version for the whole lease.
+func (s *Store) claimNextVersion(ctx context.Context, coll *mongo.Collection, cur versioned) (release func(), claimed bool, err error) {
 	id, version, owner := cur.claimKey()
 	claim := claimDoc{
 		ID:    fmt.Sprintf("%s/%s#%d", coll.Name(), id, version+1),
@@ -95,25 +115,15 @@ func (s *Store) replaceClaimed(ctx context.Context, coll *mongo.Collection, cur 
 	}
 	if _, err := s.claims.InsertOne(ctx, claim); err != nil {
 		if !isDuplicateKey(err) {
-			return false, err
+			return nil, false, err
 		}
-		return false, s.clearStaleClaim(ctx, claim.ID)
+		return nil, false, s.clearStaleClaim(ctx, claim.ID)
 	}
-	// Release even if ctx is cancelled meanwhile: a claim left behind blocks this version
-	// for the whole lease.
-	defer func() {
+	return func() {
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
 		defer cancel()
 		_, _ = s.claims.DeleteOne(rctx, bson.D{{Key: "_id", Value: claim.ID}})
-	}()
-
-	wctx, cancel := context.WithTimeout(ctx, claimLease/2)
-	defer cancel()
-	res, err := coll.ReplaceOne(wctx, bson.D{{Key: "_id", Value: id}, {Key: "version", Value: version}}, next)
-	if err != nil {
-		return false, err
-	}
-	return res.MatchedCount == 1, nil
+	}, true, nil
 }
 
 // clearStaleClaim removes the claim id if it has outlived claimLease. The delete is
