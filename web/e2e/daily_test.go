@@ -144,9 +144,10 @@ func ownerDailyWork(t *testing.T, width, height int) {
 	before := b.text("#current-secret")
 	b.click("main", "Regenerate secret")
 	b.click("dialog", "Regenerate")
-	b.do("new secret", chromedp.WaitVisible(`.secret input`, chromedp.ByQuery))
+	// The new secret's own box: the signing key's public key is in a .secret box too.
+	b.do("new secret", chromedp.WaitVisible(`#new-secret .secret input`, chromedp.ByQuery))
 	var fresh string
-	b.eval(`document.querySelector('.secret input').value`, &fresh)
+	b.eval(`document.querySelector('#new-secret .secret input').value`, &fresh)
 	if now := b.text("#current-secret"); now == before || now != "***"+fresh[len(fresh)-6:] {
 		t.Fatalf("secret mask %q after regenerating (was %q)", now, before)
 	}

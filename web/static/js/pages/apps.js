@@ -116,7 +116,7 @@ function settings(a, ctx) {
       help: 'Users whose time ran out less than this long ago may still sign in (they are told they are in grace).' },
     { name: 'licenseFileDays', label: 'Offline license files last (days)', type: 'number', value: a.licenseFileDays ?? 0, min: 0 },
   ];
-  const secret = h('div');
+  const secret = h('div#new-secret');
   const currentSecret = h('code#current-secret', { text: a.secret });
   return h('div', stats,
     section('Settings', form({ fields, submit: 'Save settings', onSubmit: async (v) => { await patch(base, v); toast('Saved'); } })),
