@@ -129,16 +129,7 @@ func (p *Conn) readable() {
 func (p *Conn) readPolled(sc *socketConn) {
 	rd := sc.rd
 	ended := true
-	defer func() {
-		if v := recover(); v != nil {
-			panicReport(p.node, "reader")(v)
-			p.Close(websocket.CloseInternalServerErr, "internal error")
-			ended = true
-		}
-		if ended {
-			p.endReading(rd.end)
-		}
-	}()
+	defer p.endTurn(&ended, rd.end)
 	rd.lastRead.Store(time.Now().Unix())
 	rd.takeBuffer(sc)
 	// Bounds the wait for the rest of a frame that came in part.
@@ -192,20 +183,24 @@ func (p *Conn) endPolled() (end func()) {
 	return end
 }
 
+// endTurn ends a reading turn (deferred): a panic in it is reported and closes the
+// socket with 1011; an ended turn (*ended, or a panic) ends the socket's reading with end.
+func (p *Conn) endTurn(ended *bool, end func()) {
+	if v := recover(); v != nil {
+		panicReport(p.node, "reader")(v)
+		p.Close(websocket.CloseInternalServerErr, "internal error")
+		*ended = true
+	}
+	if *ended {
+		p.endReading(end)
+	}
+}
+
 // reader is one turn of a socket's reader: it waits for the next frame, handles what was
 // read, and starts the next turn, or ends the socket.
 func (p *Conn) reader(br *bufio.Reader, fn func([]byte), end func()) {
 	ended := true
-	defer func() {
-		if v := recover(); v != nil {
-			panicReport(p.node, "reader")(v)
-			p.Close(websocket.CloseInternalServerErr, "internal error")
-			ended = true
-		}
-		if ended {
-			p.endReading(end)
-		}
-	}()
+	defer p.endTurn(&ended, end)
 	if br != nil {
 		// Its error, if any, comes again to the next read (deadline, close, end of stream).
 		_, _ = br.Peek(1)
