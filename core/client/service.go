@@ -2,7 +2,6 @@ package client
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net/netip"
@@ -13,7 +12,6 @@ import (
 	"github.com/keyward/keyward/core/events"
 	"github.com/keyward/keyward/core/passwords"
 	"github.com/keyward/keyward/core/rules"
-	"github.com/keyward/keyward/core/secrets"
 	"github.com/keyward/keyward/internal/supervise"
 	"github.com/keyward/keyward/storage"
 )
@@ -62,7 +60,9 @@ type Service struct {
 	sessions sessions
 	logins   *loginRecorder
 	commit   *groupCommit
-	endHooks []func(ctx context.Context, appID, userID, token string)
+	// secretApps remembers the app each secret opened (openApp).
+	secretApps secretApps
+	endHooks   []func(ctx context.Context, appID, userID, token string)
 }
 
 // writeEvery is how often changes nobody waits for (sessions' new expiries) are written.
@@ -252,20 +252,9 @@ func (s *Service) Init(ctx context.Context, c Caller, in InitInput) (InitResult,
 	if len(in.Secret) > 256 || len(in.HWID) > 512 || len(in.Version) > 64 {
 		return InitResult{}, core.E(core.CodeUnauthorized, "invalid application secret")
 	}
-	app, err := s.d.Store.GetAppBySecretHash(ctx, secrets.Hash(in.Secret))
-	if errors.Is(err, storage.ErrNotFound) {
-		return InitResult{}, core.E(core.CodeUnauthorized, "invalid application secret")
-	}
-	if err != nil {
-		return InitResult{}, fmt.Errorf("init: find app: %w", err)
-	}
-	snap, err := s.d.Apps.Snapshot(ctx, app.ID)
+	snap, fileKey, err := s.openApp(ctx, in.Secret)
 	if err != nil {
 		return InitResult{}, err
-	}
-	if snap.App.SecretHash != app.SecretHash {
-		// The secret changed between the lookup and the snapshot.
-		return InitResult{}, core.E(core.CodeUnauthorized, "invalid application secret")
 	}
 	if err := s.d.Quota.Count(ctx, snap.App.AccountID); err != nil {
 		return InitResult{}, err
@@ -282,7 +271,7 @@ func (s *Service) Init(ctx context.Context, c Caller, in InitInput) (InitResult,
 	}
 	now := s.now()
 	sess := Session{Token: newToken(), AppID: snap.App.ID, AccountID: snap.App.AccountID, HWID: in.HWID, IP: c.IP,
-		Country: country, Version: in.Version, CreatedAt: now, FileKey: fileKeyOf(in.Secret)}
+		Country: country, Version: in.Version, CreatedAt: now, FileKey: fileKey}
 	if err := s.withEvents(ctx, func() error { return s.sessions.put(ctx, sess, snap.SessionTTL) },
 		events.Event{Name: events.SessionInit, AppID: snap.App.ID, IP: c.IP, Country: country, Level: events.LevelDebug,
 			Message: "session started", Data: map[string]any{"version": in.Version}}); err != nil {

@@ -387,6 +387,14 @@ func (t *Ticket) Wait(ctx context.Context) error {
 	if t == nil {
 		return nil
 	}
+	select {
+	case <-t.r.done:
+		// Written already (the client's round took them): waking the writer now would
+		// only make it write, in a transaction of its own, events staged for the next
+		// such round.
+		return t.r.err
+	default:
+	}
 	t.b.kick()
 	select {
 	case <-t.r.done:
