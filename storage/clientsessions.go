@@ -44,9 +44,11 @@ type ClientSessionStore interface {
 	// or not it has expired: the caller judges ExpiresAt).
 	GetClientSession(ctx context.Context, tokenHash string) (ClientSession, error)
 	// DeleteClientSessions removes the sessions with these token hashes; absent ones are
-	// no error.
+	// no error. On SQLite the events of the context's EventOutbox (a session's end) are
+	// stored in the delete's transaction; MongoDB leaves them to the caller.
 	DeleteClientSessions(ctx context.Context, tokenHashes []string) error
-	// DeleteUserClientSessions removes every session of the user and answers how many.
+	// DeleteUserClientSessions removes every session of the user and answers how many,
+	// with the events of the context's EventOutbox as DeleteClientSessions (a kill's).
 	DeleteUserClientSessions(ctx context.Context, appID, userID string) (int, error)
 	// DeleteExpiredClientSessions removes sessions with ExpiresAt <= now and answers how
 	// many went.

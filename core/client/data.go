@@ -203,15 +203,29 @@ func (s *Service) ValidateToken(ctx context.Context, call Call, tokens TokenUser
 	if len(value) > 256 {
 		return storage.Token{}, false, nil
 	}
-	t, ok, err := tokens.UseToken(ctx, call.Snap.App.ID, value)
+	checked := func(valid bool) events.Event {
+		return events.Event{Name: events.TokenValidate, AppID: call.Snap.App.ID, Username: call.Session.Username, IP: call.Caller.IP,
+			Country: call.Country, Level: events.LevelDebug, Message: fmt.Sprintf("access token checked: valid=%t", valid)}
+	}
+	// A valid token's use is a change (its count): its event is stored with it
+	// (events.Change, in UseToken's update). A refused token changes nothing, so its
+	// event is stored on its own, once the refusal is known.
+	octx, ch := events.Begin(ctx, s.d.Bus)
+	ch.Add(checked(true))
+	t, ok, err := tokens.UseToken(octx, call.Snap.App.ID, value)
 	if err != nil {
 		return t, false, err
 	}
-	if err := s.publish(ctx, events.Event{Name: events.TokenValidate, AppID: call.Snap.App.ID, Username: call.Session.Username, IP: call.Caller.IP,
-		Country: call.Country, Level: events.LevelDebug, Message: fmt.Sprintf("access token checked: valid=%t", ok)}); err != nil {
+	if !ok {
+		if err := s.publish(ctx, checked(false)); err != nil {
+			return storage.Token{}, false, err
+		}
+		return t, false, nil
+	}
+	if err := ch.Commit(ctx); err != nil {
 		return storage.Token{}, false, err
 	}
-	return t, ok, nil
+	return t, true, nil
 }
 
 // LicenseCheck is the client license-check result (SPEC 2); an unknown key is a result,

@@ -347,11 +347,14 @@ func (s *Service) End(ctx context.Context, c Caller, token string) error {
 	// The call counts toward the owner's quota, but ending a session is never refused:
 	// a program past the quota must still be able to sign out.
 	_ = s.d.Quota.Count(ctx, sess.AccountID)
-	if _, err := s.sessions.end(ctx, sess); err != nil {
+	// The event is stored with the delete of the session's durable copy (sessions.end).
+	octx, ch := events.Begin(ctx, s.d.Bus)
+	ch.Add(events.Event{Name: events.SessionEnd, AppID: sess.AppID, Username: sess.Username, IP: c.IP, Country: sess.Country,
+		Level: events.LevelDebug, Message: "session ended"})
+	if _, err := s.sessions.end(octx, sess); err != nil {
 		return err
 	}
-	if err := s.publish(ctx, events.Event{Name: events.SessionEnd, AppID: sess.AppID, Username: sess.Username, IP: c.IP, Country: sess.Country,
-		Level: events.LevelDebug, Message: "session ended"}); err != nil {
+	if err := ch.Commit(ctx); err != nil {
 		return err
 	}
 	if sess.LoggedIn() {
@@ -372,12 +375,17 @@ func (s *Service) OnEnd(fn func(ctx context.Context, appID, userID, token string
 // KillUserSessions ends every session of a user (dashboard kill-sessions, bans, deletes),
 // writes user.session_kill and answers how many were live.
 func (s *Service) KillUserSessions(ctx context.Context, appID, userID, username string) (int, error) {
-	n, err := s.sessions.endUser(ctx, appID, userID)
+	// The event, which names how many sessions were live, is stored with the delete of
+	// the user's durable session copies (sessions.endUser).
+	octx, ch := events.Begin(ctx, s.d.Bus)
+	n, err := s.sessions.endUser(octx, appID, userID, func(n int) {
+		ch.Set(events.Event{Name: events.UserSessionKill, AppID: appID, Username: username,
+			Message: fmt.Sprintf("%d client sessions ended", n), Data: map[string]any{"userId": userID, "deleted": n}})
+	})
 	if err != nil {
 		return n, err
 	}
-	if err := s.publish(ctx, events.Event{Name: events.UserSessionKill, AppID: appID, Username: username,
-		Message: fmt.Sprintf("%d client sessions ended", n), Data: map[string]any{"userId": userID, "deleted": n}}); err != nil {
+	if err := ch.Commit(ctx); err != nil {
 		return n, err
 	}
 	return n, nil

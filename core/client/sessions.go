@@ -10,6 +10,7 @@ import (
 	"github.com/keyward/keyward/cluster"
 	"github.com/keyward/keyward/core"
 	"github.com/keyward/keyward/core/secrets"
+	"github.com/keyward/keyward/storage"
 )
 
 // Session bounds.
@@ -175,14 +176,31 @@ func (m sessions) restore(ctx context.Context, token string) (Session, error) {
 	return s, m.list(ctx, s, ttl)
 }
 
-// end removes the session; ok is false when it was already gone.
+// end removes the session; ok is false when it was already gone. The live session goes
+// first (endLive), its durable copy last, in a write that carries ctx's event outbox
+// (End's session.end: one SQLite transaction with the copy's delete). So the copy's
+// delete is the end's point of no return: a crash before it leaves the copy, from which
+// the token comes back (restore), and no event, as for an end that was never answered;
+// a crash after it leaves the copy gone and the event stored, and what is still live
+// of the session in a cluster engine that outlived the node (Redis) ended by the end's
+// retry or its idle timeout.
 func (m sessions) end(ctx context.Context, s Session) (bool, error) {
-	ok, err := m.e.DeleteValue(ctx, sessionKey(s.Token))
+	ok, err := m.endLive(storage.WithoutEventOutbox(ctx), s)
 	if err != nil {
-		return false, fmt.Errorf("end session: %w", err)
+		return ok, err
 	}
 	if err := m.arch.forget(ctx, s.Token); err != nil {
 		return ok, fmt.Errorf("end archived session: %w", err)
+	}
+	return ok, nil
+}
+
+// endLive removes the session from the cluster engine: its value, its listings and its
+// floating seat; ok is false when it was already gone. Each step may run again.
+func (m sessions) endLive(ctx context.Context, s Session) (bool, error) {
+	ok, err := m.e.DeleteValue(ctx, sessionKey(s.Token))
+	if err != nil {
+		return false, fmt.Errorf("end session: %w", err)
 	}
 	_, err1 := m.e.TakeMember(ctx, appSessionsKey(s.AppID), s.Token)
 	var err2 error
@@ -195,24 +213,30 @@ func (m sessions) end(ctx context.Context, s Session) (bool, error) {
 	return ok, nil
 }
 
-// endUser ends every session of a user and answers how many were live.
-func (m sessions) endUser(ctx context.Context, appID, userID string) (int, error) {
-	tokens, err := m.e.Members(ctx, userSessionsKey(appID, userID))
+// endUser ends every session of a user and answers how many were live: the live ones
+// first, then every durable copy of the user's sessions (including ones this node does
+// not have live) in one write that carries ctx's event outbox, whose events counted
+// makes from the count before that write (KillUserSessions' user.session_kill). As in
+// end, that write is the point of no return.
+func (m sessions) endUser(ctx context.Context, appID, userID string, counted func(n int)) (int, error) {
+	live := storage.WithoutEventOutbox(ctx)
+	tokens, err := m.e.Members(live, userSessionsKey(appID, userID))
 	if err != nil {
 		return 0, fmt.Errorf("list user sessions: %w", err)
 	}
-	if err := m.arch.forgetUser(ctx, appID, userID); err != nil {
-		return 0, fmt.Errorf("end archived user sessions: %w", err)
-	}
 	n := 0
 	for _, t := range tokens {
-		ok, err := m.end(ctx, Session{Token: t, AppID: appID, UserID: userID})
+		ok, err := m.endLive(live, Session{Token: t, AppID: appID, UserID: userID})
 		if err != nil {
 			return n, err
 		}
 		if ok {
 			n++
 		}
+	}
+	counted(n)
+	if err := m.arch.forgetUser(ctx, appID, userID); err != nil {
+		return n, fmt.Errorf("end archived user sessions: %w", err)
 	}
 	return n, nil
 }

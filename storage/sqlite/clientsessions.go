@@ -80,7 +80,7 @@ func (s *Store) GetClientSession(ctx context.Context, tokenHash string) (storage
 }
 
 // DeleteClientSessions removes the sessions with these token hashes in one transaction,
-// by chunks of deleteChunk.
+// by chunks of deleteChunk, with the events of the context's outbox (a session's end).
 func (s *Store) DeleteClientSessions(ctx context.Context, tokenHashes []string) error {
 	const op = "delete client sessions"
 	if len(tokenHashes) == 0 {
@@ -100,15 +100,26 @@ func (s *Store) DeleteClientSessions(ctx context.Context, tokenHashes []string) 
 	})
 }
 
-// DeleteUserClientSessions removes every session of the app's user. Sessions before login
-// have no user: an empty userID removes nothing.
+// DeleteUserClientSessions removes every session of the app's user, with the events of the
+// context's outbox. Sessions before login have no user: an empty userID removes nothing.
 func (s *Store) DeleteUserClientSessions(ctx context.Context, appID, userID string) (int, error) {
 	if userID == "" {
 		return 0, nil
 	}
-	n, err := execCount(ctx, s.w, `DELETE FROM client_sessions WHERE app_id = ? AND user_id = ?`, appID, userID)
+	const op = "delete user client sessions"
+	var n int
+	// A transaction, so that the events of the context's outbox (a kill's
+	// user.session_kill) are stored with the delete.
+	err := s.inWriteTx(ctx, op, func(tx *sql.Tx) error {
+		var err error
+		n, err = execCount(ctx, tx, `DELETE FROM client_sessions WHERE app_id = ? AND user_id = ?`, appID, userID)
+		if err != nil {
+			return wrap(op, err)
+		}
+		return nil
+	})
 	if err != nil {
-		return 0, wrap("delete user client sessions", err)
+		return 0, err
 	}
 	return n, nil
 }

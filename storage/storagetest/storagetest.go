@@ -36,6 +36,7 @@ func Run(t *testing.T, newStore func(t *testing.T) storage.Store) {
 	tests = append(tests, userBatchTests...)
 	tests = append(tests, loginTests...)
 	tests = append(tests, clientRoundTests...)
+	tests = append(tests, clientSessionEndTests...)
 	tests = append(tests, licenseTests...)
 	tests = append(tests, deviceTests...)
 	tests = append(tests, appTokenTests...)
