@@ -70,6 +70,7 @@ func TestSlowReceiverLosesNothing(t *testing.T) {
 // slowReceiver publishes n events to s's log while f's receiver takes 5 s per answer,
 // then lets it recover and checks that every event is delivered once.
 func slowReceiver(t *testing.T, f *fixture, s storage.Store, n int) {
+	seedHistory(t, f, s)
 	f.hold.Store(int64(5 * time.Second))
 	w := integrations.NewWorker(s, integrations.WorkerConfig{Client: f.client, Log: quiet()})
 	d := integrations.NewDispatcher(s, w.Wake, quiet(), nil)
