@@ -16,6 +16,7 @@ var deliveryHistoryTests = []subtest{
 	{"DeliveryIDsUniqueAcrossQueueAndHistory", testDeliveryIDsUniqueAcrossQueueAndHistory},
 	{"DeliveryHistorySweptWithItsIntegration", testDeliveryHistorySweptWithItsIntegration},
 	{"DeliveryMoveFinishedFindsNone", testDeliveryMoveFinishedFindsNone},
+	{"DeliveryUpdateConcurrentAcrossMoves", testDeliveryUpdateConcurrentAcrossMoves},
 }
 
 // kindIDs answers the ids of the deliveries the archive reads from kind (the queue or
@@ -192,4 +193,32 @@ func testDeliveryMoveFinishedFindsNone(t *testing.T, s storage.Store) {
 	for _, d := range ds {
 		wantDelivery(t, s, d)
 	}
+}
+
+// testDeliveryUpdateConcurrentAcrossMoves runs updaters of one delivery at once, each
+// counting an attempt and flipping it between finished and pending, so that every update
+// moves it between the queue and the history: no update is lost, and it ends in one
+// place, read back as written.
+func testDeliveryUpdateConcurrentAcrossMoves(t *testing.T, s storage.Store) {
+	app := mustCreateApp(t, s, fullApp("acc-1", "app"))
+	i := mustCreateIntegration(t, s, fullIntegration(app.ID, "hook"))
+	d := fullDelivery(i, base)
+	d.Attempts = 0
+	mustCreateDeliveries(t, s, d)
+
+	const workers = 12
+	raceUpdates(t, workers, func(int) error {
+		_, err := s.UpdateDelivery(t.Context(), d.ID, func(x *storage.Delivery) error {
+			x.Attempts++
+			x.State = storage.DeliveryPending
+			if x.Attempts%2 == 1 {
+				x.State = storage.DeliveryDelivered
+			}
+			return nil
+		})
+		return err
+	})
+	d.Attempts = workers // even: pending, in the queue
+	wantDelivery(t, s, d)
+	wantHeldIn(t, s, d.ID, false, "after the racing updates")
 }
