@@ -215,38 +215,59 @@ func deliveryTable(state string) (table, other string) {
 	return "webhook_deliveries", "webhook_history"
 }
 
-// insertDelivery inserts d into table unless other holds its id: ids are unique across
-// the queue and the history (a dispatcher's retry of an event whose delivery already
-// finished must meet ErrConflict, not queue it again). table's primary key answers a
-// taken id there.
-func insertDelivery(ctx context.Context, tx *sql.Tx, op, table, other string, d storage.Delivery) error {
-	n, err := execCount(ctx, tx, `INSERT INTO `+table+` (`+deliveryCols+`)
+// insertDeliverySQL inserts a delivery into table unless other holds its id: ids are
+// unique across the queue and the history (a dispatcher's retry of an event whose
+// delivery already finished must meet ErrConflict, not queue it again). table's primary
+// key answers a taken id there.
+func insertDeliverySQL(table, other string) string {
+	return `INSERT INTO ` + table + ` (` + deliveryCols + `)
 SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15
-WHERE NOT EXISTS (SELECT 1 FROM `+other+` WHERE id = ?1)`,
-		d.ID, d.AppID, d.IntegrationID, d.EventID, d.Event, payloadArg(d.Payload), d.State, d.Attempts,
+WHERE NOT EXISTS (SELECT 1 FROM ` + other + ` WHERE id = ?1)`
+}
+
+// insertDelivery runs a statement of insertDeliverySQL for d.
+func insertDelivery(ctx context.Context, stmt *sql.Stmt, op string, d storage.Delivery) error {
+	res, err := stmt.ExecContext(ctx, d.ID, d.AppID, d.IntegrationID, d.EventID, d.Event, payloadArg(d.Payload), d.State, d.Attempts,
 		toMillis(d.NextAttemptAt), d.LeaseOwner, toMillis(d.LeaseUntil), d.LastError,
 		toMillis(d.CreatedAt), toMillis(d.UpdatedAt), payloadArg(d.Sent))
 	if err != nil {
 		return wrap(op, err)
 	}
-	if n == 0 {
+	if n, err := res.RowsAffected(); err != nil {
+		return wrap(op, err)
+	} else if n == 0 {
 		return fmt.Errorf("sqlite: %s: delivery %s: %w", op, d.ID, storage.ErrConflict)
 	}
 	return nil
 }
 
 // CreateDeliveries inserts every delivery in one transaction, all or none: pending ones
-// into the queue, finished ones into the history. There is no parent check: a delivery
-// of an integration deleted meanwhile is removed by ClaimDeliveries.
+// into the queue, finished ones into the history, each with a statement prepared once.
+// There is no parent check: a delivery of an integration deleted meanwhile is removed by
+// ClaimDeliveries.
 func (s *Store) CreateDeliveries(ctx context.Context, ds []storage.Delivery) error {
 	const op = "create deliveries"
 	if len(ds) == 0 {
 		return nil
 	}
 	return s.inWriteTx(ctx, op, func(tx *sql.Tx) error {
+		stmts := map[string]*sql.Stmt{}
+		defer func() {
+			for _, st := range stmts {
+				st.Close()
+			}
+		}()
 		for i, d := range ds {
 			table, other := deliveryTable(d.State)
-			if err := insertDelivery(ctx, tx, fmt.Sprintf("%s: record %d", op, i), table, other, d); err != nil {
+			st, ok := stmts[table]
+			if !ok {
+				var err error
+				if st, err = tx.PrepareContext(ctx, insertDeliverySQL(table, other)); err != nil {
+					return wrap(op, err)
+				}
+				stmts[table] = st
+			}
+			if err := insertDelivery(ctx, st, fmt.Sprintf("%s: record %d", op, i), d); err != nil {
 				return err
 			}
 		}
@@ -379,7 +400,12 @@ func (s *Store) UpdateDelivery(ctx context.Context, id string, fn func(*storage.
 				if _, err := tx.ExecContext(ctx, `DELETE FROM `+other+` WHERE id = ?`, next.ID); err != nil {
 					return err
 				}
-				return insertDelivery(ctx, tx, op, to, other, next)
+				st, err := tx.PrepareContext(ctx, insertDeliverySQL(to, other))
+				if err != nil {
+					return err
+				}
+				defer st.Close()
+				return insertDelivery(ctx, st, op, next)
 			}
 			_, err := tx.ExecContext(ctx, `UPDATE `+to+` SET state = ?, attempts = ?, next_attempt_at = ?,
 	lease_owner = ?, lease_until = ?, last_error = ?, updated_at = ?, sent = ? WHERE id = ?`,
