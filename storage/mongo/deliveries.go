@@ -188,34 +188,45 @@ func updateDelivery(ctx context.Context, s *Store, op, id string, read *delivery
 	}
 }
 
+// readRounds bounds readDelivery's rounds (see there).
+const readRounds = 3
+
 // readDelivery reads the delivery by id from the queue, else from the history, and
 // answers the collection it was read from. A leased queue copy that a move left behind
 // (see the top of this file) gives way to the history's: it is deleted on the way.
+//
+// The two reads are not one snapshot: a redelivery that moves the delivery from the
+// history into the queue between them makes both miss. A miss in both is read again,
+// a few rounds, before it answers not found (a delivery that is gone misses fast).
 func (s *Store) readDelivery(ctx context.Context, id string) (deliveryDoc, *mongo.Collection, error) {
 	byID := bson.D{{Key: "_id", Value: id}}
-	var cur deliveryDoc
-	err := s.deliveries.FindOne(ctx, byID).Decode(&cur)
-	switch {
-	case err == nil:
-		if cur.LeaseOwner == "" {
-			return cur, s.deliveries, nil
-		}
-		stale, h, err := s.queuedCopyIsStale(ctx, cur)
-		if err != nil {
+	var err error
+	for range readRounds {
+		var cur deliveryDoc
+		err = s.deliveries.FindOne(ctx, byID).Decode(&cur)
+		switch {
+		case err == nil:
+			if cur.LeaseOwner == "" {
+				return cur, s.deliveries, nil
+			}
+			stale, h, err := s.queuedCopyIsStale(ctx, cur)
+			if err != nil {
+				return deliveryDoc{}, nil, err
+			}
+			if !stale {
+				return cur, s.deliveries, nil
+			}
+			s.dropStaleQueued(ctx, cur)
+			return h, s.history, nil
+		case !errors.Is(err, mongo.ErrNoDocuments):
 			return deliveryDoc{}, nil, err
 		}
-		if !stale {
-			return cur, s.deliveries, nil
+		err = s.history.FindOne(ctx, byID).Decode(&cur)
+		if !errors.Is(err, mongo.ErrNoDocuments) {
+			return cur, s.history, err
 		}
-		s.dropStaleQueued(ctx, cur)
-		return h, s.history, nil
-	case !errors.Is(err, mongo.ErrNoDocuments):
-		return deliveryDoc{}, nil, err
 	}
-	if err := s.history.FindOne(ctx, byID).Decode(&cur); err != nil {
-		return deliveryDoc{}, nil, err
-	}
-	return cur, s.history, nil
+	return deliveryDoc{}, nil, err
 }
 
 // queuedCopyIsStale reports whether the history holds a newer copy of the queued
@@ -282,7 +293,13 @@ func (s *Store) moveDelivery(ctx context.Context, cur, next deliveryDoc) (bool, 
 		return false, err // another updater wrote first, or it was deleted meanwhile
 	}
 	byID := bson.D{{Key: "_id", Value: cur.ID}}
-	if _, err := s.history.ReplaceOne(wctx, byID, next, options.Replace().SetUpsert(true)); err != nil {
+	// An insert, the common case (FerretDB runs an upsert as a query and then a write);
+	// a copy left by a redelivery that stopped between its writes is replaced.
+	if _, err := s.history.InsertOne(wctx, next); isDuplicateKey(err) {
+		if _, err := s.history.ReplaceOne(wctx, byID, next); err != nil {
+			return false, err
+		}
+	} else if err != nil {
 		return false, err
 	}
 	_, _ = s.deliveries.DeleteOne(wctx, byID)
