@@ -23,6 +23,7 @@ import (
 // KEYWARD_TEST_SLOW_RECEIVER_EVENTS sets how many events arrive (default 5,000 on SQLite
 // and 100 on FerretDB, 1,000 with KEYWARD_TEST_SLOW_RECEIVER_FERRET=1, to keep make test
 // cheap; the figure is 50,000: the test logs the catch-up rate).
+// KEYWARD_TEST_SLOW_RECEIVER_HISTORY=N first stores N finished deliveries (history_seed_test.go).
 func TestSlowReceiverLosesNothing(t *testing.T) {
 	count := func(def int) int {
 		v := os.Getenv("KEYWARD_TEST_SLOW_RECEIVER_EVENTS")
