@@ -80,8 +80,11 @@ type Config struct {
 	// EventMaxAge bounds it whatever was handled (events.Config KeepFor, MaxAge).
 	EventRetention time.Duration
 	EventMaxAge    time.Duration
-	LogMaxPerApp   int
-	MaxUploadBytes int64
+	// WebhookRetention is how long finished webhook deliveries (the history) and their
+	// attempts are kept (integrations.WorkerConfig Retention).
+	WebhookRetention time.Duration
+	LogMaxPerApp     int
+	MaxUploadBytes   int64
 
 	// Backup says where and how often the node backs itself up (backup.go).
 	Backup BackupConfig
@@ -146,6 +149,7 @@ func options() []*option {
 		{flag: "log-max-age", env: "KEYWARD_LOG_MAX_AGE", def: "2160h", usage: "application log entries older than this are removed"},
 		{flag: "audit-retention", env: "KEYWARD_AUDIT_RETENTION", def: "2160h", usage: "audit log entries older than this are removed"},
 		{flag: "event-retention", env: "KEYWARD_EVENT_RETENTION", def: "1h", usage: "events every consumer (log, webhooks, sockets) handled are kept this long in the event log"},
+		{flag: "webhook-retention", env: "KEYWARD_WEBHOOK_RETENTION", def: "168h", usage: "finished webhook deliveries and their attempts older than this are removed (hourly)"},
 		{flag: "event-max-age", env: "KEYWARD_EVENT_MAX_AGE", def: "168h", usage: "events older than this leave the event log even if a consumer has not handled them"},
 		{flag: "log-max-per-app", env: "KEYWARD_LOG_MAX_PER_APP", def: "1000000", usage: "application log entries kept per application (the oldest go first)"},
 		{flag: "max-upload-bytes", env: "KEYWARD_MAX_UPLOAD_BYTES", def: "104857600", usage: "largest file upload accepted"},
@@ -239,7 +243,7 @@ func parse(v map[string]string) (Config, error) {
 		BodyTimeout: dur("body-timeout"), BodyMinRate: num("body-min-rate", 1),
 		LogFormat: v["log-format"],
 		GeoIPDB:   v["geoip-db"], CountryHeader: v["country-header"], LogMaxAge: dur("log-max-age"), AuditRetention: dur("audit-retention"),
-		EventRetention: dur("event-retention"), EventMaxAge: dur("event-max-age"),
+		EventRetention: dur("event-retention"), EventMaxAge: dur("event-max-age"), WebhookRetention: dur("webhook-retention"),
 		LogMaxPerApp: int(num("log-max-per-app", 1000)), MaxUploadBytes: num("max-upload-bytes", 1),
 		WebhooksCAFile: v["webhooks-ca-file"],
 		Argon2: passwords.Params{MemoryKiB: uint32(num("argon2-memory-kib", 64)), Iterations: uint32(num("argon2-iterations", 1)),

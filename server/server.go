@@ -421,7 +421,8 @@ func openCore(ctx context.Context, c Config, log *slog.Logger, wrap wrapFunc) (_
 	if err != nil {
 		return nil, err
 	}
-	worker := integrations.NewWorker(store, integrations.WorkerConfig{Client: hooksClient, Now: c.Clock, Log: log, Bus: bus})
+	worker := integrations.NewWorker(store, integrations.WorkerConfig{Client: hooksClient, Now: c.Clock, Log: log, Bus: bus,
+		Retention: c.WebhookRetention})
 	dispatcher := integrations.NewDispatcher(store, worker.Wake, log, c.Clock)
 	bus.Consume(events.ConsumerConfig{Name: "webhooks", Shared: true, Handle: dispatcher.HandleBatch})
 	appActors, err := startAppActors(ctx, store, engine, bus, svc, catalogue, actorkit.NewMetrics(reg), client.SnapshotDefaults{

@@ -26,7 +26,8 @@ const (
 	KindRules            = "rules"              // Rule
 	KindWSHooks          = "ws_hooks"           // WSHook
 	KindIntegrations     = "integrations"       // Integration
-	KindDeliveries       = "webhook_deliveries" // Delivery
+	KindDeliveries       = "webhook_deliveries" // Delivery (the queue: pending ones)
+	KindDeliveryHistory  = "webhook_history"    // Delivery (finished ones; older archives keep them in KindDeliveries)
 	KindDeliveryAttempts = "webhook_attempts"   // DeliveryAttempt
 	KindClientSessions   = "client_sessions"    // ClientSession
 	KindLogs             = "logs"               // LogEntry

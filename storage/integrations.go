@@ -103,18 +103,35 @@ type DeliveryAttempt struct {
 	CreatedAt time.Time
 }
 
-// DeliveryStore is the durable webhook delivery queue.
+// DeliveryStore is the durable webhook delivery queue and the history of finished
+// deliveries.
+//
+// The queue holds only the deliveries that are pending (due, waiting for a retry, or in
+// flight); a delivery that ends (delivered, or failed for good) moves to the history,
+// which keeps it for the dashboard (detail, redeliver) until PurgeDeliveries. Claims
+// read the queue alone, so they cost the same however much history the retention keeps:
+// on FerretDB, which filters in Go every query but an exact {_id}, that is the
+// difference between a queue of thousands and one of the hundreds of thousands of
+// deliveries a week of retention keeps.
+//
+// Every method takes a delivery by id wherever it is: callers never name the queue or
+// the history. A delivery's id is unique across both (the engines keep one copy, or on
+// MongoDB tolerate two while a move is under way, see storage/mongo's moveDelivery).
 type DeliveryStore interface {
-	// CreateDeliveries inserts the deliveries in one write. A delivery whose integration
-	// no longer exists may be inserted; ClaimDeliveries never answers it (it is removed).
+	// CreateDeliveries inserts the deliveries in one write: pending ones into the queue,
+	// finished ones (a restored archive, an older version's) into the history. A
+	// delivery whose integration no longer exists may be inserted; ClaimDeliveries never
+	// answers it (it is removed).
 	CreateDeliveries(ctx context.Context, ds []Delivery) error
 	// ClaimDeliveries leases up to n due deliveries to owner until now+lease: pending,
 	// NextAttemptAt <= now, and not leased (LeaseUntil <= now), oldest NextAttemptAt first.
 	// A delivery is answered to one claimer at a time, across nodes. The answered records
-	// carry the new lease.
+	// carry the new lease. It reads the queue only, never the history.
 	ClaimDeliveries(ctx context.Context, owner string, now time.Time, lease time.Duration, n int) ([]Delivery, error)
-	// UpdateDelivery applies fn atomically (see UpdateAccount). fn checks the lease it
-	// expects and returns an error to abort when the lease was lost.
+	// UpdateDelivery applies fn atomically (see UpdateAccount) to the delivery, in the
+	// queue or in the history. fn checks the lease it expects and returns an error to
+	// abort when the lease was lost. A delivery fn finishes (delivered or failed) moves to
+	// the history; one fn makes pending again (a redelivery) moves back to the queue.
 	UpdateDelivery(ctx context.Context, id string, fn func(*Delivery) error) (Delivery, error)
 	// AddDeliveryAttempt records an attempt.
 	AddDeliveryAttempt(ctx context.Context, a DeliveryAttempt) error
@@ -124,4 +141,9 @@ type DeliveryStore interface {
 	// PurgeDeliveries removes finished (delivered or failed) deliveries updated before
 	// before, and attempts created before before, and answers how many deliveries went.
 	PurgeDeliveries(ctx context.Context, before time.Time) (int, error)
+	// MoveFinishedDeliveries moves up to n finished deliveries that are still in the
+	// queue (written there by a version before the history existed) to the history, and
+	// answers how many it moved: fewer than n when none are left. The worker calls it in
+	// bounded rounds at start; SQLite's migration 33 has already done it.
+	MoveFinishedDeliveries(ctx context.Context, n int) (int, error)
 }

@@ -428,6 +428,11 @@ func run(d time.Duration, conc, nSessions int) error {
 	if mongoURI != "" {
 		env["KEYWARD_MONGO_URI"], env["KEYWARD_MONGO_DATABASE"] = mongoURI, "kwload_"+run
 	}
+	if webhookEvents > 0 {
+		if err := webhookReceiverConfig(dir, env); err != nil { // a loopback HTTPS receiver (webhooks.go)
+			return err
+		}
+	}
 	cfg, err := server.LoadConfig("keyward-load", nil, func(k string) string { return env[k] }, io.Discard)
 	if err != nil {
 		return err
@@ -482,6 +487,9 @@ func run(d time.Duration, conc, nSessions int) error {
 			return err
 		}
 		fmt.Println("signResponses on: every client answer carries an Ed25519 signature")
+	}
+	if webhookEvents > 0 {
+		return webhookLatencyRun(ctx, core, owner, appID)
 	}
 	if storesOnly {
 		return storesRun(ctx, core, node.Addr(), owner, appID, c, conc, d)

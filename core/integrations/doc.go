@@ -14,7 +14,11 @@
 //     attempt and keeps the request the last one put on the wire (Delivery.Sent, shown by
 //     the delivery detail), retries with backoff and jitter for
 //     webhooks.MaxAge, and disables an integration after webhooks.DisableAfter
-//     consecutive failed deliveries, writing a log entry that says why.
+//     consecutive failed deliveries, writing a log entry that says why. A finished
+//     delivery leaves the queue for the store's history (storage.DeliveryStore), so
+//     claims cost the same whatever the retention (WorkerConfig.Retention,
+//     KEYWARD_WEBHOOK_RETENTION) keeps; at start the worker moves what an older version
+//     left finished in the queue, in bounded rounds between its claims.
 //
 // Delivery is at least once: a node that dies after sending but before recording the
 // outcome leaves the delivery to be sent again when its lease ends. CUSTOM receivers

@@ -23,6 +23,7 @@ import (
 // KEYWARD_TEST_SLOW_RECEIVER_EVENTS sets how many events arrive (default 5,000 on SQLite
 // and 100 on FerretDB, 1,000 with KEYWARD_TEST_SLOW_RECEIVER_FERRET=1, to keep make test
 // cheap; the figure is 50,000: the test logs the catch-up rate).
+// KEYWARD_TEST_SLOW_RECEIVER_HISTORY=N first stores N finished deliveries (history_seed_test.go).
 func TestSlowReceiverLosesNothing(t *testing.T) {
 	count := func(def int) int {
 		v := os.Getenv("KEYWARD_TEST_SLOW_RECEIVER_EVENTS")
@@ -70,6 +71,7 @@ func TestSlowReceiverLosesNothing(t *testing.T) {
 // slowReceiver publishes n events to s's log while f's receiver takes 5 s per answer,
 // then lets it recover and checks that every event is delivered once.
 func slowReceiver(t *testing.T, f *fixture, s storage.Store, n int) {
+	seedHistory(t, f, s)
 	f.hold.Store(int64(5 * time.Second))
 	w := integrations.NewWorker(s, integrations.WorkerConfig{Client: f.client, Log: quiet()})
 	d := integrations.NewDispatcher(s, w.Wake, quiet(), nil)

@@ -30,6 +30,10 @@ const (
 	// DefaultRetention is how long finished deliveries and attempts stay listable.
 	DefaultRetention = 7 * 24 * time.Hour
 	purgeEvery       = time.Hour
+	// moveRound bounds one round of moving an older version's finished deliveries out of
+	// the queue (storage.DeliveryStore MoveFinishedDeliveries): the worker claims between
+	// rounds, so an upgrade never holds up sending.
+	moveRound = 500
 )
 
 // EventDisabled is the log event written when the queue disables an integration.
@@ -113,6 +117,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	ticker := time.NewTicker(w.cfg.Poll)
 	defer ticker.Stop()
 	lastPurge := time.Time{}
+	moved := false // no finished delivery left in the queue by an older version
 	for {
 		for ctx.Err() == nil {
 			n, err := w.RunOnce(ctx)
@@ -121,6 +126,14 @@ func (w *Worker) Run(ctx context.Context) error {
 			}
 			if n < w.cfg.Batch {
 				break // the queue is drained for now
+			}
+		}
+		if !moved && ctx.Err() == nil {
+			var err error
+			if moved, err = w.moveFinished(ctx); err != nil && ctx.Err() == nil {
+				w.cfg.Log.Warn("webhooks: cannot move finished deliveries out of the queue", "err", err)
+			} else if !moved {
+				continue // another round, after the due deliveries
 			}
 		}
 		if now := w.cfg.Now(); now.Sub(lastPurge) >= purgeEvery {
@@ -134,6 +147,16 @@ func (w *Worker) Run(ctx context.Context) error {
 		case <-w.wake:
 		}
 	}
+}
+
+// moveFinished moves one round of the finished deliveries an older version left in the
+// queue to the history, and reports whether none are left.
+func (w *Worker) moveFinished(ctx context.Context) (bool, error) {
+	n, err := w.store.MoveFinishedDeliveries(ctx, moveRound)
+	if n > 0 {
+		w.cfg.Log.Info("webhooks: moved finished deliveries out of the queue", "count", n)
+	}
+	return err == nil && n < moveRound, err
 }
 
 func (w *Worker) purge(ctx context.Context, now time.Time) {

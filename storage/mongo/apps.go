@@ -217,7 +217,7 @@ func (s *Store) UpdateApp(ctx context.Context, accountID, id string, fn func(*st
 // their app when written, and are swept here like the rest.
 func (s *Store) appRecordColls() []*mongo.Collection {
 	return []*mongo.Collection{s.users, s.devices, s.licenses, s.tokens, s.variables, s.files, s.rules,
-		s.integrations, s.deliveries, s.attempts, s.logs, s.clientSessions, s.wsHooks,
+		s.integrations, s.deliveries, s.history, s.attempts, s.logs, s.clientSessions, s.wsHooks,
 		s.storeConnections(), s.storeProducts(), s.storeOrders(), s.storeOrderEvents()}
 }
 

@@ -5,7 +5,8 @@
 // Collections: accounts (_id is the account id, with a version counter and lower-cased
 // copies of username and email), accountTokens (_id is the token hash), apps, users,
 // licenses, devices, tokens (application access tokens), variables, files, rules, logs,
-// integrations, webhookDeliveries (the durable webhook delivery queue), webhookAttempts and
+// integrations, webhookDeliveries (the durable webhook delivery queue: pending deliveries
+// only), webhookHistory (finished deliveries, see deliveries.go), webhookAttempts and
 // wsHooks (WebSocket hooks), each _id being the record id, clientSessions (durable copies
 // of client sessions, _id is the token hash), and claims (short-lived reservations used by
 // every Update method). Records of an app carry its appId; updatable records carry a version;
@@ -13,7 +14,7 @@
 // nameLower, keyLower, …). Field names are camelCase; times are BSON dates, which hold
 // exactly the milliseconds the contract keeps, and zero times are left out of the document
 // (so they sort as null, before every date) — except in log entries, webhookDeliveries,
-// webhookAttempts and clientSessions, which store every time (a zero one as the zero date,
+// webhookHistory, webhookAttempts and clientSessions, which store every time (a zero one as the zero date,
 // year 1) because their ranges, due checks, purges and expiry sweeps compare them.
 //
 // Every query is written to run on both real MongoDB and FerretDB 1.x (the MongoDB wire

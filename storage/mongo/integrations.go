@@ -170,7 +170,7 @@ func (s *Store) DeleteIntegration(ctx context.Context, appID, id string) error {
 	if err != nil {
 		return wrap(op, err)
 	}
-	for _, coll := range []*mongo.Collection{s.deliveries, s.attempts} {
+	for _, coll := range []*mongo.Collection{s.deliveries, s.history, s.attempts} {
 		if _, err := coll.DeleteMany(ctx, ofIntegration(appID, id)); err != nil {
 			return wrap(op+": "+coll.Name(), err)
 		}
@@ -248,20 +248,6 @@ func (d deliveryDoc) delivery() storage.Delivery {
 // claimKey implements versioned: a delivery's claims belong to its app.
 func (d deliveryDoc) claimKey() (string, int64, string) { return d.ID, d.Version, d.AppID }
 
-// CreateDeliveries inserts every delivery with one InsertMany, all or none (see
-// insertOwned). There is no parent check: a delivery of an integration deleted meanwhile
-// is removed by ClaimDeliveries, and one of an app deleted meanwhile has no integration
-// either.
-func (s *Store) CreateDeliveries(ctx context.Context, ds []storage.Delivery) error {
-	version := newVersion()
-	docs := make([]any, len(ds))
-	ids := make([]string, len(ds))
-	for i, d := range ds {
-		docs[i], ids[i] = toDeliveryDoc(d, version), d.ID
-	}
-	return s.insertOwned(ctx, "create deliveries", s.deliveries, docs, batchUndo(ids, version), nil)
-}
-
 // claimRounds bounds the candidate reads of one ClaimDeliveries: a round whose candidates
 // were all taken by other claimers (or were orphans) reads again, the taken ones being no
 // longer due.
@@ -336,6 +322,18 @@ func (s *Store) ClaimDeliveries(ctx context.Context, owner string, now time.Time
 				}
 				continue
 			}
+			if c.LeaseOwner != "" {
+				// Its lease ended unfinished: the node died mid-attempt, or mid-move to the
+				// history (see moveDelivery). Only the second is settled already.
+				stale, _, err := s.queuedCopyIsStale(ctx, c)
+				if err != nil {
+					return finish(wrap(op+": check history", err))
+				}
+				if stale {
+					s.dropStaleQueued(ctx, c)
+					continue
+				}
+			}
 			d, err := updateDelivery(ctx, s, op, c.ID, &c,
 				func(cur deliveryDoc) (deliveryDoc, error) {
 					if !claimable(cur, now) {
@@ -382,69 +380,6 @@ func (s *Store) dueCandidates(ctx context.Context, now time.Time, limit int) ([]
 		return nil, err
 	}
 	return out, nil
-}
-
-// UpdateDelivery applies fn to the delivery under a version claim (see updateDoc). What
-// the delivery is — id, app, integration, event and payload — and its creation time are
-// kept.
-func (s *Store) UpdateDelivery(ctx context.Context, id string, fn func(*storage.Delivery) error) (storage.Delivery, error) {
-	d, err := updateDelivery(ctx, s, "update delivery", id, nil,
-		func(cur deliveryDoc) (deliveryDoc, error) {
-			next := cur.delivery()
-			if err := fn(&next); err != nil {
-				return deliveryDoc{}, err
-			}
-			doc := toDeliveryDoc(next, cur.Version+1)
-			doc.ID, doc.AppID, doc.IntegrationID, doc.CreatedAt = cur.ID, cur.AppID, cur.IntegrationID, cur.CreatedAt
-			doc.EventID, doc.Event, doc.Payload = cur.EventID, cur.Event, cur.Payload
-			return doc, nil
-		})
-	if err != nil {
-		return storage.Delivery{}, err
-	}
-	return d.delivery(), nil
-}
-
-// updateDelivery is updateDoc for the delivery queue (every claim and every recorded
-// attempt goes through it) with each read and write filtered by _id alone.
-//
-// Why: FerretDB 1.24 on SQLite hands a filter to SQL only when it is exactly {_id}; any
-// other filter, updateDoc's {_id, version} included, makes it read and decode documents
-// in Go one by one until the match. Due deliveries are the oldest pending ones, so in a
-// queue that keeps its finished deliveries (until the purge, each with the request it
-// sent) every claim and every recorded outcome decoded all the finished ones before it:
-// catching up on a backlog took time in n², 7 deliveries/s at 1,000. Filtered by _id,
-// SQLite compares the _id of each row without decoding it in Go.
-//
-// The version is compared by a read after the claim instead (see replaceClaimedByID);
-// on MongoDB every step is an indexed point read or write.
-//
-// read, when not nil, is the delivery as the caller just read it: the first attempt starts
-// from it instead of reading again (a stale one fails the version check and is read anew).
-func updateDelivery(ctx context.Context, s *Store, op, id string, read *deliveryDoc, next func(cur deliveryDoc) (deliveryDoc, error)) (deliveryDoc, error) {
-	byID := bson.D{{Key: "_id", Value: id}}
-	for attempt := 0; ; attempt++ {
-		var cur deliveryDoc
-		if attempt == 0 && read != nil {
-			cur = *read
-		} else if err := s.deliveries.FindOne(ctx, byID).Decode(&cur); err != nil {
-			return deliveryDoc{}, wrap(op, err)
-		}
-		doc, err := next(cur)
-		if err != nil {
-			return deliveryDoc{}, err
-		}
-		matched, err := s.replaceClaimedByID(ctx, s.deliveries, cur, doc)
-		if err != nil {
-			return deliveryDoc{}, wrap(op, err)
-		}
-		if matched {
-			return doc, nil
-		}
-		if err := backoff(ctx, attempt); err != nil {
-			return deliveryDoc{}, wrap(op, err)
-		}
-	}
 }
 
 // replaceClaimedByID is replaceClaimed with the version compared by a read after the
@@ -550,15 +485,13 @@ func (s *Store) ListDeliveryAttempts(ctx context.Context, appID, integrationID s
 		attemptDoc.attempt)
 }
 
-// PurgeDeliveries removes the finished deliveries updated before before, then the attempts
-// created before it.
+// PurgeDeliveries removes the finished deliveries (the history) updated before before,
+// then the attempts created before it. On FerretDB both filter in Go: an hourly sweep of
+// the history, which the queue's claims never read.
 func (s *Store) PurgeDeliveries(ctx context.Context, before time.Time) (int, error) {
 	const op = "purge deliveries"
 	before = storage.Truncate(before)
-	res, err := s.deliveries.DeleteMany(ctx, bson.D{
-		{Key: "state", Value: bson.D{{Key: "$in", Value: bson.A{storage.DeliveryDelivered, storage.DeliveryFailed}}}},
-		{Key: "updatedAt", Value: bson.D{{Key: "$lt", Value: before}}},
-	})
+	res, err := s.history.DeleteMany(ctx, bson.D{{Key: "updatedAt", Value: bson.D{{Key: "$lt", Value: before}}}})
 	if err != nil {
 		return 0, wrap(op, err)
 	}

@@ -110,6 +110,7 @@ const (
 	collLogs          = "logs"
 	collIntegrations  = "integrations"
 	collDeliveries    = "webhookDeliveries"
+	collHistory       = "webhookHistory"
 	collAttempts      = "webhookAttempts"
 	collSessions      = "clientSessions"
 	collWSHooks       = "wsHooks"
@@ -142,7 +143,8 @@ type Store struct {
 	rules          *mongo.Collection
 	logs           *mongo.Collection
 	integrations   *mongo.Collection
-	deliveries     *mongo.Collection // the webhook delivery queue
+	deliveries     *mongo.Collection // the webhook delivery queue: pending deliveries only
+	history        *mongo.Collection // finished webhook deliveries (see deliveries.go)
 	attempts       *mongo.Collection // webhook delivery attempts
 	clientSessions *mongo.Collection // durable copies of client sessions
 	wsHooks        *mongo.Collection // WebSocket hooks
@@ -252,6 +254,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		logs:           db.Collection(collLogs),
 		integrations:   db.Collection(collIntegrations),
 		deliveries:     db.Collection(collDeliveries),
+		history:        db.Collection(collHistory),
 		attempts:       db.Collection(collAttempts),
 		clientSessions: db.Collection(collSessions),
 		wsHooks:        db.Collection(collWSHooks),
@@ -438,6 +441,12 @@ func (s *Store) createIndexes(ctx context.Context) error {
 		{s.deliveries, []mongo.IndexModel{
 			{Keys: bson.D{{Key: "state", Value: 1}, {Key: "nextAttemptAt", Value: 1}, {Key: "_id", Value: 1}}, Options: plain("state_nextAttemptAt_id")},
 			{Keys: bson.D{{Key: "state", Value: 1}, {Key: "updatedAt", Value: 1}}, Options: plain("state_updatedAt")},
+			{Keys: bson.D{{Key: "appId", Value: 1}, {Key: "integrationId", Value: 1}}, Options: plain("appId_integrationId")},
+		}},
+		// The history of finished deliveries: PurgeDeliveries removes them by last update,
+		// DeleteIntegration and DeleteApp sweep an integration's and an app's.
+		{s.history, []mongo.IndexModel{
+			{Keys: bson.D{{Key: "updatedAt", Value: 1}}, Options: plain("updatedAt")},
 			{Keys: bson.D{{Key: "appId", Value: 1}, {Key: "integrationId", Value: 1}}, Options: plain("appId_integrationId")},
 		}},
 		// Attempts are listed newest first per integration (the index also serves the

@@ -245,7 +245,8 @@ func TestDeleteAppFinishesInterruptedDelete(t *testing.T) {
 			t.Fatalf("CreateIntegration: %v", err)
 		}
 		if err := s.CreateDeliveries(ctx, []storage.Delivery{{ID: a.ID + "-dl", AppID: a.ID, IntegrationID: a.ID + "-i",
-			State: storage.DeliveryPending}}); err != nil {
+			State: storage.DeliveryPending}, {ID: a.ID + "-done", AppID: a.ID, IntegrationID: a.ID + "-i",
+			State: storage.DeliveryDelivered}}); err != nil {
 			t.Fatalf("CreateDeliveries: %v", err)
 		}
 		if err := s.AddDeliveryAttempt(ctx, storage.DeliveryAttempt{ID: a.ID + "-a", AppID: a.ID, IntegrationID: a.ID + "-i",

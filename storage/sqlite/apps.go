@@ -160,7 +160,7 @@ func (s *Store) UpdateApp(ctx context.Context, accountID, id string, fn func(*st
 // variables, files, rules, …) must be added here, and counted in CountAppRecords when
 // SPEC 4.2 counts it (integrations and their deliveries, and WebSocket hooks, are not
 // counted).
-var appChildTables = []string{"client_sessions", "webhook_attempts", "webhook_deliveries", "integrations",
+var appChildTables = []string{"client_sessions", "webhook_attempts", "webhook_deliveries", "webhook_history", "integrations",
 	"ws_hooks", "variables", "files", "rules", "logs", "devices", "app_tokens", "licenses", "app_users"}
 
 // DeleteApp removes the account's app and every record that belongs to it, in one

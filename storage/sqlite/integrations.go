@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
@@ -166,7 +167,7 @@ func (s *Store) DeleteIntegration(ctx context.Context, appID, id string) error {
 		if n == 0 {
 			return wrap(op, sql.ErrNoRows)
 		}
-		for _, table := range []string{"webhook_attempts", "webhook_deliveries"} {
+		for _, table := range []string{"webhook_attempts", "webhook_deliveries", "webhook_history"} {
 			if _, err := tx.ExecContext(ctx, `DELETE FROM `+table+` WHERE app_id = ? AND integration_id = ?`, appID, id); err != nil {
 				return wrap(op+": "+table, err)
 			}
@@ -201,17 +202,77 @@ func payloadArg(p []byte) []byte {
 	return p
 }
 
-// CreateDeliveries inserts every delivery in one transaction, all or none. There is no
-// parent check: a delivery of an integration deleted meanwhile is removed by
+// finished reports whether a delivery in state belongs to the history.
+func finished(state string) bool {
+	return state == storage.DeliveryDelivered || state == storage.DeliveryFailed
+}
+
+// deliveryTable answers the table a delivery in state is kept in, and the other one.
+func deliveryTable(state string) (table, other string) {
+	if finished(state) {
+		return "webhook_history", "webhook_deliveries"
+	}
+	return "webhook_deliveries", "webhook_history"
+}
+
+// insertDeliverySQL inserts a delivery into table unless other holds its id: ids are
+// unique across the queue and the history (a dispatcher's retry of an event whose
+// delivery already finished must meet ErrConflict, not queue it again). table's primary
+// key answers a taken id there.
+func insertDeliverySQL(table, other string) string {
+	return `INSERT INTO ` + table + ` (` + deliveryCols + `)
+SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15
+WHERE NOT EXISTS (SELECT 1 FROM ` + other + ` WHERE id = ?1)`
+}
+
+// insertDelivery runs a statement of insertDeliverySQL for d.
+func insertDelivery(ctx context.Context, stmt *sql.Stmt, op string, d storage.Delivery) error {
+	res, err := stmt.ExecContext(ctx, d.ID, d.AppID, d.IntegrationID, d.EventID, d.Event, payloadArg(d.Payload), d.State, d.Attempts,
+		toMillis(d.NextAttemptAt), d.LeaseOwner, toMillis(d.LeaseUntil), d.LastError,
+		toMillis(d.CreatedAt), toMillis(d.UpdatedAt), payloadArg(d.Sent))
+	if err != nil {
+		return wrap(op, err)
+	}
+	if n, err := res.RowsAffected(); err != nil {
+		return wrap(op, err)
+	} else if n == 0 {
+		return fmt.Errorf("sqlite: %s: delivery %s: %w", op, d.ID, storage.ErrConflict)
+	}
+	return nil
+}
+
+// CreateDeliveries inserts every delivery in one transaction, all or none: pending ones
+// into the queue, finished ones into the history, each with a statement prepared once.
+// There is no parent check: a delivery of an integration deleted meanwhile is removed by
 // ClaimDeliveries.
 func (s *Store) CreateDeliveries(ctx context.Context, ds []storage.Delivery) error {
-	rows := make([][]any, len(ds))
-	for i, d := range ds {
-		rows[i] = []any{d.ID, d.AppID, d.IntegrationID, d.EventID, d.Event, payloadArg(d.Payload), d.State, d.Attempts,
-			toMillis(d.NextAttemptAt), d.LeaseOwner, toMillis(d.LeaseUntil), d.LastError,
-			toMillis(d.CreatedAt), toMillis(d.UpdatedAt), payloadArg(d.Sent)}
+	const op = "create deliveries"
+	if len(ds) == 0 {
+		return nil
 	}
-	return s.insertAll(ctx, "create deliveries", `INSERT INTO webhook_deliveries (`+deliveryCols+`) VALUES (`+placeholders(15)+`)`, rows)
+	return s.inWriteTx(ctx, op, func(tx *sql.Tx) error {
+		stmts := map[string]*sql.Stmt{}
+		defer func() {
+			for _, st := range stmts {
+				st.Close()
+			}
+		}()
+		for i, d := range ds {
+			table, other := deliveryTable(d.State)
+			st, ok := stmts[table]
+			if !ok {
+				var err error
+				if st, err = tx.PrepareContext(ctx, insertDeliverySQL(table, other)); err != nil {
+					return wrap(op, err)
+				}
+				stmts[table] = st
+			}
+			if err := insertDelivery(ctx, st, fmt.Sprintf("%s: record %d", op, i), d); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
 }
 
 // dueDeliveries selects the claimable deliveries (see ClaimDeliveries) with whether their
@@ -306,13 +367,24 @@ func (r rowWithExtra) Scan(dest ...any) error {
 	return r.rows.Scan(append(dest, r.extra)...)
 }
 
-// UpdateDelivery applies fn to the delivery in one write transaction (see updateRecord).
-// What the delivery is — id, app, integration, event and payload — and its creation time
-// are kept.
+// UpdateDelivery applies fn to the delivery, in the queue or in the history, in one
+// write transaction (see updateRecord). What the delivery is — id, app, integration,
+// event and payload — and its creation time are kept. A delivery fn finishes moves from
+// the queue to the history, one fn makes pending moves back, in the same transaction:
+// SQLite never shows it in both or in neither.
 func (s *Store) UpdateDelivery(ctx context.Context, id string, fn func(*storage.Delivery) error) (storage.Delivery, error) {
-	return updateRecord(ctx, s, "update delivery",
+	const op = "update delivery"
+	var from string // the table the delivery was read from
+	return updateRecord(ctx, s, op,
 		func(tx *sql.Tx) (storage.Delivery, error) {
-			return scanDelivery(tx.QueryRowContext(ctx, `SELECT `+deliveryCols+` FROM webhook_deliveries WHERE id = ?`, id))
+			for _, table := range []string{"webhook_deliveries", "webhook_history"} {
+				d, err := scanDelivery(tx.QueryRowContext(ctx, `SELECT `+deliveryCols+` FROM `+table+` WHERE id = ?`, id))
+				if !errors.Is(err, sql.ErrNoRows) {
+					from = table
+					return d, err
+				}
+			}
+			return storage.Delivery{}, sql.ErrNoRows
 		},
 		fn,
 		func(cur storage.Delivery, next *storage.Delivery) {
@@ -323,12 +395,54 @@ func (s *Store) UpdateDelivery(ctx context.Context, id string, fn func(*storage.
 			next.UpdatedAt = storage.Truncate(next.UpdatedAt)
 		},
 		func(tx *sql.Tx, next storage.Delivery) error {
-			_, err := tx.ExecContext(ctx, `UPDATE webhook_deliveries SET state = ?, attempts = ?, next_attempt_at = ?,
+			to, other := deliveryTable(next.State)
+			if to != from {
+				if _, err := tx.ExecContext(ctx, `DELETE FROM `+other+` WHERE id = ?`, next.ID); err != nil {
+					return err
+				}
+				st, err := tx.PrepareContext(ctx, insertDeliverySQL(to, other))
+				if err != nil {
+					return err
+				}
+				defer st.Close()
+				return insertDelivery(ctx, st, op, next)
+			}
+			_, err := tx.ExecContext(ctx, `UPDATE `+to+` SET state = ?, attempts = ?, next_attempt_at = ?,
 	lease_owner = ?, lease_until = ?, last_error = ?, updated_at = ?, sent = ? WHERE id = ?`,
 				next.State, next.Attempts, toMillis(next.NextAttemptAt), next.LeaseOwner, toMillis(next.LeaseUntil),
 				next.LastError, toMillis(next.UpdatedAt), payloadArg(next.Sent), next.ID)
 			return err
 		})
+}
+
+// MoveFinishedDeliveries moves up to n finished deliveries from the queue to the history
+// in one transaction. Migration 33 moved every one an older version left, and this
+// engine never leaves one behind, so it finds none; it is here for the contract.
+func (s *Store) MoveFinishedDeliveries(ctx context.Context, n int) (int, error) {
+	const op = "move finished deliveries"
+	if n <= 0 {
+		return 0, nil
+	}
+	var moved int
+	err := s.inWriteTx(ctx, op, func(tx *sql.Tx) error {
+		const pick = `SELECT id FROM webhook_deliveries WHERE state IN (?1, ?2) LIMIT ?3`
+		if _, err := tx.ExecContext(ctx, `INSERT OR REPLACE INTO webhook_history (`+deliveryCols+`)
+SELECT `+deliveryCols+` FROM webhook_deliveries WHERE id IN (`+pick+`)`,
+			storage.DeliveryDelivered, storage.DeliveryFailed, n); err != nil {
+			return wrap(op, err)
+		}
+		var err error
+		moved, err = execCount(ctx, tx, `DELETE FROM webhook_deliveries WHERE id IN (`+pick+`)`,
+			storage.DeliveryDelivered, storage.DeliveryFailed, n)
+		if err != nil {
+			return wrap(op, err)
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, err
+	}
+	return moved, nil
 }
 
 // attemptCols is the column order of scanAttempt.
@@ -362,15 +476,14 @@ func (s *Store) ListDeliveryAttempts(ctx context.Context, appID, integrationID s
 	return listPage(ctx, s, "list delivery attempts", "webhook_attempts", attemptCols, w, orderBy("created_at", true), p, scanAttempt)
 }
 
-// PurgeDeliveries removes the finished deliveries updated before before and the attempts
-// created before it, in one transaction.
+// PurgeDeliveries removes the finished deliveries (the history) updated before before and
+// the attempts created before it, in one transaction.
 func (s *Store) PurgeDeliveries(ctx context.Context, before time.Time) (int, error) {
 	const op = "purge deliveries"
 	var n int
 	err := s.inWriteTx(ctx, op, func(tx *sql.Tx) error {
 		var err error
-		n, err = execCount(ctx, tx, `DELETE FROM webhook_deliveries WHERE state IN (?, ?) AND updated_at < ?`,
-			storage.DeliveryDelivered, storage.DeliveryFailed, toMillis(before))
+		n, err = execCount(ctx, tx, `DELETE FROM webhook_history WHERE updated_at < ?`, toMillis(before))
 		if err != nil {
 			return wrap(op, err)
 		}

@@ -692,6 +692,47 @@ CREATE INDEX webauthn_challenges_expires ON webauthn_challenges (expires_at);
 ALTER TABLE webhook_deliveries ADD COLUMN sent BLOB NOT NULL DEFAULT x'';
 `,
 	},
+	{
+		version: 33,
+		name:    "finished webhook deliveries move out of the queue into webhook_history",
+		sql: `
+-- The queue (webhook_deliveries) keeps only pending deliveries; finished ones (delivered,
+-- failed for good) live here until PurgeDeliveries, for the dashboard's detail and
+-- redeliver. Same columns as the queue, so a delivery moves between the two as it is.
+CREATE TABLE webhook_history (
+	id              TEXT    NOT NULL PRIMARY KEY,
+	app_id          TEXT    NOT NULL,
+	integration_id  TEXT    NOT NULL,
+	event_id        TEXT    NOT NULL,
+	event           TEXT    NOT NULL,
+	payload         BLOB    NOT NULL,
+	state           TEXT    NOT NULL,
+	attempts        INTEGER NOT NULL,
+	next_attempt_at INTEGER NOT NULL,
+	lease_owner     TEXT    NOT NULL,
+	lease_until     INTEGER NOT NULL,
+	last_error      TEXT    NOT NULL,
+	created_at      INTEGER NOT NULL,
+	updated_at      INTEGER NOT NULL,
+	sent            BLOB    NOT NULL
+) STRICT;
+
+-- PurgeDeliveries: by last update.
+CREATE INDEX webhook_history_updated ON webhook_history (updated_at);
+-- The sweeps of DeleteIntegration and DeleteApp.
+CREATE INDEX webhook_history_integration ON webhook_history (app_id, integration_id);
+
+INSERT INTO webhook_history (id, app_id, integration_id, event_id, event, payload, state, attempts, next_attempt_at,
+	lease_owner, lease_until, last_error, created_at, updated_at, sent)
+SELECT id, app_id, integration_id, event_id, event, payload, state, attempts, next_attempt_at,
+	lease_owner, lease_until, last_error, created_at, updated_at, sent
+FROM webhook_deliveries WHERE state IN ('delivered', 'failed');
+DELETE FROM webhook_deliveries WHERE state IN ('delivered', 'failed');
+
+-- The queue no longer keeps finished deliveries to purge.
+DROP INDEX webhook_deliveries_updated;
+`,
+	},
 }
 
 // migrate brings the database at db (the writer pool) to the last migration, and answers

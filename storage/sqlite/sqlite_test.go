@@ -373,7 +373,8 @@ func seedApp(t *testing.T, s *Store, id, name string) {
 		t.Fatalf("CreateIntegration: %v", err)
 	}
 	if err := s.CreateDeliveries(ctx, []storage.Delivery{{ID: id + "-d", AppID: id, IntegrationID: id + "-i",
-		State: storage.DeliveryPending}}); err != nil {
+		State: storage.DeliveryPending}, {ID: id + "-done", AppID: id, IntegrationID: id + "-i",
+		State: storage.DeliveryDelivered}}); err != nil {
 		t.Fatalf("CreateDeliveries: %v", err)
 	}
 	if err := s.AddDeliveryAttempt(ctx, storage.DeliveryAttempt{ID: id + "-a", AppID: id, IntegrationID: id + "-i",
@@ -402,7 +403,7 @@ func TestDeleteWithoutForeignKeys(t *testing.T) {
 	seedApp(t, s, "user-only", "UserOnly")
 	full := map[string]int{"apps": 1, "app_users": 1, "devices": 2, "licenses": 1, "app_tokens": 1,
 		"variables": 3, "files": 1, "rules": 1, "logs": 1, "integrations": 1, "webhook_deliveries": 1, "webhook_attempts": 1, "client_sessions": 1,
-		"ws_hooks": 1}
+		"ws_hooks": 1, "webhook_history": 1}
 	if got := tableCounts(t, s, "doomed"); fmt.Sprint(got) != fmt.Sprint(full) {
 		t.Fatalf("rows before the delete = %v, want %v", got, full)
 	}
@@ -421,7 +422,7 @@ func TestDeleteWithoutForeignKeys(t *testing.T) {
 	}
 	none := map[string]int{"apps": 0, "app_users": 0, "devices": 0, "licenses": 0, "app_tokens": 0,
 		"variables": 0, "files": 0, "rules": 0, "logs": 0, "integrations": 0, "webhook_deliveries": 0, "webhook_attempts": 0, "client_sessions": 0,
-		"ws_hooks": 0}
+		"ws_hooks": 0, "webhook_history": 0}
 	if got := tableCounts(t, s, "doomed"); fmt.Sprint(got) != fmt.Sprint(none) {
 		t.Errorf("rows of the deleted app = %v, want none", got)
 	}

@@ -65,7 +65,9 @@ func PopulateEveryKind(t testing.TB, s storage.Store, n int) Populated {
 		in := fullIntegration(app.ID, uniq("hook"))
 		must("integration", s.CreateIntegration(ctx, in))
 		d := fullDelivery(in, ms(time.Minute))
-		must("delivery", s.CreateDeliveries(ctx, []storage.Delivery{d}))
+		done := fullDelivery(in, ms(-time.Minute))
+		done.State = storage.DeliveryDelivered
+		must("delivery", s.CreateDeliveries(ctx, []storage.Delivery{d, done})) // the queue's and the history's
 		must("attempt", s.AddDeliveryAttempt(ctx, fullAttempt(d, 1, ms(0))))
 		conn := fullStoreConnection(app.ID)
 		must("store connection", s.CreateStoreConnection(ctx, conn))

@@ -45,6 +45,7 @@ func Run(t *testing.T, newStore func(t *testing.T) storage.Store) {
 	tests = append(tests, ruleTests...)
 	tests = append(tests, logTests...)
 	tests = append(tests, integrationTests...)
+	tests = append(tests, deliveryHistoryTests...)
 	tests = append(tests, clientSessionTests...)
 	tests = append(tests, wsHookTests...)
 	tests = append(tests, eventTests...)
