@@ -9,6 +9,10 @@
 // A change's events are written with it where the engine allows (Change over
 // storage.EventOutbox: in the change's SQLite transaction; a sign-in's with its session
 // copies, WritePendingWith); elsewhere in a write the acknowledgement waits for.
+//
+// Notes (notes.go: ws.connect) are the exception: they record what happened on one node
+// and change nothing, so they skip the log and go, in batches, to the consumers that want
+// them (the application log's writer).
 package events
 
 import (
