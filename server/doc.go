@@ -35,6 +35,7 @@
 //	backups                 backup.Scheduler.Run          restart (backup.go: KEYWARD_BACKUP_*; idle without _EVERY)
 //	client-writer           the client sessions' writes   restart (the round's callers get an error)
 //	events-compaction       the event log's compaction    restart
+//	events-notes            notes to the log writer       restart (notes.go: a crash loses the last 100 ms of notes)
 //	events-consumer-NAME    one per consumer              restart from its cursor (logs, webhooks, sockets, app-actors)
 //	http-api                the API listener              report, and Run ends: a listener cannot be served again
 //	http-metrics            the metrics listener          report, and Run ends (only with --metrics-addr)

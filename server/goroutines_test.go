@@ -22,7 +22,7 @@ import (
 
 // restartedKinds are the goroutine kinds a node restarts after a panic.
 var restartedKinds = []string{kindMail, kindUsageFlusher, kindWebhooksWorker, kindRevocationPurge, kindLogJanitor, kindBackups,
-	kindEventsWriter, kindEventsNotifier, kindEventsCompaction, kindAuditWriter, kindClientWriter,
+	kindEventsWriter, kindEventsNotifier, kindEventsCompaction, "events-notes", kindAuditWriter, kindClientWriter,
 	kindEventsConsumer + "logs", kindEventsConsumer + "webhooks", kindEventsConsumer + "sockets", kindEventsConsumer + "app-actors",
 	"cluster-janitor", "cluster-bus-fanout"}
 

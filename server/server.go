@@ -390,7 +390,8 @@ func openCore(ctx context.Context, c Config, log *slog.Logger, wrap wrapFunc) (_
 		return nil, err
 	}
 	auditLog := audit.New(store, audit.Config{Retention: c.AuditRetention, Now: c.Clock, Goroutines: owner}, log)
-	bus.Consume(events.ConsumerConfig{Name: "logs", Shared: true, Handle: logs.NewWriter(store, log).HandleBatch})
+	// The log writer also writes this node's notes (ws.connect), which skip the log.
+	bus.Consume(events.ConsumerConfig{Name: "logs", Shared: true, Notes: true, Handle: logs.NewWriter(store, log).HandleBatch})
 	blobStore, err := openBlobs(ctx, c, store)
 	if err != nil {
 		return nil, err

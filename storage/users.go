@@ -94,6 +94,7 @@ type UserStore interface {
 	// node's sockets of one app, revalidated together), in no particular order; ids that
 	// name no user of the app are left out.
 	GetUsers(ctx context.Context, appID string, ids []string) ([]AppUser, error)
+	UserStandingStore
 	ListUsers(ctx context.Context, appID string, q UserQuery) ([]AppUser, int, error)
 	CountUsers(ctx context.Context, appID string) (int, error)
 	// UpdateUser applies fn atomically (see UpdateAccount). ErrConflict on a taken username.

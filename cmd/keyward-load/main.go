@@ -96,6 +96,7 @@ func main() {
 	fanoutProto := flag.String("fanout-proto", "keyward", "(internal) the protocol of -fanout-client's sockets: keyward or centrifugo")
 	flag.StringVar(&versusCentrifugo, "vs-centrifugo", "", "run only the broadcast runs side by side with the Centrifugo binary at this path (started on loopback in a temp dir): -vs-sockets sockets each, p50/p99 and server CPU per delivery")
 	flag.StringVar(&versusSockets, "vs-sockets", "500,2000", "with -vs-centrifugo, the socket counts of the broadcast runs (Keyward: 500 per app, the per-app limit, one broadcast to each app)")
+	flag.StringVar(&versusRates, "vs-rates", "0", "with -vs-centrifugo, the broadcast rates of the runs, per second, comma-separated (0: flat out; 20,50: each server at 20 then 50 broadcasts a second, p99 at a stated load)")
 	flag.BoolVar(&signResponses, "sign", false, "turn on signResponses for the app (Ed25519 signature on every client answer)")
 	flag.DurationVar(&idleSettle, "idle-settle", 2*time.Second, "with -idle-sockets, how long the sockets are held open before their memory is measured (30s takes every socket through a round of the server's pings)")
 	flag.DurationVar(&periodicWindow, "periodic-window", 0, "with -idle-sockets, then count the Redis round trips and storage commands of the idle sockets over this window")

@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/url"
 	"os"
@@ -114,57 +115,114 @@ func socketSessions(c *client, secret string, keys []string, firstIP int) ([]str
 	return lines, err
 }
 
-// runFanout has a child process (-fanout-client, speaking proto: keyward or centrifugo)
-// open a socket for each "token ip" line to the server at addr, then publishes one
-// broadcast after another for d (publish(i) sends "broadcast i" to every socket), each
-// timed from the call until the child says every socket has read it. serverCPU is the
-// server's CPU time so far (the readers' is the child's, not the server's).
-func runFanout(ctx context.Context, addr, proto string, lines []string, d time.Duration, publish func(i int) error, serverCPU func() time.Duration) (fanoutResult, error) {
-	n := len(lines)
+// fanoutChild is the child process of a broadcast run (-fanout-client), its sockets open.
+type fanoutChild struct {
+	cmd   *exec.Cmd
+	stdin io.WriteCloser
+	out   *bufio.Reader
+	list  string
+}
+
+// startFanout has a child process (-fanout-client, speaking proto: keyward or centrifugo)
+// open a socket for each "token ip" line to the server at addr and answers once they are
+// open.
+func startFanout(ctx context.Context, addr, proto string, lines []string) (*fanoutChild, error) {
 	list, err := os.CreateTemp("", "keyward-fanout-")
 	if err != nil {
-		return fanoutResult{}, err
+		return nil, err
 	}
-	defer os.Remove(list.Name())
+	ch := &fanoutChild{list: list.Name()}
 	for _, l := range lines {
 		fmt.Fprintln(list, l)
 	}
 	if err := list.Close(); err != nil {
-		return fanoutResult{}, err
+		ch.stop()
+		return nil, err
 	}
 	self, err := os.Executable()
 	if err != nil {
-		return fanoutResult{}, err
+		ch.stop()
+		return nil, err
 	}
-	child := exec.CommandContext(ctx, self, "-fanout-client", list.Name(), "-idle-addr", addr, "-concurrency", "16", "-fanout-proto", proto)
-	child.Stderr = os.Stderr
-	stdin, err := child.StdinPipe()
+	ch.cmd = exec.CommandContext(ctx, self, "-fanout-client", list.Name(), "-idle-addr", addr, "-concurrency", "16", "-fanout-proto", proto)
+	ch.cmd.Stderr = os.Stderr
+	if ch.stdin, err = ch.cmd.StdinPipe(); err != nil {
+		ch.stop()
+		return nil, err
+	}
+	stdout, err := ch.cmd.StdoutPipe()
 	if err != nil {
-		return fanoutResult{}, err
+		ch.stop()
+		return nil, err
 	}
-	stdout, err := child.StdoutPipe()
-	if err != nil {
-		return fanoutResult{}, err
+	if err := ch.cmd.Start(); err != nil {
+		ch.cmd = nil
+		ch.stop()
+		return nil, err
 	}
-	connect0, opening := serverCPU(), time.Now()
-	if err := child.Start(); err != nil {
-		return fanoutResult{}, err
-	}
-	defer func() { _ = stdin.Close(); _ = child.Wait() }()
-	out := bufio.NewReader(stdout)
-	line, err := out.ReadString('\n')
+	ch.out = bufio.NewReader(stdout)
+	line, err := ch.out.ReadString('\n')
 	if err != nil || !strings.HasPrefix(line, "ready") {
-		return fanoutResult{}, fmt.Errorf("fan-out client: %q, %v", line, err)
+		ch.stop()
+		return nil, fmt.Errorf("fan-out client: %q, %v", line, err)
 	}
+	return ch, nil
+}
 
-	res := fanoutResult{sockets: n, opened: time.Since(opening), connectCPU: serverCPU() - connect0}
-	if profileRun == "broadcast" && profileFile != "" && proto == "keyward" {
-		if f, err := os.Create(profileFile); err == nil {
-			_ = pprof.StartCPUProfile(f)
-			defer f.Close()
-			defer pprof.StopCPUProfile()
-		}
+// done reads the child's next "done <i> <lost>" (every socket read broadcast i, or waited
+// 5 s for it) and answers lost.
+func (ch *fanoutChild) done(i int) (lost int, err error) {
+	line, err := ch.out.ReadString('\n')
+	if err != nil {
+		return 0, fmt.Errorf("fan-out client: %w", err)
 	}
+	f := strings.Fields(line)
+	if len(f) != 3 || f[0] != "done" || f[1] != strconv.Itoa(i) {
+		return 0, fmt.Errorf("fan-out client: %q", line)
+	}
+	return strconv.Atoi(f[2])
+}
+
+// stop ends the child (its stdin closes) and removes its list.
+func (ch *fanoutChild) stop() {
+	if ch.cmd != nil {
+		_ = ch.stdin.Close()
+		_ = ch.cmd.Wait()
+	}
+	_ = os.Remove(ch.list)
+}
+
+// startProfile starts the CPU profile of -profile-run broadcast (Keyward's runs only);
+// the answer stops it.
+func startProfile(proto string) func() {
+	if profileRun != "broadcast" || profileFile == "" || proto != "keyward" {
+		return func() {}
+	}
+	f, err := os.Create(profileFile)
+	if err != nil {
+		return func() {}
+	}
+	if pprof.StartCPUProfile(f) != nil {
+		f.Close()
+		return func() {}
+	}
+	return func() { pprof.StopCPUProfile(); f.Close() }
+}
+
+// runFanout has a child process open a socket for each "token ip" line (startFanout),
+// then publishes one broadcast after another for d (publish(i) sends "broadcast i" to
+// every socket), each timed from the call until the child says every socket has read it.
+// serverCPU is the server's CPU time so far (the readers' is the child's, not the
+// server's).
+func runFanout(ctx context.Context, addr, proto string, lines []string, d time.Duration, publish func(i int) error, serverCPU func() time.Duration) (fanoutResult, error) {
+	connect0, opening := serverCPU(), time.Now()
+	ch, err := startFanout(ctx, addr, proto, lines)
+	if err != nil {
+		return fanoutResult{}, err
+	}
+	defer ch.stop()
+	res := fanoutResult{sockets: len(lines), opened: time.Since(opening), connectCPU: serverCPU() - connect0}
+	defer startProfile(proto)()
 	cpu0 := serverCPU()
 	start := time.Now()
 	for i := 0; time.Since(start) < d; i++ {
@@ -172,18 +230,11 @@ func runFanout(ctx context.Context, addr, proto string, lines []string, d time.D
 		if err := publish(i); err != nil {
 			return res, err
 		}
-		// The child answers "done <i> <lost>" once every socket read broadcast i (or
-		// waited 5 s for it).
-		line, err := out.ReadString('\n')
+		lost, err := ch.done(i)
 		if err != nil {
-			return res, fmt.Errorf("fan-out client: %w", err)
+			return res, err
 		}
 		res.last = append(res.last, time.Since(t0))
-		f := strings.Fields(line)
-		if len(f) != 3 || f[0] != "done" || f[1] != strconv.Itoa(i) {
-			return res, fmt.Errorf("fan-out client: %q", line)
-		}
-		lost, _ := strconv.Atoi(f[2])
 		res.lost += lost
 		res.broadcasts++
 	}

@@ -48,6 +48,10 @@ func versusRun(ctx context.Context, core *server.Core, addr string, c *client, o
 		}
 		sizes = append(sizes, n)
 	}
+	rates, err := parseRates(versusRates)
+	if err != nil {
+		return err
+	}
 	cf, err := startCentrifugo(ctx, versusCentrifugo)
 	if err != nil {
 		return err
@@ -76,33 +80,39 @@ func versusRun(ctx context.Context, core *server.Core, addr string, c *client, o
 			appIDs = append(appIDs, app.ID)
 			lines = append(lines, more...)
 		}
-		kw, err := runFanout(ctx, addr, "keyward", lines, d, func(i int) error {
-			for _, id := range appIDs {
-				if _, err := core.Realtime.Broadcast(ctx, id, fmt.Sprintf("broadcast %d", i), "info"); err != nil {
-					return err
-				}
-			}
-			return nil
-		}, cpuTime)
-		if err != nil {
-			return fmt.Errorf("keyward, %d sockets: %w", n, err)
-		}
 		cfLines := make([]string, n)
 		for i := range cfLines {
 			cfLines[i] = cf.token(fmt.Sprintf("load-%d", i)) + " -"
 		}
-		cfr, err := runFanout(ctx, cf.addr, "centrifugo", cfLines, d, cf.publish, cf.cpu)
-		if err != nil {
-			return fmt.Errorf("centrifugo, %d sockets: %w", n, err)
-		}
-		fmt.Printf("%d sockets (Keyward: %d apps of up to %d, a Broadcast call each):\n", n, len(appIDs), realtime.MaxClientsPerApp)
-		fmt.Printf("  keyward     %s\n", kw.summary())
-		fmt.Printf("  centrifugo  %s\n", cfr.summary())
-		fmt.Printf("  keyward / centrifugo: server CPU per delivery %.2f, p99 %.2f\n",
-			kw.perDelivery()/cfr.perDelivery(), float64(kw.pct(0.99))/float64(cfr.pct(0.99)))
-		if kw.lost > 0 || cfr.lost > 0 || kw.broadcasts == 0 || cfr.broadcasts == 0 {
-			return fmt.Errorf("a failing run: keyward lost %d of %d broadcasts' deliveries, centrifugo %d of %d",
-				kw.lost, kw.broadcasts*n, cfr.lost, cfr.broadcasts*n)
+		for _, rate := range rates {
+			kw, err := runFanoutAt(ctx, addr, "keyward", lines, d, rate, func(i int) error {
+				for _, id := range appIDs {
+					if _, err := core.Realtime.Broadcast(ctx, id, fmt.Sprintf("broadcast %d", i), "info"); err != nil {
+						return err
+					}
+				}
+				return nil
+			}, cpuTime)
+			if err != nil {
+				return fmt.Errorf("keyward, %d sockets: %w", n, err)
+			}
+			cfr, err := runFanoutAt(ctx, cf.addr, "centrifugo", cfLines, d, rate, cf.publish, cf.cpu)
+			if err != nil {
+				return fmt.Errorf("centrifugo, %d sockets: %w", n, err)
+			}
+			pace := "flat out"
+			if rate > 0 {
+				pace = fmt.Sprintf("%g broadcasts/s", rate)
+			}
+			fmt.Printf("%d sockets, %s (Keyward: %d apps of up to %d, a Broadcast call each):\n", n, pace, len(appIDs), realtime.MaxClientsPerApp)
+			fmt.Printf("  keyward     %s\n", kw.summary())
+			fmt.Printf("  centrifugo  %s\n", cfr.summary())
+			fmt.Printf("  keyward / centrifugo: server CPU per delivery %.2f, p99 %.2f\n",
+				kw.perDelivery()/cfr.perDelivery(), float64(kw.pct(0.99))/float64(cfr.pct(0.99)))
+			if kw.lost > 0 || cfr.lost > 0 || kw.broadcasts == 0 || cfr.broadcasts == 0 {
+				return fmt.Errorf("a failing run: keyward lost %d of %d broadcasts' deliveries, centrifugo %d of %d",
+					kw.lost, kw.broadcasts*n, cfr.lost, cfr.broadcasts*n)
+			}
 		}
 	}
 	return nil

@@ -3,8 +3,8 @@ package client
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
+	"time"
 
 	"github.com/keyward/keyward/core"
 	"github.com/keyward/keyward/storage"
@@ -40,17 +40,25 @@ func (s *Service) CheckSocket(ctx context.Context, c Caller, token string) (Sock
 	if err := s.socketSession(snap, sess, c); err != nil {
 		return SocketUser{}, err
 	}
-	u, err := s.d.Store.GetUser(ctx, sess.AppID, sess.UserID)
-	if errors.Is(err, storage.ErrNotFound) {
-		return SocketUser{}, errUserGone
-	}
+	// The user's standing alone (banned, enabled, expiry), not the whole record: read at
+	// every upgrade, it is the costliest read of an admission.
+	users, err := s.d.Store.GetUserStandings(ctx, sess.AppID, []string{sess.UserID})
 	if err != nil {
 		return SocketUser{}, fmt.Errorf("read socket user: %w", err)
 	}
-	if err := checkUser(u, s.now()); err != nil {
+	if len(users) == 0 {
+		return SocketUser{}, errUserGone
+	}
+	u := users[0]
+	if err := checkStanding(u, s.now()); err != nil {
 		return SocketUser{}, err
 	}
 	return SocketUser{Token: sess.Token, AppID: sess.AppID, AccountID: sess.AccountID, UserID: u.ID, Username: u.Username, IP: c.IP}, nil
+}
+
+// checkStanding is checkUser on a user's standing.
+func checkStanding(u storage.UserStanding, now time.Time) error {
+	return checkUser(storage.AppUser{Enabled: u.Enabled, Banned: u.Banned, BanReason: u.BanReason, ExpiresAt: u.ExpiresAt}, now)
 }
 
 var errUserGone = core.E(core.CodeUnauthorized, "the user of this session no longer exists")
@@ -125,7 +133,7 @@ func (s *Service) CheckSockets(ctx context.Context, appID string, socks []Socket
 	if len(ids) == 0 {
 		return errs
 	}
-	users, err := s.d.Store.GetUsers(ctx, appID, ids)
+	users, err := s.d.Store.GetUserStandings(ctx, appID, ids)
 	if err != nil {
 		err = fmt.Errorf("read socket users: %w", err)
 		for i := range errs {
@@ -135,7 +143,7 @@ func (s *Service) CheckSockets(ctx context.Context, appID string, socks []Socket
 		}
 		return errs
 	}
-	byID := make(map[string]storage.AppUser, len(users))
+	byID := make(map[string]storage.UserStanding, len(users))
 	for _, u := range users {
 		byID[u.ID] = u
 	}
@@ -149,7 +157,7 @@ func (s *Service) CheckSockets(ctx context.Context, appID string, socks []Socket
 			errs[i] = errUserGone
 			continue
 		}
-		errs[i] = checkUser(u, now)
+		errs[i] = checkStanding(u, now)
 	}
 	return errs
 }

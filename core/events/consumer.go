@@ -32,6 +32,10 @@ type ConsumerConfig struct {
 	// between its commit and its announcement is then left to the consumer's backstop
 	// (the app actors' snapshot refresh).
 	SkipLocal bool
+	// Notes: the consumer is also handed this node's notes (notes.go), which are not in
+	// the log, in batches on the notes loop, whether or not it holds its lease (each note
+	// happened on one node). Handle must be idempotent by event id for them too.
+	Notes bool
 	// Batch is the most events handed to Handle at once; default 500.
 	Batch int
 	// Handle handles events in log order. An error makes the consumer retry the same

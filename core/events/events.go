@@ -9,6 +9,10 @@
 // A change's events are written with it where the engine allows (Change over
 // storage.EventOutbox: in the change's SQLite transaction; a sign-in's with its session
 // copies, WritePendingWith); elsewhere in a write the acknowledgement waits for.
+//
+// Notes (notes.go: ws.connect) are the exception: they record what happened on one node
+// and change nothing, so they skip the log and go, in batches, to the consumers that want
+// them (the application log's writer).
 package events
 
 import (
@@ -21,6 +25,7 @@ import (
 	"log/slog"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -160,6 +165,11 @@ type Bus struct {
 	mineRing []string
 	mineNext int
 
+	// notes wait for the notes loop (notes.go); notesDropped counts those lost.
+	notes        []Event
+	noteWake     chan struct{}
+	notesDropped atomic.Uint64
+
 	writing sync.Mutex // one round is written at a time (the writer, WritePendingWith)
 	wake    chan struct{}
 	notify  chan struct{}
@@ -285,7 +295,7 @@ func NewBus(cfg Config) *Bus {
 		cfg.CompactEvery = time.Minute
 	}
 	b := &Bus{cfg: cfg, appended: make(chan struct{}), wake: make(chan struct{}, 1), notify: make(chan struct{}, 1), stop: make(chan struct{}),
-		goroutines: cfg.Goroutines}
+		noteWake: make(chan struct{}, 1), goroutines: cfg.Goroutines}
 	if b.goroutines == nil {
 		b.own, _ = supervise.New(supervise.Config{Log: cfg.Log}) // no metrics: it cannot fail
 		b.goroutines = b.own
@@ -328,8 +338,15 @@ func (b *Bus) OnStored(fn func(Event)) {
 }
 
 // Publish stores the events and returns once they are stored: concurrent publishes
-// share one write. A cancelled ctx stops the wait, not the write.
+// share one write. A cancelled ctx stops the wait, not the write. Notes (notes.go) are
+// queued for the notes consumers instead, and Publish does not wait for them.
 func (b *Bus) Publish(ctx context.Context, es ...Event) error {
+	es, notes := splitNotes(es)
+	if len(notes) > 0 {
+		if err := b.publishNotes(notes); err != nil {
+			return err
+		}
+	}
 	if len(es) == 0 {
 		return nil
 	}
@@ -418,20 +435,48 @@ func (t *Ticket) Cancel() {
 	}
 }
 
+// splitNotes separates the notes from the events to store; es itself when it has none.
+func splitNotes(es []Event) (stored, notes []Event) {
+	n := 0
+	for _, e := range es {
+		if Notes.Has(e.Name) {
+			n++
+		}
+	}
+	if n == 0 {
+		return es, nil
+	}
+	stored, notes = make([]Event, 0, len(es)-n), make([]Event, 0, n)
+	for _, e := range es {
+		if Notes.Has(e.Name) {
+			notes = append(notes, e)
+		} else {
+			stored = append(stored, e)
+		}
+	}
+	return stored, notes
+}
+
+// stamp gives an event its id, time (stored precision) and level when it has none.
+func (b *Bus) stamp(e Event) Event {
+	if e.ID == "" {
+		e.ID = uuid.NewString()
+	}
+	if e.At.IsZero() {
+		e.At = b.cfg.Now()
+	}
+	e.At = storage.Truncate(e.At)
+	if e.Level == "" {
+		e.Level = LevelInfo
+	}
+	return e
+}
+
 func (b *Bus) stage(es []Event) (*round, int, error) {
 	recs := make([]storage.EventRecord, len(es))
 	stamped := make([]Event, len(es))
 	for i, e := range es {
-		if e.ID == "" {
-			e.ID = uuid.NewString()
-		}
-		if e.At.IsZero() {
-			e.At = b.cfg.Now()
-		}
-		e.At = storage.Truncate(e.At)
-		if e.Level == "" {
-			e.Level = LevelInfo
-		}
+		e = b.stamp(e)
 		rec, err := Encode(e)
 		if err != nil {
 			return nil, 0, err
@@ -695,6 +740,7 @@ func (b *Bus) Start() {
 		c.start()
 	}
 	b.loop("events-compaction", b.loopEnded(), b.runCompaction)
+	b.loop("events-notes", b.loopEnded(), b.runNotes)
 }
 
 // Consumers lists the registered consumers, for metrics.

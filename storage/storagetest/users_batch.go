@@ -11,6 +11,7 @@ import (
 
 var userBatchTests = []subtest{
 	{"GetUsers", testGetUsers},
+	{"GetUserStandings", testGetUserStandings},
 	{"CreateUsers", testCreateUsers},
 	{"CreateVariablesOfManyUsers", testCreateVariablesOfManyUsers},
 }

@@ -3,6 +3,7 @@ package ws
 import (
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/gorilla/websocket"
@@ -51,6 +52,7 @@ func newConn() *Conn {
 type Frame struct {
 	msg   []byte
 	frame []byte
+	sent  atomic.Int32 // the sockets it was handed to (fanOut)
 }
 
 // NewFrame encodes msg as a server's text frame.
@@ -89,9 +91,17 @@ func (p *Conn) enqueue(msg any) bool {
 		p.Close(websocket.CloseTryAgainLater, "too slow to receive")
 		return false
 	}
-	if !p.writing && len(p.queue) == 0 && p.writeThrough(msg) {
-		p.mu.Unlock()
-		return true
+	if !p.writing && len(p.queue) == 0 {
+		var through bool
+		if f, ok := msg.(*Frame); ok {
+			through = p.fanOut(f)
+		} else {
+			through = p.writeThrough(msg)
+		}
+		if through {
+			p.mu.Unlock()
+			return true
+		}
 	}
 	p.queue = append(p.queue, msg)
 	p.kick()

@@ -43,7 +43,7 @@ func upgradedPair(t *testing.T) (*websocket.Conn, *countingConn, *websocket.Conn
 // loopbackSocket answers the server and the client side of a real socket on loopback,
 // upgraded through socketWriter as Transport.Upgrade does when asHandlers is set (br is
 // then the read buffer it kept for the socket's reader; nil otherwise).
-func loopbackSocket(t *testing.T, asHandlers bool) (server, client *websocket.Conn, br *bufio.Reader) {
+func loopbackSocket(t testing.TB, asHandlers bool) (server, client *websocket.Conn, br *bufio.Reader) {
 	t.Helper()
 	ups := make(chan *websocket.Conn, 1)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -71,7 +71,7 @@ func loopbackSocket(t *testing.T, asHandlers bool) (server, client *websocket.Co
 
 // upgradedSocket answers the server side of a real loopback socket upgraded as the
 // Transport.Upgrade does (socketWriter), and the client side.
-func upgradedSocket(t *testing.T) (*websocket.Conn, *websocket.Conn) {
+func upgradedSocket(t testing.TB) (*websocket.Conn, *websocket.Conn) {
 	t.Helper()
 	sc, cc, _ := loopbackSocket(t, true)
 	if _, ok := sc.NetConn().(*socketConn); !ok {
@@ -175,7 +175,7 @@ func readInOrder(t *testing.T, cc *websocket.Conn, from, to int) {
 }
 
 // waitIdle waits until no writer runs for p.
-func waitIdle(t *testing.T, p *Conn) {
+func waitIdle(t testing.TB, p *Conn) {
 	t.Helper()
 	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(2 * time.Millisecond) {
 		p.mu.Lock()

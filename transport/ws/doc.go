@@ -14,7 +14,9 @@
 //     slow to take it is closed with 1013), frames queued together written in one
 //     system call, a frame for an idle socket written through by the sender without
 //     blocking (send(2) on Linux) so that no goroutine starts, and a broadcast's frame
-//     encoded once for every socket (Frame);
+//     encoded once for every socket (Frame) and written through to its idle sockets by
+//     the node's fan-out writers, up to GOMAXPROCS goroutines that run only while a
+//     broadcast waits (fanout.go);
 //   - the pinger: one timer per second of the ping period for the whole node, not one
 //     per socket;
 //   - the close (Conn.Close): a close code and reason after the frames queued before.

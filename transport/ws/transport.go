@@ -100,6 +100,7 @@ type Transport struct {
 	pinger   *pinger
 	linger   *lingerClock
 	reads    *readPoller // nil where sockets are not polled (each reader waits in a goroutine)
+	fanout   *fanoutWriters
 }
 
 // New makes a node's transport.
@@ -108,6 +109,7 @@ func New(cfg Config) *Transport {
 	t := &Transport{cfg: cfg, pinger: newPinger(cfg.PingEvery), linger: &lingerClock{}}
 	t.pinger.panicked = panicReport(t, "pinger")
 	t.reads = newReadPoller(panicReport(t, "read poller"))
+	t.fanout = newFanoutWriters(panicReport(t, "fan-out writer"))
 	t.upgrader = websocket.Upgrader{
 		HandshakeTimeout: cfg.HandshakeTimeout,
 		// Idle sockets are the common case: no read buffer of the upgrader's own (it
@@ -230,4 +232,12 @@ func (t *Transport) lingerer() *lingerClock {
 		return nil
 	}
 	return t.linger
+}
+
+// fanouts answers the writers of broadcasts' frames; nil when there are none.
+func (t *Transport) fanouts() *fanoutWriters {
+	if t == nil {
+		return nil
+	}
+	return t.fanout
 }

@@ -1,0 +1,118 @@
+package events
+
+import (
+	"context"
+	"time"
+)
+
+// Notes are the event types that record what happened on one node and change nothing: a
+// client socket connected (ws.connect, at DEBUG). No one acknowledges them and no consumer
+// but the application log wants them, so they skip the durable log: Publish queues a note
+// and returns at once, and the node hands its notes, gathered for noteDelay, to the
+// consumers registered with ConsumerConfig.Notes (the log writer, idempotent by id) in one
+// call. A crash loses the notes of the last noteDelay; an acknowledged change never rides
+// here (a type is a note only if nothing that changes data publishes it).
+//
+// Why: a socket's connect event was one SQLite append of the log, then read back by every
+// consumer and written again as a log entry; that was a third of a socket's opening CPU.
+var Notes = NewSet(WSConnect)
+
+// Timings and bounds of the notes.
+const (
+	// noteDelay is how long the first note of a batch waits for others.
+	noteDelay = 100 * time.Millisecond
+	// noteMax bounds the notes waiting on a node; more are dropped and counted (a store that
+	// does not answer must not make sockets hold memory).
+	noteMax = 10_000
+	// noteTries is how many times a batch is handed to a consumer that fails before it is
+	// dropped for it.
+	noteTries = 3
+)
+
+// publishNotes queues notes (stamped like any event) for the notes loop.
+func (b *Bus) publishNotes(es []Event) error {
+	stamped := make([]Event, len(es))
+	for i, e := range es {
+		stamped[i] = b.stamp(e)
+	}
+	b.mu.Lock()
+	if b.closed {
+		b.mu.Unlock()
+		return ErrClosed
+	}
+	room := max(0, noteMax-len(b.notes))
+	if len(stamped) > room {
+		b.notesDropped.Add(uint64(len(stamped) - room))
+		stamped = stamped[:room]
+	}
+	b.notes = append(b.notes, stamped...)
+	b.mu.Unlock()
+	select {
+	case b.noteWake <- struct{}{}:
+	default:
+	}
+	return nil
+}
+
+// NotesDropped counts the notes dropped: queued beyond noteMax, or refused noteTries times.
+func (b *Bus) NotesDropped() uint64 { return b.notesDropped.Load() }
+
+// runNotes hands the queued notes to the notes consumers, a batch per noteDelay at most.
+// Stopped, it hands what is queued once more and returns.
+func (b *Bus) runNotes(ctx context.Context) error {
+	for {
+		select {
+		case <-b.noteWake:
+			t := time.NewTimer(noteDelay)
+			select {
+			case <-t.C:
+			case <-b.stop:
+			case <-ctx.Done():
+			}
+			t.Stop()
+			b.handNotes()
+		case <-b.stop:
+			b.handNotes()
+			return nil
+		case <-ctx.Done():
+			b.handNotes()
+			return nil
+		}
+	}
+}
+
+// handNotes takes the queued notes and hands them to each notes consumer, retrying a
+// failing one a few times (the log writer answers ErrUnavailable while the database is busy).
+func (b *Bus) handNotes() {
+	b.mu.Lock()
+	notes := b.notes
+	b.notes = nil
+	var to []*Consumer
+	for _, c := range b.consumers {
+		if c.cfg.Notes {
+			to = append(to, c)
+		}
+	}
+	b.mu.Unlock()
+	if len(notes) == 0 {
+		return
+	}
+	for _, c := range to {
+		var err error
+		for try := range noteTries {
+			if try > 0 {
+				time.Sleep(backoff(try))
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), writeTimeout)
+			err = c.handle(ctx, notes)
+			cancel()
+			if err == nil {
+				break
+			}
+		}
+		if err != nil {
+			b.notesDropped.Add(uint64(len(notes)))
+			b.cfg.Log.Warn("events: notes dropped; the consumer kept refusing them", "consumer", c.cfg.Name, "notes", len(notes), "err", err)
+		}
+	}
+}

@@ -1,0 +1,91 @@
+package events_test
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+	"testing"
+
+	"github.com/keyward/keyward/core/events"
+	"github.com/keyward/keyward/storage"
+)
+
+// TestNotesSkipTheLogAndReachTheNotesConsumers: a ws.connect published with a change is
+// handed to the consumer registered for notes (the log writer) and to no other, and is not
+// stored in the log; the change is stored and consumed as before.
+func TestNotesSkipTheLogAndReachTheNotesConsumers(t *testing.T) {
+	store := openStore(t, t.TempDir())
+	bus := events.NewBus(events.Config{Store: store})
+	defer bus.Close()
+	logs := newRecorder(3) // two notes and the change
+	others := newRecorder(1)
+	bus.Consume(events.ConsumerConfig{Name: "logs", Shared: true, Notes: true, Handle: logs.handle})
+	bus.Consume(events.ConsumerConfig{Name: "webhooks", Shared: true, Handle: others.handle})
+	bus.Start()
+	ctx := t.Context()
+	note := events.Event{Name: events.WSConnect, AppID: "a", Username: "u", Level: events.LevelDebug, Message: "client socket connected"}
+	if err := bus.Publish(ctx, note, events.Event{Name: events.UserLogin, AppID: "a", Message: "change"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := bus.Publish(ctx, note); err != nil {
+		t.Fatal(err)
+	}
+	got := logs.wait(t, "the notes and the change reach the log writer")
+	notes := 0
+	for _, e := range got {
+		if e.Name == events.WSConnect {
+			notes++
+			if e.ID == "" || e.At.IsZero() || e.Level != events.LevelDebug || e.Username != "u" {
+				t.Fatalf("note handed as %+v: want an id, a time and what was published", e)
+			}
+		}
+	}
+	if notes != 2 {
+		t.Fatalf("the log writer got %d notes, want 2: %+v", notes, got)
+	}
+	for _, e := range others.wait(t, "the change reaches the other consumer") {
+		if e.Name != events.UserLogin {
+			t.Fatalf("a consumer without Notes got %s", e.Name)
+		}
+	}
+	recs, err := store.ReadEvents(ctx, 0, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(recs) != 1 || recs[0].Type != string(events.UserLogin) {
+		t.Fatalf("the log holds %d events (%v), want the change alone", len(recs), recs)
+	}
+}
+
+// TestNotesAreRetriedAndFlushedAtClose: a notes consumer that fails is handed the same
+// notes again; notes queued when the log closes are handed before Close returns.
+func TestNotesAreRetriedAndFlushedAtClose(t *testing.T) {
+	store := openStore(t, t.TempDir())
+	bus := events.NewBus(events.Config{Store: store})
+	var failures atomic.Int64
+	failures.Store(1)
+	rec := newRecorder(2)
+	bus.Consume(events.ConsumerConfig{Name: "logs", Shared: true, Notes: true, Handle: func(ctx context.Context, evs []events.Event) error {
+		if failures.Add(-1) >= 0 {
+			return storage.ErrUnavailable
+		}
+		return rec.handle(ctx, evs)
+	}})
+	bus.Start()
+	for range 2 {
+		if err := bus.Publish(t.Context(), events.Event{Name: events.WSConnect, AppID: "a"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	bus.Close() // at once: the notes wait for their batch
+	got := rec.wait(t, "the notes handed after a failure, by Close")
+	if len(got) != 2 || got[0].ID == got[1].ID {
+		t.Fatalf("handed %d notes (%+v), want the 2 once each", len(got), got)
+	}
+	if n := bus.NotesDropped(); n != 0 {
+		t.Fatalf("%d notes dropped", n)
+	}
+	if err := bus.Publish(t.Context(), events.Event{Name: events.WSConnect, AppID: "a"}); !errors.Is(err, events.ErrClosed) {
+		t.Fatalf("a note after Close = %v, want ErrClosed", err)
+	}
+}
