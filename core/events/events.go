@@ -165,10 +165,11 @@ type Bus struct {
 	mineRing []string
 	mineNext int
 
-	// notes wait for the notes loop (notes.go); notesDropped counts those lost.
-	notes        []Event
-	noteWake     chan struct{}
-	notesDropped atomic.Uint64
+	// notes wait for the notes loop (notes.go); notesStored counts those that went to the
+	// durable log instead.
+	notes       []Event
+	noteWake    chan struct{}
+	notesStored atomic.Uint64
 
 	writing sync.Mutex // one round is written at a time (the writer, WritePendingWith)
 	wake    chan struct{}
@@ -343,9 +344,11 @@ func (b *Bus) OnStored(fn func(Event)) {
 func (b *Bus) Publish(ctx context.Context, es ...Event) error {
 	es, notes := splitNotes(es)
 	if len(notes) > 0 {
-		if err := b.publishNotes(notes); err != nil {
+		over, err := b.publishNotes(notes)
+		if err != nil {
 			return err
 		}
+		es = append(es, over...) // beyond the notes' bound they are stored like events
 	}
 	if len(es) == 0 {
 		return nil

@@ -2,6 +2,7 @@ package events
 
 import (
 	"context"
+	"errors"
 	"time"
 )
 
@@ -11,7 +12,10 @@ import (
 // and returns at once, and the node hands its notes, gathered for noteDelay, to the
 // consumers registered with ConsumerConfig.Notes (the log writer, idempotent by id) in one
 // call. A crash loses the notes of the last noteDelay; an acknowledged change never rides
-// here (a type is a note only if nothing that changes data publishes it).
+// here (a type is a note only if nothing that changes data publishes it). Nothing else
+// loses one: notes beyond noteMax, and a batch a consumer kept refusing, are stored in the
+// durable log like any event, which every consumer reads at least once (the log writer
+// is idempotent by id, so a note it took before refusing is not written twice).
 //
 // Why: a socket's connect event was one SQLite append of the log, then read back by every
 // consumer and written again as a log entry; that was a third of a socket's opening CPU.
@@ -21,16 +25,17 @@ var Notes = NewSet(WSConnect)
 const (
 	// noteDelay is how long the first note of a batch waits for others.
 	noteDelay = 100 * time.Millisecond
-	// noteMax bounds the notes waiting on a node; more are dropped and counted (a store that
-	// does not answer must not make sockets hold memory).
+	// noteMax bounds the notes waiting on a node; more are stored in the durable log (a
+	// store that does not answer must not make sockets hold memory).
 	noteMax = 10_000
 	// noteTries is how many times a batch is handed to a consumer that fails before it is
 	// dropped for it.
 	noteTries = 3
 )
 
-// publishNotes queues notes (stamped like any event) for the notes loop.
-func (b *Bus) publishNotes(es []Event) error {
+// publishNotes queues notes (stamped like any event) for the notes loop and answers those
+// beyond noteMax, which the caller stores in the durable log instead.
+func (b *Bus) publishNotes(es []Event) (over []Event, err error) {
 	stamped := make([]Event, len(es))
 	for i, e := range es {
 		stamped[i] = b.stamp(e)
@@ -38,12 +43,12 @@ func (b *Bus) publishNotes(es []Event) error {
 	b.mu.Lock()
 	if b.closed {
 		b.mu.Unlock()
-		return ErrClosed
+		return nil, ErrClosed
 	}
 	room := max(0, noteMax-len(b.notes))
 	if len(stamped) > room {
-		b.notesDropped.Add(uint64(len(stamped) - room))
-		stamped = stamped[:room]
+		b.notesStored.Add(uint64(len(stamped) - room))
+		stamped, over = stamped[:room], stamped[room:]
 	}
 	b.notes = append(b.notes, stamped...)
 	b.mu.Unlock()
@@ -51,11 +56,12 @@ func (b *Bus) publishNotes(es []Event) error {
 	case b.noteWake <- struct{}{}:
 	default:
 	}
-	return nil
+	return over, nil
 }
 
-// NotesDropped counts the notes dropped: queued beyond noteMax, or refused noteTries times.
-func (b *Bus) NotesDropped() uint64 { return b.notesDropped.Load() }
+// NotesStored counts the notes that went to the durable log instead: queued beyond
+// noteMax, or refused noteTries times by a consumer.
+func (b *Bus) NotesStored() uint64 { return b.notesStored.Load() }
 
 // runNotes hands the queued notes to the notes consumers, a batch per noteDelay at most.
 // Stopped, it hands what is queued once more and returns.
@@ -111,8 +117,25 @@ func (b *Bus) handNotes() {
 			}
 		}
 		if err != nil {
-			b.notesDropped.Add(uint64(len(notes)))
-			b.cfg.Log.Warn("events: notes dropped; the consumer kept refusing them", "consumer", c.cfg.Name, "notes", len(notes), "err", err)
+			// The durable log keeps them for every consumer, this one included, which
+			// reads them from there with its own retries.
+			b.notesStored.Add(uint64(len(notes)))
+			b.cfg.Log.Warn("events: a consumer kept refusing notes; they go to the durable log", "consumer", c.cfg.Name, "notes", len(notes), "err", err)
+			r, serr := b.enqueue(notes)
+			if serr == nil {
+				t := time.NewTimer(writeTimeout) // at shutdown the writer may be gone
+				select {
+				case <-r.done:
+					serr = r.err
+				case <-t.C:
+					serr = errors.New("the log's writer did not answer")
+				}
+				t.Stop()
+			}
+			if serr != nil {
+				b.cfg.Log.Error("events: notes lost: neither their consumer nor the log took them", "notes", len(notes), "err", serr)
+			}
+			return
 		}
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/keyward/keyward/core/events"
 	"github.com/keyward/keyward/storage"
@@ -82,10 +83,49 @@ func TestNotesAreRetriedAndFlushedAtClose(t *testing.T) {
 	if len(got) != 2 || got[0].ID == got[1].ID {
 		t.Fatalf("handed %d notes (%+v), want the 2 once each", len(got), got)
 	}
-	if n := bus.NotesDropped(); n != 0 {
+	if n := bus.NotesStored(); n != 0 {
 		t.Fatalf("%d notes dropped", n)
 	}
 	if err := bus.Publish(t.Context(), events.Event{Name: events.WSConnect, AppID: "a"}); !errors.Is(err, events.ErrClosed) {
 		t.Fatalf("a note after Close = %v, want ErrClosed", err)
+	}
+}
+
+// TestRefusedNotesGoToTheLog: notes that their consumer keeps refusing are not dropped:
+// they are stored in the durable log, where every consumer reads them at least once.
+func TestRefusedNotesGoToTheLog(t *testing.T) {
+	store := openStore(t, t.TempDir())
+	bus := events.NewBus(events.Config{Store: store})
+	defer bus.Close()
+	var refusing atomic.Bool
+	refusing.Store(true)
+	logs := newRecorder(1)
+	bus.Consume(events.ConsumerConfig{Name: "logs", Shared: true, Notes: true, Handle: func(ctx context.Context, evs []events.Event) error {
+		if refusing.Load() {
+			return storage.ErrUnavailable
+		}
+		return logs.handle(ctx, evs)
+	}})
+	bus.Start()
+	if err := bus.Publish(t.Context(), events.Event{Name: events.WSConnect, AppID: "a"}); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for bus.NotesStored() == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("a note its consumer kept refusing never went to the log")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	recs, err := store.ReadEvents(t.Context(), 0, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(recs) != 1 || recs[0].Type != string(events.WSConnect) {
+		t.Fatalf("the log holds %v, want the refused note", recs)
+	}
+	refusing.Store(false) // the consumer recovers and reads it from the log
+	if got := logs.wait(t, "the refused note, read back from the log"); len(got) != 1 || got[0].Name != events.WSConnect {
+		t.Fatalf("the consumer got %+v, want the note", got)
 	}
 }
