@@ -33,6 +33,12 @@ type Config struct {
 	// Monitor, when set, sees every command the store sends (the load tool counts the
 	// reads of the periodic work with it).
 	Monitor *event.CommandMonitor
+
+	// client, set by this package's tests only, is a connected client to use instead of
+	// connecting to URI; Close leaves it connected. The conformance suite opens a fresh
+	// store per subtest, and connecting warms minPoolSize connections each time: most of
+	// the suite's CPU, the test process's and FerretDB's.
+	client *mongo.Client
 }
 
 // DefaultDatabase is used when neither Config.Database nor the URI names one.
@@ -128,6 +134,7 @@ const (
 // Store is the MongoDB-wire engine. It is safe for concurrent use.
 type Store struct {
 	client         *mongo.Client
+	sharedClient   bool // Config.client: Close does not disconnect it
 	db             *mongo.Database
 	accounts       *mongo.Collection
 	accountTokens  *mongo.Collection
@@ -161,16 +168,9 @@ type Store struct {
 
 var _ storage.Store = (*Store)(nil)
 
-// Open connects, checks the server answers, and creates the indexes the contract relies on.
-func Open(ctx context.Context, cfg Config) (*Store, error) {
-	cs, err := connstring.ParseAndValidate(cfg.URI)
-	if err != nil {
-		// The parse error may quote the URI, password included: keep only its kind.
-		return nil, errors.New("mongo: open: invalid URI")
-	}
-	dbName := databaseName(cfg, cs)
-	where := strings.Join(cs.Hosts, ",") + "/" + dbName
-
+// connect connects to the server of the URI, waits until it answers (up to openTimeout)
+// and warms the pool.
+func connect(ctx context.Context, cfg Config, cs *connstring.ConnString, where string) (*mongo.Client, error) {
 	opts := options.Client().ApplyURI(cfg.URI).SetServerMonitoringMode(options.ServerMonitoringModePoll)
 	if cfg.Monitor != nil {
 		opts.SetMonitor(cfg.Monitor)
@@ -233,10 +233,36 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	}
 
 	warmPool(ctx, client, warm, &pooled)
+	return client, nil
+}
+
+// Open connects, checks the server answers, and creates the indexes the contract relies on.
+func Open(ctx context.Context, cfg Config) (*Store, error) {
+	cs, err := connstring.ParseAndValidate(cfg.URI)
+	if err != nil {
+		// The parse error may quote the URI, password included: keep only its kind.
+		return nil, errors.New("mongo: open: invalid URI")
+	}
+	dbName := databaseName(cfg, cs)
+	where := strings.Join(cs.Hosts, ",") + "/" + dbName
+
+	client := cfg.client
+	if client == nil {
+		if client, err = connect(ctx, cfg, cs, where); err != nil {
+			return nil, err
+		}
+	}
+	// closeClient undoes the connect of an Open that fails.
+	closeClient := func() {
+		if cfg.client == nil {
+			_ = client.Disconnect(context.WithoutCancel(ctx))
+		}
+	}
 
 	db := client.Database(dbName)
 	s := &Store{
 		client:         client,
+		sharedClient:   cfg.client != nil,
 		db:             db,
 		accounts:       db.Collection(collAccounts),
 		accountTokens:  db.Collection(collAccountTokens),
@@ -268,11 +294,11 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		sealer:         cfg.Sealer,
 	}
 	if err := s.createIndexes(ctx); err != nil {
-		_ = client.Disconnect(context.WithoutCancel(ctx))
+		closeClient()
 		return nil, fmt.Errorf("mongo: open %s: %w", where, err)
 	}
 	if err := s.sealStored(ctx); err != nil {
-		_ = client.Disconnect(context.WithoutCancel(ctx))
+		closeClient()
 		return nil, fmt.Errorf("mongo: open %s: %w", where, err)
 	}
 	return s, nil
@@ -481,8 +507,12 @@ func (s *Store) Ping(ctx context.Context) error {
 	return nil
 }
 
-// Close disconnects, waiting at most a few seconds for in-flight operations.
+// Close disconnects, waiting at most a few seconds for in-flight operations; a store
+// opened on a test's shared client (Config.client) leaves it connected.
 func (s *Store) Close() error {
+	if s.sharedClient {
+		return nil
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	if err := s.client.Disconnect(ctx); err != nil {
