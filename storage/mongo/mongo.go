@@ -134,7 +134,6 @@ const (
 // Store is the MongoDB-wire engine. It is safe for concurrent use.
 type Store struct {
 	client         *mongo.Client
-	sharedClient   bool // Config.client: Close does not disconnect it
 	db             *mongo.Database
 	accounts       *mongo.Collection
 	accountTokens  *mongo.Collection
@@ -164,6 +163,7 @@ type Store struct {
 	eventCursors   *mongo.Collection // the event log consumers' cursors
 	eventHeads     *mongo.Collection // hints of the log's last position and seqs
 	sealer         storage.Sealer
+	sharedClient   bool // Config.client: Close does not disconnect it
 }
 
 var _ storage.Store = (*Store)(nil)
