@@ -34,11 +34,12 @@ type Config struct {
 	// reads of the periodic work with it).
 	Monitor *event.CommandMonitor
 
-	// client, set by this package's tests only, is a connected client to use instead of
-	// connecting to URI; Close leaves it connected. The conformance suite opens a fresh
-	// store per subtest, and connecting warms minPoolSize connections each time: most of
-	// the suite's CPU, the test process's and FerretDB's.
-	client *mongo.Client
+	// Client, set by tests only, is a connected client (Connect) to use instead of
+	// connecting to URI, which must still name the same server; Close leaves it connected.
+	// Tests open hundreds of stores in one process (a fresh one per conformance subtest,
+	// one per test node), and connecting warms minPoolSize connections each time: it was
+	// most of the conformance suite's CPU, the test process's and FerretDB's.
+	Client *mongo.Client
 }
 
 // DefaultDatabase is used when neither Config.Database nor the URI names one.
@@ -163,10 +164,20 @@ type Store struct {
 	eventCursors   *mongo.Collection // the event log consumers' cursors
 	eventHeads     *mongo.Collection // hints of the log's last position and seqs
 	sealer         storage.Sealer
-	sharedClient   bool // Config.client: Close does not disconnect it
+	sharedClient   bool // Config.Client: Close does not disconnect it
 }
 
 var _ storage.Store = (*Store)(nil)
+
+// Connect connects to the server of uri as Open does (the same timeouts and pool), for a
+// client several stores share (Config.Client; tests only).
+func Connect(ctx context.Context, uri string) (*mongo.Client, error) {
+	cs, err := connstring.ParseAndValidate(uri)
+	if err != nil {
+		return nil, errors.New("mongo: connect: invalid URI")
+	}
+	return connect(ctx, Config{URI: uri}, cs, strings.Join(cs.Hosts, ","))
+}
 
 // connect connects to the server of the URI, waits until it answers (up to openTimeout)
 // and warms the pool.
@@ -246,7 +257,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	dbName := databaseName(cfg, cs)
 	where := strings.Join(cs.Hosts, ",") + "/" + dbName
 
-	client := cfg.client
+	client := cfg.Client
 	if client == nil {
 		if client, err = connect(ctx, cfg, cs, where); err != nil {
 			return nil, err
@@ -254,7 +265,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	}
 	// closeClient undoes the connect of an Open that fails.
 	closeClient := func() {
-		if cfg.client == nil {
+		if cfg.Client == nil {
 			_ = client.Disconnect(context.WithoutCancel(ctx))
 		}
 	}
@@ -262,7 +273,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	db := client.Database(dbName)
 	s := &Store{
 		client:         client,
-		sharedClient:   cfg.client != nil,
+		sharedClient:   cfg.Client != nil,
 		db:             db,
 		accounts:       db.Collection(collAccounts),
 		accountTokens:  db.Collection(collAccountTokens),
@@ -508,7 +519,7 @@ func (s *Store) Ping(ctx context.Context) error {
 }
 
 // Close disconnects, waiting at most a few seconds for in-flight operations; a store
-// opened on a test's shared client (Config.client) leaves it connected.
+// opened on a test's shared client (Config.Client) leaves it connected.
 func (s *Store) Close() error {
 	if s.sharedClient {
 		return nil

@@ -29,11 +29,7 @@ var sharedClients sync.Map // uri → func() (*mongo.Client, error)
 func sharedClient(t testing.TB, uri string) *mongo.Client {
 	t.Helper()
 	v, _ := sharedClients.LoadOrStore(uri, sync.OnceValues(func() (*mongo.Client, error) {
-		cs, err := connstring.ParseAndValidate(uri)
-		if err != nil {
-			return nil, err
-		}
-		return connect(context.Background(), Config{URI: uri}, cs, strings.Join(cs.Hosts, ","))
+		return Connect(context.Background(), uri)
 	}))
 	client, err := v.(func() (*mongo.Client, error))()
 	if err != nil {
@@ -48,7 +44,7 @@ func sharedClient(t testing.TB, uri string) *mongo.Client {
 func openFresh(t testing.TB, uri string) *Store {
 	t.Helper()
 	name := testenv.UniqueName("kwtest_")
-	s, err := Open(t.Context(), Config{URI: uri, Database: name, Sealer: storagetest.TestSealer(t), client: sharedClient(t, uri)})
+	s, err := Open(t.Context(), Config{URI: uri, Database: name, Sealer: storagetest.TestSealer(t), Client: sharedClient(t, uri)})
 	if err != nil {
 		t.Fatalf("Open: %v", err)
 	}
