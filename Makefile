@@ -56,7 +56,7 @@ bench-sockets:
 	go run ./cmd/keyward-load -idle-sockets 10000
 	go build -o bin/keyward-load ./cmd/keyward-load
 	bash deploy/testenv.sh sh -c 'bin/keyward-load -concurrency 2 -idle-sockets 500 -redis "$$KEYWARD_TEST_REDIS_URL" -mongo "$$KEYWARD_TEST_MONGO_URI" -periodic-window 60s'
-	bash deploy/testenv.sh go test -count=1 -v -run TestCrossNodeDeliveryFigure ./internal/clusterproof/
+	KEYWARD_TEST_DELIVERY_ROUNDS=200 bash deploy/testenv.sh go test -count=1 -v -run TestCrossNodeDeliveryFigure ./internal/clusterproof/
 
 lint:
 	@files=$$(gofmt -l .); if [ -n "$$files" ]; then echo "gofmt -l lists files that need gofmt -w:"; echo "$$files"; exit 1; fi

@@ -362,6 +362,9 @@ func TestBadInputEveryRoute(t *testing.T) {
 		groups := map[string]*tally{}
 		failures := 0
 		var bodiless []string
+		// The state before a route is the state after the one before it: nothing else
+		// runs between them, and reading it once per route halves the walk's requests.
+		before := f.state(t, s)
 		for _, r := range routes {
 			g := routeGroup(r.Path)
 			if groups[g] == nil {
@@ -369,7 +372,6 @@ func TestBadInputEveryRoute(t *testing.T) {
 			}
 			groups[g].routes++
 			auth := authFor(r.Path)
-			before := f.state(t, s)
 			changed, readsBody := false, true
 			for _, c := range f.cases(r) {
 				status, h, raw := f.send(t, s, auth, c)
@@ -404,9 +406,11 @@ func TestBadInputEveryRoute(t *testing.T) {
 					t.Errorf("%s %s, %s: %s: %.300s", r.Method, r.Path, c.name, problem, raw)
 				}
 			}
-			if after := f.state(t, s); !changed && after != before {
+			after := f.state(t, s)
+			if !changed && after != before {
 				t.Errorf("%s %s: refused requests changed state:\n before %s\n after  %s", r.Method, r.Path, before, after)
 			}
+			before = after
 		}
 		names := make([]string, 0, len(groups))
 		total := tally{}

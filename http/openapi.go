@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/gin-gonic/gin"
 
@@ -335,8 +336,13 @@ func buildOpenAPI(routes []*route) obj {
 // apiDocsHandlers serve the description and the reference page.
 type apiDocsHandlers struct{ spec []byte }
 
+// apiSpec is the OpenAPI description as served, built once per process: it is the route
+// table's, the same for every router, and building it took a third of a server's start
+// CPU (the http tests build hundreds of routers in one process).
+var apiSpec = sync.OnceValues(func() ([]byte, error) { return json.Marshal(buildOpenAPI(routeIndex.sorted)) })
+
 func newAPIDocs() (*apiDocsHandlers, error) {
-	b, err := json.Marshal(buildOpenAPI(routeIndex.sorted))
+	b, err := apiSpec()
 	if err != nil {
 		return nil, fmt.Errorf("httpapi: OpenAPI description: %w", err)
 	}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/event"
+	"go.mongodb.org/mongo-driver/v2/mongo"
 
 	"github.com/keyward/keyward/cluster/redis"
 	"github.com/keyward/keyward/core/accounts"
@@ -36,8 +37,13 @@ type Config struct {
 	// MongoMonitor, when set, sees every MongoDB command of the store; only the load
 	// tool sets it (it counts storage reads).
 	MongoMonitor *event.CommandMonitor
-	RedisURL     string
-	RedisPrefix  string
+	// MongoClient, set by tests only, is a connected client (storagemongo.Connect) to
+	// MongoURI's server that the store uses instead of connecting, and leaves connected:
+	// the http tests start hundreds of nodes in one process, and each store's connecting
+	// warms 64 connections.
+	MongoClient *mongo.Client
+	RedisURL    string
+	RedisPrefix string
 
 	JWTSecret string
 	JWTTTL    time.Duration

@@ -84,7 +84,7 @@ func OpenStore(ctx context.Context, c Config) (storage.Store, string, error) {
 		return nil, "", err
 	}
 	if c.MongoURI != "" {
-		s, err := storagemongo.Open(ctx, storagemongo.Config{URI: c.MongoURI, Database: c.MongoDatabase, Sealer: box, Monitor: c.MongoMonitor})
+		s, err := storagemongo.Open(ctx, storagemongo.Config{URI: c.MongoURI, Database: c.MongoDatabase, Sealer: box, Monitor: c.MongoMonitor, Client: c.MongoClient})
 		if err != nil {
 			return nil, "", fmt.Errorf("MongoDB at %s: %w", redactURL(c.MongoURI), wrongKeyHint(err))
 		}

@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"path"
 	"strings"
+	"sync"
 )
 
 //go:embed static
@@ -51,11 +52,22 @@ type Pages struct {
 	page   asset
 }
 
-// New reads the embedded pages and assets.
-func New(o Options) (*Pages, error) {
+// embeddedAssets are the assets every Pages serves and the version in their paths, read
+// and compressed once per process: they are the embedded files, the same for every Pages,
+// and compressing them at gzip's best level took half the CPU of a server's start (the
+// http tests start hundreds of servers in one process). Nothing changes them once built.
+var embeddedAssets = sync.OnceValues(readAssets)
+
+type assetSet struct {
+	version string
+	assets  map[string]asset
+}
+
+// readAssets reads and compresses the embedded assets (the page template aside).
+func readAssets() (assetSet, error) {
 	root, err := fs.Sub(static, "static")
 	if err != nil {
-		return nil, fmt.Errorf("web: %w", err)
+		return assetSet{}, fmt.Errorf("web: %w", err)
 	}
 	files := map[string][]byte{}
 	sum := sha256.New()
@@ -73,17 +85,30 @@ func New(o Options) (*Pages, error) {
 		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("web: read assets: %w", err)
+		return assetSet{}, fmt.Errorf("web: read assets: %w", err)
 	}
-	version := hex.EncodeToString(sum.Sum(nil))[:12]
-	h := &Pages{prefix: "/ui/" + version + "/", assets: make(map[string]asset, len(files))}
+	set := assetSet{version: hex.EncodeToString(sum.Sum(nil))[:12], assets: make(map[string]asset, len(files))}
 	for p, b := range files {
 		a, err := newAsset(p, b)
 		if err != nil {
-			return nil, err
+			return assetSet{}, err
 		}
-		h.assets[p] = a
+		set.assets[p] = a
 	}
+	return set, nil
+}
+
+// New reads the embedded pages and assets.
+func New(o Options) (*Pages, error) {
+	root, err := fs.Sub(static, "static")
+	if err != nil {
+		return nil, fmt.Errorf("web: %w", err)
+	}
+	set, err := embeddedAssets()
+	if err != nil {
+		return nil, err
+	}
+	h := &Pages{prefix: "/ui/" + set.version + "/", assets: set.assets}
 	tmpl, err := template.ParseFS(root, "index.html")
 	if err != nil {
 		return nil, fmt.Errorf("web: page template: %w", err)

@@ -22,8 +22,11 @@ import (
 	"testing"
 	"time"
 
+	"go.mongodb.org/mongo-driver/v2/mongo"
+
 	"github.com/keyward/keyward/internal/testenv"
 	"github.com/keyward/keyward/server"
+	storagemongo "github.com/keyward/keyward/storage/mongo"
 	storagesqlite "github.com/keyward/keyward/storage/sqlite"
 )
 
@@ -126,6 +129,8 @@ func StartEnv(t *testing.T, env map[string]string) *Server {
 	}
 	if cfg.MongoURI == "" {
 		SeedSQLite(t, cfg.DataDir)
+	} else if os.Getenv(testenv.EnvMongoURI) != "" && cfg.MongoURI == testenv.MongoURI(t) {
+		cfg.MongoClient = sharedMongoClient(t, cfg.MongoURI)
 	}
 	clock := &Clock{}
 	cfg.Clock = clock.Now
@@ -151,6 +156,26 @@ func StartEnv(t *testing.T, env map[string]string) *Server {
 	})
 	t.Cleanup(stop)
 	return &Server{URL: "http://" + node.Addr(), Outbox: cfg.MailOutbox, DataDir: cfg.DataDir, Config: cfg, Node: node, clock: clock, stop: stop}
+}
+
+// mongoClients are the clients to the shared test MongoDB-wire server that the nodes of
+// this test process share, by URI, connected by the first node and left connected for the
+// rest of the process: a node connecting on its own warms 64 connections (testenv.MongoURI),
+// about 0.2 CPU s of the test process and FerretDB each, and the http tests start more
+// than a hundred such nodes. A node started on another server (a test's own FerretDB)
+// connects on its own.
+var mongoClients sync.Map // uri → func() (*mongo.Client, error)
+
+func sharedMongoClient(t *testing.T, uri string) *mongo.Client {
+	t.Helper()
+	v, _ := mongoClients.LoadOrStore(uri, sync.OnceValues(func() (*mongo.Client, error) {
+		return storagemongo.Connect(context.Background(), uri)
+	}))
+	client, err := v.(func() (*mongo.Client, error))()
+	if err != nil {
+		t.Fatalf("connect to %s: %v", uri, err)
+	}
+	return client
 }
 
 // SeedSQLite puts a database with every migration applied into the data dir, as

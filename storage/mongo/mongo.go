@@ -33,6 +33,13 @@ type Config struct {
 	// Monitor, when set, sees every command the store sends (the load tool counts the
 	// reads of the periodic work with it).
 	Monitor *event.CommandMonitor
+
+	// Client, set by tests only, is a connected client (Connect) to use instead of
+	// connecting to URI, which must still name the same server; Close leaves it connected.
+	// Tests open hundreds of stores in one process (a fresh one per conformance subtest,
+	// one per test node), and connecting warms minPoolSize connections each time: it was
+	// most of the conformance suite's CPU, the test process's and FerretDB's.
+	Client *mongo.Client
 }
 
 // DefaultDatabase is used when neither Config.Database nor the URI names one.
@@ -159,20 +166,24 @@ type Store struct {
 	eventCursors   *mongo.Collection // the event log consumers' cursors
 	eventHeads     *mongo.Collection // hints of the log's last position and seqs
 	sealer         storage.Sealer
+	sharedClient   bool // Config.Client: Close does not disconnect it
 }
 
 var _ storage.Store = (*Store)(nil)
 
-// Open connects, checks the server answers, and creates the indexes the contract relies on.
-func Open(ctx context.Context, cfg Config) (*Store, error) {
-	cs, err := connstring.ParseAndValidate(cfg.URI)
+// Connect connects to the server of uri as Open does (the same timeouts and pool), for a
+// client several stores share (Config.Client; tests only).
+func Connect(ctx context.Context, uri string) (*mongo.Client, error) {
+	cs, err := connstring.ParseAndValidate(uri)
 	if err != nil {
-		// The parse error may quote the URI, password included: keep only its kind.
-		return nil, errors.New("mongo: open: invalid URI")
+		return nil, errors.New("mongo: connect: invalid URI")
 	}
-	dbName := databaseName(cfg, cs)
-	where := strings.Join(cs.Hosts, ",") + "/" + dbName
+	return connect(ctx, Config{URI: uri}, cs, strings.Join(cs.Hosts, ","))
+}
 
+// connect connects to the server of the URI, waits until it answers (up to openTimeout)
+// and warms the pool.
+func connect(ctx context.Context, cfg Config, cs *connstring.ConnString, where string) (*mongo.Client, error) {
 	opts := options.Client().ApplyURI(cfg.URI).SetServerMonitoringMode(options.ServerMonitoringModePoll)
 	if cfg.Monitor != nil {
 		opts.SetMonitor(cfg.Monitor)
@@ -235,10 +246,36 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	}
 
 	warmPool(ctx, client, warm, &pooled)
+	return client, nil
+}
+
+// Open connects, checks the server answers, and creates the indexes the contract relies on.
+func Open(ctx context.Context, cfg Config) (*Store, error) {
+	cs, err := connstring.ParseAndValidate(cfg.URI)
+	if err != nil {
+		// The parse error may quote the URI, password included: keep only its kind.
+		return nil, errors.New("mongo: open: invalid URI")
+	}
+	dbName := databaseName(cfg, cs)
+	where := strings.Join(cs.Hosts, ",") + "/" + dbName
+
+	client := cfg.Client
+	if client == nil {
+		if client, err = connect(ctx, cfg, cs, where); err != nil {
+			return nil, err
+		}
+	}
+	// closeClient undoes the connect of an Open that fails.
+	closeClient := func() {
+		if cfg.Client == nil {
+			_ = client.Disconnect(context.WithoutCancel(ctx))
+		}
+	}
 
 	db := client.Database(dbName)
 	s := &Store{
 		client:         client,
+		sharedClient:   cfg.Client != nil,
 		db:             db,
 		accounts:       db.Collection(collAccounts),
 		accountTokens:  db.Collection(collAccountTokens),
@@ -271,11 +308,11 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		sealer:         cfg.Sealer,
 	}
 	if err := s.createIndexes(ctx); err != nil {
-		_ = client.Disconnect(context.WithoutCancel(ctx))
+		closeClient()
 		return nil, fmt.Errorf("mongo: open %s: %w", where, err)
 	}
 	if err := s.sealStored(ctx); err != nil {
-		_ = client.Disconnect(context.WithoutCancel(ctx))
+		closeClient()
 		return nil, fmt.Errorf("mongo: open %s: %w", where, err)
 	}
 	return s, nil
@@ -490,8 +527,12 @@ func (s *Store) Ping(ctx context.Context) error {
 	return nil
 }
 
-// Close disconnects, waiting at most a few seconds for in-flight operations.
+// Close disconnects, waiting at most a few seconds for in-flight operations; a store
+// opened on a test's shared client (Config.Client) leaves it connected.
 func (s *Store) Close() error {
+	if s.sharedClient {
+		return nil
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	if err := s.client.Disconnect(ctx); err != nil {
