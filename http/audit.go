@@ -179,8 +179,9 @@ func auditChanges(rec auditRecorder, log *slog.Logger) gin.HandlerFunc {
 // none; otherwise (MongoDB, a change made without events.Change, a creation whose record
 // only the answer names) auditChanges appends it after the handler, before the answer.
 type auditDraft struct {
-	base    storage.AuditEntry // who, from where, on which route and record
-	status  int                // the route's success status (its OpenAPI operation)
+	base     storage.AuditEntry // who, from where, on which route and record
+	status   int                // the route's success status (its OpenAPI operation)
+	creation bool               // the record is being created: audit.Created names it
 	changes *audit.Changes
 	now     func() time.Time
 
@@ -194,12 +195,14 @@ func newAuditDraft(c *gin.Context, policy Audit, changes *audit.Changes, now fun
 		status = r.op.status
 	}
 	e := auditEntryOf(c, status, map[string]any{}, policy)
-	// The record must be known before the answer: named in the path, or the app of a
-	// change to the app itself. Else (a creation) the answer names it: no draft.
+	// The record is named in the path, or is the app of a change to the app itself; else
+	// it is being created, and the creation's store call names it (audit.Created) when it
+	// takes the draft.
+	creation := false
 	if !recordInPath(c) && (policy.Record != "apps" || e.AppID == "" || policy.Action == AuditCreate) {
-		e.RecordID = ""
+		e.RecordID, creation = "", true
 	}
-	return &auditDraft{base: e, status: status, changes: changes, now: now}
+	return &auditDraft{base: e, status: status, creation: creation, changes: changes, now: now}
 }
 
 // recordInPath reports whether the path names a record besides the app.
@@ -216,15 +219,45 @@ func recordInPath(c *gin.Context) bool {
 func (d *auditDraft) TakeAudit() (storage.AuditEntry, bool) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if d.stored || d.base.RecordID == "" {
+	if d.stored {
 		return storage.AuditEntry{}, false
 	}
 	e := d.base
+	list := d.changes.List()
+	if e.RecordID == "" {
+		if !d.creation || !namesCreated(&e, list) {
+			return storage.AuditEntry{}, false
+		}
+	}
 	e.ID, e.CreatedAt = uuid.NewString(), storage.Truncate(d.now())
-	if err := describeChanges(&e, d.changes.List()); err != nil {
+	if err := describeChanges(&e, list); err != nil {
 		return storage.AuditEntry{}, false // the edge writes it after, and logs why
 	}
 	return e, true
+}
+
+// namesCreated names in e the record a creation stores (audit.Created), as the answer
+// would: the one record created, else (several: a batch of keys or tokens) the app. It
+// reports false when the creation has handed over no record yet.
+func namesCreated(e *storage.AuditEntry, list []audit.Change) bool {
+	var ids []string
+	for _, ch := range list {
+		if ch.Creation() {
+			ids = append(ids, recordIDOf(ch.After))
+		}
+	}
+	switch {
+	case len(ids) == 1 && ids[0] != "":
+		e.RecordID = ids[0]
+	case len(ids) > 1 && e.AppID != "":
+		e.RecordID = e.AppID
+	default:
+		return false
+	}
+	if e.RecordType == "apps" && e.AppID == "" {
+		e.AppID = e.RecordID // a created app
+	}
+	return true
 }
 
 func (d *auditDraft) AuditStored() {
@@ -249,12 +282,15 @@ func describeChanges(e *storage.AuditEntry, list []audit.Change) error {
 	if len(list) == 0 {
 		return nil
 	}
-	pick := list[0]
+	pick, named := list[0], false
 	for _, ch := range list {
 		if recordIDOf(ch.After) == e.RecordID {
-			pick = ch
+			pick, named = ch, true
 			break
 		}
+	}
+	if !named && pick.Creation() && len(list) > 1 {
+		return nil // a batch created (keys, tokens): the entry names the app, the answer the records
 	}
 	before, after, err := audit.Diff(pick.Before, pick.After)
 	if err != nil {

@@ -119,10 +119,8 @@ func (s *Store) CreateApp(ctx context.Context, a storage.App) error {
 	if err := storage.SealApp(s.sealer, &a); err != nil {
 		return wrap("create app", err)
 	}
-	if _, err := s.apps.InsertOne(ctx, toAppDoc(a, newVersion())); err != nil {
-		return wrap("create app", err)
-	}
-	return nil
+	// insertOwned with no parent: one insert, with its audit entry staged (stageCreation).
+	return s.insertOwned(ctx, "create app", s.apps, []any{toAppDoc(a, newVersion())}, nil, nil)
 }
 
 // GetApp reads the account's app.

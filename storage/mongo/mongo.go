@@ -123,6 +123,7 @@ const (
 	collEvents        = "events"
 	collEventCursors  = "eventCursors"
 	collEventHeads    = "eventHeads"
+	collAuditPending  = "auditPending"
 )
 
 // Store is the MongoDB-wire engine. It is safe for concurrent use.
@@ -132,6 +133,7 @@ type Store struct {
 	accounts       *mongo.Collection
 	accountTokens  *mongo.Collection
 	claims         *mongo.Collection
+	auditPending   *mongo.Collection
 	apps           *mongo.Collection
 	users          *mongo.Collection
 	licenses       *mongo.Collection
@@ -241,6 +243,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		accounts:       db.Collection(collAccounts),
 		accountTokens:  db.Collection(collAccountTokens),
 		claims:         db.Collection(collClaims),
+		auditPending:   db.Collection(collAuditPending),
 		apps:           db.Collection(collApps),
 		users:          db.Collection(collUsers),
 		licenses:       db.Collection(collLicenses),
