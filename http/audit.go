@@ -182,8 +182,8 @@ type auditDraft struct {
 	base     storage.AuditEntry // who, from where, on which route and record
 	status   int                // the route's success status (its OpenAPI operation)
 	creation bool               // the record is being created: audit.Created names it
-	changes *audit.Changes
-	now     func() time.Time
+	changes  *audit.Changes
+	now      func() time.Time
 
 	mu     sync.Mutex
 	stored bool
