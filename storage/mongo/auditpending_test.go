@@ -13,7 +13,7 @@ import (
 
 type noEvents struct{}
 
-func (noEvents) Take() []storage.EventRecord   { return nil }
+func (noEvents) Take() []storage.EventRecord  { return nil }
 func (noEvents) Stored([]storage.EventRecord) {}
 
 // oneEntry is the edge's draft of one change.

@@ -24,7 +24,7 @@ var auditWithChangeTests = []subtest{
 // call (the one that takes the audit draft).
 type noEvents struct{}
 
-func (noEvents) Take() []storage.EventRecord   { return nil }
+func (noEvents) Take() []storage.EventRecord  { return nil }
 func (noEvents) Stored([]storage.EventRecord) {}
 
 // draftOutbox hands one entry to the change's store call, as the HTTP edge's draft does.
