@@ -12,6 +12,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 	"github.com/google/uuid"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/keyward/keyward/core"
 	"github.com/keyward/keyward/core/accounts"
@@ -106,6 +107,26 @@ func (w *heldWriter) release() {
 // record's own fields (audit.Diff). The answer is held until the entry is stored; when it
 // cannot be, the change is answered UNAVAILABLE instead of acknowledged.
 func auditChanges(rec auditRecorder, log *slog.Logger) gin.HandlerFunc {
+	return auditChangesCounted(rec, log, nil)
+}
+
+// auditWritten counts the audit entries of changes by route and by how each was written:
+// "with_change" (in the change's own write: storage.AuditOutbox) or "after_change" (by
+// the edge after the handler: a route whose change cannot carry it yet). The second is
+// what a crash between a change and its entry can separate.
+func newAuditWritten(reg prometheus.Registerer) *prometheus.CounterVec {
+	c := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "keyward_audit_entries_total",
+		Help: "Audit entries of changes by route and by how they were written (with_change, after_change)."},
+		[]string{"method", "route", "written"})
+	if reg != nil {
+		reg.MustRegister(c)
+	}
+	return c
+}
+
+// auditChangesCounted is auditChanges counting its entries in reg (nil: not exported).
+func auditChangesCounted(rec auditRecorder, log *slog.Logger, reg prometheus.Registerer) gin.HandlerFunc {
+	written := newAuditWritten(reg)
 	now := time.Now // the entries' clock: the recorder's when it has one (audit.Service)
 	if clock, ok := rec.(interface{ Now() time.Time }); ok {
 		now = clock.Now
@@ -138,6 +159,7 @@ func auditChanges(rec auditRecorder, log *slog.Logger) gin.HandlerFunc {
 				log.Warn("audit entry stored with its change says another status than the answer", "route", c.Request.Method+" "+c.FullPath(),
 					"entry", draft.status, "answer", status, "requestId", c.GetString(ctxRequestID))
 			}
+			written.WithLabelValues(c.Request.Method, c.FullPath(), "with_change").Inc()
 			held.release()
 			return
 		}
@@ -169,6 +191,7 @@ func auditChanges(rec auditRecorder, log *slog.Logger) gin.HandlerFunc {
 			fail(c, core.E(core.CodeUnavailable, "the change may have been made, but its audit entry could not be stored; try again"))
 			return
 		}
+		written.WithLabelValues(c.Request.Method, c.FullPath(), "after_change").Inc()
 		held.release()
 	}
 }

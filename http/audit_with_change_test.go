@@ -1,0 +1,83 @@
+package httpapi_test
+
+import (
+	"io"
+	"net/http"
+	"regexp"
+	"strconv"
+	"testing"
+
+	ts "github.com/keyward/keyward/internal/testserver"
+)
+
+// auditWrittenCounts reads keyward_audit_entries_total from /metrics: "METHOD route how"
+// (how: with_change, after_change) to count.
+func auditWrittenCounts(t *testing.T, s *ts.Server) map[string]int {
+	t.Helper()
+	resp, err := http.Get(s.URL + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	text, _ := io.ReadAll(resp.Body)
+	line := regexp.MustCompile(`(?m)^keyward_audit_entries_total\{method="([A-Z]+)",route="([^"]+)",written="([a-z_]+)"\} (\d+)$`)
+	out := map[string]int{}
+	for _, m := range line.FindAllStringSubmatch(string(text), -1) {
+		n, _ := strconv.Atoi(m[4])
+		out[m[1]+" "+m[2]+" "+m[3]] = n
+	}
+	return out
+}
+
+// TestAuditWrittenWithTheChange: on both engine pairs, the audit entries of updates and
+// of creations (one record, a batch, an app) are written by the change's own store call
+// (in its SQLite transaction; on MongoDB staged before its write and confirmed by it),
+// never by the edge after the handler, which a crash could separate from the change. A
+// creation's entry names the record its store call made and holds its members.
+func TestAuditWrittenWithTheChange(t *testing.T) {
+	ts.Each(t, func(t *testing.T, e ts.Engines) {
+		s := ts.Start(t, e)
+		o := newOwner(t, s)
+		setPlan(t, s, o.Username, "pro")
+		a := api{t, s, o.Token}
+		appID, _ := a.createApp("With the change")
+		base := "/api/apps/" + appID
+		r := a.do("POST", base+"/users", map[string]any{"username": "alice", "password": "pw-123456", "level": 2})
+		expectOK(t, r, http.StatusCreated)
+		userID := r.Data()["id"].(string)
+		expectOK(t, a.do("PATCH", base+"/users/"+userID, map[string]any{"level": 3}), http.StatusOK)
+		expectOK(t, a.do("PATCH", base, map[string]any{"description": "changed"}), http.StatusOK)
+		v := a.do("POST", base+"/variables", map[string]any{"key": "motd", "value": "hello"})
+		expectOK(t, v, http.StatusCreated)
+		expectOK(t, a.do("PATCH", base+"/variables/"+v.Data()["id"].(string), map[string]any{"value": "bye"}), http.StatusOK)
+		expectOK(t, a.do("POST", base+"/licenses", map[string]any{"count": 3}), http.StatusCreated)
+		expectOK(t, a.do("POST", base+"/tokens", map[string]any{"count": 2}), http.StatusCreated)
+
+		got := auditWrittenCounts(t, s)
+		for _, route := range []string{"POST /api/apps", "POST /api/apps/:appId/users", "PATCH /api/apps/:appId/users/:userId",
+			"PATCH /api/apps/:appId", "POST /api/apps/:appId/variables", "PATCH /api/apps/:appId/variables/:varId",
+			"POST /api/apps/:appId/licenses", "POST /api/apps/:appId/tokens"} {
+			if got[route+" with_change"] != 1 || got[route+" after_change"] != 0 {
+				t.Errorf("%s: %d entries with the change, %d after it; want 1 and 0", route, got[route+" with_change"], got[route+" after_change"])
+			}
+		}
+
+		all := auditEntries(t, s, o.Token, "/api/audit?recordType=users", 2)
+		made := all[1]
+		if made["recordId"] != userID || made["method"] != "POST" || made["before"] != nil {
+			t.Fatalf("user creation entry: %v", made)
+		}
+		if after, _ := made["after"].(map[string]any); after["username"] != "alice" || after["level"] != float64(2) ||
+			(after["passwordHash"] != nil && after["passwordHash"] != "[redacted]") {
+			t.Fatalf("user creation entry's after: %v", made["after"])
+		}
+		batch := auditEntries(t, s, o.Token, "/api/audit?recordType=licenses", 1)[0]
+		if batch["recordId"] != appID {
+			t.Fatalf("a batch of keys names the app: %v", batch)
+		}
+		app := auditEntries(t, s, o.Token, "/api/audit?recordType=apps", 2)[1]
+		if app["recordId"] != appID || app["appId"] != appID {
+			t.Fatalf("app creation entry: %v", app)
+		}
+	})
+}
