@@ -50,20 +50,28 @@ func TestAuditWrittenWithTheChange(t *testing.T) {
 		v := a.do("POST", base+"/variables", map[string]any{"key": "motd", "value": "hello"})
 		expectOK(t, v, http.StatusCreated)
 		expectOK(t, a.do("PATCH", base+"/variables/"+v.Data()["id"].(string), map[string]any{"value": "bye"}), http.StatusOK)
-		expectOK(t, a.do("POST", base+"/licenses", map[string]any{"count": 3}), http.StatusCreated)
+		ls := a.do("POST", base+"/licenses", map[string]any{"count": 3})
+		expectOK(t, ls, http.StatusCreated)
 		expectOK(t, a.do("POST", base+"/tokens", map[string]any{"count": 2}), http.StatusCreated)
+		other := a.do("POST", base+"/users", map[string]any{"username": "bob", "password": "pw-123456"})
+		expectOK(t, other, http.StatusCreated)
+		expectOK(t, a.do("DELETE", base+"/users/"+other.Data()["id"].(string), nil), http.StatusOK)
+		expectOK(t, a.do("DELETE", base+"/licenses/"+ls.Data()["licenses"].([]any)[0].(map[string]any)["id"].(string), nil), http.StatusOK)
+		expectOK(t, a.do("DELETE", base+"/variables/"+v.Data()["id"].(string), nil), http.StatusOK)
+		expect(t, a.do("DELETE", base+"/variables/"+v.Data()["id"].(string), nil), http.StatusNotFound, "NOT_FOUND")
 
 		got := auditWrittenCounts(t, s)
-		for _, route := range []string{"POST /api/apps", "POST /api/apps/:appId/users", "PATCH /api/apps/:appId/users/:userId",
-			"PATCH /api/apps/:appId", "POST /api/apps/:appId/variables", "PATCH /api/apps/:appId/variables/:varId",
-			"POST /api/apps/:appId/licenses", "POST /api/apps/:appId/tokens"} {
-			if got[route+" with_change"] != 1 || got[route+" after_change"] != 0 {
-				t.Errorf("%s: %d entries with the change, %d after it; want 1 and 0", route, got[route+" with_change"], got[route+" after_change"])
+		for route, n := range map[string]int{"POST /api/apps": 1, "POST /api/apps/:appId/users": 2, "PATCH /api/apps/:appId/users/:userId": 1,
+			"PATCH /api/apps/:appId": 1, "POST /api/apps/:appId/variables": 1, "PATCH /api/apps/:appId/variables/:varId": 1,
+			"POST /api/apps/:appId/licenses": 1, "POST /api/apps/:appId/tokens": 1, "DELETE /api/apps/:appId/users/:userId": 1,
+			"DELETE /api/apps/:appId/licenses/:licenseId": 1, "DELETE /api/apps/:appId/variables/:varId": 1} {
+			if got[route+" with_change"] != n || got[route+" after_change"] != 0 {
+				t.Errorf("%s: %d entries with the change, %d after it; want %d and 0", route, got[route+" with_change"], got[route+" after_change"], n)
 			}
 		}
 
-		all := auditEntries(t, s, o.Token, "/api/audit?recordType=users", 2)
-		made := all[1]
+		all := auditEntries(t, s, o.Token, "/api/audit?recordType=users", 4)
+		made := all[3]
 		if made["recordId"] != userID || made["method"] != "POST" || made["before"] != nil {
 			t.Fatalf("user creation entry: %v", made)
 		}
@@ -71,7 +79,7 @@ func TestAuditWrittenWithTheChange(t *testing.T) {
 			(after["passwordHash"] != nil && after["passwordHash"] != "[redacted]") {
 			t.Fatalf("user creation entry's after: %v", made["after"])
 		}
-		batch := auditEntries(t, s, o.Token, "/api/audit?recordType=licenses", 1)[0]
+		batch := auditEntries(t, s, o.Token, "/api/audit?recordType=licenses", 2)[1]
 		if batch["recordId"] != appID {
 			t.Fatalf("a batch of keys names the app: %v", batch)
 		}

@@ -27,6 +27,11 @@ import (
 //     _id keeps two nodes from forking it), and its pending record deleted. The change
 //     is acknowledged after this.
 //
+// A deletion stages its entry the same way, after reading the document (a deletion of
+// nothing stages nothing); its write confirms it by removing the document. (Were the
+// document removed by another deletion in the instant between the read and a crash, the
+// entry would be appended for that deletion: the record is gone either way.)
+//
 // A crash between 1 and 2 leaves a pending entry no document confirms: it is dropped once
 // older than claimLease (the change's write is bounded by half of it). A crash between 2
 // and 3 leaves a confirmed one: RecoverAudit appends it (the audit writer runs it at start
@@ -47,6 +52,9 @@ type pendingAuditDoc struct {
 	DocID string    `bson:"docId"`
 	Entry auditDoc  `bson:"entry"`
 	At    time.Time `bson:"at"`
+	// Deleted marks a deletion's entry: its write confirms it by removing the document
+	// (no marker can be left in it).
+	Deleted bool `bson:"deleted,omitempty"`
 }
 
 // auditIntent is one change's staged entry, nil when the change has none to write.
@@ -60,6 +68,29 @@ type auditIntent struct {
 // write of document docID of coll. prior is the marker the document carries now: its
 // entry is settled first, since the write replaces it.
 func (s *Store) stageAudit(ctx context.Context, coll *mongo.Collection, docID, prior string) (*auditIntent, error) {
+	return s.stageAuditOf(ctx, coll, docID, prior, false)
+}
+
+// stageDelete stages the audit entry of the deletion of the document filter matches,
+// confirmed by its absence. It reads the document first: a deletion of nothing stages
+// nothing (it answers ErrNotFound), and the marker of its last audited change is settled
+// before the document goes.
+func (s *Store) stageDelete(ctx context.Context, coll *mongo.Collection, filter bson.D) (*auditIntent, error) {
+	if storage.EventOutboxFrom(ctx) == nil || storage.AuditOutboxFrom(ctx) == nil {
+		return nil, nil
+	}
+	raw, err := coll.FindOne(ctx, filter, options.FindOne().SetProjection(bson.D{{Key: "_id", Value: 1}, {Key: auditMarker, Value: 1}})).Raw()
+	if errors.Is(err, mongo.ErrNoDocuments) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	id, _ := raw.Lookup("_id").StringValueOK()
+	return s.stageAuditOf(ctx, coll, id, markerOf(raw), true)
+}
+
+func (s *Store) stageAuditOf(ctx context.Context, coll *mongo.Collection, docID, prior string, deleted bool) (*auditIntent, error) {
 	if storage.EventOutboxFrom(ctx) == nil {
 		return nil, nil
 	}
@@ -77,7 +108,7 @@ func (s *Store) stageAudit(ctx context.Context, coll *mongo.Collection, docID, p
 		}
 	}
 	e.CreatedAt = storage.Truncate(e.CreatedAt)
-	p := pendingAuditDoc{ID: e.ID, Coll: coll.Name(), DocID: docID, Entry: auditDocOf(e, ""), At: storage.Now()}
+	p := pendingAuditDoc{ID: e.ID, Coll: coll.Name(), DocID: docID, Entry: auditDocOf(e, ""), At: storage.Now(), Deleted: deleted}
 	if _, err := s.auditPending.InsertOne(ctx, p); err != nil {
 		return nil, fmt.Errorf("stage the audit entry: %w", err)
 	}
@@ -152,7 +183,8 @@ func (s *Store) settlePending(ctx context.Context, id string, e *storage.AuditEn
 }
 
 // RecoverAudit implements storage.AuditRecoverer: every staged entry whose document
-// confirms it is appended (its change was made and its node stopped before it settled);
+// confirms it (carries its id; for a deletion, is gone) is appended (its change was made
+// and its node stopped before it settled);
 // one that no document confirms and is older than claimLease is dropped (its change was
 // never made). It answers how many it appended.
 func (s *Store) RecoverAudit(ctx context.Context) (int, error) {
@@ -171,7 +203,8 @@ func (s *Store) RecoverAudit(ctx context.Context) (int, error) {
 		if err != nil && !errors.Is(err, mongo.ErrNoDocuments) {
 			return appended, wrap("recover audit: confirmation", err)
 		}
-		if m, _ := marked.Lookup(auditMarker).StringValueOK(); marked != nil && m == p.ID {
+		m, _ := marked.Lookup(auditMarker).StringValueOK()
+		if (p.Deleted && marked == nil) || (!p.Deleted && marked != nil && m == p.ID) {
 			e := p.Entry.entry()
 			if err := s.settlePending(ctx, p.ID, &e); err != nil {
 				return appended, wrap("recover audit", err)

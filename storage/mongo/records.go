@@ -412,14 +412,21 @@ func count(ctx context.Context, coll *mongo.Collection, op string, filter bson.D
 }
 
 // deleteOne removes the document matching filter, answering ErrNotFound when none did.
-func deleteOne(ctx context.Context, coll *mongo.Collection, op string, filter bson.D) error {
-	res, err := coll.DeleteOne(ctx, filter)
+// Its audit entry is staged first and confirmed by the deletion (stageDelete).
+func deleteOne(ctx context.Context, s *Store, coll *mongo.Collection, op string, filter bson.D) error {
+	intent, err := s.stageDelete(ctx, coll, filter)
 	if err != nil {
 		return wrap(op, err)
 	}
+	res, err := coll.DeleteOne(ctx, filter)
+	if err != nil {
+		return wrap(op, err) // it may be made: RecoverAudit decides by the document
+	}
 	if res.DeletedCount == 0 {
+		intent.abandon(ctx, s)
 		return wrap(op, mongo.ErrNoDocuments)
 	}
+	intent.settle(ctx, s)
 	return nil
 }
 
