@@ -139,7 +139,9 @@ func auditChangesCounted(rec auditRecorder, log *slog.Logger, reg prometheus.Reg
 		}
 		ctx, changes := audit.WithChanges(c.Request.Context())
 		var draft *auditDraft
-		if !policy.Bulk { // a bulk entry holds every record's change: written after them all
+		// A bulk entry holds every record's change: written with the one write that
+		// changes them all (OneWrite), else after them all.
+		if !policy.Bulk || policy.OneWrite {
 			draft = newAuditDraft(c, policy, changes, now)
 			ctx = storage.WithAuditOutbox(ctx, draft)
 		}
@@ -205,6 +207,7 @@ type auditDraft struct {
 	base     storage.AuditEntry // who, from where, on which route and record
 	status   int                // the route's success status (its OpenAPI operation)
 	creation bool               // the record is being created: audit.Created names it
+	bulk     bool               // one entry of many records (describeBulkChanges), named by the app
 	changes  *audit.Changes
 	now      func() time.Time
 
@@ -222,10 +225,10 @@ func newAuditDraft(c *gin.Context, policy Audit, changes *audit.Changes, now fun
 	// it is being created, and the creation's store call names it (audit.Created) when it
 	// takes the draft.
 	creation := false
-	if !recordInPath(c) && (policy.Record != "apps" || e.AppID == "" || policy.Action == AuditCreate) {
+	if !recordInPath(c) && !policy.Bulk && (policy.Record != "apps" || e.AppID == "" || policy.Action == AuditCreate) {
 		e.RecordID, creation = "", true
 	}
-	return &auditDraft{base: e, status: status, creation: creation, changes: changes, now: now}
+	return &auditDraft{base: e, status: status, creation: creation, bulk: policy.Bulk, changes: changes, now: now}
 }
 
 // recordInPath reports whether the path names a record besides the app.
@@ -253,7 +256,11 @@ func (d *auditDraft) TakeAudit() (storage.AuditEntry, bool) {
 		}
 	}
 	e.ID, e.CreatedAt = uuid.NewString(), storage.Truncate(d.now())
-	if err := describeChanges(&e, list); err != nil {
+	describe := describeChanges
+	if d.bulk {
+		describe = describeBulkChanges
+	}
+	if err := describe(&e, list); err != nil {
 		return storage.AuditEntry{}, false // the edge writes it after, and logs why
 	}
 	return e, true

@@ -59,12 +59,15 @@ func TestAuditWrittenWithTheChange(t *testing.T) {
 		expectOK(t, a.do("DELETE", base+"/licenses/"+ls.Data()["licenses"].([]any)[0].(map[string]any)["id"].(string), nil), http.StatusOK)
 		expectOK(t, a.do("DELETE", base+"/variables/"+v.Data()["id"].(string), nil), http.StatusOK)
 		expect(t, a.do("DELETE", base+"/variables/"+v.Data()["id"].(string), nil), http.StatusNotFound, "NOT_FOUND")
+		// A bulk route whose records go in one write: its one entry goes with it.
+		expectOK(t, a.do("POST", base+"/licenses/import", map[string]any{"licenses": []map[string]any{{"key": "IMPORTED-0001"}, {"key": "IMPORTED-0002"}}}), http.StatusOK)
 
 		got := auditWrittenCounts(t, s)
 		for route, n := range map[string]int{"POST /api/apps": 1, "POST /api/apps/:appId/users": 2, "PATCH /api/apps/:appId/users/:userId": 1,
 			"PATCH /api/apps/:appId": 1, "POST /api/apps/:appId/variables": 1, "PATCH /api/apps/:appId/variables/:varId": 1,
 			"POST /api/apps/:appId/licenses": 1, "POST /api/apps/:appId/tokens": 1, "DELETE /api/apps/:appId/users/:userId": 1,
-			"DELETE /api/apps/:appId/licenses/:licenseId": 1, "DELETE /api/apps/:appId/variables/:varId": 1} {
+			"DELETE /api/apps/:appId/licenses/:licenseId": 1, "DELETE /api/apps/:appId/variables/:varId": 1,
+			"POST /api/apps/:appId/licenses/import": 1} {
 			if got[route+" with_change"] != n || got[route+" after_change"] != 0 {
 				t.Errorf("%s: %d entries with the change, %d after it; want %d and 0", route, got[route+" with_change"], got[route+" after_change"], n)
 			}
@@ -79,7 +82,18 @@ func TestAuditWrittenWithTheChange(t *testing.T) {
 			(after["passwordHash"] != nil && after["passwordHash"] != "[redacted]") {
 			t.Fatalf("user creation entry's after: %v", made["after"])
 		}
-		batch := auditEntries(t, s, o.Token, "/api/audit?recordType=licenses", 2)[1]
+		licenses := auditEntries(t, s, o.Token, "/api/audit?recordType=licenses", 3)
+		imported := licenses[0]
+		if after, _ := imported["after"].(map[string]any); imported["recordId"] != appID || len(after) != 2 {
+			t.Fatalf("import entry: %v", imported)
+		} else {
+			for _, v := range after {
+				if name := v.(map[string]any)["name"]; name != "IMPORTED-0001" && name != "IMPORTED-0002" {
+					t.Fatalf("import entry's after: %v", after)
+				}
+			}
+		}
+		batch := licenses[2]
 		if batch["recordId"] != appID {
 			t.Fatalf("a batch of keys names the app: %v", batch)
 		}

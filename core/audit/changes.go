@@ -70,6 +70,13 @@ func Created(ctx context.Context, recs ...any) {
 	c.mu.Unlock()
 }
 
+// Made is what a bulk entry holds of each record an import made: its id, nothing before,
+// its name (a user's) or key (a license's) after.
+type Made struct {
+	ID   string
+	Name string
+}
+
 // Creation reports whether ch is a record created (Created): nothing before it.
 func (ch Change) Creation() bool { return ch.Before == nil && ch.After != nil }
 
