@@ -199,10 +199,11 @@ func auditChangesCounted(rec auditRecorder, log *slog.Logger, reg prometheus.Reg
 }
 
 // auditDraft is a request's audit entry offered to the change's store call
-// (storage.AuditOutbox): an engine with transactions (SQLite) appends it in the change's
-// own transaction, so an acknowledged change has its entry and a change rolled back has
-// none; otherwise (MongoDB, a change made without events.Change, a creation whose record
-// only the answer names) auditChanges appends it after the handler, before the answer.
+// (storage.AuditOutbox): SQLite appends it in the change's own transaction, MongoDB
+// stages it before the change's write and confirms it by that write, so an acknowledged
+// change has its entry and a change not made has none. Otherwise (a change made without
+// events.Change, a creation that hands over no record, a bulk route of many writes)
+// auditChanges appends it after the handler, before the answer.
 type auditDraft struct {
 	base     storage.AuditEntry // who, from where, on which route and record
 	status   int                // the route's success status (its OpenAPI operation)

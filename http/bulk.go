@@ -252,6 +252,9 @@ func describeBulkChanges(e *storage.AuditEntry, list []audit.Change) error {
 			errs = append(errs, err)
 			continue
 		}
+		if b == "" {
+			b = "null" // a creation (audit.Created): nothing before
+		}
 		id := recordIDOf(ch.After)
 		before[id], after[id] = json.RawMessage(b), json.RawMessage(a)
 	}
