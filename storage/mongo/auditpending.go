@@ -103,7 +103,7 @@ func (s *Store) stageAuditOf(ctx context.Context, coll *mongo.Collection, docID,
 		return nil, nil
 	}
 	if prior != "" {
-		if err := s.settlePending(ctx, prior, nil); err != nil {
+		if _, err := s.settlePending(ctx, prior, nil); err != nil {
 			return nil, fmt.Errorf("settle the audit entry of the last change: %w", err)
 		}
 	}
@@ -143,22 +143,23 @@ func (i *auditIntent) settle(ctx context.Context, s *Store) {
 	}
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), claimLease/2)
 	defer cancel()
-	_ = s.settlePending(sctx, i.e.ID, &i.e) // left pending on failure: RecoverAudit appends it
+	_, _ = s.settlePending(sctx, i.e.ID, &i.e) // left pending on failure: RecoverAudit appends it
 	i.ao.AuditStored()
 }
 
 // settlePending appends the pending entry id to its chain (e, else as staged) and deletes
 // its pending record, under a claim: one settler at a time. A claim held by another
-// settler (or left by a dead one, until it is stale) leaves the entry to it.
-func (s *Store) settlePending(ctx context.Context, id string, e *storage.AuditEntry) error {
+// settler (or left by a dead one, until it is stale) leaves the entry to it. It reports
+// whether this call settled it.
+func (s *Store) settlePending(ctx context.Context, id string, e *storage.AuditEntry) (bool, error) {
 	if e == nil {
 		var p pendingAuditDoc
 		err := s.auditPending.FindOne(ctx, bson.D{{Key: "_id", Value: id}}).Decode(&p)
 		if errors.Is(err, mongo.ErrNoDocuments) {
-			return nil // settled already (the usual case)
+			return false, nil // settled already (the usual case)
 		}
 		if err != nil {
-			return err
+			return false, err
 		}
 		entry := p.Entry.entry()
 		e = &entry
@@ -166,9 +167,9 @@ func (s *Store) settlePending(ctx context.Context, id string, e *storage.AuditEn
 	claim := claimDoc{ID: collAuditPending + "/" + id, Owner: e.AccountID, At: storage.Now()}
 	if _, err := s.claims.InsertOne(ctx, claim); err != nil {
 		if !isDuplicateKey(err) {
-			return err
+			return false, err
 		}
-		return s.clearStaleClaim(ctx, claim.ID)
+		return false, s.clearStaleClaim(ctx, claim.ID)
 	}
 	defer func() {
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
@@ -176,10 +177,10 @@ func (s *Store) settlePending(ctx context.Context, id string, e *storage.AuditEn
 		_, _ = s.claims.DeleteOne(rctx, bson.D{{Key: "_id", Value: claim.ID}})
 	}()
 	if err := s.AppendAudit(ctx, []storage.AuditEntry{*e}); err != nil {
-		return err
+		return false, err
 	}
 	_, err := s.auditPending.DeleteOne(ctx, bson.D{{Key: "_id", Value: id}})
-	return err
+	return err == nil, err
 }
 
 // RecoverAudit implements storage.AuditRecoverer: every staged entry whose document
@@ -206,10 +207,13 @@ func (s *Store) RecoverAudit(ctx context.Context) (int, error) {
 		m, _ := marked.Lookup(auditMarker).StringValueOK()
 		if (p.Deleted && marked == nil) || (!p.Deleted && marked != nil && m == p.ID) {
 			e := p.Entry.entry()
-			if err := s.settlePending(ctx, p.ID, &e); err != nil {
+			settled, err := s.settlePending(ctx, p.ID, &e)
+			if err != nil {
 				return appended, wrap("recover audit", err)
 			}
-			appended++
+			if settled {
+				appended++
+			}
 			continue
 		}
 		if time.Since(p.At) > claimLease {
