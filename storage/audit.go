@@ -106,8 +106,10 @@ type AuditStore interface {
 // be separated). RecoverAudit appends the staged entries whose change was made and whose
 // node stopped before appending them, drops those whose change was never made (once
 // older than any write in flight), and answers how many it appended. The audit writer
-// (core/audit) runs it at start and then periodically. An engine that writes the entry in
-// the change's own transaction (SQLite) has nothing to recover and does not implement it.
+// (core/audit) runs it at start and then periodically, sparing the entries staged less
+// than minAge ago (their own change is appending them). An engine that writes the entry
+// in the change's own transaction (SQLite) has nothing to recover and does not implement
+// it.
 type AuditRecoverer interface {
-	RecoverAudit(ctx context.Context) (int, error)
+	RecoverAudit(ctx context.Context, minAge time.Duration) (int, error)
 }

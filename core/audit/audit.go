@@ -24,6 +24,9 @@ const (
 	// recoverEvery is how often the entries staged by a stopped node's changes are looked
 	// for (storage.AuditRecoverer); the writer also looks at start.
 	recoverEvery = 30 * time.Second
+	// recoverMinAge spares, in the periodic runs, the staged entries their own change is
+	// appending now (a few milliseconds after it staged them).
+	recoverMinAge = 5 * time.Second
 	// writeAttempts bounds the tries of one group's write; the callers wait for it.
 	writeAttempts = 3
 	writeTimeout  = 10 * time.Second
@@ -169,7 +172,7 @@ func (s *Service) run(ctx context.Context) error {
 		t := time.NewTicker(recoverEvery)
 		defer t.Stop()
 		recoverC = t.C
-		s.recoverStaged()
+		s.recoverStaged(0)
 	}
 	s.purge()
 	group := make([]pending, 0, s.cfg.BatchSize)
@@ -219,7 +222,7 @@ func (s *Service) run(ctx context.Context) error {
 		case <-purge.C:
 			s.purge()
 		case <-recoverC:
-			s.recoverStaged()
+			s.recoverStaged(recoverMinAge)
 		}
 	}
 }
@@ -254,14 +257,14 @@ func (s *Service) write(group []storage.AuditEntry) (err error) {
 
 // recoverStaged appends the entries a stopped node staged with changes it made
 // (storage.AuditRecoverer); a panic goes to the writer's owner.
-func (s *Service) recoverStaged() {
+func (s *Service) recoverStaged(minAge time.Duration) {
 	r, ok := s.store.(storage.AuditRecoverer)
 	if !ok {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	n, err := r.RecoverAudit(ctx)
+	n, err := r.RecoverAudit(ctx, minAge)
 	if err != nil {
 		s.log.Warn("audit: recovering staged entries failed", "err", err)
 	} else if n > 0 {

@@ -136,15 +136,30 @@ func (i *auditIntent) abandon(ctx context.Context, s *Store) {
 
 // settle appends the entry of a write that was made and reports it stored: confirmed by
 // the document, it is stored whatever happens next (RecoverAudit appends it if this
-// append fails).
+// append fails). When another settler holds the entry (the next change of the document,
+// settling the marker it found), it waits until that one is done, so that the change is
+// acknowledged with its entry in the chain: a settler that dies meanwhile leaves it to
+// this one once its claim is stale, or to RecoverAudit.
 func (i *auditIntent) settle(ctx context.Context, s *Store) {
 	if i == nil {
 		return
 	}
+	defer i.ao.AuditStored()
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), claimLease/2)
 	defer cancel()
-	_, _ = s.settlePending(sctx, i.e.ID, &i.e) // left pending on failure: RecoverAudit appends it
-	i.ao.AuditStored()
+	for attempt := 0; ; attempt++ {
+		settled, err := s.settlePending(sctx, i.e.ID, &i.e)
+		if settled || err != nil {
+			return // on failure left pending: RecoverAudit appends it
+		}
+		n, err := s.auditPending.CountDocuments(sctx, bson.D{{Key: "_id", Value: i.e.ID}}, options.Count().SetLimit(1))
+		if err != nil || n == 0 {
+			return // settled by the other
+		}
+		if backoff(sctx, min(attempt, 4)) != nil {
+			return
+		}
+	}
 }
 
 // settlePending appends the pending entry id to its chain (e, else as staged) and deletes
@@ -188,7 +203,11 @@ func (s *Store) settlePending(ctx context.Context, id string, e *storage.AuditEn
 // and its node stopped before it settled);
 // one that no document confirms and is older than claimLease is dropped (its change was
 // never made). It answers how many it appended.
-func (s *Store) RecoverAudit(ctx context.Context) (int, error) {
+//
+// minAge spares the entries staged less than that long ago, which their own change is
+// settling now (the writer's periodic run passes a few seconds; its run at start, when
+// this node's changes are none yet, passes 0).
+func (s *Store) RecoverAudit(ctx context.Context, minAge time.Duration) (int, error) {
 	cur, err := s.auditPending.Find(ctx, bson.D{}, options.Find().SetSort(bson.D{{Key: "at", Value: 1}}))
 	if err != nil {
 		return 0, wrap("recover audit", err)
@@ -206,6 +225,9 @@ func (s *Store) RecoverAudit(ctx context.Context) (int, error) {
 		}
 		m, _ := marked.Lookup(auditMarker).StringValueOK()
 		if (p.Deleted && marked == nil) || (!p.Deleted && marked != nil && m == p.ID) {
+			if time.Since(p.At) < minAge {
+				continue // its change is settling it now
+			}
 			e := p.Entry.entry()
 			settled, err := s.settlePending(ctx, p.ID, &e)
 			if err != nil {

@@ -63,7 +63,7 @@ func TestStagedAuditEntrySurvivesACrash(t *testing.T) {
 	}
 	recovered := func(want int) {
 		t.Helper()
-		n, err := s.RecoverAudit(ctx)
+		n, err := s.RecoverAudit(ctx, 0)
 		if err != nil || n != want {
 			t.Fatalf("RecoverAudit = %d, %v; want %d", n, err, want)
 		}

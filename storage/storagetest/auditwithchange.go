@@ -71,7 +71,7 @@ func withDraft(ctx context.Context, account, app, recordType, record string) (co
 func recoverAudit(t *testing.T, s storage.Store) {
 	t.Helper()
 	if r, ok := s.(storage.AuditRecoverer); ok {
-		if n, err := r.RecoverAudit(t.Context()); err != nil || n != 0 {
+		if n, err := r.RecoverAudit(t.Context(), 0); err != nil || n != 0 {
 			t.Fatalf("RecoverAudit after settled changes = %d, %v; want 0 (each entry appended once, by its change)", n, err)
 		}
 	}
