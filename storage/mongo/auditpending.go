@@ -103,7 +103,12 @@ func (s *Store) stageAuditOf(ctx context.Context, coll *mongo.Collection, docID,
 		return nil, nil
 	}
 	if prior != "" {
-		if _, err := s.settlePending(ctx, prior, nil); err != nil {
+		// Settled (by this call, or by the change that made it, waited for) before the
+		// write replaces its confirmation.
+		sctx, cancel := context.WithTimeout(ctx, claimLease/2)
+		err := s.awaitSettled(sctx, prior, nil)
+		cancel()
+		if err != nil {
 			return nil, fmt.Errorf("settle the audit entry of the last change: %w", err)
 		}
 	}
@@ -147,17 +152,23 @@ func (i *auditIntent) settle(ctx context.Context, s *Store) {
 	defer i.ao.AuditStored()
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), claimLease/2)
 	defer cancel()
+	_ = s.awaitSettled(sctx, i.e.ID, &i.e) // on failure left pending: RecoverAudit appends it
+}
+
+// awaitSettled settles the pending entry id (settlePending) or, when another settler
+// holds it, waits until it is gone from auditPending, within ctx.
+func (s *Store) awaitSettled(ctx context.Context, id string, e *storage.AuditEntry) error {
 	for attempt := 0; ; attempt++ {
-		settled, err := s.settlePending(sctx, i.e.ID, &i.e)
+		settled, err := s.settlePending(ctx, id, e)
 		if settled || err != nil {
-			return // on failure left pending: RecoverAudit appends it
+			return err
 		}
-		n, err := s.auditPending.CountDocuments(sctx, bson.D{{Key: "_id", Value: i.e.ID}}, options.Count().SetLimit(1))
+		n, err := s.auditPending.CountDocuments(ctx, bson.D{{Key: "_id", Value: id}}, options.Count().SetLimit(1))
 		if err != nil || n == 0 {
-			return // settled by the other
+			return err // n == 0: settled by the other
 		}
-		if backoff(sctx, min(attempt, 4)) != nil {
-			return
+		if err := backoff(ctx, min(attempt, 4)); err != nil {
+			return err
 		}
 	}
 }
