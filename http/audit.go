@@ -12,6 +12,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 	"github.com/google/uuid"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/keyward/keyward/core"
 	"github.com/keyward/keyward/core/accounts"
@@ -106,6 +107,26 @@ func (w *heldWriter) release() {
 // record's own fields (audit.Diff). The answer is held until the entry is stored; when it
 // cannot be, the change is answered UNAVAILABLE instead of acknowledged.
 func auditChanges(rec auditRecorder, log *slog.Logger) gin.HandlerFunc {
+	return auditChangesCounted(rec, log, nil)
+}
+
+// auditWritten counts the audit entries of changes by route and by how each was written:
+// "with_change" (in the change's own write: storage.AuditOutbox) or "after_change" (by
+// the edge after the handler: a route whose change cannot carry it yet). The second is
+// what a crash between a change and its entry can separate.
+func newAuditWritten(reg prometheus.Registerer) *prometheus.CounterVec {
+	c := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "keyward_audit_entries_total",
+		Help: "Audit entries of changes by route and by how they were written (with_change, after_change)."},
+		[]string{"method", "route", "written"})
+	if reg != nil {
+		reg.MustRegister(c)
+	}
+	return c
+}
+
+// auditChangesCounted is auditChanges counting its entries in reg (nil: not exported).
+func auditChangesCounted(rec auditRecorder, log *slog.Logger, reg prometheus.Registerer) gin.HandlerFunc {
+	written := newAuditWritten(reg)
 	now := time.Now // the entries' clock: the recorder's when it has one (audit.Service)
 	if clock, ok := rec.(interface{ Now() time.Time }); ok {
 		now = clock.Now
@@ -118,7 +139,9 @@ func auditChanges(rec auditRecorder, log *slog.Logger) gin.HandlerFunc {
 		}
 		ctx, changes := audit.WithChanges(c.Request.Context())
 		var draft *auditDraft
-		if !policy.Bulk { // a bulk entry holds every record's change: written after them all
+		// A bulk entry holds every record's change: written with the one write that
+		// changes them all (OneWrite), else after them all.
+		if !policy.Bulk || policy.OneWrite {
 			draft = newAuditDraft(c, policy, changes, now)
 			ctx = storage.WithAuditOutbox(ctx, draft)
 		}
@@ -138,6 +161,7 @@ func auditChanges(rec auditRecorder, log *slog.Logger) gin.HandlerFunc {
 				log.Warn("audit entry stored with its change says another status than the answer", "route", c.Request.Method+" "+c.FullPath(),
 					"entry", draft.status, "answer", status, "requestId", c.GetString(ctxRequestID))
 			}
+			written.WithLabelValues(c.Request.Method, c.FullPath(), "with_change").Inc()
 			held.release()
 			return
 		}
@@ -169,20 +193,24 @@ func auditChanges(rec auditRecorder, log *slog.Logger) gin.HandlerFunc {
 			fail(c, core.E(core.CodeUnavailable, "the change may have been made, but its audit entry could not be stored; try again"))
 			return
 		}
+		written.WithLabelValues(c.Request.Method, c.FullPath(), "after_change").Inc()
 		held.release()
 	}
 }
 
 // auditDraft is a request's audit entry offered to the change's store call
-// (storage.AuditOutbox): an engine with transactions (SQLite) appends it in the change's
-// own transaction, so an acknowledged change has its entry and a change rolled back has
-// none; otherwise (MongoDB, a change made without events.Change, a creation whose record
-// only the answer names) auditChanges appends it after the handler, before the answer.
+// (storage.AuditOutbox): SQLite appends it in the change's own transaction, MongoDB
+// stages it before the change's write and confirms it by that write, so an acknowledged
+// change has its entry and a change not made has none. Otherwise (a change made without
+// events.Change, a creation that hands over no record, a bulk route of many writes)
+// auditChanges appends it after the handler, before the answer.
 type auditDraft struct {
-	base    storage.AuditEntry // who, from where, on which route and record
-	status  int                // the route's success status (its OpenAPI operation)
-	changes *audit.Changes
-	now     func() time.Time
+	base     storage.AuditEntry // who, from where, on which route and record
+	status   int                // the route's success status (its OpenAPI operation)
+	creation bool               // the record is being created: audit.Created names it
+	bulk     bool               // one entry of many records (describeBulkChanges), named by the app
+	changes  *audit.Changes
+	now      func() time.Time
 
 	mu     sync.Mutex
 	stored bool
@@ -194,12 +222,14 @@ func newAuditDraft(c *gin.Context, policy Audit, changes *audit.Changes, now fun
 		status = r.op.status
 	}
 	e := auditEntryOf(c, status, map[string]any{}, policy)
-	// The record must be known before the answer: named in the path, or the app of a
-	// change to the app itself. Else (a creation) the answer names it: no draft.
-	if !recordInPath(c) && (policy.Record != "apps" || e.AppID == "" || policy.Action == AuditCreate) {
-		e.RecordID = ""
+	// The record is named in the path, or is the app of a change to the app itself; else
+	// it is being created, and the creation's store call names it (audit.Created) when it
+	// takes the draft.
+	creation := false
+	if !recordInPath(c) && !policy.Bulk && (policy.Record != "apps" || e.AppID == "" || policy.Action == AuditCreate) {
+		e.RecordID, creation = "", true
 	}
-	return &auditDraft{base: e, status: status, changes: changes, now: now}
+	return &auditDraft{base: e, status: status, creation: creation, bulk: policy.Bulk, changes: changes, now: now}
 }
 
 // recordInPath reports whether the path names a record besides the app.
@@ -216,15 +246,49 @@ func recordInPath(c *gin.Context) bool {
 func (d *auditDraft) TakeAudit() (storage.AuditEntry, bool) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if d.stored || d.base.RecordID == "" {
+	if d.stored {
 		return storage.AuditEntry{}, false
 	}
 	e := d.base
+	list := d.changes.List()
+	if e.RecordID == "" {
+		if !d.creation || !namesCreated(&e, list) {
+			return storage.AuditEntry{}, false
+		}
+	}
 	e.ID, e.CreatedAt = uuid.NewString(), storage.Truncate(d.now())
-	if err := describeChanges(&e, d.changes.List()); err != nil {
+	describe := describeChanges
+	if d.bulk {
+		describe = describeBulkChanges
+	}
+	if err := describe(&e, list); err != nil {
 		return storage.AuditEntry{}, false // the edge writes it after, and logs why
 	}
 	return e, true
+}
+
+// namesCreated names in e the record a creation stores (audit.Created), as the answer
+// would: the one record created, else (several: a batch of keys or tokens) the app. It
+// reports false when the creation has handed over no record yet.
+func namesCreated(e *storage.AuditEntry, list []audit.Change) bool {
+	var ids []string
+	for _, ch := range list {
+		if ch.Creation() {
+			ids = append(ids, recordIDOf(ch.After))
+		}
+	}
+	switch {
+	case len(ids) == 1 && ids[0] != "":
+		e.RecordID = ids[0]
+	case len(ids) > 1 && e.AppID != "":
+		e.RecordID = e.AppID
+	default:
+		return false
+	}
+	if e.RecordType == "apps" && e.AppID == "" {
+		e.AppID = e.RecordID // a created app
+	}
+	return true
 }
 
 func (d *auditDraft) AuditStored() {
@@ -249,12 +313,15 @@ func describeChanges(e *storage.AuditEntry, list []audit.Change) error {
 	if len(list) == 0 {
 		return nil
 	}
-	pick := list[0]
+	pick, named := list[0], false
 	for _, ch := range list {
 		if recordIDOf(ch.After) == e.RecordID {
-			pick = ch
+			pick, named = ch, true
 			break
 		}
+	}
+	if !named && pick.Creation() && len(list) > 1 {
+		return nil // a batch created (keys, tokens): the entry names the app, the answer the records
 	}
 	before, after, err := audit.Diff(pick.Before, pick.After)
 	if err != nil {

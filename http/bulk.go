@@ -252,6 +252,9 @@ func describeBulkChanges(e *storage.AuditEntry, list []audit.Change) error {
 			errs = append(errs, err)
 			continue
 		}
+		if b == "" {
+			b = "null" // a creation (audit.Created): nothing before
+		}
 		id := recordIDOf(ch.After)
 		before[id], after[id] = json.RawMessage(b), json.RawMessage(a)
 	}
@@ -344,11 +347,10 @@ func (h *appHandlers) importLicenses(c *gin.Context) {
 		fail(c, err)
 		return
 	}
+	// The service hands each imported key to the entry (audit.Made) before the one write
+	// that makes them all, which stores the entry with them.
 	out := bulkAnswer{Action: "import", Results: make([]bulkRowResult, 0, len(res))}
 	for _, r := range res {
-		if r.Err == nil {
-			audit.Changed(ctx, madeRecord{ID: r.License.ID}, madeRecord{ID: r.License.ID, Name: r.Key})
-		}
 		out.add(r.Key, r.Err)
 	}
 	ok(c, http.StatusOK, out)

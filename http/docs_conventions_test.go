@@ -93,6 +93,10 @@ func TestDocsAgreeWithServer(t *testing.T) {
 		}
 		// What the free plan can use beyond its features list, as the docs say.
 		expectOK(t, a.do("POST", app+"/rules", map[string]any{"type": "ip", "action": "blacklist", "value": "203.0.113.9"}), http.StatusCreated)
+		// A deletion's audit entry has no before and after (a creation's holds the record).
+		gone := a.do("POST", app+"/rules", map[string]any{"type": "ip", "action": "blacklist", "value": "203.0.113.10"})
+		expectOK(t, gone, http.StatusCreated)
+		expectOK(t, a.do("DELETE", app+"/rules/"+gone.Data()["id"].(string), nil), http.StatusOK)
 		expectOK(t, a.do("POST", app+"/tokens", map[string]any{"count": 1}), http.StatusCreated)
 		expectOK(t, a.do("POST", app+"/variables", map[string]any{"key": "motd", "value": "hi"}), http.StatusCreated)
 		r := a.do("POST", app+"/users", map[string]any{"username": "alice", "password": "correct horse 1"})
@@ -155,7 +159,7 @@ func TestDocsAgreeWithServer(t *testing.T) {
 			"integration events": "/api/integrations/events",
 		}
 		// The audit log is written behind the answer; wait for the rule's creation entry.
-		auditEntries(t, s, o.Token, "/api/audit?recordType=rules", 1)
+		auditEntries(t, s, o.Token, "/api/audit?recordType=rules", 3)
 		answers["audit"] = "/api/audit?recordType=rules"
 
 		allowed := map[string]bool{}

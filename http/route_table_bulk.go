@@ -18,7 +18,7 @@ func bulkSections(h *handlerSet) []section {
 			{post, "/api/apps/:appId/licenses/add-time", "licenses:update", auditBulk("licenses"), h.apps.addTimeLicenses,
 				op("Add seconds to the duration of every unused license (at most 10,000; keys without a duration are skipped)",
 					props("seconds!:integer"), props("action!:string", "succeeded!:integer", "failed!:integer", "skipped!:integer", "results!:BulkResult[]"))},
-			{post, "/api/apps/:appId/licenses/import", "licenses:create", auditBulk("licenses"), h.apps.importLicenses,
+			{post, "/api/apps/:appId/licenses/import", "licenses:create", auditBulkOneWrite("licenses"), h.apps.importLicenses,
 				op("Import up to 1000 keys made elsewhere, each with its terms (rows answer by key; an existing or repeated key is its row's CONFLICT)",
 					props("licenses!:LicenseImport[]"), bulkResults)},
 		}},
@@ -34,3 +34,9 @@ func bulkSections(h *handlerSet) []section {
 // auditBulk audits a bulk command on records of one type: one entry, every record's
 // before and after keyed by its id.
 func auditBulk(record string) Audit { return Audit{Action: AuditCommand, Record: record, Bulk: true} }
+
+// auditBulkOneWrite audits a bulk command whose records are all changed by one store call
+// (all or none): its one entry goes with that write, as a single change's does.
+func auditBulkOneWrite(record string) Audit {
+	return Audit{Action: AuditCommand, Record: record, Bulk: true, OneWrite: true}
+}

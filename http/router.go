@@ -179,7 +179,7 @@ func New(d Deps, cfg Config) (http.Handler, error) {
 		metrics:      gin.WrapH(promhttp.HandlerFor(d.Metrics, promhttp.HandlerOpts{})),
 	}
 	err = register(r, routeTable(handlers), edge{
-		owner: requireOwner(owners), admin: requireAdmin(), audit: auditChanges(d.Audit, d.Log),
+		owner: requireOwner(owners), admin: requireAdmin(), audit: auditChangesCounted(d.Audit, d.Log, d.Metrics),
 		// /metrics has its own listener unless MetricsOnMain.
 		skip: func(rt route) bool { return rt.path == metricsPath && !cfg.MetricsOnMain },
 	})

@@ -59,6 +59,10 @@ type Audit struct {
 	// Bulk marks a route that changes many records in one request: its one entry holds
 	// every changed record's before and after, keyed by record id (describeBulkChanges).
 	Bulk bool
+	// OneWrite marks a bulk route whose records are changed by one store call: its entry
+	// is written with that call (storage.AuditOutbox). The other bulk routes change each
+	// record in a call of its own, and their one entry is written after them all.
+	OneWrite bool
 }
 
 // Audited reports whether changes through the route are recorded.

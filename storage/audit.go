@@ -99,3 +99,17 @@ type AuditStore interface {
 	// in Seq order: the walk of tamper verification.
 	AuditChain(ctx context.Context, accountID string, afterSeq int64, limit int) ([]AuditEntry, error)
 }
+
+// AuditRecoverer is an engine that stages a change's audit entry before the change's
+// write and appends it to the chain after (MongoDB: FerretDB 1.24 has no multi-document
+// transactions; the change's document carries the staged entry's id, so the two cannot
+// be separated). RecoverAudit appends the staged entries whose change was made and whose
+// node stopped before appending them, drops those whose change was never made (once
+// older than any write in flight), and answers how many it appended. The audit writer
+// (core/audit) runs it at start and then periodically, sparing the entries staged less
+// than minAge ago (their own change is appending them). An engine that writes the entry
+// in the change's own transaction (SQLite) has nothing to recover and does not implement
+// it.
+type AuditRecoverer interface {
+	RecoverAudit(ctx context.Context, minAge time.Duration) (int, error)
+}

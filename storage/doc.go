@@ -27,7 +27,8 @@
 //     MongoDB leaves them (FerretDB 1.24 has no multi-document transactions).
 //     Such a write also takes the context's AuditOutbox (the edge's audit draft) and
 //     appends its entry to the account's chain in the same transaction (SQLite), or
-//     leaves it (MongoDB: the edge appends it before it answers). A bulk change tells
+//     stages it before the write, which carries its id, and appends it after (MongoDB;
+//     AuditRecoverer appends what a crash left staged). A bulk change tells
 //     its count to a CountedOutbox in its transaction; a client round's sessions, last
 //     logins and sign-in events share one transaction (SaveClientRound) on SQLite.
 //

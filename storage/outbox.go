@@ -67,16 +67,18 @@ func OutboxCounted(ctx context.Context, n int) {
 // takes it in the change's own store call (the one that carries the EventOutbox: a write
 // made while serving a change that is not the change itself carries neither) and appends
 // the entry at the end of its account's chain (AppendAudit's rules) in the change's
-// transaction. An engine that cannot (MongoDB: FerretDB 1.24 has no multi-document
-// transactions) leaves it, and the edge appends the entry before it answers.
+// transaction (SQLite). MongoDB (FerretDB 1.24 has no multi-document transactions)
+// stages the entry before the change's write, marks the written document with it and
+// appends it after (AuditRecoverer appends what a stopped node left staged).
 type AuditOutbox interface {
 	// TakeAudit answers the entry to append with the change; false when there is none
-	// or it cannot be told yet (a creation, whose record the answer names): the edge
-	// then appends it after the change. The engine calls it inside its write
-	// transaction, after the change's statements and its events.
+	// or it cannot be told (a creation that handed over no record): the edge then
+	// appends it after the change. SQLite calls it inside its write transaction, after
+	// the change's statements and its events; MongoDB just before the change's write.
 	TakeAudit() (AuditEntry, bool)
-	// AuditStored reports that the entry TakeAudit answered was committed with the
-	// change. A write that fails or is rolled back leaves it to be taken again.
+	// AuditStored reports that the entry TakeAudit answered was stored with the change
+	// (committed with it, or staged and confirmed by its write). A write that fails or
+	// is rolled back leaves it to be taken again.
 	AuditStored()
 }
 

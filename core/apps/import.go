@@ -10,6 +10,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/keyward/keyward/core"
+	"github.com/keyward/keyward/core/audit"
 	"github.com/keyward/keyward/core/events"
 	"github.com/keyward/keyward/storage"
 )
@@ -90,6 +91,9 @@ func (s *Service) ImportLicenses(ctx context.Context, o Owner, appID string, in 
 	// transaction; MongoDB: Commit appends it before the answer).
 	octx, ch := s.begin(ctx)
 	ch.Add(event(appID, events.LicenseCreate, "", fmt.Sprintf("%d license(s) imported", len(batch)), map[string]any{"count": len(batch)}))
+	for _, l := range batch { // the import's one audit entry, stored with the write
+		audit.Changed(ctx, audit.Made{ID: l.ID}, audit.Made{ID: l.ID, Name: l.Key})
+	}
 	if err := s.store.CreateLicenses(octx, batch); err != nil {
 		if errors.Is(err, storage.ErrConflict) {
 			return nil, core.E(core.CodeConflict, "a key was added meanwhile; import again")

@@ -99,6 +99,9 @@ func (s *Service) CreateLicenses(ctx context.Context, o Owner, appID string, in 
 	}
 	octx, ch := s.begin(ctx)
 	ch.Add(event(appID, events.LicenseCreate, "", fmt.Sprintf("%d license(s) created", count), map[string]any{"count": count}))
+	for _, l := range out {
+		audit.Created(ctx, l)
+	}
 	if err := s.store.CreateLicenses(octx, out); err != nil {
 		return nil, fmt.Errorf("apps: create licenses: %w", err)
 	}

@@ -167,11 +167,18 @@ func (s *Service) CreateApp(ctx context.Context, o Owner, in CreateAppInput) (st
 	now := s.clock()
 	a := storage.App{ID: uuid.NewString(), AccountID: o.AccountID, Name: in.Name, Description: in.Description, Version: in.Version,
 		Enabled: true, SecretHash: hash, SecretLast6: last6, SigningKey: licensing.NewKey(), CreatedAt: now, UpdatedAt: now}
-	if err := s.store.CreateApp(ctx, a); err != nil {
+	// The creation carries no event of its own, but is the change's own store call: its
+	// audit entry goes in its write (events.Change carries the edge's draft there).
+	octx, ch := s.begin(ctx)
+	audit.Created(ctx, a)
+	if err := s.store.CreateApp(octx, a); err != nil {
 		if errors.Is(err, storage.ErrConflict) {
 			return storage.App{}, "", core.E(core.CodeConflict, "you already have an application named %q", in.Name)
 		}
 		return storage.App{}, "", fmt.Errorf("apps: create: %w", err)
+	}
+	if err := ch.Commit(ctx); err != nil {
+		return storage.App{}, "", err
 	}
 	return a, secret, nil
 }

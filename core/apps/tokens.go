@@ -52,6 +52,9 @@ func (s *Service) CreateTokens(ctx context.Context, o Owner, appID string, in Cr
 	}
 	octx, ch := s.begin(ctx)
 	ch.Add(event(appID, events.TokenCreate, "", fmt.Sprintf("%d token(s) created", count), map[string]any{"count": count}))
+	for _, t := range out {
+		audit.Created(ctx, t)
+	}
 	if err := s.store.CreateTokens(octx, out); err != nil {
 		return nil, fmt.Errorf("apps: create tokens: %w", err)
 	}

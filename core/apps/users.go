@@ -65,6 +65,7 @@ func (s *Service) CreateUser(ctx context.Context, o Owner, appID string, in Crea
 	core.Set(&u.Metadata, meta)
 	octx, ch := s.begin(ctx)
 	ch.Add(event(appID, events.UserCreate, u.Username, "user created", map[string]any{"userId": u.ID}))
+	audit.Created(ctx, u)
 	if err := s.store.CreateUser(octx, u); err != nil {
 		if errors.Is(err, storage.ErrConflict) {
 			return storage.AppUser{}, core.E(core.CodeConflict, "a user named %q exists in this application", in.Username)

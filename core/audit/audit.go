@@ -21,6 +21,12 @@ const (
 	DefaultBatchSize = 200
 	DefaultQueue     = 10_000
 	purgeEvery       = time.Hour
+	// recoverEvery is how often the entries staged by a stopped node's changes are looked
+	// for (storage.AuditRecoverer); the writer also looks at start.
+	recoverEvery = 30 * time.Second
+	// recoverMinAge spares, in the periodic runs, the staged entries their own change is
+	// appending now (a few milliseconds after it staged them).
+	recoverMinAge = 5 * time.Second
 	// writeAttempts bounds the tries of one group's write; the callers wait for it.
 	writeAttempts = 3
 	writeTimeout  = 10 * time.Second
@@ -161,6 +167,13 @@ func (s *Service) run(ctx context.Context) error {
 	defer context.AfterFunc(ctx, s.shut)()
 	purge := time.NewTicker(purgeEvery)
 	defer purge.Stop()
+	var recoverC <-chan time.Time
+	if _, ok := s.store.(storage.AuditRecoverer); ok {
+		t := time.NewTicker(recoverEvery)
+		defer t.Stop()
+		recoverC = t.C
+		s.recoverStaged(0)
+	}
 	s.purge()
 	group := make([]pending, 0, s.cfg.BatchSize)
 	entries := make([]storage.AuditEntry, 0, s.cfg.BatchSize)
@@ -208,6 +221,8 @@ func (s *Service) run(ctx context.Context) error {
 			}
 		case <-purge.C:
 			s.purge()
+		case <-recoverC:
+			s.recoverStaged(recoverMinAge)
 		}
 	}
 }
@@ -238,6 +253,23 @@ func (s *Service) write(group []storage.AuditEntry) (err error) {
 			"record", e.RecordType+"/"+e.RecordID, "actor", e.ActorType+":"+e.ActorName)
 	}
 	return fmt.Errorf("%w: %w", ErrNotStored, err)
+}
+
+// recoverStaged appends the entries a stopped node staged with changes it made
+// (storage.AuditRecoverer); a panic goes to the writer's owner.
+func (s *Service) recoverStaged(minAge time.Duration) {
+	r, ok := s.store.(storage.AuditRecoverer)
+	if !ok {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	n, err := r.RecoverAudit(ctx, minAge)
+	if err != nil {
+		s.log.Warn("audit: recovering staged entries failed", "err", err)
+	} else if n > 0 {
+		s.log.Info("audit: appended entries staged by changes of a stopped node", "appended", n)
+	}
 }
 
 // purge removes the entries past the retention; a panic goes to the writer's owner.

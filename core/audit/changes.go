@@ -52,6 +52,34 @@ func Changed(ctx context.Context, before, after any) {
 	c.mu.Unlock()
 }
 
+// Created hands the records a creation is about to store to the request's collector, as
+// Changed hands an update's: before is nil (nothing was there), after the record as the
+// store call writes it. The creation's own store call (the one carrying events.Change)
+// builds the request's entry from them inside its write (storage.AuditOutbox): the entry
+// names the created record and holds its members, secrets redacted. Call it just before
+// that store call, with the records it is given.
+func Created(ctx context.Context, recs ...any) {
+	c, _ := ctx.Value(changesKey{}).(*Changes)
+	if c == nil {
+		return
+	}
+	c.mu.Lock()
+	for _, r := range recs {
+		c.list = append(c.list, Change{After: r})
+	}
+	c.mu.Unlock()
+}
+
+// Made is what a bulk entry holds of each record an import made: its id, nothing before,
+// its name (a user's) or key (a license's) after.
+type Made struct {
+	ID   string
+	Name string
+}
+
+// Creation reports whether ch is a record created (Created): nothing before it.
+func (ch Change) Creation() bool { return ch.Before == nil && ch.After != nil }
+
 // Track wraps a store updater (the func an Update method of storage hands the record
 // it read) so that, with a collector in ctx, the record as read and as fn left it are
 // handed to the collector once fn succeeds. A store that runs the updater again (a
@@ -94,7 +122,15 @@ func (c *Changes) List() []Change {
 // recorded (bookkeeping such as UpdatedAt). The redaction rests on the record's fields:
 // nothing the client sent reaches the entry, so a member name spelled another way, or a
 // member no record has, cannot put a secret or a change that did not happen into it.
+//
+// A nil before is a creation (Created): before is answered empty and after holds every
+// member the record sets.
 func Diff(before, after any) (string, string, error) {
+	if before == nil && after != nil {
+		zero := reflect.New(reflect.Indirect(reflect.ValueOf(after)).Type()).Elem().Interface()
+		_, a, err := Diff(zero, after)
+		return "", a, err
+	}
 	bv, av := reflect.ValueOf(before), reflect.ValueOf(after)
 	for bv.Kind() == reflect.Pointer {
 		bv = bv.Elem()

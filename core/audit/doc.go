@@ -14,16 +14,22 @@
 //   - With the change (storage.AuditOutbox). The HTTP edge puts the request's draft
 //     (actor, address, route, record, the route's success status) in the context; the
 //     change's own store call, the one that carries its events (events.Change), takes it
-//     and, on SQLite, appends the entry at the end of its account's chain in the change's
-//     transaction, from the records the updater handed over by then: the change, its
-//     events and its entry are stored together or not at all. This covers every update and
-//     delete made through events.Change of a record the path names (or of the app itself).
-//   - After the change (Record), before the answer leaves: MongoDB (FerretDB v1.24 has no
-//     multi-document transactions, so the entry is a write the answer waits for), creations
-//     (the record's id is known from the answer only), bulk routes (one entry for every
-//     record, written after them all), dashboard socket actions, and changes made with no
-//     events.Change of their own (no transaction to ride). A SIGKILL between such a change
-//     and its entry loses the entry of a change that was never acknowledged.
+//     with the records the service handed over by then (Track for an update, Created for
+//     a creation, which names the created record: the one, or the app for a batch). On
+//     SQLite the entry is appended at the end of its account's chain in the change's
+//     transaction: the change, its events and its entry are stored together or not at
+//     all. On MongoDB (FerretDB v1.24 has no multi-document transactions) it is staged
+//     before the change's write, the written document carries its id (a deletion: its
+//     absence confirms it), and it is appended after; storage.AuditRecoverer appends what
+//     a node stopped between the two left staged (the writer runs it at start and every
+//     30 s). This covers the updates, deletions and creations made through events.Change,
+//     and the bulk routes whose records go in one write (a license import).
+//   - After the change (Record), before the answer leaves: the bulk routes that change
+//     each record in a write of its own (users bulk and import, licenses add-time: one
+//     entry for every record, written after them all), dashboard socket actions, and
+//     changes made with no events.Change of their own (no write to ride). A SIGKILL
+//     between such a change and its entry loses the entry of a change that was never
+//     acknowledged. keyward_audit_entries_total{written} counts both paths by route.
 //
 // Record's concurrent entries share one write (a group commit: one goroutine takes every
 // entry queued while the last write ran, up to BatchSize, without a timer). Close writes

@@ -165,6 +165,7 @@ func (s *Service) Create(ctx context.Context, o apps.Owner, appID string, in Inp
 	}
 	octx, ch := events.Begin(ctx, s.bus)
 	ch.Add(integrationEvent(events.IntegrationCreate, i))
+	audit.Created(ctx, i)
 	if err := s.store.CreateIntegration(octx, i); err != nil {
 		return storage.Integration{}, notFound(err)
 	}

@@ -120,6 +120,7 @@ func (s *Service) CreateMany(ctx context.Context, o apps.Owner, appID string, in
 	octx, ch := events.Begin(ctx, s.bus)
 	for _, r := range out {
 		ch.Add(ruleEvent(events.RuleCreate, r))
+		audit.Created(ctx, r)
 	}
 	if err := s.store.CreateRules(octx, out); err != nil {
 		if errors.Is(err, storage.ErrConflict) {

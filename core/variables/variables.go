@@ -204,6 +204,7 @@ func (s *Service) Create(ctx context.Context, o apps.Owner, appID string, t Targ
 	}
 	octx, ch := events.Begin(ctx, s.bus)
 	ch.Add(variableEvent(events.VariableCreate, v))
+	audit.Created(ctx, v)
 	if err := s.store.CreateVariables(octx, []storage.Variable{v}); err != nil {
 		return storage.Variable{}, conflict(err, v.Key)
 	}
@@ -237,6 +238,7 @@ func (s *Service) CreateMany(ctx context.Context, o apps.Owner, appID string, t 
 	octx, ch := events.Begin(ctx, s.bus)
 	for _, v := range out {
 		ch.Add(variableEvent(events.VariableCreate, v))
+		audit.Created(ctx, v)
 	}
 	if err := s.store.CreateVariables(octx, out); err != nil {
 		if errors.Is(err, storage.ErrConflict) {

@@ -121,5 +121,5 @@ func (s *Store) TouchAPIKey(ctx context.Context, id string, at time.Time, ip str
 
 // DeleteAPIKey implements storage.APIKeyStore.
 func (s *Store) DeleteAPIKey(ctx context.Context, accountID, id string) error {
-	return deleteOne(ctx, s.apiKeys, "delete API key", byAccount(accountID, id))
+	return deleteOne(ctx, s, s.apiKeys, "delete API key", byAccount(accountID, id))
 }

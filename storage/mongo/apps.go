@@ -119,10 +119,8 @@ func (s *Store) CreateApp(ctx context.Context, a storage.App) error {
 	if err := storage.SealApp(s.sealer, &a); err != nil {
 		return wrap("create app", err)
 	}
-	if _, err := s.apps.InsertOne(ctx, toAppDoc(a, newVersion())); err != nil {
-		return wrap("create app", err)
-	}
-	return nil
+	// insertOwned with no parent: one insert, with its audit entry staged (stageCreation).
+	return s.insertOwned(ctx, "create app", s.apps, []any{toAppDoc(a, newVersion())}, nil, nil)
 }
 
 // GetApp reads the account's app.
@@ -228,9 +226,18 @@ func (s *Store) appRecordColls() []*mongo.Collection {
 // answers ErrNotFound then) finishes the sweep.
 func (s *Store) DeleteApp(ctx context.Context, accountID, id string) error {
 	const op = "delete app"
+	intent, err := s.stageDelete(ctx, s.apps, ownedApp(accountID, id))
+	if err != nil {
+		return wrap(op, err)
+	}
 	res, err := s.apps.DeleteOne(ctx, ownedApp(accountID, id))
 	if err != nil {
 		return wrap(op, err)
+	}
+	if res.DeletedCount == 0 {
+		intent.abandon(ctx, s)
+	} else {
+		defer intent.settle(ctx, s) // confirmed by the app's absence (see DeleteUser)
 	}
 	if res.DeletedCount == 0 {
 		// Another account's app keeps its records; only an app gone altogether (an earlier

@@ -109,6 +109,8 @@ func (s *Store) ArchiveTables() map[string]string {
 		collStoreOrders: storage.KindOrders, collStoreOrderEvents: storage.KindOrderEvents,
 		collClaims:     "- update claims, removed once their update is done (see updateDoc)",
 		collEventHeads: "- hints of the event log's head, never above the truth (see headDoc)",
+		collAuditPending: "- audit entries staged before their change's write, appended to the chain once " +
+			"it is made (see auditpending.go)",
 		"files.files":  "- GridFS: file bytes, carried as blobs",
 		"files.chunks": "- GridFS: file bytes, carried as blobs",
 	}

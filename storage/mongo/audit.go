@@ -54,6 +54,14 @@ func (d auditDoc) entry() storage.AuditEntry {
 		Seq: d.Seq, PrevHash: d.PrevHash, Hash: d.Hash}
 }
 
+// auditDocOf answers the document of e stored under the _id id.
+func auditDocOf(e storage.AuditEntry, id string) auditDoc {
+	return auditDoc{ID: id, EntryID: e.ID, AccountID: e.AccountID, AppID: e.AppID, ActorType: e.ActorType,
+		ActorID: e.ActorID, ActorName: e.ActorName, IP: e.IP, Method: e.Method, Route: e.Route, Path: e.Path,
+		RecordType: e.RecordType, RecordID: e.RecordID, Status: e.Status, Before: e.Before, After: e.After,
+		CreatedAt: e.CreatedAt, Seq: e.Seq, PrevHash: e.PrevHash, Hash: e.Hash}
+}
+
 // chainID names an account's entry of sequence seq: the zero padding keeps _id order the
 // chain's order.
 func chainID(accountID string, seq int64) string { return fmt.Sprintf("%s/%019d", accountID, seq) }
@@ -94,10 +102,7 @@ func (s *Store) AppendAudit(ctx context.Context, entries []storage.AuditEntry) e
 			e.Seq, e.PrevHash = tail.Seq+1, tail.Hash
 			e.CreatedAt = storage.Truncate(e.CreatedAt)
 			e.Hash = storage.AuditHash(e)
-			d := auditDoc{ID: chainID(e.AccountID, e.Seq), EntryID: e.ID, AccountID: e.AccountID, AppID: e.AppID, ActorType: e.ActorType,
-				ActorID: e.ActorID, ActorName: e.ActorName, IP: e.IP, Method: e.Method, Route: e.Route, Path: e.Path,
-				RecordType: e.RecordType, RecordID: e.RecordID, Status: e.Status, Before: e.Before, After: e.After,
-				CreatedAt: e.CreatedAt, Seq: e.Seq, PrevHash: e.PrevHash, Hash: e.Hash}
+			d := auditDocOf(e, chainID(e.AccountID, e.Seq))
 			_, err := s.audit.InsertOne(ctx, d)
 			if err == nil {
 				tails[e.AccountID] = &d

@@ -199,5 +199,5 @@ func (s *Store) UpdateToken(ctx context.Context, appID, id string, fn func(*stor
 
 // DeleteToken removes the app's token.
 func (s *Store) DeleteToken(ctx context.Context, appID, id string) error {
-	return deleteOne(ctx, s.tokens, "delete token", byApp(appID, id))
+	return deleteOne(ctx, s, s.tokens, "delete token", byApp(appID, id))
 }

@@ -187,9 +187,18 @@ func (s *Store) UpdateLicense(ctx context.Context, appID, id string, fn func(*st
 // variables go even when the license was already gone, so a retry finishes the job).
 func (s *Store) DeleteLicense(ctx context.Context, appID, id string) error {
 	const op = "delete license"
+	intent, err := s.stageDelete(ctx, s.licenses, byApp(appID, id))
+	if err != nil {
+		return wrap(op, err)
+	}
 	res, err := s.licenses.DeleteOne(ctx, byApp(appID, id))
 	if err != nil {
 		return wrap(op, err)
+	}
+	if res.DeletedCount == 0 {
+		intent.abandon(ctx, s)
+	} else {
+		defer intent.settle(ctx, s) // confirmed by the license's absence (see DeleteUser)
 	}
 	if err := s.deleteOwnedVariables(ctx, appID, storage.ScopeLicense, []string{id}); err != nil {
 		return wrap(op+": variables", err)

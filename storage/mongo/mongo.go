@@ -131,6 +131,7 @@ const (
 	collEvents        = "events"
 	collEventCursors  = "eventCursors"
 	collEventHeads    = "eventHeads"
+	collAuditPending  = "auditPending"
 )
 
 // Store is the MongoDB-wire engine. It is safe for concurrent use.
@@ -140,6 +141,7 @@ type Store struct {
 	accounts       *mongo.Collection
 	accountTokens  *mongo.Collection
 	claims         *mongo.Collection
+	auditPending   *mongo.Collection
 	apps           *mongo.Collection
 	users          *mongo.Collection
 	licenses       *mongo.Collection
@@ -280,6 +282,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		accounts:       db.Collection(collAccounts),
 		accountTokens:  db.Collection(collAccountTokens),
 		claims:         db.Collection(collClaims),
+		auditPending:   db.Collection(collAuditPending),
 		apps:           db.Collection(collApps),
 		users:          db.Collection(collUsers),
 		licenses:       db.Collection(collLicenses),

@@ -44,27 +44,49 @@ func newVersion() int64 { return rand.Int64N(1<<62) + 1 }
 // claim for version v+1, and only it replaces version v. The claim is removed once the
 // replace is done; on MongoDB it is redundant, and costs two small writes.
 //
+// The change's audit entry (storage.AuditOutbox) is staged before the replace and
+// confirmed by it: the replaced document carries the entry's id (see auditpending.go).
+//
 // next's error (the caller's updater failing) is returned as it is, so it stays matchable.
 func updateDoc[D versioned](ctx context.Context, s *Store, coll *mongo.Collection, op string, filter bson.D,
 	next func(cur D) (D, error),
 ) (D, error) {
 	var zero D
 	for attempt := 0; ; attempt++ {
+		raw, err := coll.FindOne(ctx, filter).Raw()
+		if err != nil {
+			return zero, wrap(op, err)
+		}
 		var cur D
-		if err := coll.FindOne(ctx, filter).Decode(&cur); err != nil {
+		if err := bson.Unmarshal(raw, &cur); err != nil {
 			return zero, wrap(op, err)
 		}
 		doc, err := next(cur)
 		if err != nil {
 			return zero, err
 		}
-		matched, err := s.replaceClaimed(ctx, coll, cur, doc)
+		id, _, _ := cur.claimKey()
+		prior := markerOf(raw)
+		intent, err := s.stageAudit(ctx, coll, id, prior)
 		if err != nil {
 			return zero, wrap(op, err)
 		}
+		write, err := withMarker(doc, intent.marker(prior))
+		if err != nil {
+			intent.abandon(ctx, s)
+			return zero, wrap(op, err)
+		}
+		matched, err := s.replaceClaimed(ctx, coll, cur, write)
+		if err != nil {
+			// The replace may have been made: its staged entry stays, for RecoverAudit
+			// to append if the document carries it.
+			return zero, wrap(op, err)
+		}
 		if matched {
+			intent.settle(ctx, s)
 			return doc, nil
 		}
+		intent.abandon(ctx, s)
 		if err := backoff(ctx, attempt); err != nil {
 			return zero, wrap(op, err)
 		}
@@ -202,26 +224,65 @@ func (s *Store) insertOwned(ctx context.Context, op string, coll *mongo.Collecti
 	if len(docs) == 0 {
 		return nil
 	}
-	var err error
+	docs, intent, err := s.stageCreation(ctx, coll, docs)
+	if err != nil {
+		return wrap(op, err)
+	}
 	if len(docs) == 1 {
 		// One document is inserted or not: nothing to undo on failure.
 		if _, err = coll.InsertOne(ctx, docs[0]); err != nil {
+			if isDuplicateKey(err) { // not made; else it may be, and RecoverAudit decides
+				intent.abandon(ctx, s)
+			}
 			return wrap(op, err)
 		}
 	} else if _, err = coll.InsertMany(ctx, docs, options.InsertMany().SetOrdered(true)); err != nil {
+		intent.abandon(ctx, s)
 		return s.undoInsert(ctx, op, coll, undo, wrap(op, err))
 	}
 	for _, p := range parents {
 		want := max(p.want, 1)
 		n, err := p.coll.CountDocuments(ctx, p.filter, options.Count().SetLimit(want))
 		if err != nil {
+			intent.abandon(ctx, s)
 			return s.undoInsert(ctx, op, coll, undo, wrap(op+": check "+p.what, err))
 		}
 		if n < want {
+			intent.abandon(ctx, s)
 			return s.undoInsert(ctx, op, coll, undo, wrap(op+": "+p.what, mongo.ErrNoDocuments))
 		}
 	}
+	intent.settle(ctx, s)
 	return nil
+}
+
+// stageCreation stages the audit entry of a creation (stageAudit), confirmed by the first
+// of docs, which it answers carrying the entry's id (the others as they are).
+func (s *Store) stageCreation(ctx context.Context, coll *mongo.Collection, docs []any) ([]any, *auditIntent, error) {
+	if storage.EventOutboxFrom(ctx) == nil || storage.AuditOutboxFrom(ctx) == nil {
+		return docs, nil, nil
+	}
+	first, err := withMarker(docs[0], "-")
+	if err != nil {
+		return nil, nil, err
+	}
+	d := first.(bson.D)
+	var id string
+	for _, e := range d {
+		if e.Key == "_id" {
+			id, _ = e.Value.(string)
+		}
+	}
+	intent, err := s.stageAudit(ctx, coll, id, "")
+	if intent == nil || err != nil {
+		return docs, nil, err
+	}
+	for i := range d {
+		if d[i].Key == auditMarker {
+			d[i].Value = intent.e.ID
+		}
+	}
+	return append([]any{d}, docs[1:]...), intent, nil
 }
 
 // undoInsert deletes what a failed insertOwned wrote and answers cause, joined with the
@@ -351,14 +412,21 @@ func count(ctx context.Context, coll *mongo.Collection, op string, filter bson.D
 }
 
 // deleteOne removes the document matching filter, answering ErrNotFound when none did.
-func deleteOne(ctx context.Context, coll *mongo.Collection, op string, filter bson.D) error {
-	res, err := coll.DeleteOne(ctx, filter)
+// Its audit entry is staged first and confirmed by the deletion (stageDelete).
+func deleteOne(ctx context.Context, s *Store, coll *mongo.Collection, op string, filter bson.D) error {
+	intent, err := s.stageDelete(ctx, coll, filter)
 	if err != nil {
 		return wrap(op, err)
 	}
+	res, err := coll.DeleteOne(ctx, filter)
+	if err != nil {
+		return wrap(op, err) // it may be made: RecoverAudit decides by the document
+	}
 	if res.DeletedCount == 0 {
+		intent.abandon(ctx, s)
 		return wrap(op, mongo.ErrNoDocuments)
 	}
+	intent.settle(ctx, s)
 	return nil
 }
 

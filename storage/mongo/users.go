@@ -228,9 +228,19 @@ func (s *Store) UpdateUser(ctx context.Context, appID, id string, fn func(*stora
 // a delete that stopped part-way finishes the job.
 func (s *Store) DeleteUser(ctx context.Context, appID, id string) error {
 	const op = "delete user"
+	intent, err := s.stageDelete(ctx, s.users, byApp(appID, id))
+	if err != nil {
+		return wrap(op, err)
+	}
 	res, err := s.users.DeleteOne(ctx, byApp(appID, id))
 	if err != nil {
 		return wrap(op, err)
+	}
+	if res.DeletedCount == 0 {
+		intent.abandon(ctx, s)
+	} else {
+		// The user is gone: the entry is confirmed, whatever the sweeps answer.
+		defer intent.settle(ctx, s)
 	}
 	if _, err := s.devices.DeleteMany(ctx, bson.D{{Key: "appId", Value: appID}, {Key: "userId", Value: id}}); err != nil {
 		return wrap(op+": devices", err)

@@ -186,7 +186,7 @@ func (s *Store) UpdateVariable(ctx context.Context, appID, id string, fn func(*s
 
 // DeleteVariable removes the app's variable.
 func (s *Store) DeleteVariable(ctx context.Context, appID, id string) error {
-	return deleteOne(ctx, s.variables, "delete variable", byApp(appID, id))
+	return deleteOne(ctx, s, s.variables, "delete variable", byApp(appID, id))
 }
 
 // deleteOwnedVariables removes the variables of the app's owners of one scope, after the
@@ -301,7 +301,7 @@ func (s *Store) UpdateFile(ctx context.Context, appID, id string, fn func(*stora
 
 // DeleteFile removes the app's file record (its blob is the caller's).
 func (s *Store) DeleteFile(ctx context.Context, appID, id string) error {
-	return deleteOne(ctx, s.files, "delete file", byApp(appID, id))
+	return deleteOne(ctx, s, s.files, "delete file", byApp(appID, id))
 }
 
 // ruleDoc is a rule as stored; zero times are left out (omitempty).
@@ -402,5 +402,5 @@ func (s *Store) UpdateRule(ctx context.Context, appID, id string, fn func(*stora
 
 // DeleteRule removes the app's rule.
 func (s *Store) DeleteRule(ctx context.Context, appID, id string) error {
-	return deleteOne(ctx, s.rules, "delete rule", byApp(appID, id))
+	return deleteOne(ctx, s, s.rules, "delete rule", byApp(appID, id))
 }

@@ -114,5 +114,5 @@ func (s *Store) UpdateWSHook(ctx context.Context, appID, id string, fn func(*sto
 
 // DeleteWSHook removes the app's hook.
 func (s *Store) DeleteWSHook(ctx context.Context, appID, id string) error {
-	return deleteOne(ctx, s.wsHooks, "delete ws hook", byApp(appID, id))
+	return deleteOne(ctx, s, s.wsHooks, "delete ws hook", byApp(appID, id))
 }

@@ -67,15 +67,16 @@ func (s *Store) CreateApp(ctx context.Context, a storage.App) error {
 		return wrap("create app", err)
 	}
 	args := append([]any{a.ID, a.AccountID, toMillis(a.CreatedAt)}, set...)
-	_, err = s.w.ExecContext(ctx, `INSERT INTO apps (id, account_id, created_at,
+	// In a write transaction, so that a creation's audit entry (storage.AuditOutbox) is
+	// stored with it.
+	return s.inWriteTx(ctx, "create app", func(tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, `INSERT INTO apps (id, account_id, created_at,
 	name, name_lower, description, version, enabled, paused, anti_debug, anti_vm,
 	lock_hwid, lock_ip, lock_pc_name, secret_hash, secret_last6, session_timeout, plain_files,
 	signing_key, sign_responses, grace_seconds, license_file_days, updated_at)
 VALUES (`+placeholders(23)+`)`, args...)
-	if err != nil {
-		return wrap("create app", err)
-	}
-	return nil
+		return wrapIf("create app", err)
+	})
 }
 
 // GetApp reads the account's app; the account is part of the key, so another account's

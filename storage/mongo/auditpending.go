@@ -1,0 +1,288 @@
+package mongo
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
+
+	"github.com/keyward/keyward/storage"
+)
+
+// Audit with the change on MongoDB (issue 21). FerretDB v1.24 has no multi-document
+// transactions, so the change's audit entry cannot go in one transaction with the change,
+// and the chain's append (an insert in auditLog) is not the change's document. Instead,
+// with the same queries on MongoDB and FerretDB:
+//
+//  1. The entry is staged first: one insert in auditPending, naming the collection and
+//     the document whose write confirms it.
+//  2. The change's own write (the replace of updateDoc, the insert of a creation) carries
+//     the staged entry's id in the document (auditMarker): the change and its
+//     confirmation are one single-document write, atomic on both servers.
+//  3. The entry is settled: appended to its account's chain (AppendAudit: the chain's
+//     _id keeps two nodes from forking it), and its pending record deleted. The change
+//     is acknowledged after this.
+//
+// A deletion stages its entry the same way, after reading the document (a deletion of
+// nothing stages nothing); its write confirms it by removing the document. (Were the
+// document removed by another deletion in the instant between the read and a crash, the
+// entry would be appended for that deletion: the record is gone either way.)
+//
+// A crash between 1 and 2 leaves a pending entry no document confirms: it is dropped once
+// older than claimLease (the change's write is bounded by half of it). A crash between 2
+// and 3 leaves a confirmed one: RecoverAudit appends it (the audit writer runs it at start
+// and every recoverEvery). A later audited change of the same document settles the
+// marker it finds before it writes its own, and every other replace keeps the marker, so
+// a confirmed entry never loses its confirmation. One settler at a time per entry (a
+// claim, as updateDoc's), and AppendAudit skips an id already in the chain: an entry is
+// appended exactly once.
+
+// auditMarker is the member of a changed document naming the staged audit entry of its
+// last audited change.
+const auditMarker = "auditPending"
+
+// pendingAuditDoc is a staged entry and the document whose write confirms it.
+type pendingAuditDoc struct {
+	ID    string    `bson:"_id"` // the entry's id
+	Coll  string    `bson:"coll"`
+	DocID string    `bson:"docId"`
+	Entry auditDoc  `bson:"entry"`
+	At    time.Time `bson:"at"`
+	// Deleted marks a deletion's entry: its write confirms it by removing the document
+	// (no marker can be left in it).
+	Deleted bool `bson:"deleted,omitempty"`
+}
+
+// auditIntent is one change's staged entry, nil when the change has none to write.
+type auditIntent struct {
+	ao storage.AuditOutbox
+	e  storage.AuditEntry
+}
+
+// stageAudit takes the change's audit entry (the context's AuditOutbox, in the change's
+// own store call only: the one carrying the EventOutbox) and stages it, confirmed by the
+// write of document docID of coll. prior is the marker the document carries now: its
+// entry is settled first, since the write replaces it.
+func (s *Store) stageAudit(ctx context.Context, coll *mongo.Collection, docID, prior string) (*auditIntent, error) {
+	return s.stageAuditOf(ctx, coll, docID, prior, false)
+}
+
+// stageDelete stages the audit entry of the deletion of the document filter matches,
+// confirmed by its absence. It reads the document first: a deletion of nothing stages
+// nothing (it answers ErrNotFound), and the marker of its last audited change is settled
+// before the document goes.
+func (s *Store) stageDelete(ctx context.Context, coll *mongo.Collection, filter bson.D) (*auditIntent, error) {
+	if storage.EventOutboxFrom(ctx) == nil || storage.AuditOutboxFrom(ctx) == nil {
+		return nil, nil
+	}
+	raw, err := coll.FindOne(ctx, filter, options.FindOne().SetProjection(bson.D{{Key: "_id", Value: 1}, {Key: auditMarker, Value: 1}})).Raw()
+	if errors.Is(err, mongo.ErrNoDocuments) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	id, _ := raw.Lookup("_id").StringValueOK()
+	return s.stageAuditOf(ctx, coll, id, markerOf(raw), true)
+}
+
+func (s *Store) stageAuditOf(ctx context.Context, coll *mongo.Collection, docID, prior string, deleted bool) (*auditIntent, error) {
+	if storage.EventOutboxFrom(ctx) == nil {
+		return nil, nil
+	}
+	ao := storage.AuditOutboxFrom(ctx)
+	if ao == nil {
+		return nil, nil
+	}
+	e, ok := ao.TakeAudit()
+	if !ok {
+		return nil, nil
+	}
+	if prior != "" {
+		// Settled (by this call, or by the change that made it, waited for) before the
+		// write replaces its confirmation.
+		sctx, cancel := context.WithTimeout(ctx, claimLease/2)
+		err := s.awaitSettled(sctx, prior, nil)
+		cancel()
+		if err != nil {
+			return nil, fmt.Errorf("settle the audit entry of the last change: %w", err)
+		}
+	}
+	e.CreatedAt = storage.Truncate(e.CreatedAt)
+	p := pendingAuditDoc{ID: e.ID, Coll: coll.Name(), DocID: docID, Entry: auditDocOf(e, ""), At: storage.Now(), Deleted: deleted}
+	if _, err := s.auditPending.InsertOne(ctx, p); err != nil {
+		return nil, fmt.Errorf("stage the audit entry: %w", err)
+	}
+	return &auditIntent{ao: ao, e: e}, nil
+}
+
+// marker answers the marker the change's document is written with: its own entry's, else
+// the one it carries (prior), kept.
+func (i *auditIntent) marker(prior string) string {
+	if i != nil {
+		return i.e.ID
+	}
+	return prior
+}
+
+// abandon removes the staged entry of a write that was not made.
+func (i *auditIntent) abandon(ctx context.Context, s *Store) {
+	if i == nil {
+		return
+	}
+	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
+	defer cancel()
+	_, _ = s.auditPending.DeleteOne(dctx, bson.D{{Key: "_id", Value: i.e.ID}})
+}
+
+// settle appends the entry of a write that was made and reports it stored: confirmed by
+// the document, it is stored whatever happens next (RecoverAudit appends it if this
+// append fails). When another settler holds the entry (the next change of the document,
+// settling the marker it found), it waits until that one is done, so that the change is
+// acknowledged with its entry in the chain: a settler that dies meanwhile leaves it to
+// this one once its claim is stale, or to RecoverAudit.
+func (i *auditIntent) settle(ctx context.Context, s *Store) {
+	if i == nil {
+		return
+	}
+	defer i.ao.AuditStored()
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), claimLease/2)
+	defer cancel()
+	_ = s.awaitSettled(sctx, i.e.ID, &i.e) // on failure left pending: RecoverAudit appends it
+}
+
+// awaitSettled settles the pending entry id (settlePending) or, when another settler
+// holds it, waits until it is gone from auditPending, within ctx.
+func (s *Store) awaitSettled(ctx context.Context, id string, e *storage.AuditEntry) error {
+	for attempt := 0; ; attempt++ {
+		settled, err := s.settlePending(ctx, id, e)
+		if settled || err != nil {
+			return err
+		}
+		n, err := s.auditPending.CountDocuments(ctx, bson.D{{Key: "_id", Value: id}}, options.Count().SetLimit(1))
+		if err != nil || n == 0 {
+			return err // n == 0: settled by the other
+		}
+		if err := backoff(ctx, min(attempt, 4)); err != nil {
+			return err
+		}
+	}
+}
+
+// settlePending appends the pending entry id to its chain (e, else as staged) and deletes
+// its pending record, under a claim: one settler at a time. A claim held by another
+// settler (or left by a dead one, until it is stale) leaves the entry to it. It reports
+// whether this call settled it.
+func (s *Store) settlePending(ctx context.Context, id string, e *storage.AuditEntry) (bool, error) {
+	if e == nil {
+		var p pendingAuditDoc
+		err := s.auditPending.FindOne(ctx, bson.D{{Key: "_id", Value: id}}).Decode(&p)
+		if errors.Is(err, mongo.ErrNoDocuments) {
+			return false, nil // settled already (the usual case)
+		}
+		if err != nil {
+			return false, err
+		}
+		entry := p.Entry.entry()
+		e = &entry
+	}
+	claim := claimDoc{ID: collAuditPending + "/" + id, Owner: e.AccountID, At: storage.Now()}
+	if _, err := s.claims.InsertOne(ctx, claim); err != nil {
+		if !isDuplicateKey(err) {
+			return false, err
+		}
+		return false, s.clearStaleClaim(ctx, claim.ID)
+	}
+	defer func() {
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
+		defer cancel()
+		_, _ = s.claims.DeleteOne(rctx, bson.D{{Key: "_id", Value: claim.ID}})
+	}()
+	if err := s.AppendAudit(ctx, []storage.AuditEntry{*e}); err != nil {
+		return false, err
+	}
+	_, err := s.auditPending.DeleteOne(ctx, bson.D{{Key: "_id", Value: id}})
+	return err == nil, err
+}
+
+// RecoverAudit implements storage.AuditRecoverer: every staged entry whose document
+// confirms it (carries its id; for a deletion, is gone) is appended (its change was made
+// and its node stopped before it settled);
+// one that no document confirms and is older than claimLease is dropped (its change was
+// never made). It answers how many it appended.
+//
+// minAge spares the entries staged less than that long ago, which their own change is
+// settling now (the writer's periodic run passes a few seconds; its run at start, when
+// this node's changes are none yet, passes 0).
+func (s *Store) RecoverAudit(ctx context.Context, minAge time.Duration) (int, error) {
+	cur, err := s.auditPending.Find(ctx, bson.D{}, options.Find().SetSort(bson.D{{Key: "at", Value: 1}}))
+	if err != nil {
+		return 0, wrap("recover audit", err)
+	}
+	var pending []pendingAuditDoc
+	if err := cur.All(ctx, &pending); err != nil {
+		return 0, wrap("recover audit", err)
+	}
+	appended := 0
+	for _, p := range pending {
+		marked, err := s.db.Collection(p.Coll).FindOne(ctx, bson.D{{Key: "_id", Value: p.DocID}},
+			options.FindOne().SetProjection(bson.D{{Key: auditMarker, Value: 1}})).Raw()
+		if err != nil && !errors.Is(err, mongo.ErrNoDocuments) {
+			return appended, wrap("recover audit: confirmation", err)
+		}
+		m, _ := marked.Lookup(auditMarker).StringValueOK()
+		if (p.Deleted && marked == nil) || (!p.Deleted && marked != nil && m == p.ID) {
+			if time.Since(p.At) < minAge {
+				continue // its change is settling it now
+			}
+			e := p.Entry.entry()
+			settled, err := s.settlePending(ctx, p.ID, &e)
+			if err != nil {
+				return appended, wrap("recover audit", err)
+			}
+			if settled {
+				appended++
+			}
+			continue
+		}
+		if time.Since(p.At) > claimLease {
+			if _, err := s.auditPending.DeleteOne(ctx, bson.D{{Key: "_id", Value: p.ID}, {Key: "at", Value: p.At}}); err != nil {
+				return appended, wrap("recover audit: drop", err)
+			}
+		}
+	}
+	return appended, nil
+}
+
+// withMarker answers doc (a typed document) with the marker set to id ("" leaves doc as
+// it is): the change's write and its entry's confirmation in one document.
+func withMarker(doc any, id string) (any, error) {
+	if id == "" {
+		return doc, nil
+	}
+	raw, err := bson.Marshal(doc)
+	if err != nil {
+		return nil, err
+	}
+	var d bson.D
+	if err := bson.Unmarshal(raw, &d); err != nil {
+		return nil, err
+	}
+	for i := range d {
+		if d[i].Key == auditMarker {
+			d[i].Value = id
+			return d, nil
+		}
+	}
+	return append(d, bson.E{Key: auditMarker, Value: id}), nil
+}
+
+// markerOf answers the marker a stored document carries ("" when none).
+func markerOf(raw bson.Raw) string {
+	m, _ := raw.Lookup(auditMarker).StringValueOK()
+	return m
+}
