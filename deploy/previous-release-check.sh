@@ -95,9 +95,14 @@ app=$(curl -fsS "$base/api/apps" -H "Authorization: Bearer $jwt" -H 'Content-Typ
 	-d '{"name":"Upgrade check"}' | member id)
 key=$(curl -fsS "$base/api/apps/$app/licenses" -H "Authorization: Bearer $jwt" -H 'Content-Type: application/json' \
 	-d '{"count":1,"level":1}' | member key)
+# A previous release that made the buyer portal a store connection (kind portal) gets one:
+# the upgrade must carry it to the app's settings. Older releases refuse the kind: skipped.
+portal=""
+if curl -fsS "$base/api/apps/$app/stores" -H "Authorization: Bearer $jwt" -H 'Content-Type: application/json' \
+	-d '{"provider":"portal","name":"Buyers"}' >/dev/null 2>&1; then portal=1; fi
 stop
 [[ -n $jwt && -n $app && -n $key ]] || die "could not make the account, app and license (jwt=${jwt:0:8} app=$app key=$key)"
-say "1. previous binary wrote account, app $app and license $key"
+say "1. previous binary wrote account, app $app and license $key${portal:+ and a portal connection}"
 
 has_license() { # jwt → 0 when the license is listed
 	curl -fsS "$base/api/apps/$app/licenses" -H "Authorization: Bearer $1" | grep -q "$key"
@@ -113,6 +118,10 @@ grep -q "keyward-schema$old_version-" "$tmp/new.log" || { cat "$tmp/new.log" >&2
 copy=$(ls "$data"/backups/keyward-schema"$old_version"-*.db | head -1)
 [[ -f $copy ]] || die "no pre-migration copy in $data/backups"
 has_license "$(login)" || die "the license is gone after the upgrade"
+if [[ -n $portal ]]; then
+	curl -fsS "$base/api/apps/$app/portal" -H "Authorization: Bearer $(login)" | grep -q '"enabled":true' ||
+		die "the portal connection's settings did not reach the app"
+fi
 stop
 say "2. new binary migrated $old_version → $new_version, copy at ${copy#"$tmp"/}, license kept"
 

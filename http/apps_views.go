@@ -39,9 +39,11 @@ type appView struct {
 	GraceSeconds    int            `json:"graceSeconds"`
 	LicenseFileDays int            `json:"licenseFileDays"`
 	PublicKey       *publicKeyView `json:"publicKey,omitempty"`
-	CreatedAt       *string        `json:"createdAt,omitempty"`
-	UpdatedAt       *string        `json:"updatedAt,omitempty"`
-	Counts          *appCountsView `json:"counts,omitempty"`
+	// Portal is the buyer portal's settings (changed with PATCH /api/apps/:appId/portal).
+	Portal    portalSettingsView `json:"portal"`
+	CreatedAt *string            `json:"createdAt,omitempty"`
+	UpdatedAt *string            `json:"updatedAt,omitempty"`
+	Counts    *appCountsView     `json:"counts,omitempty"`
 }
 
 // appOf shows an app with its secret masked, unless the full secret is given (create).
@@ -54,7 +56,7 @@ func appOf(a storage.App, fullSecret string) appView {
 		Description: a.Description, AntiDebug: a.AntiDebug, AntiVM: a.AntiVM, LockHwid: a.LockHwid, LockIP: a.LockIP,
 		LockPcName: a.LockPcName, SessionTimeout: a.SessionTimeout, FileEncryption: !a.PlainFiles,
 		SignResponses: a.SignResponses, GraceSeconds: a.GraceSeconds, LicenseFileDays: licenseFileDays(a),
-		PublicKey: publicKeyOf(a), CreatedAt: stamp(a.CreatedAt), UpdatedAt: stamp(a.UpdatedAt)}
+		PublicKey: publicKeyOf(a), Portal: portalSettingsOf(a), CreatedAt: stamp(a.CreatedAt), UpdatedAt: stamp(a.UpdatedAt)}
 }
 
 type userView struct {

@@ -95,12 +95,12 @@ func (h *portalHandlers) pageOf(c *gin.Context) {
 		return
 	}
 	appID := c.Param("appId")
-	conn, err := h.portal.Settings(c.Request.Context(), appID)
+	app, err := h.portal.Settings(c.Request.Context(), appID)
 	if err != nil {
 		fail(c, err)
 		return
 	}
-	name := h.portal.AppName(c.Request.Context(), conn.AppID)
+	name := app.Name
 	var buf bytes.Buffer
 	if err := h.page.Execute(&buf, webportal.PageData{AppID: appID, AppName: name, Version: h.version}); err != nil {
 		fail(c, err)

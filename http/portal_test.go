@@ -100,13 +100,29 @@ func TestPortal(t *testing.T) {
 
 		// No portal yet: the page and its routes answer NOT_FOUND.
 		expect(t, buyer.do(t, "POST", "/code", map[string]any{"key": key}), http.StatusNotFound, "NOT_FOUND")
-		r := a.do("POST", "/api/apps/"+appID+"/stores", map[string]any{"provider": "portal", "name": "Buyers"})
-		expectOK(t, r, http.StatusCreated)
-		portalID := r.Data()["id"].(string)
-		if r.Data()["receiverPath"] != "/portal/"+appID || r.Data()["portal"].(map[string]any)["hwidReset"] != true {
-			t.Fatalf("portal connection: %s", r.Raw)
+		r := a.do("GET", "/api/apps/"+appID+"/portal", nil)
+		expectOK(t, r, http.StatusOK)
+		if d := r.Data(); d["enabled"] != false || d["hwidReset"] != false || d["path"] != "/portal/"+appID {
+			t.Fatalf("a new app's portal: %s", r.Raw)
 		}
-		expect(t, a.do("POST", "/api/apps/"+appID+"/stores", map[string]any{"provider": "portal"}), http.StatusConflict, "CONFLICT")
+		// The portal is a setting of the app, no longer a store connection.
+		expect(t, a.do("POST", "/api/apps/"+appID+"/stores", map[string]any{"provider": "portal", "name": "Buyers"}),
+			http.StatusBadRequest, "VALIDATION_ERROR")
+		expect(t, a.do("PATCH", "/api/apps/"+appID+"/portal", map[string]any{"enabled": "yes"}), http.StatusBadRequest, "VALIDATION_ERROR")
+		expect(t, a.do("PATCH", "/api/apps/"+appID+"/portal", []any{true}), http.StatusBadRequest, "VALIDATION_ERROR")
+		r = a.do("PATCH", "/api/apps/"+appID+"/portal", map[string]any{"enabled": true, "hwidReset": true, "seatRelease": true,
+			"downloads": true, "resend": true})
+		expectOK(t, r, http.StatusOK)
+		if d := r.Data(); d["enabled"] != true || d["hwidReset"] != true || d["resend"] != true {
+			t.Fatalf("portal turned on: %s", r.Raw)
+		}
+		if r = a.do("GET", "/api/apps/"+appID, nil); r.Data()["portal"].(map[string]any)["seatRelease"] != true {
+			t.Fatalf("the app does not show its portal: %s", r.Raw)
+		}
+		// Another owner cannot read or change this app's portal.
+		stranger := api{t, s, newOwner(t, s).Token}
+		expect(t, stranger.do("PATCH", "/api/apps/"+appID+"/portal", map[string]any{"enabled": false}), http.StatusNotFound, "NOT_FOUND")
+		expect(t, stranger.do("GET", "/api/apps/"+appID+"/portal", nil), http.StatusNotFound, "NOT_FOUND")
 
 		resp, err := http.Get(s.URL + "/portal/" + appID)
 		if err != nil {
@@ -162,6 +178,10 @@ func TestPortal(t *testing.T) {
 		expectOK(t, buyer.do(t, "DELETE", "/seats/"+seatID, nil), http.StatusOK)
 		expect(t, client.post("check", nil, ""), http.StatusUnauthorized, "UNAUTHORIZED")
 		expect(t, buyer.do(t, "DELETE", "/seats/"+seatID, nil), http.StatusNotFound, "NOT_FOUND")
+		// Its event was stored before the answer (one: the refused second release writes none).
+		if got := portalEvents(t, a, appID, "seat_release"); len(got) != 1 || got[0]["seatId"] != seatID || got[0]["actor"] != "buyer" {
+			t.Fatalf("seat release events: %v", got)
+		}
 
 		// HWID reset within the user's limits.
 		expectOK(t, buyer.do(t, "POST", "/reset-hwid", nil), http.StatusOK)
@@ -194,19 +214,32 @@ func TestPortal(t *testing.T) {
 		mails := s.CountMails(t, email)
 		expectOK(t, buyer.do(t, "POST", "/resend", nil), http.StatusOK)
 		waitFor(t, func() bool { return s.CountMails(t, email) > mails })
+		if got := portalEvents(t, a, appID, "key_resend"); len(got) != 1 || got[0]["orderId"] == nil {
+			t.Fatalf("resend events: %v", got)
+		}
 
 		// The owner switches actions off: each is refused; the whole portal off: NOT_FOUND.
-		expectOK(t, a.do("PATCH", "/api/apps/"+appID+"/stores/"+portalID, map[string]any{"portal": map[string]any{
-			"hwidReset": false, "seatRelease": false, "downloads": false, "resend": false}}), http.StatusOK)
+		expectOK(t, a.do("PATCH", "/api/apps/"+appID+"/portal", map[string]any{
+			"hwidReset": false, "seatRelease": false, "downloads": false, "resend": false}), http.StatusOK)
 		expect(t, buyer.do(t, "POST", "/reset-hwid", nil), http.StatusForbidden, "FORBIDDEN")
 		expect(t, buyer.do(t, "DELETE", "/seats/x", nil), http.StatusForbidden, "FORBIDDEN")
 		expect(t, buyer.do(t, "GET", "/files/"+fileID, nil), http.StatusForbidden, "FORBIDDEN")
 		expect(t, buyer.do(t, "POST", "/resend", nil), http.StatusForbidden, "FORBIDDEN")
 		expect(t, a.do("PATCH", "/api/apps/"+appID+"/stores/"+sh.connID, map[string]any{"portal": map[string]any{"resend": true}}),
 			http.StatusBadRequest, "VALIDATION_ERROR")
-		expectOK(t, a.do("PATCH", "/api/apps/"+appID+"/stores/"+portalID, map[string]any{"enabled": false}), http.StatusOK)
+		expectOK(t, a.do("PATCH", "/api/apps/"+appID+"/portal", map[string]any{"enabled": false}), http.StatusOK)
 		expect(t, buyer.do(t, "GET", "/license", nil), http.StatusNotFound, "NOT_FOUND")
-		expectOK(t, a.do("PATCH", "/api/apps/"+appID+"/stores/"+portalID, map[string]any{"enabled": true}), http.StatusOK)
+		expectOK(t, a.do("PATCH", "/api/apps/"+appID+"/portal", map[string]any{"enabled": true}), http.StatusOK)
+		// Each change of the settings is an audited update of the app, with its app.update event.
+		r = a.do("GET", "/api/audit?appId="+appID+"&recordType=apps&limit=50", nil)
+		expectOK(t, r, http.StatusOK)
+		if n := strings.Count(string(r.Raw), `"portal":{`); n < 2*4 { // before and after of 4 changes
+			t.Fatalf("audit has %d portal members, want the 4 settings changes: %s", n, r.Raw)
+		}
+		waitFor(t, func() bool {
+			r := a.do("GET", "/api/apps/"+appID+"/logs?event=app.update&limit=50", nil)
+			return strings.Count(string(r.Raw), `"portal":{`) >= 4
+		})
 
 		// Another app's key does not sign in here, even with its own portal's code.
 		o2 := newOwner(t, s)
@@ -218,22 +251,22 @@ func TestPortal(t *testing.T) {
 		if st, raw := sh2.deliver(t, commercetest.Sale{Kind: commerce.KindPaid, EventID: "oe1", OrderID: "oo1", Product: "p1", Email: email2}, nil); st != http.StatusOK {
 			t.Fatalf("sale 2: %d %s", st, raw)
 		}
-		expectOK(t, a2.do("POST", "/api/apps/"+app2+"/stores", map[string]any{"provider": "portal"}), http.StatusCreated)
+		expectOK(t, a2.do("PATCH", "/api/apps/"+app2+"/portal", map[string]any{"enabled": true}), http.StatusOK)
 		key2 := keysOf(sh2.order(t, "oo1"))[0]
 		there := &portalBuyer{s: s, appID: app2, ip: nextIP()}
 		code2 := there.mailedCode(t, key2, email2)
-		stranger := &portalBuyer{s: s, appID: appID, ip: nextIP()}
-		expect(t, stranger.signIn(t, key2, code2), http.StatusUnauthorized, "UNAUTHORIZED")
-		expectOK(t, stranger.do(t, "POST", "/code", map[string]any{"key": key2}), http.StatusOK) // same answer, no mail
+		outsider := &portalBuyer{s: s, appID: appID, ip: nextIP()}
+		expect(t, outsider.signIn(t, key2, code2), http.StatusUnauthorized, "UNAUTHORIZED")
+		expectOK(t, outsider.do(t, "POST", "/code", map[string]any{"key": key2}), http.StatusOK) // same answer, no mail
 		// The session of app one's portal is not a session of app two's.
 		crossed := &portalBuyer{s: s, appID: app2, ip: nextIP(), cookie: buyer.cookie}
 		expect(t, crossed.do(t, "GET", "/license", nil), http.StatusUnauthorized, "UNAUTHORIZED")
 
 		// Tries are limited per key.
 		for range 5 {
-			stranger.signIn(t, key, "99999999")
+			outsider.signIn(t, key, "99999999")
 		}
-		expect(t, stranger.signIn(t, key, "99999999"), http.StatusTooManyRequests, "RATE_LIMITED")
+		expect(t, outsider.signIn(t, key, "99999999"), http.StatusTooManyRequests, "RATE_LIMITED")
 
 		// The buyer's actions are in the owner's audit log.
 		r = a.do("GET", "/api/audit?limit=200", nil)
@@ -264,7 +297,11 @@ func TestPortalAcrossNodes(t *testing.T) {
 	if st, raw := sh.deliver(t, commercetest.Sale{Kind: commerce.KindPaid, EventID: "ce1", OrderID: "co1", Product: "p1", Email: email}, nil); st != http.StatusOK {
 		t.Fatalf("sale: %d %s", st, raw)
 	}
-	expectOK(t, owner.do("POST", "/api/apps/"+appID+"/stores", map[string]any{"provider": "portal"}), http.StatusCreated)
+	expectOK(t, owner.do("PATCH", "/api/apps/"+appID+"/portal", map[string]any{"enabled": true}), http.StatusOK)
+	// The setting is the app's: the other node serves the portal at once.
+	waitFor(t, func() bool {
+		return (&portalBuyer{s: b, appID: appID, ip: nextIP()}).do(t, "POST", "/code", map[string]any{"key": "NONE"}).Status == http.StatusOK
+	})
 	key := keysOf(sh.order(t, "co1"))[0]
 
 	onA := &portalBuyer{s: a, appID: appID, ip: nextIP()}
@@ -294,4 +331,22 @@ func TestPortalAcrossNodes(t *testing.T) {
 			t.Fatalf("round %d: %d sign-ins with one code, want 1", round, ok)
 		}
 	}
+}
+
+// portalEvents answers the data of the app's license.update log entries written for the
+// buyer's action (data.action), newest first.
+func portalEvents(t *testing.T, a api, appID, action string) []map[string]any {
+	t.Helper()
+	var out []map[string]any
+	waitFor(t, func() bool {
+		out = nil
+		r := a.do("GET", "/api/apps/"+appID+"/logs?event=license.update&limit=100", nil)
+		for _, e := range r.Data()["logs"].([]any) {
+			if d, ok := e.(map[string]any)["data"].(map[string]any); ok && d["action"] == action {
+				out = append(out, d)
+			}
+		}
+		return len(out) > 0
+	})
+	return out
 }

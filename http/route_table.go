@@ -377,7 +377,7 @@ func routeTable(h *handlerSet) []route {
 				ref("WSHook"))},
 			{del, "/api/apps/:appId/ws/hooks/:hookId", "hooks:delete", auditDelete("hooks"), h.hooks.delete, op("Delete a socket hook", noBody, msgData)},
 		}},
-	}, append(append(bulkSections(h), storeRoutes(h.stores)...), portalRoutes(h.portal)...)...))
+	}, append(append(bulkSections(h), storeRoutes(h.stores)...), portalRoutes(h.portal, h.apps)...)...))
 }
 
 // clientSocket serves the program's socket with the Client API's handlers (the socket's

@@ -91,7 +91,8 @@ type storeConnectionView struct {
 	Enabled      bool   `json:"enabled"`
 	MailSubject  string `json:"mailSubject"`
 	MailBody     string `json:"mailBody"`
-	// Portal is the buyer portal's switches (meaningful for provider portal only).
+	// Portal is the switches of a connection of kind portal. Deprecated: the buyer portal's
+	// settings are the app's (/api/apps/:appId/portal); shown for one release.
 	Portal    storage.PortalSwitches `json:"portal"`
 	CreatedAt *string                `json:"createdAt"`
 	UpdatedAt *string                `json:"updatedAt"`
@@ -196,7 +197,8 @@ type connectionBody struct {
 	Enabled      *bool   `json:"enabled"`
 	MailSubject  *string `json:"mailSubject"`
 	MailBody     *string `json:"mailBody"`
-	// Portal: the buyer portal's switches (a connection of kind portal).
+	// Portal is refused (400, pointing to /api/apps/:appId/portal): the buyer portal's
+	// switches are the app's settings now.
 	Portal *storage.PortalSwitches `json:"portal"`
 }
 

@@ -40,8 +40,18 @@ type App struct {
 	// LicenseFileDays is how many days an offline license file may be used before the
 	// program must check in online again (0: the default of 30).
 	LicenseFileDays int
-	CreatedAt       time.Time `audit:"-"`
-	UpdatedAt       time.Time `audit:"-"`
+	// Portal is the app's buyer portal (issue 23): whether /portal/<appId> is served and
+	// which buyer actions it offers (core/commerce reads it at every portal request).
+	Portal    AppPortal
+	CreatedAt time.Time `audit:"-"`
+	UpdatedAt time.Time `audit:"-"`
+}
+
+// AppPortal is an app's buyer portal settings: Enabled serves the portal, the switches
+// turn each buyer action on or off. The JSON names are the API's (and the audit entry's).
+type AppPortal struct {
+	Enabled bool `json:"enabled"`
+	PortalSwitches
 }
 
 // AppCounts are the per-app record counts of the application list (SPEC 4.2).

@@ -25,15 +25,16 @@ type StoreConnection struct {
 	// {{order}} and {{app}} are replaced.
 	MailSubject string
 	MailBody    string
-	// Portal holds the buyer portal's switches; only a connection of kind "portal" (one per
-	// app: core/commerce) reads them. Enabled turns the whole portal on or off.
+	// Portal holds the switches of a connection of kind "portal", where the buyer portal's
+	// settings lived before they moved to the app (App.Portal). Deprecated: kept readable
+	// for one release so an upgrade can copy them (SQLite migration 34, MongoDB at Open).
 	Portal    PortalSwitches
 	CreatedAt time.Time `audit:"-"`
 	UpdatedAt time.Time `audit:"-"`
 }
 
 // PortalSwitches turn the buyer portal's actions on or off per app (the license's status
-// is shown whenever the portal is on).
+// is shown whenever the portal is on): App.Portal.
 type PortalSwitches struct {
 	HWIDReset   bool `json:"hwidReset"`
 	SeatRelease bool `json:"seatRelease"`

@@ -123,6 +123,30 @@ func (s *Service) passkeyUserOf(ctx context.Context, a storage.Account) (passkey
 	return u, stored, nil
 }
 
+// ceremonyFor is the preamble of a ceremony begun for a known account: the relying party
+// and the account as go-webauthn sees it, with its passkeys.
+func (s *Service) ceremonyFor(ctx context.Context, a storage.Account) (*webauthn.WebAuthn, passkeyUser, error) {
+	wa, err := s.relyingParty()
+	if err != nil {
+		return nil, passkeyUser{}, err
+	}
+	user, _, err := s.passkeyUserOf(ctx, a)
+	if err != nil {
+		return nil, passkeyUser{}, err
+	}
+	return wa, user, nil
+}
+
+// beginAssertion begins a sign-in or reauthentication ceremony that user's passkeys
+// answer, with user verification, and stores it for purpose.
+func (s *Service) beginAssertion(ctx context.Context, wa *webauthn.WebAuthn, user passkeyUser, purpose string) (PasskeyCeremony, error) {
+	assertion, session, err := wa.BeginLogin(user, webauthn.WithUserVerification(protocol.VerificationRequired))
+	if err != nil {
+		return PasskeyCeremony{}, fmt.Errorf("accounts: begin passkey %s: %w", purpose, err)
+	}
+	return s.saveChallenge(ctx, purpose, user.account.ID, session, assertion)
+}
+
 // saveChallenge stores a begun ceremony.
 func (s *Service) saveChallenge(ctx context.Context, purpose, accountID string, session *webauthn.SessionData, options any) (PasskeyCeremony, error) {
 	data, err := json.Marshal(session)
@@ -184,11 +208,7 @@ func (s *Service) BeginPasskeyRegistration(ctx context.Context, p Principal) (Pa
 	if err := requireJWT(p, "add a passkey"); err != nil {
 		return PasskeyCeremony{}, err
 	}
-	wa, err := s.relyingParty()
-	if err != nil {
-		return PasskeyCeremony{}, err
-	}
-	user, _, err := s.passkeyUserOf(ctx, p.Account)
+	wa, user, err := s.ceremonyFor(ctx, p.Account)
 	if err != nil {
 		return PasskeyCeremony{}, err
 	}
@@ -342,11 +362,7 @@ func (s *Service) BeginPasskeyLogin(ctx context.Context, username string) (Passk
 				return PasskeyCeremony{}, err
 			}
 			if len(user.creds) > 0 {
-				assertion, session, err := wa.BeginLogin(user, webauthn.WithUserVerification(protocol.VerificationRequired))
-				if err != nil {
-					return PasskeyCeremony{}, fmt.Errorf("accounts: begin passkey sign-in: %w", err)
-				}
-				return s.saveChallenge(ctx, passkeyLogin, a.ID, session, assertion)
+				return s.beginAssertion(ctx, wa, user, passkeyLogin)
 			}
 		}
 	}
@@ -384,22 +400,14 @@ func (s *Service) BeginPasskeyReauth(ctx context.Context, p Principal) (PasskeyC
 	if p.SessionID == "" {
 		return PasskeyCeremony{}, core.E(core.CodeForbidden, "an API key cannot re-authenticate")
 	}
-	wa, err := s.relyingParty()
-	if err != nil {
-		return PasskeyCeremony{}, err
-	}
-	user, _, err := s.passkeyUserOf(ctx, p.Account)
+	wa, user, err := s.ceremonyFor(ctx, p.Account)
 	if err != nil {
 		return PasskeyCeremony{}, err
 	}
 	if len(user.creds) == 0 {
 		return PasskeyCeremony{}, core.E(core.CodeConflict, "this account has no passkey: confirm with the password or a 2FA code")
 	}
-	assertion, session, err := wa.BeginLogin(user, webauthn.WithUserVerification(protocol.VerificationRequired))
-	if err != nil {
-		return PasskeyCeremony{}, fmt.Errorf("accounts: begin passkey reauth: %w", err)
-	}
-	return s.saveChallenge(ctx, passkeyReauth, p.Account.ID, session, assertion)
+	return s.beginAssertion(ctx, wa, user, passkeyReauth)
 }
 
 // verifyPasskey consumes the ceremony in.ChallengeID names and checks the assertion

@@ -228,6 +228,25 @@ type UpdateAppInput struct {
 	SignResponses   *bool
 	GraceSeconds    *int
 	LicenseFileDays *int
+	// Portal changes the buyer portal's settings (issue 23); nil members stay.
+	Portal *PortalInput
+}
+
+// PortalInput changes the members of the app's buyer portal (storage.AppPortal) that are
+// given.
+type PortalInput struct {
+	Enabled, HWIDReset, SeatRelease, Downloads, Resend *bool
+}
+
+func (in *PortalInput) apply(p *storage.AppPortal) {
+	if in == nil {
+		return
+	}
+	core.Set(&p.Enabled, in.Enabled)
+	core.Set(&p.HWIDReset, in.HWIDReset)
+	core.Set(&p.SeatRelease, in.SeatRelease)
+	core.Set(&p.Downloads, in.Downloads)
+	core.Set(&p.Resend, in.Resend)
 }
 
 // Bounds of the per-app client session timeout, in seconds.
@@ -279,8 +298,13 @@ func (s *Service) UpdateApp(ctx context.Context, o Owner, appID string, in Updat
 		if in.FileEncryption != nil {
 			a.PlainFiles = !*in.FileEncryption
 		}
+		in.Portal.apply(&a.Portal)
 		a.UpdatedAt = s.clock()
-		ch.Set(event(a.ID, events.AppUpdate, "", "application settings changed", map[string]any{"paused": a.Paused, "enabled": a.Enabled}))
+		data := map[string]any{"paused": a.Paused, "enabled": a.Enabled}
+		if in.Portal != nil {
+			data["portal"] = a.Portal
+		}
+		ch.Set(event(a.ID, events.AppUpdate, "", "application settings changed", data))
 		return nil
 	}))
 	switch {

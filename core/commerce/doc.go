@@ -37,11 +37,14 @@
 // sums the revenue from them. The keys' expiry is then set one license at a time (each
 // write idempotent: a retry sets the same time).
 //
-// The buyer portal (portal.go) is the buyers' side of an app: a connection of kind portal
-// holds its switches; a buyer signs in with a key and a one-time code mailed to the order's
+// The buyer portal (portal.go) is the buyers' side of an app: the app's settings
+// (storage.App.Portal, changed as an app update by core/apps) turn it and each action on or
+// off; a connection of kind portal, where they lived before, is only read by the upgrade
+// (deprecated). A buyer signs in with a key and a one-time code mailed to the order's
 // address (codes and sessions live in the cluster engine, so every node serves them) and
 // sees the license, resets the HWID, releases seats, downloads files and has the key mailed
-// again, each action audited as the owner's twin is.
+// again, each action audited as the owner's twin is, and each change with its event
+// (user.hwid_reset; license.update for a seat released or a key mailed again).
 //
 // Exactly once: an order is a record unique per (connection, store order id) in both
 // engines; its license ids are derived from the order's id, and the order moves from

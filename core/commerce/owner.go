@@ -52,9 +52,13 @@ type ConnectionInput struct {
 	Enabled      *bool
 	MailSubject  *string
 	MailBody     *string
-	// Portal sets the buyer portal's switches (a connection of kind portal only).
+	// Portal was the buyer portal's switches on a connection of kind portal; they are the
+	// app's settings now, so a value is refused with a pointer to where they went.
 	Portal *storage.PortalSwitches
 }
+
+// errPortalMoved answers the deprecated ways to set up the buyer portal on a connection.
+var errPortalMoved = core.Invalid("portal", "the buyer portal is no longer a store connection: it is a setting of the app (PATCH /api/apps/:appId/portal)")
 
 func validText(field string, v *string, limit int) error {
 	if v != nil && len(*v) > limit {
@@ -64,8 +68,11 @@ func validText(field string, v *string, limit int) error {
 }
 
 func (in ConnectionInput) validate() error {
-	if in.Provider != nil && !Provider(*in.Provider).Known() && Provider(*in.Provider) != Discord && Provider(*in.Provider) != PortalKind {
-		return core.Invalid("provider", "provider must be one of %v, discord or portal", Providers())
+	if in.Portal != nil || (in.Provider != nil && Provider(*in.Provider) == PortalKind) {
+		return errPortalMoved
+	}
+	if in.Provider != nil && !Provider(*in.Provider).Known() && Provider(*in.Provider) != Discord {
+		return core.Invalid("provider", "provider must be one of %v or discord", Providers())
 	}
 	if in.RefundAction != nil && *in.RefundAction != RefundBan && *in.RefundAction != RefundRevoke {
 		return core.Invalid("refundAction", "refundAction must be ban or revoke")
@@ -94,24 +101,7 @@ func (w *Owner) CreateConnection(ctx context.Context, o apps.Owner, appID string
 			return storage.StoreConnection{}, core.Invalid("secret", "a Discord public key is 64 hex digits")
 		}
 	}
-	if p == PortalKind {
-		// One portal per app: its address is the app's, so a second would be ambiguous.
-		list, err := w.s.d.Store.ListStoreConnections(ctx, appID)
-		if err != nil {
-			return storage.StoreConnection{}, fmt.Errorf("commerce: list connections: %w", err)
-		}
-		for _, c := range list {
-			if Provider(c.Provider) == PortalKind {
-				return storage.StoreConnection{}, core.E(core.CodeConflict, "this app has a buyer portal already: change its switches")
-			}
-		}
-		if in.Portal == nil {
-			in.Portal = &storage.PortalSwitches{HWIDReset: true, SeatRelease: true, Downloads: true, Resend: true}
-		}
-	} else if in.Portal != nil {
-		return storage.StoreConnection{}, core.Invalid("portal", "portal switches belong to a connection of kind portal")
-	}
-	if p != Gumroad && p != PortalKind && (in.Secret == nil || strings.TrimSpace(*in.Secret) == "") {
+	if p != Gumroad && (in.Secret == nil || strings.TrimSpace(*in.Secret) == "") {
 		return storage.StoreConnection{}, core.Invalid("secret", "secret (the store's signing secret) is required for %s", p)
 	}
 	now := w.s.now()
@@ -131,7 +121,6 @@ func apply(c *storage.StoreConnection, in ConnectionInput) {
 	core.Set(&c.Enabled, in.Enabled)
 	core.Set(&c.MailSubject, in.MailSubject)
 	core.Set(&c.MailBody, in.MailBody)
-	core.Set(&c.Portal, in.Portal)
 }
 
 func notFound(err error, what string) error {
@@ -170,9 +159,6 @@ func (w *Owner) UpdateConnection(ctx context.Context, o apps.Owner, appID, id st
 		return storage.StoreConnection{}, err
 	}
 	c, err := w.s.d.Store.UpdateStoreConnection(ctx, appID, id, func(c *storage.StoreConnection) error {
-		if in.Portal != nil && Provider(c.Provider) != PortalKind {
-			return core.Invalid("portal", "portal switches belong to a connection of kind portal")
-		}
 		apply(c, in)
 		c.UpdatedAt = w.s.now()
 		return nil

@@ -18,14 +18,16 @@ import (
 	"github.com/keyward/keyward/core"
 	"github.com/keyward/keyward/core/apps"
 	"github.com/keyward/keyward/core/client"
+	"github.com/keyward/keyward/core/events"
 	"github.com/keyward/keyward/core/secrets"
 	"github.com/keyward/keyward/mail"
 	"github.com/keyward/keyward/storage"
 )
 
-// PortalKind is the connection kind of an app's buyer portal: no store, its Enabled turns
-// the portal at /portal/<appId> on or off and its Portal switches turn each buyer action
-// on or off. One per app.
+// PortalKind is the connection kind where an app's buyer portal settings lived before
+// they moved to the app (storage.App.Portal, changed through apps.Service.UpdateApp).
+// Deprecated: such connections stay readable for one release (the upgrade copies their
+// switches to the app); new ones are refused.
 const PortalKind Provider = "portal"
 
 // Portal timings: a mailed code lives CodeTTL and works once; a session idles out after
@@ -69,8 +71,8 @@ type PortalDeps struct {
 }
 
 // Portal is the buyers' side: sign-in with a key and a mailed code, and the actions the
-// app's owner turned on. Every action is checked against the portal connection as it is
-// now, so switching an action off takes effect at the next request.
+// app's owner turned on. Every action is checked against the app's portal settings as
+// they are now, so switching an action off takes effect at the next request.
 type Portal struct {
 	s *Service
 	d PortalDeps
@@ -99,18 +101,19 @@ var (
 	errNoSession   = core.E(core.CodeUnauthorized, "sign in with your license key and a mailed code")
 )
 
-// Settings answers the app's portal connection, NOT_FOUND when there is none or it is off.
-func (p *Portal) Settings(ctx context.Context, appID string) (storage.StoreConnection, error) {
-	list, err := p.s.d.Store.ListStoreConnections(ctx, appID)
-	if err != nil {
-		return storage.StoreConnection{}, fmt.Errorf("commerce: list connections: %w", err)
+// Settings answers the app with its portal settings, NOT_FOUND when there is no such app
+// or its portal is off.
+func (p *Portal) Settings(ctx context.Context, appID string) (storage.App, error) {
+	app, err := p.s.d.Store.GetAppByID(ctx, appID)
+	if errors.Is(err, storage.ErrNotFound) {
+		return storage.App{}, errPortalOff
+	} else if err != nil {
+		return storage.App{}, fmt.Errorf("commerce: read app: %w", err)
 	}
-	for _, c := range list {
-		if Provider(c.Provider) == PortalKind && c.Enabled {
-			return c, nil
-		}
+	if !app.Portal.Enabled {
+		return storage.App{}, errPortalOff
 	}
-	return storage.StoreConnection{}, errPortalOff
+	return app, nil
 }
 
 func sha256Hex(s string) string {
@@ -132,7 +135,8 @@ func NormalizeKey(key string) string { return strings.ToUpper(strings.TrimSpace(
 // nothing and answers the same (the answer does not tell which keys exist). The caller
 // rate-limits per key and per address.
 func (p *Portal) RequestCode(ctx context.Context, appID, key string) error {
-	if _, err := p.Settings(ctx, appID); err != nil {
+	app, err := p.Settings(ctx, appID)
+	if err != nil {
 		return err
 	}
 	l, err := p.s.d.Store.GetLicenseByKey(ctx, appID, NormalizeKey(key))
@@ -156,10 +160,7 @@ func (p *Portal) RequestCode(ctx context.Context, appID, key string) error {
 	if err := p.d.Engine.PutToken(ctx, codeKey(appID, l.ID, code), expires, PortalCodeTTL); err != nil {
 		return fmt.Errorf("commerce: store code: %w", err)
 	}
-	appName := appID
-	if app, err := p.s.d.Store.GetAppByID(ctx, appID); err == nil {
-		appName = app.Name
-	}
+	appName := app.Name
 	p.s.d.Mail.Enqueue(mail.Message{To: to, Subject: "Your sign-in code for " + appName,
 		Text: fmt.Sprintf("Your code: %s\n\nIt signs in to the %s buyer portal once, within %d minutes. If you did not ask for it, ignore this mail.\n",
 			code, appName, int(PortalCodeTTL/time.Minute))})
@@ -226,7 +227,8 @@ func (p *Portal) SignIn(ctx context.Context, call PortalCall, appID, key, code s
 	if strings.TrimSpace(code) == "" {
 		return "", core.Invalid("code", "code is required")
 	}
-	if _, err := p.Settings(ctx, appID); err != nil {
+	app, err := p.Settings(ctx, appID)
+	if err != nil {
 		return "", err
 	}
 	l, err := p.s.d.Store.GetLicenseByKey(ctx, appID, NormalizeKey(key))
@@ -247,7 +249,7 @@ func (p *Portal) SignIn(ctx context.Context, call PortalCall, appID, key, code s
 	if err := p.d.Engine.SetValue(ctx, sessionKey(token), b, PortalSessionTTL); err != nil {
 		return "", fmt.Errorf("commerce: store session: %w", err)
 	}
-	if err := p.audit(ctx, call, l, "portal_sessions"); err != nil {
+	if err := p.audit(ctx, call, app, l, "portal_sessions"); err != nil {
 		return "", err
 	}
 	return token, nil
@@ -297,20 +299,20 @@ type PortalView struct {
 	Files        []storage.File
 }
 
-// license reads the session's license and the portal's switches (the portal may have
-// been turned off, or the license revoked, since the sign-in).
-func (p *Portal) license(ctx context.Context, s PortalSession) (storage.License, storage.StoreConnection, error) {
-	conn, err := p.Settings(ctx, s.AppID)
+// license reads the session's license and the app with its portal settings (the portal
+// may have been turned off, or the license revoked, since the sign-in).
+func (p *Portal) license(ctx context.Context, s PortalSession) (storage.License, storage.App, error) {
+	app, err := p.Settings(ctx, s.AppID)
 	if err != nil {
-		return storage.License{}, conn, err
+		return storage.License{}, app, err
 	}
 	l, err := p.s.d.Store.GetLicense(ctx, s.AppID, s.LicenseID)
 	if errors.Is(err, storage.ErrNotFound) {
-		return l, conn, errNoSession
+		return l, app, errNoSession
 	} else if err != nil {
-		return l, conn, fmt.Errorf("commerce: read license: %w", err)
+		return l, app, fmt.Errorf("commerce: read license: %w", err)
 	}
-	return l, conn, nil
+	return l, app, nil
 }
 
 func (p *Portal) statusOf(l storage.License) string {
@@ -327,16 +329,11 @@ func (p *Portal) statusOf(l storage.License) string {
 
 // View answers the license as the buyer sees it.
 func (p *Portal) View(ctx context.Context, s PortalSession) (PortalView, error) {
-	l, conn, err := p.license(ctx, s)
+	l, app, err := p.license(ctx, s)
 	if err != nil {
 		return PortalView{}, err
 	}
-	v := PortalView{License: l, Status: p.statusOf(l), Switches: conn.Portal, AppName: s.AppID, ExpiresAt: l.ExpiresAt}
-	app, err := p.s.d.Store.GetAppByID(ctx, s.AppID)
-	if err != nil {
-		return PortalView{}, fmt.Errorf("commerce: read app: %w", err)
-	}
-	v.AppName = app.Name
+	v := PortalView{License: l, Status: p.statusOf(l), Switches: app.Portal.PortalSwitches, AppName: app.Name, ExpiresAt: l.ExpiresAt}
 	if u, ok := p.user(ctx, l); ok {
 		v.HWIDBound, v.HWIDResets, v.HWIDResetMax = u.HWID != "", u.HwidResets, u.HwidResetMax
 		if v.ExpiresAt.IsZero() {
@@ -353,7 +350,7 @@ func (p *Portal) View(ctx context.Context, s PortalSession) (PortalView, error) 
 			return PortalView{}, err
 		}
 	}
-	if conn.Portal.Downloads && v.Status == "active" && p.d.Files != nil {
+	if app.Portal.Downloads && v.Status == "active" && p.d.Files != nil {
 		o, err := p.owner(ctx, app)
 		if err != nil {
 			return PortalView{}, err
@@ -378,13 +375,9 @@ func switchedOff(what string) error {
 }
 
 // audit records a buyer's action in the owner's audit log, as the owner's twin would be.
-func (p *Portal) audit(ctx context.Context, call PortalCall, l storage.License, recordType string) error {
+func (p *Portal) audit(ctx context.Context, call PortalCall, app storage.App, l storage.License, recordType string) error {
 	if p.d.Audit == nil {
 		return nil
-	}
-	app, err := p.s.d.Store.GetAppByID(ctx, l.AppID)
-	if err != nil {
-		return fmt.Errorf("commerce: read app: %w", err)
 	}
 	return p.d.Audit.Record(ctx, storage.AuditEntry{AccountID: app.AccountID, AppID: l.AppID, ActorType: ActorBuyer, ActorID: l.ID,
 		ActorName: "buyer of " + maskKey(l.Key), IP: call.IP, Method: call.Method, Route: call.Route, Path: call.Path,
@@ -395,20 +388,16 @@ func (p *Portal) audit(ctx context.Context, call PortalCall, l storage.License, 
 // user's reset limit and cooldown (apps.Service.ResetHWID, which writes the
 // user.hwid_reset event the owner's reset writes).
 func (p *Portal) ResetHWID(ctx context.Context, call PortalCall, s PortalSession) (int, error) {
-	l, conn, err := p.license(ctx, s)
+	l, app, err := p.license(ctx, s)
 	if err != nil {
 		return 0, err
 	}
-	if !conn.Portal.HWIDReset || p.d.Resetter == nil {
+	if !app.Portal.HWIDReset || p.d.Resetter == nil {
 		return 0, switchedOff("HWID resets")
 	}
 	u, ok := p.user(ctx, l)
 	if !ok {
 		return 0, core.E(core.CodeConflict, "nobody has signed in with this key yet: there is no hardware binding to reset")
-	}
-	app, err := p.s.d.Store.GetAppByID(ctx, l.AppID)
-	if err != nil {
-		return 0, fmt.Errorf("commerce: read app: %w", err)
 	}
 	o, err := p.owner(ctx, app)
 	if err != nil {
@@ -418,39 +407,61 @@ func (p *Portal) ResetHWID(ctx context.Context, call PortalCall, s PortalSession
 	if err != nil {
 		return 0, err
 	}
-	return n, p.audit(ctx, call, l, "users")
+	return n, p.audit(ctx, call, app, l, "users")
+}
+
+// buyerEvent is the event of a buyer's action on the license: SPEC 6.1 has no name for a
+// seat released or a key mailed again, and license.update is the nearest (the license's
+// seats, or what its buyer was sent, changed); data.action tells which, data.actor that
+// the buyer did it in the portal.
+func buyerEvent(call PortalCall, l storage.License, action, message string, data map[string]any) events.Event {
+	d := map[string]any{"licenseId": l.ID, "action": action, "actor": ActorBuyer}
+	for k, v := range data {
+		d[k] = v
+	}
+	return events.Event{Name: events.LicenseUpdate, AppID: l.AppID, Username: l.UsedBy, IP: call.IP, Message: message, Data: d}
+}
+
+// withEvent runs a buyer's change and stores its event before the answer (events.Change):
+// a seat lives in the cluster engine and a mail in the mail queue, so there is no database
+// write for the event to ride in; Commit appends it in a write the answer waits for (as on
+// MongoDB), and a change whose event could not be stored answers the error.
+func (p *Portal) withEvent(ctx context.Context, e events.Event, change func(context.Context) error) error {
+	_, ch := events.Begin(ctx, p.s.d.Bus)
+	ch.Add(e)
+	if err := change(ctx); err != nil {
+		return err
+	}
+	return ch.Commit(ctx)
 }
 
 // ReleaseSeat frees one seat of the license (its session ends).
 func (p *Portal) ReleaseSeat(ctx context.Context, call PortalCall, s PortalSession, seatID string) error {
-	l, conn, err := p.license(ctx, s)
+	l, app, err := p.license(ctx, s)
 	if err != nil {
 		return err
 	}
-	if !conn.Portal.SeatRelease || p.d.Seats == nil {
+	if !app.Portal.SeatRelease || p.d.Seats == nil {
 		return switchedOff("seat release")
 	}
-	if err := p.d.Seats.FreeSeat(ctx, l.AppID, l.ID, seatID); err != nil {
+	e := buyerEvent(call, l, "seat_release", "seat "+seatID+" of license "+l.Key+" released by its buyer", map[string]any{"seatId": seatID})
+	if err := p.withEvent(ctx, e, func(ctx context.Context) error { return p.d.Seats.FreeSeat(ctx, l.AppID, l.ID, seatID) }); err != nil {
 		return err
 	}
-	return p.audit(ctx, call, l, "licenses")
+	return p.audit(ctx, call, app, l, "licenses")
 }
 
 // Download opens one of the app's files for an active license.
 func (p *Portal) Download(ctx context.Context, s PortalSession, fileID string) (storage.File, io.ReadCloser, error) {
-	l, conn, err := p.license(ctx, s)
+	l, app, err := p.license(ctx, s)
 	if err != nil {
 		return storage.File{}, nil, err
 	}
-	if !conn.Portal.Downloads || p.d.Files == nil {
+	if !app.Portal.Downloads || p.d.Files == nil {
 		return storage.File{}, nil, switchedOff("downloads")
 	}
 	if st := p.statusOf(l); st != "active" {
 		return storage.File{}, nil, core.E(core.CodeForbidden, "the license is %s: its downloads are closed", st)
-	}
-	app, err := p.s.d.Store.GetAppByID(ctx, l.AppID)
-	if err != nil {
-		return storage.File{}, nil, fmt.Errorf("commerce: read app: %w", err)
 	}
 	o, err := p.owner(ctx, app)
 	if err != nil {
@@ -462,32 +473,30 @@ func (p *Portal) Download(ctx context.Context, s PortalSession, fileID string) (
 // Resend mails the license's key again: the order's mail (all its keys) when a store
 // issued it, else the key alone to the user's address.
 func (p *Portal) Resend(ctx context.Context, call PortalCall, s PortalSession) error {
-	l, conn, err := p.license(ctx, s)
+	l, app, err := p.license(ctx, s)
 	if err != nil {
 		return err
 	}
-	if !conn.Portal.Resend {
+	if !app.Portal.Resend {
 		return switchedOff("mailing the key again")
 	}
 	if o, ok := p.order(ctx, l); ok && o.Email != "" && len(o.Keys) > 0 {
-		if err := p.s.ResendKeys(ctx, o); err != nil {
+		e := buyerEvent(call, l, "key_resend", "keys of order "+o.OrderID+" mailed again to its buyer", map[string]any{"orderId": o.ID})
+		if err := p.withEvent(ctx, e, func(ctx context.Context) error { return p.s.ResendKeys(ctx, o) }); err != nil {
 			return err
 		}
-		return p.audit(ctx, call, l, "orders")
+		return p.audit(ctx, call, app, l, "orders")
 	}
 	u, ok := p.user(ctx, l)
 	if !ok || u.Email == "" || p.s.d.Mail == nil {
 		return core.E(core.CodeConflict, "this key has no buyer address to mail it to")
 	}
-	p.s.d.Mail.Enqueue(mail.Message{To: u.Email, Subject: "Your license key", Text: "Your license key:\n\n" + l.Key + "\n"})
-	return p.audit(ctx, call, l, "licenses")
-}
-
-// AppName answers the app's name for the page ("" when it cannot be read).
-func (p *Portal) AppName(ctx context.Context, appID string) string {
-	app, err := p.s.d.Store.GetAppByID(ctx, appID)
-	if err != nil {
-		return ""
+	e := buyerEvent(call, l, "key_resend", "license "+l.Key+" mailed again to its buyer", nil)
+	if err := p.withEvent(ctx, e, func(context.Context) error {
+		p.s.d.Mail.Enqueue(mail.Message{To: u.Email, Subject: "Your license key", Text: "Your license key:\n\n" + l.Key + "\n"})
+		return nil
+	}); err != nil {
+		return err
 	}
-	return app.Name
+	return p.audit(ctx, call, app, l, "licenses")
 }

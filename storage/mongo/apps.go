@@ -42,12 +42,16 @@ type appDoc struct {
 	PlainFiles     bool `bson:"plainFiles"`
 	// The licensing members, absent before they existed (their zero values are the
 	// defaults). SigningKey is sealed.
-	SigningKey      string    `bson:"signingKey"`
-	SignResponses   bool      `bson:"signResponses"`
-	GraceSeconds    int       `bson:"graceSeconds"`
-	LicenseFileDays int       `bson:"licenseFileDays"`
-	CreatedAt       time.Time `bson:"createdAt,omitempty"`
-	UpdatedAt       time.Time `bson:"updatedAt,omitempty"`
+	SigningKey      string `bson:"signingKey"`
+	SignResponses   bool   `bson:"signResponses"`
+	GraceSeconds    int    `bson:"graceSeconds"`
+	LicenseFileDays int    `bson:"licenseFileDays"`
+	// Portal is absent from documents written before the portal's settings moved to the
+	// app: the copy at Open (copyPortalSwitches) sets it for an app with a portal
+	// connection; any other decodes as off, its default.
+	Portal    *portalDoc `bson:"portal,omitempty"`
+	CreatedAt time.Time  `bson:"createdAt,omitempty"`
+	UpdatedAt time.Time  `bson:"updatedAt,omitempty"`
 }
 
 func toAppDoc(a storage.App, version int64) appDoc {
@@ -74,6 +78,7 @@ func toAppDoc(a storage.App, version int64) appDoc {
 		SignResponses:   a.SignResponses,
 		GraceSeconds:    a.GraceSeconds,
 		LicenseFileDays: a.LicenseFileDays,
+		Portal:          toPortalDoc(a.Portal),
 		CreatedAt:       storage.Truncate(a.CreatedAt),
 		UpdatedAt:       storage.Truncate(a.UpdatedAt),
 	}
@@ -101,9 +106,31 @@ func (d appDoc) app() storage.App {
 		SignResponses:   d.SignResponses,
 		GraceSeconds:    d.GraceSeconds,
 		LicenseFileDays: d.LicenseFileDays,
+		Portal:          d.Portal.portal(),
 		CreatedAt:       fromDate(d.CreatedAt),
 		UpdatedAt:       fromDate(d.UpdatedAt),
 	}
+}
+
+// portalDoc is the app's buyer portal settings as stored (storage.AppPortal).
+type portalDoc struct {
+	Enabled     bool `bson:"enabled"`
+	HWIDReset   bool `bson:"hwidReset"`
+	SeatRelease bool `bson:"seatRelease"`
+	Downloads   bool `bson:"downloads"`
+	Resend      bool `bson:"resend"`
+}
+
+func toPortalDoc(p storage.AppPortal) *portalDoc {
+	return &portalDoc{Enabled: p.Enabled, HWIDReset: p.HWIDReset, SeatRelease: p.SeatRelease, Downloads: p.Downloads, Resend: p.Resend}
+}
+
+func (d *portalDoc) portal() storage.AppPortal {
+	if d == nil {
+		return storage.AppPortal{}
+	}
+	return storage.AppPortal{Enabled: d.Enabled, PortalSwitches: storage.PortalSwitches{HWIDReset: d.HWIDReset,
+		SeatRelease: d.SeatRelease, Downloads: d.Downloads, Resend: d.Resend}}
 }
 
 // claimKey implements versioned: an app owns its own claims, as it owns its records'.

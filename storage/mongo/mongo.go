@@ -318,6 +318,10 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		closeClient()
 		return nil, fmt.Errorf("mongo: open %s: %w", where, err)
 	}
+	if err := s.copyPortalSwitches(ctx); err != nil {
+		_ = client.Disconnect(context.WithoutCancel(ctx))
+		return nil, fmt.Errorf("mongo: open %s: %w", where, err)
+	}
 	return s, nil
 }
 

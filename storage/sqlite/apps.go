@@ -16,19 +16,22 @@ var (
 // appCols is the column order of scanApp.
 const appCols = `id, account_id, name, description, version, enabled, paused, anti_debug, anti_vm,
 	lock_hwid, lock_ip, lock_pc_name, secret_hash, secret_last6, session_timeout, plain_files, signing_key, sign_responses, grace_seconds,
-	license_file_days, created_at, updated_at`
+	license_file_days, portal_enabled, portal_hwid_reset, portal_seat_release, portal_downloads, portal_resend,
+	created_at, updated_at`
 
 // appSet assigns every mutable column, in the order of appSetArgs.
 const appSet = `name = ?, name_lower = ?, description = ?, version = ?, enabled = ?, paused = ?,
 	anti_debug = ?, anti_vm = ?, lock_hwid = ?, lock_ip = ?, lock_pc_name = ?,
 	secret_hash = ?, secret_last6 = ?, session_timeout = ?, plain_files = ?, signing_key = ?, sign_responses = ?,
-	grace_seconds = ?, license_file_days = ?, updated_at = ?`
+	grace_seconds = ?, license_file_days = ?, portal_enabled = ?, portal_hwid_reset = ?, portal_seat_release = ?,
+	portal_downloads = ?, portal_resend = ?, updated_at = ?`
 
 func appSetArgs(a storage.App) []any {
 	return []any{a.Name, strings.ToLower(a.Name), a.Description, a.Version, a.Enabled, a.Paused,
 		a.AntiDebug, a.AntiVM, a.LockHwid, a.LockIP, a.LockPcName,
 		a.SecretHash, a.SecretLast6, a.SessionTimeout, a.PlainFiles, a.SigningKey, a.SignResponses,
-		a.GraceSeconds, a.LicenseFileDays, toMillis(a.UpdatedAt)}
+		a.GraceSeconds, a.LicenseFileDays, a.Portal.Enabled, a.Portal.HWIDReset, a.Portal.SeatRelease,
+		a.Portal.Downloads, a.Portal.Resend, toMillis(a.UpdatedAt)}
 }
 
 func scanApp(row scanner) (storage.App, error) {
@@ -36,6 +39,7 @@ func scanApp(row scanner) (storage.App, error) {
 	err := row.Scan(&a.ID, &a.AccountID, &a.Name, &a.Description, &a.Version, &a.Enabled, &a.Paused,
 		&a.AntiDebug, &a.AntiVM, &a.LockHwid, &a.LockIP, &a.LockPcName, &a.SecretHash, &a.SecretLast6,
 		&a.SessionTimeout, &a.PlainFiles, &a.SigningKey, &a.SignResponses, &a.GraceSeconds, &a.LicenseFileDays,
+		&a.Portal.Enabled, &a.Portal.HWIDReset, &a.Portal.SeatRelease, &a.Portal.Downloads, &a.Portal.Resend,
 		timeCol{&a.CreatedAt}, timeCol{&a.UpdatedAt})
 	return a, err
 }
@@ -73,8 +77,9 @@ func (s *Store) CreateApp(ctx context.Context, a storage.App) error {
 		_, err := tx.ExecContext(ctx, `INSERT INTO apps (id, account_id, created_at,
 	name, name_lower, description, version, enabled, paused, anti_debug, anti_vm,
 	lock_hwid, lock_ip, lock_pc_name, secret_hash, secret_last6, session_timeout, plain_files,
-	signing_key, sign_responses, grace_seconds, license_file_days, updated_at)
-VALUES (`+placeholders(23)+`)`, args...)
+	signing_key, sign_responses, grace_seconds, license_file_days, portal_enabled, portal_hwid_reset,
+	portal_seat_release, portal_downloads, portal_resend, updated_at)
+VALUES (`+placeholders(28)+`)`, args...)
 		return wrapIf("create app", err)
 	})
 }

@@ -733,6 +733,33 @@ DELETE FROM webhook_deliveries WHERE state IN ('delivered', 'failed');
 DROP INDEX webhook_deliveries_updated;
 `,
 	},
+	{
+		version: 34,
+		name:    "the buyer portal's settings on the app",
+		sql: `
+-- The buyer portal's settings move from a store connection of kind portal (issue 23) to
+-- the app: whether it is served, and each buyer action's switch.
+ALTER TABLE apps ADD COLUMN portal_enabled      INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE apps ADD COLUMN portal_hwid_reset   INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE apps ADD COLUMN portal_seat_release INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE apps ADD COLUMN portal_downloads    INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE apps ADD COLUMN portal_resend       INTEGER NOT NULL DEFAULT 0;
+
+-- An app with a portal connection keeps its switches: the connection's doc is the record
+-- as JSON (Go field names; the switches under Portal with their JSON names). One portal
+-- per app was enforced; should there be two, the oldest wins.
+UPDATE apps SET (portal_enabled, portal_hwid_reset, portal_seat_release, portal_downloads, portal_resend) = (
+	SELECT coalesce(json_extract(c.doc, '$.Enabled'), 0) <> 0,
+		coalesce(json_extract(c.doc, '$.Portal.hwidReset'), 0) <> 0,
+		coalesce(json_extract(c.doc, '$.Portal.seatRelease'), 0) <> 0,
+		coalesce(json_extract(c.doc, '$.Portal.downloads'), 0) <> 0,
+		coalesce(json_extract(c.doc, '$.Portal.resend'), 0) <> 0
+	FROM store_connections c
+	WHERE c.app_id = apps.id AND json_extract(c.doc, '$.Provider') = 'portal'
+	ORDER BY c.created_at, c.id LIMIT 1)
+WHERE id IN (SELECT app_id FROM store_connections WHERE json_extract(doc, '$.Provider') = 'portal');
+`,
+	},
 }
 
 // migrate brings the database at db (the writer pool) to the last migration, and answers

@@ -604,14 +604,20 @@ func testAppUpdateLicensing(t *testing.T, s storage.Store) {
 	if want.SigningKey != "" || want.SignResponses || want.GraceSeconds != 0 || want.LicenseFileDays != 0 {
 		t.Fatalf("a new app has licensing members set: %+v", want)
 	}
+	if want.Portal != (storage.AppPortal{}) {
+		t.Fatalf("a new app has its buyer portal set: %+v", want.Portal)
+	}
 	for _, c := range []struct {
 		key         string
 		sign        bool
 		grace, days int
-	}{{"a2V5LW9uZQ", true, 86400, 30}, {"a2V5LXR3bw", false, 0, 1}, {"", false, 60, 0}} {
-		want.SigningKey, want.SignResponses, want.GraceSeconds, want.LicenseFileDays = c.key, c.sign, c.grace, c.days
+		portal      storage.AppPortal
+	}{{"a2V5LW9uZQ", true, 86400, 30, storage.AppPortal{Enabled: true, PortalSwitches: storage.PortalSwitches{SeatRelease: true, Downloads: true}}},
+		{"a2V5LXR3bw", false, 0, 1, storage.AppPortal{PortalSwitches: storage.PortalSwitches{HWIDReset: true, Resend: true}}},
+		{"", false, 60, 0, storage.AppPortal{}}} {
+		want.SigningKey, want.SignResponses, want.GraceSeconds, want.LicenseFileDays, want.Portal = c.key, c.sign, c.grace, c.days, c.portal
 		got, err := s.UpdateApp(ctx, a.AccountID, a.ID, func(x *storage.App) error {
-			x.SigningKey, x.SignResponses, x.GraceSeconds, x.LicenseFileDays = c.key, c.sign, c.grace, c.days
+			x.SigningKey, x.SignResponses, x.GraceSeconds, x.LicenseFileDays, x.Portal = c.key, c.sign, c.grace, c.days, c.portal
 			return nil
 		})
 		if err != nil {

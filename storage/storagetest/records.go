@@ -42,6 +42,7 @@ func fullApp(accountID, name string) storage.App {
 		SignResponses:   true,
 		GraceSeconds:    600 + int(n),
 		LicenseFileDays: 7,
+		Portal:          storage.AppPortal{Enabled: true, PortalSwitches: storage.PortalSwitches{HWIDReset: true, Resend: true}},
 		CreatedAt:       ms(-30 * 24 * time.Hour),
 		UpdatedAt:       ms(-3*time.Hour + 7*time.Millisecond),
 	}

@@ -58,7 +58,8 @@ func newPortalShop(t *testing.T, n *node, user string) portalShop {
 	}
 	orders := call(t, "GET", n.url+"/api/apps/"+sh.appID+"/orders", sh.auth, nil)["orders"].([]any)
 	sh.key = orders[0].(map[string]any)["keys"].([]any)[0].(string)
-	call(t, "POST", n.url+"/api/apps/"+sh.appID+"/stores", sh.auth, map[string]any{"provider": "portal", "name": "Buyers"})
+	call(t, "PATCH", n.url+"/api/apps/"+sh.appID+"/portal", sh.auth, map[string]any{"enabled": true, "hwidReset": true,
+		"seatRelease": true, "downloads": true, "resend": true})
 
 	var buf bytes.Buffer
 	w := multipart.NewWriter(&buf)
@@ -188,32 +189,25 @@ func TestBuyerPortal(t *testing.T) {
 	if strings.Contains(cookie, "keyward_portal") {
 		t.Fatalf("the session cookie is readable by script: %q", cookie)
 	}
-	// The owner turns downloads off in the Stores tab: the buyer's page offers none.
+	// The owner turns downloads off in the app's settings: the buyer's page offers none.
 	owner := newBrowser(t, 1280, 800)
 	signIn(t, owner, n, "portalseller", "Portal-Pass-12")
-	owner.hash("apps/" + sh.appID + "/stores")
-	owner.click("main", "Portal actions")
-	owner.do("untick downloads", chromedp.Click(`.modal [name=downloads], dialog [name=downloads]`, chromedp.ByQuery))
-	owner.click(".modal, dialog", "Save actions")
+	owner.hash("apps/" + sh.appID + "/settings")
+	owner.waitText("#portal-address", "/portal/"+sh.appID)
+	owner.do("untick downloads", chromedp.Click(`form.portal-settings [name=downloads]`, chromedp.ByQuery))
+	owner.click("form.portal-settings", "Save portal")
 	for deadline := time.Now().Add(15 * time.Second); ; {
-		list := getList(t, n.url+"/api/apps/"+sh.appID+"/stores", strings.TrimPrefix(sh.auth["Authorization"], "Bearer "))
-		var off bool
-		for _, c := range list {
-			if c["provider"] == "portal" {
-				p := c["portal"].(map[string]any)
-				off = p["downloads"] == false && p["hwidReset"] == true
-			}
-		}
-		if off {
+		p := call(t, "GET", n.url+"/api/apps/"+sh.appID+"/portal", sh.auth, nil)
+		if p["downloads"] == false && p["hwidReset"] == true && p["enabled"] == true {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("the Stores tab did not turn downloads off: %v", list)
+			t.Fatalf("the app's settings did not turn downloads off: %v", p)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
 	if axe != nil {
-		owner.axe(axe, "stores tab with the portal actions open")
+		owner.axe(axe, "app settings with the buyer portal")
 	}
 	b.do("reload portal", chromedp.Reload(), chromedp.WaitVisible(`#facts`, chromedp.ByQuery))
 	b.waitText("#facts", sh.key)

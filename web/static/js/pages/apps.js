@@ -126,6 +126,7 @@ function settings(a, ctx) {
         try { const d = await post(base + '/secret/regenerate'); currentSecret.textContent = '***' + d.secret.slice(-6); clear(secret).append(h('p.warn', { text: 'Copy it now: it is shown only this once.' }), secretBox(d.secret)); } catch (x) { toast(x.message, 'error'); }
       } } })),
     signing(a, base),
+    portal(a, base),
     section('Delete', h('p', { text: 'Deleting removes the application and every user, license, file, variable and log under it.' }),
       h('button.danger#delete-app', { type: 'button', text: 'Delete application…', on: { click: async () => {
         const f = field({ name: 'confirmName', label: `Type the name “${a.name}” to confirm` });
@@ -164,6 +165,25 @@ function signing(a, base) {
       if (!ok) return;
       try { const d = await post(base + '/signing-key/regenerate'); showKey(d.publicKey); toast('New signing key in use'); } catch (x) { toast(x.message, 'error'); }
     } } }));
+}
+
+// The buyer portal's actions the owner turns on or off (docs/API.md, "Buyer portal").
+const portalActions = [['hwidReset', 'Buyers may reset the HWID (within the user\'s limits)'], ['seatRelease', 'Buyers may release seats'],
+  ['downloads', 'Buyers may download the app\'s files'], ['resend', 'Buyers may have the key mailed again']];
+
+// portal: the app's buyer portal on or off, its address, and each buyer action's switch.
+function portal(a, base) {
+  const p = a.portal || {};
+  const address = h('p#portal-address', 'Buyers sign in at ', h('code', { text: location.origin + (p.path || '/portal/' + a.id) }));
+  const f = form({
+    cls: 'portal-settings',
+    fields: [{ name: 'enabled', label: 'Serve the buyer portal', type: 'checkbox', value: !!p.enabled },
+      ...portalActions.map(([name, label]) => ({ name, label, type: 'checkbox', value: !!p[name] }))],
+    submit: 'Save portal',
+    onSubmit: async (v) => { a.portal = await patch(base + '/portal', v); toast(a.portal.enabled ? 'Buyer portal saved' : 'Buyer portal off'); },
+  });
+  return section('Buyer portal', h('p.muted', { text: 'Buyers sign in with their license key and a code mailed to them, see the license, and do what you allow here.' }),
+    address, f);
 }
 
 export function stat(label, n, sub) {

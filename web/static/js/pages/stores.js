@@ -9,11 +9,7 @@ import { table } from './users.js';
 
 const providers = [['stripe', 'Stripe'], ['paddle', 'Paddle Billing'], ['lemonsqueezy', 'Lemon Squeezy'], ['sellix', 'Sellix'],
   ['shoppy', 'Shoppy'], ['sellapp', 'SellApp'], ['gumroad', 'Gumroad (no signature: the address is the secret)'],
-  ['discord', 'Discord bot (secret: the application public key)'], ['portal', 'Buyer portal (no secret: its address is the app\'s portal)']];
-
-// The buyer portal's actions the owner turns on or off (docs/API.md, "Buyer portal").
-const portalActions = [['hwidReset', 'Buyers may reset the HWID (within the user\'s limits)'], ['seatRelease', 'Buyers may release seats'],
-  ['downloads', 'Buyers may download the app\'s files'], ['resend', 'Buyers may have the key mailed again']];
+  ['discord', 'Discord bot (secret: the application public key)']];
 
 const money = (o) => `${(o.amount / 100).toFixed(2)} ${o.currency}`;
 
@@ -47,15 +43,6 @@ export async function stores(ctx) {
     await modal('Products of ' + c.name, h('div', list, add), { ok: 'Close', cancel: null });
   }
 
-  async function portalSwitches(c) {
-    const f = form({
-      fields: portalActions.map(([name, label]) => ({ name, label, type: 'checkbox', value: !!(c.portal && c.portal[name]) })),
-      submit: 'Save actions',
-      onSubmit: async (v) => { await patch(`${base}/stores/${c.id}`, { portal: v }); toast('Portal actions saved', 'ok'); await loadConnections(); },
-    });
-    await modal('Buyer portal actions', h('div', h('p', { text: 'The portal is at ' + location.origin + c.receiverPath }), f), { ok: 'Close', cancel: null });
-  }
-
   async function loadConnections() {
     clear(connBox);
     let list;
@@ -65,7 +52,8 @@ export async function stores(ctx) {
       h('code.receiver', { text: receiverURL(c) }), c.refundAction, c.enabled ? badge('enabled', 'ok') : badge('disabled'),
       h('span.row-actions',
         c.provider === 'discord' ? null : c.provider === 'portal'
-          ? h('button', { type: 'button', text: 'Portal actions', on: { click: () => portalSwitches(c).catch((x) => toast(x.message, 'error')) } })
+          // Deprecated kind: the portal is a setting of the app now (its switches were copied there).
+          ? h('a', { href: `#/apps/${ctx.appId}/settings`, text: 'Moved to Settings' })
           : h('button', { type: 'button', text: 'Products', on: { click: () => products(c).catch((x) => toast(x.message, 'error')) } }),
         h('button', { type: 'button', text: c.enabled ? 'Disable' : 'Enable', on: { click: () => patch(`${base}/stores/${c.id}`, { enabled: !c.enabled }).then(loadConnections, (x) => toast(x.message, 'error')) } }),
         h('button.danger', { type: 'button', text: 'Delete', on: { click: async () => {
