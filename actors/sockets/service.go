@@ -1,4 +1,4 @@
-package realtime
+package sockets
 
 import (
 	"context"
@@ -18,6 +18,7 @@ import (
 	"github.com/keyward/keyward/cluster"
 	"github.com/keyward/keyward/core/client"
 	"github.com/keyward/keyward/core/events"
+	"github.com/keyward/keyward/core/realtime"
 )
 
 // Engine is what the channels need from the cluster engine.
@@ -31,35 +32,6 @@ type Engine interface {
 type Sessions interface {
 	CheckSocket(ctx context.Context, c client.Caller, token string) (client.SocketUser, error)
 	CheckSockets(ctx context.Context, appID string, socks []client.SocketCheck) []error
-}
-
-// Planner runs an app's WebSocket hooks over a client message and answers the actions to
-// carry out, in order (core/wshooks).
-type Planner interface {
-	Plan(ctx context.Context, appID string, m HookInput) ([]HookAction, error)
-}
-
-// HookInput is a client message as hooks see it.
-type HookInput struct {
-	Type string
-	// Fields is the whole decoded message: type, data, message and any other members.
-	Fields               map[string]any
-	UserID, Username, IP string
-}
-
-// HookAction is one action a hook planned, its target resolved and its texts rendered.
-type HookAction struct {
-	HookID, HookName string
-	// Type is respond, send_message, broadcast, push_json, kick, ban or log.
-	Type string
-	// Target is "sender", "user" or "all" ("" for log); UserID is the user for "user".
-	Target      string
-	UserID      string
-	Message     string
-	MessageType string
-	Reason      string
-	Level       string
-	Payload     map[string]any
 }
 
 // Registry holds this node's sockets of each app: the app's actor (actors.Apps). A socket
@@ -98,15 +70,12 @@ type Registry interface {
 	Read(ctx context.Context, appID string, q actors.LiveRead) (actors.LiveState, error)
 }
 
-// Banner sets a user's banned flag as its app's owner would (the user.ban event follows).
-type Banner func(ctx context.Context, appID, userID, reason string) error
-
 // Deps are the parts the channels work with.
 type Deps struct {
 	Engine   Engine
 	Sessions Sessions
-	Hooks    Planner
-	Ban      Banner
+	Hooks    realtime.Planner
+	Ban      realtime.Banner
 	Events   events.Publisher
 	// Registry holds the sockets (the node's AppActors); when nil the service makes a
 	// directory of its own.
@@ -114,10 +83,10 @@ type Deps struct {
 	Log      *slog.Logger
 	Now      func() time.Time
 	// LeaseTTL is how long the sockets of a node that died still count as online
-	// (DefaultLeaseTTL, 10 s, when 0; at least MinLeaseTTL).
+	// (realtime.DefaultLeaseTTL, 10 s, when 0; at least realtime.MinLeaseTTL).
 	LeaseTTL time.Duration
 	// DashboardRecheck is how often a dashboard socket's token is checked again
-	// (RevalidateEvery when 0).
+	// (realtime.RevalidateEvery when 0).
 	DashboardRecheck time.Duration
 	// DeliveryDelay, when set, receives for each delivery the time from its publication
 	// to its frame in the queues of this node's sockets (clocks of nodes may differ).
@@ -202,9 +171,9 @@ func New(d Deps) *Service {
 	}
 	ttl := d.LeaseTTL
 	if ttl == 0 {
-		ttl = DefaultLeaseTTL
+		ttl = realtime.DefaultLeaseTTL
 	}
-	ttl = max(ttl, MinLeaseTTL)
+	ttl = max(ttl, realtime.MinLeaseTTL)
 	s := &Service{d: d, leaseTTL: ttl, reg: d.Registry, ownReg: func() {}}
 	if s.reg == nil {
 		dir := actors.NewApps(func(context.Context, string) (struct{}, error) { return struct{}{}, nil }, actors.AppsConfig{Log: d.Log})
@@ -221,7 +190,7 @@ func New(d Deps) *Service {
 func (s *Service) Start(context.Context) error {
 	s.reg.SetBus(actors.BusConfig{Bus: s.d.Engine, TopicPrefix: busTopicPrefix, Deliver: deliverer{s}})
 	s.reg.SetLeases(actors.LeaseConfig{Presence: s.d.Engine, TTL: s.leaseTTL})
-	s.reg.SetTicks(ticker{s}, actors.Tick{Name: tickRevalidate, Every: RevalidateEvery, OnChange: true})
+	s.reg.SetTicks(ticker{s}, actors.Tick{Name: tickRevalidate, Every: realtime.RevalidateEvery, OnChange: true})
 	return nil
 }
 

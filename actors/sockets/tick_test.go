@@ -1,4 +1,4 @@
-package realtime
+package sockets
 
 import (
 	"context"
@@ -15,6 +15,7 @@ import (
 	"github.com/keyward/keyward/cluster/memory"
 	"github.com/keyward/keyward/core"
 	"github.com/keyward/keyward/core/client"
+	"github.com/keyward/keyward/core/realtime"
 	"github.com/keyward/keyward/internal/testenv"
 )
 
@@ -76,7 +77,7 @@ func (c *countingSessions) CheckSockets(ctx context.Context, appID string, socks
 // nothing.
 func TestTickIsOneCallPerApp(t *testing.T) {
 	known := sessions{}
-	for i := range MaxClientsPerApp {
+	for i := range realtime.MaxClientsPerApp {
 		known[fmt.Sprintf("tok-u%d", i)] = user(fmt.Sprintf("u%d", i))
 	}
 	checker := &countingSessions{sessions: known, revoked: map[string]bool{}}
@@ -89,7 +90,7 @@ func TestTickIsOneCallPerApp(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(s.Close)
-	peers := make([]*recorder, MaxClientsPerApp)
+	peers := make([]*recorder, realtime.MaxClientsPerApp)
 	for i := range peers {
 		peers[i] = &recorder{}
 		if _, err := s.ConnectClient(t.Context(), client.Caller{IP: "192.0.2.1"}, fmt.Sprintf("tok-u%d", i), peers[i]); err != nil {
@@ -100,17 +101,17 @@ func TestTickIsOneCallPerApp(t *testing.T) {
 	engine.leaseCalls.Store(0)
 	engine.leases.Store(0)
 	renewNow(t, s)
-	if calls, n := engine.leaseCalls.Load(), engine.leases.Load(); calls != 1 || n != MaxClientsPerApp {
-		t.Fatalf("renewing %d sockets: %d calls for %d leases; want 1 call", MaxClientsPerApp, calls, n)
+	if calls, n := engine.leaseCalls.Load(), engine.leases.Load(); calls != 1 || n != realtime.MaxClientsPerApp {
+		t.Fatalf("renewing %d sockets: %d calls for %d leases; want 1 call", realtime.MaxClientsPerApp, calls, n)
 	}
-	if n, _ := s.Online(t.Context(), "app"); n != MaxClientsPerApp {
+	if n, _ := s.Online(t.Context(), "app"); n != realtime.MaxClientsPerApp {
 		t.Fatalf("online after a renewal: %d", n)
 	}
 
 	checker.revoked["tok-u7"] = true
 	runNow(t, s, s.recheckApp)
-	if checker.calls != 1 || checker.checked != MaxClientsPerApp {
-		t.Fatalf("checking %d sockets: %d calls for %d sockets; want 1 call", MaxClientsPerApp, checker.calls, checker.checked)
+	if checker.calls != 1 || checker.checked != realtime.MaxClientsPerApp {
+		t.Fatalf("checking %d sockets: %d calls for %d sockets; want 1 call", realtime.MaxClientsPerApp, checker.calls, checker.checked)
 	}
 	// The verdict is carried out by the socket's actor.
 	waitUntil(t, "the revoked socket's close", func() bool { return peers[7].closedWith() != 0 })

@@ -1,14 +1,13 @@
-package realtime
+package sockets
 
 import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"sort"
-	"time"
 
 	"github.com/keyward/keyward/actors"
 	"github.com/keyward/keyward/cluster"
+	"github.com/keyward/keyward/core/realtime"
 )
 
 // A client socket's presence is a lease in the cluster engine's Presence (cluster.Presence):
@@ -20,21 +19,10 @@ import (
 // its sockets' actors' work), so a node that dies leaves the counts and lists within one
 // lease.
 
-// SessionInfo is one live client socket as the dashboard sees it (SPEC 4.9 sessions).
-type SessionInfo struct {
-	ID          string         `json:"id"`
-	UserID      string         `json:"userId"`
-	Username    string         `json:"username"`
-	IP          string         `json:"ip"`
-	ConnectedAt time.Time      `json:"connectedAt"`
-	Status      string         `json:"status,omitempty"`
-	Metadata    map[string]any `json:"metadata,omitempty"`
-}
-
 // describe writes what the session list shows of a socket (status and metadata changes
 // need only this); info was taken in the socket's actor. A socket that is not live any
 // more (released, or lapsed until its next renewal restores it) is left alone.
-func (s *Service) describe(ctx context.Context, appID string, info SessionInfo) error {
+func (s *Service) describe(ctx context.Context, appID string, info realtime.SessionInfo) error {
 	raw, err := json.Marshal(info)
 	if err != nil {
 		return fmt.Errorf("realtime: encode presence: %w", err)
@@ -57,12 +45,12 @@ func (s *Service) admitPresence(ctx context.Context, c *Client) error {
 	if err != nil {
 		return fmt.Errorf("realtime: encode presence: %w", err)
 	}
-	a, err := s.d.Engine.Admit(ctx, c.User.AppID, cluster.PresentSocket{ID: c.ID, User: c.User.UserID, Info: info}, s.leaseTTL, MaxClientsPerApp)
+	a, err := s.d.Engine.Admit(ctx, c.User.AppID, cluster.PresentSocket{ID: c.ID, User: c.User.UserID, Info: info}, s.leaseTTL, realtime.MaxClientsPerApp)
 	if err != nil {
 		return fmt.Errorf("realtime: admit presence: %w", err)
 	}
 	if !a.Admitted {
-		return errAppFull
+		return realtime.ErrAppFull
 	}
 	if a.Replaced != "" {
 		s.replaced(ctx, c.User.AppID, a.Replaced)
@@ -84,33 +72,10 @@ func (s *Service) Online(ctx context.Context, appID string) (int, error) {
 // Sessions lists the app's client sockets across the cluster, oldest first; asked of the
 // app's actor like Online. Requests that shared the read share the engine's answer, not
 // the list: each decodes its own (never nil: an empty list is [] on the wire).
-func (s *Service) Sessions(ctx context.Context, appID string) ([]SessionInfo, error) {
+func (s *Service) Sessions(ctx context.Context, appID string) ([]realtime.SessionInfo, error) {
 	v, err := s.reg.Read(ctx, appID, actors.LiveRead{Kind: actors.ReadSessions})
 	if err != nil {
 		return nil, err
 	}
-	return sessionsOf(v.Sockets), nil
-}
-
-// sessionsOf is what the session list shows of the app's live sockets, oldest first.
-func sessionsOf(live []cluster.PresentSocket) []SessionInfo {
-	out := make([]SessionInfo, 0, len(live))
-	for _, p := range live {
-		info := SessionInfo{ID: p.ID, UserID: p.User}
-		if p.Info != nil {
-			// A socket restored by a renewal shows its id and user until its holder
-			// describes it again.
-			if err := json.Unmarshal(p.Info, &info); err != nil {
-				continue
-			}
-		}
-		out = append(out, info)
-	}
-	sort.Slice(out, func(i, j int) bool {
-		if !out[i].ConnectedAt.Equal(out[j].ConnectedAt) {
-			return out[i].ConnectedAt.Before(out[j].ConnectedAt)
-		}
-		return out[i].ID < out[j].ID
-	})
-	return out
+	return realtime.SessionsOf(v.Sockets), nil
 }

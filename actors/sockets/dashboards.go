@@ -1,4 +1,4 @@
-package realtime
+package sockets
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"github.com/keyward/keyward/actors"
 	"github.com/keyward/keyward/actors/wire"
 	"github.com/keyward/keyward/core"
+	"github.com/keyward/keyward/core/realtime"
 )
 
 // Dashboard is an owner's socket on an app, held by this node: the state and rules of its
@@ -21,7 +22,7 @@ type Dashboard struct {
 	svc  *Service
 	peer wire.Peer
 	ref  actors.Ref
-	rate window
+	rate realtime.Window
 	turn turn
 
 	filters map[string]bool // nil: every type
@@ -161,7 +162,7 @@ func (s *Service) dashboardRecheck() time.Duration {
 	if s.d.DashboardRecheck > 0 {
 		return s.d.DashboardRecheck
 	}
-	return RevalidateEvery
+	return realtime.RevalidateEvery
 }
 
 // ConnectDashboard registers an admitted dashboard socket (its actor starts) and sends it
@@ -189,7 +190,7 @@ func DashboardRefusal(err error) (msg []byte, closing wire.Disconnect) {
 }
 
 func (s *Service) connectDashboard(ctx context.Context, appID string, peer wire.Peer, opts ...DashboardOption) (*Dashboard, error) {
-	d := &Dashboard{ID: newID(), AppID: appID, svc: s, peer: peer, rate: window{limit: DashboardMessages, per: DashboardWindow}, holding: true}
+	d := &Dashboard{ID: newID(), AppID: appID, svc: s, peer: peer, rate: realtime.Window{Limit: realtime.DashboardMessages, Per: realtime.DashboardWindow}, holding: true}
 	for _, o := range opts {
 		o(d)
 	}
@@ -210,7 +211,7 @@ func (s *Service) connectDashboard(ctx context.Context, appID string, peer wire.
 		wire.Encode(wire.Outgoing{Type: wire.TypeOnlineCount, Data: map[string]any{"count": len(list)}}),
 		wire.Encode(wire.Outgoing{Type: wire.TypeSessions, Data: map[string]any{"sessions": list}}),
 	}})
-	wait, cancel := context.WithTimeout(ctx, messageDeadline)
+	wait, cancel := context.WithTimeout(ctx, realtime.MessageDeadline)
 	defer cancel()
 	select {
 	case <-done:
@@ -237,9 +238,9 @@ func (s *Service) DashboardMessage(ctx context.Context, d *Dashboard, raw []byte
 // message is answered with error; nothing else changes); what needs the cluster is the
 // job it answers (dashboardAction, off the actor).
 func (s *Service) dashboardMessage(d *Dashboard, raw []byte) actors.Job {
-	if now := s.d.Now(); !d.rate.allow(now) {
-		if d.rate.warn(now) {
-			d.peer.Send(wire.ErrorMessage(fmt.Sprintf("rate limited: at most %d messages per %s", DashboardMessages, DashboardWindow)))
+	if now := s.d.Now(); !d.rate.Allow(now) {
+		if d.rate.Warn(now) {
+			d.peer.Send(wire.ErrorMessage(fmt.Sprintf("rate limited: at most %d messages per %s", realtime.DashboardMessages, realtime.DashboardWindow)))
 		}
 		return nil
 	}
@@ -255,7 +256,7 @@ func (s *Service) dashboardMessage(d *Dashboard, raw []byte) actors.Job {
 			return nil
 		}
 	}
-	job := dashboardJob{typ: in.Type, userID: in.Str("userId"), audited: d.audit != nil && changesSomething(in.Type)}
+	job := dashboardJob{typ: in.Type, userID: in.Str("userId"), audited: d.audit != nil && realtime.AuditedDashboardAction(in.Type)}
 	switch in.Type {
 	case "ping":
 		d.peer.Send(wire.Encode(wire.Outgoing{Type: wire.TypePong}))
@@ -318,7 +319,7 @@ func (s *Service) dashboardAction(ctx context.Context, d *Dashboard, j dashboard
 			d.peer.Send(wire.Encode(wire.Outgoing{Type: wire.TypeOnlineCount, Data: map[string]any{"count": n}}))
 		}
 	case "get_sessions":
-		var list []SessionInfo
+		var list []realtime.SessionInfo
 		if list, err = s.Sessions(ctx, d.AppID); err == nil {
 			d.peer.Send(wire.Encode(wire.Outgoing{Type: wire.TypeSessions, Data: map[string]any{"sessions": list}}))
 		}
@@ -347,14 +348,4 @@ func (s *Service) dashboardAction(ctx context.Context, d *Dashboard, j dashboard
 	if j.audited {
 		d.audit.Audit(j.typ, j.userID, map[string]any{"reason": j.reason, "command": j.command})
 	}
-}
-
-// changesSomething says whether a dashboard message of type typ changes something; those
-// go to the audit log once they succeeded (refused ones are not changes).
-func changesSomething(typ string) bool {
-	switch typ {
-	case "kick", "ban", "command", "push_json", "chat":
-		return true
-	}
-	return false
 }

@@ -1,4 +1,4 @@
-package realtime
+package sockets
 
 import (
 	"context"
@@ -6,6 +6,7 @@ import (
 
 	"github.com/keyward/keyward/actors"
 	"github.com/keyward/keyward/actors/wire"
+	"github.com/keyward/keyward/core/realtime"
 )
 
 // The jobs of the sockets' actors: the I/O a message leaves to do, as data (actors.Job).
@@ -17,7 +18,7 @@ type (
 	// dashboards tell (when its Type is set). frame: it is a frame's I/O, and comes back
 	// to end it; a renewal's redescription does not come back.
 	describeJob struct {
-		info  SessionInfo
+		info  realtime.SessionInfo
 		tell  wire.Outgoing
 		frame bool
 	}
@@ -29,10 +30,10 @@ type (
 	customJob struct {
 		in    wire.Incoming
 		data  any
-		steps []HookAction
+		steps []realtime.HookAction
 	}
 	// hookActionsJob carries out planned hook actions that need the cluster or storage.
-	hookActionsJob struct{ steps []HookAction }
+	hookActionsJob struct{ steps []realtime.HookAction }
 	// dashboardJob is a dashboard's action (SPEC 4.11) that needs the cluster: its type
 	// and members; audited says whether its success goes to the audit log.
 	dashboardJob struct {
@@ -58,7 +59,7 @@ const dashboardRecheckTimeout = 5 * time.Second
 
 // Work does a client socket's job (actors.Socket), off its actor.
 func (c *Client) Work(ctx context.Context, job actors.Job) actors.Job {
-	ctx, cancel := context.WithTimeout(ctx, messageDeadline)
+	ctx, cancel := context.WithTimeout(ctx, realtime.MessageDeadline)
 	defer cancel()
 	s, appID := c.svc, c.User.AppID
 	switch j := job.(type) {
@@ -97,7 +98,7 @@ func (d *Dashboard) Work(ctx context.Context, job actors.Job) actors.Job {
 		j.err = d.recheck.Recheck(ctx)
 		return j
 	case dashboardJob:
-		ctx, cancel := context.WithTimeout(ctx, messageDeadline)
+		ctx, cancel := context.WithTimeout(ctx, realtime.MessageDeadline)
 		defer cancel()
 		d.svc.dashboardAction(ctx, d, j)
 		return j

@@ -1,4 +1,4 @@
-package realtime
+package sockets
 
 import (
 	"context"
@@ -16,6 +16,7 @@ import (
 	"github.com/keyward/keyward/cluster/memory"
 	"github.com/keyward/keyward/core"
 	"github.com/keyward/keyward/core/client"
+	"github.com/keyward/keyward/core/realtime"
 )
 
 // gatedPlanner plans one respond action per message, after its gate opens.
@@ -24,14 +25,14 @@ type gatedPlanner struct {
 	gate    chan struct{}
 }
 
-func (g *gatedPlanner) Plan(ctx context.Context, _ string, m HookInput) ([]HookAction, error) {
+func (g *gatedPlanner) Plan(ctx context.Context, _ string, m realtime.HookInput) ([]realtime.HookAction, error) {
 	g.entered <- struct{}{}
 	select {
 	case <-g.gate:
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
-	return []HookAction{{HookID: "h", Type: "respond", Target: "sender", Message: "answer to " + m.Type}}, nil
+	return []realtime.HookAction{{HookID: "h", Type: "respond", Target: "sender", Message: "answer to " + m.Type}}, nil
 }
 
 // oneNode is a service on the memory engine with its own actor directory.
@@ -164,7 +165,7 @@ func TestAppActorRestartKeepsSessionState(t *testing.T) {
 	s.DashboardMessage(ctx, d, []byte(`{"type":"set_filters","events":["status"]}`))
 	s.ClientMessage(ctx, c, []byte(`{"type":"set_status","status":"away"}`))
 	s.ClientMessage(ctx, c, []byte(`{"type":"set_metadata","metadata":{"level":3}}`))
-	for range ClientMessages - 3 {
+	for range realtime.ClientMessages - 3 {
 		s.ClientMessage(ctx, c, []byte(`{"type":"ping"}`))
 	}
 

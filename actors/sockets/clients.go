@@ -1,4 +1,4 @@
-package realtime
+package sockets
 
 import (
 	"context"
@@ -14,6 +14,7 @@ import (
 	"github.com/keyward/keyward/core"
 	"github.com/keyward/keyward/core/client"
 	"github.com/keyward/keyward/core/events"
+	"github.com/keyward/keyward/core/realtime"
 	"github.com/keyward/keyward/storage"
 )
 
@@ -35,7 +36,7 @@ type Client struct {
 	// session is sessionRef of the socket's session token.
 	session string
 	// rate and turn belong to the socket's actor.
-	rate window
+	rate realtime.Window
 	turn turn
 	// status and metadata are what the session list shows; metadata is replaced whole,
 	// never changed in place.
@@ -101,8 +102,8 @@ func (c *Client) Failed(_, msg any) {
 
 // info is what the session list shows of the socket; only its actor (or its admission,
 // before the actor exists) calls it.
-func (c *Client) info() SessionInfo {
-	return SessionInfo{ID: c.ID, UserID: c.User.UserID, Username: c.User.Username, IP: c.User.IP,
+func (c *Client) info() realtime.SessionInfo {
+	return realtime.SessionInfo{ID: c.ID, UserID: c.User.UserID, Username: c.User.Username, IP: c.User.IP,
 		ConnectedAt: time.UnixMilli(c.connectedAt).UTC(), Status: c.status, Metadata: maps.Clone(c.metadata)}
 }
 
@@ -147,10 +148,8 @@ func Refusal(err error) (msg []byte, closing wire.Disconnect) {
 	return wire.Encode(wire.Outgoing{Type: wire.TypeForceLogout, Data: map[string]any{"reason": reason, "code": string(code)}}), closing
 }
 
-var errAppFull = core.E(core.CodePlanLimit, "this application already has %d connected clients", MaxClientsPerApp)
-
 // ConnectClient admits a client socket (SPEC 4.11): the session checks of CheckSocket,
-// then the app's limit of MaxClientsPerApp sockets. A user has one socket: an earlier
+// then the app's limit of realtime.MaxClientsPerApp sockets. A user has one socket: an earlier
 // socket of the same user, on any node, is closed with force_logout (the newer one wins,
 // so a program that lost its connection can reconnect at once). Dashboards see
 // session_connect. A refusal is a domain error (see Refusal).
@@ -174,7 +173,7 @@ func (s *Service) connectClient(ctx context.Context, caller client.Caller, token
 	// session's decoding made a copy per socket).
 	u.AppID, u.AccountID = unique.Make(u.AppID).Value(), unique.Make(u.AccountID).Value()
 	c := &Client{ID: newID(), User: u, Caller: caller, connectedAt: s.d.Now().UnixMilli(), svc: s, peer: peer, session: sessionRef(u.Token),
-		rate: window{limit: ClientMessages, per: ClientWindow}, status: "online"}
+		rate: realtime.Window{Limit: realtime.ClientMessages, Per: realtime.ClientWindow}, status: "online"}
 	// The app's actor subscribes to the app's deliveries before the admission, so that none
 	// made after it is missed; it runs the admission (one atomic presence call) and holds
 	// the socket from the moment it passes (deliveries, the periodic work).
@@ -262,9 +261,9 @@ func (s *Service) ClientMessage(ctx context.Context, c *Client, raw []byte) {
 // clientMessage handles one message in the socket's actor: its state changes and direct
 // answers now, its I/O in the job it answers (nil: none).
 func (s *Service) clientMessage(c *Client, raw []byte) actors.Job {
-	if now := s.d.Now(); !c.rate.allow(now) {
-		if c.rate.warn(now) {
-			c.peer.Send(wire.ErrorMessage(fmt.Sprintf("rate limited: at most %d messages per %s", ClientMessages, ClientWindow)))
+	if now := s.d.Now(); !c.rate.Allow(now) {
+		if c.rate.Warn(now) {
+			c.peer.Send(wire.ErrorMessage(fmt.Sprintf("rate limited: at most %d messages per %s", realtime.ClientMessages, realtime.ClientWindow)))
 		}
 		return nil
 	}
@@ -284,16 +283,16 @@ func (s *Service) clientMessage(c *Client, raw []byte) actors.Job {
 		c.peer.Send(wire.Encode(wire.Outgoing{Type: wire.TypePong}))
 	case "set_status":
 		st := in.Str("status")
-		if st == "" || len(st) > maxStatus {
-			c.peer.Send(wire.ErrorMessage(fmt.Sprintf("status must be a string of 1 to %d characters", maxStatus)))
+		if st == "" || len(st) > realtime.MaxStatus {
+			c.peer.Send(wire.ErrorMessage(fmt.Sprintf("status must be a string of 1 to %d characters", realtime.MaxStatus)))
 			return nil
 		}
 		c.status = st
 		return describeJob{info: c.info(), tell: wire.Outgoing{Type: wire.TypeStatus, Data: with("status", st)}, frame: true}
 	case "chat":
 		msg := in.Str("message")
-		if msg == "" || len(msg) > maxText {
-			c.peer.Send(wire.ErrorMessage(fmt.Sprintf("message must be a string of 1 to %d characters", maxText)))
+		if msg == "" || len(msg) > realtime.MaxText {
+			c.peer.Send(wire.ErrorMessage(fmt.Sprintf("message must be a string of 1 to %d characters", realtime.MaxText)))
 			return nil
 		}
 		return toDashboardsJob{msg: wire.Outgoing{Type: wire.TypeChat, Data: with("message", msg)}}
@@ -312,7 +311,7 @@ func (s *Service) clientMessage(c *Client, raw []byte) actors.Job {
 			c.peer.Send(wire.ErrorMessage("metadata must be an object"))
 			return nil
 		}
-		if err := validMetadata(meta); err != "" {
+		if err := realtime.ValidMetadata(meta); err != "" {
 			c.peer.Send(wire.ErrorMessage(err))
 			return nil
 		}
@@ -331,38 +330,17 @@ func (s *Service) clientMessage(c *Client, raw []byte) actors.Job {
 	return nil
 }
 
-func validMetadata(meta map[string]any) string {
-	if len(meta) > MaxMetadataPairs {
-		return fmt.Sprintf("metadata holds at most %d pairs", MaxMetadataPairs)
-	}
-	for k, v := range meta {
-		if k == "" || len(k) > maxMetaKey {
-			return fmt.Sprintf("metadata keys are 1 to %d characters", maxMetaKey)
-		}
-		switch x := v.(type) {
-		case string:
-			if len(x) > maxMetaValue {
-				return fmt.Sprintf("metadata values are at most %d characters", maxMetaValue)
-			}
-		case float64, bool, nil:
-		default:
-			return "metadata values are strings, numbers, booleans or null"
-		}
-	}
-	return ""
-}
-
 // custom forwards a client message of a custom type to the dashboards as custom_event
 // and runs the app's hooks over it (customJob, off the socket's actor): it answers the
 // actions they planned, which the socket's actor carries out.
-func (s *Service) custom(ctx context.Context, c *Client, j customJob) []HookAction {
+func (s *Service) custom(ctx context.Context, c *Client, j customJob) []realtime.HookAction {
 	appID := c.User.AppID
 	_ = s.toDashboardsMsg(ctx, appID, wire.Outgoing{Type: wire.TypeCustomEvent,
 		Data: map[string]any{"event": j.in.Type, "userId": c.User.UserID, "username": c.User.Username, "data": j.data}})
 	if s.d.Hooks == nil {
 		return nil
 	}
-	steps, err := s.d.Hooks.Plan(ctx, appID, HookInput{Type: j.in.Type, Fields: j.in.Fields,
+	steps, err := s.d.Hooks.Plan(ctx, appID, realtime.HookInput{Type: j.in.Type, Fields: j.in.Fields,
 		UserID: c.User.UserID, Username: c.User.Username, IP: c.User.IP})
 	if err != nil {
 		s.d.Log.Warn("realtime: cannot run hooks", "app", appID, "err", err)

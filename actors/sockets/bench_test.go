@@ -1,4 +1,4 @@
-package realtime
+package sockets
 
 import (
 	"fmt"
@@ -9,6 +9,7 @@ import (
 
 	"github.com/keyward/keyward/actors/wire"
 	"github.com/keyward/keyward/core/client"
+	"github.com/keyward/keyward/core/realtime"
 )
 
 // counter is a Peer that only counts.
@@ -28,7 +29,7 @@ func BenchmarkClientChat(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	c.rate.limit = math.MaxInt // the socket's rate is not what is measured
+	c.rate.Limit = math.MaxInt // the socket's rate is not what is measured
 	got := counter{n: make(chan struct{}, 1024)}
 	if _, err := node.ConnectDashboard(ctx, "app", got); err != nil {
 		b.Fatal(err)
@@ -57,13 +58,13 @@ func (p countingPeer) Close(wire.Disconnect)        {}
 // go test -run x -bench BroadcastFanOut ./core/realtime/
 func BenchmarkBroadcastFanOut(b *testing.B) {
 	known := sessions{}
-	for i := range MaxClientsPerApp {
+	for i := range realtime.MaxClientsPerApp {
 		known[fmt.Sprintf("tok-u%d", i)] = user(fmt.Sprintf("u%d", i))
 	}
 	node, _ := memoryPair(b, known)
 	ctx := b.Context()
 	var got atomic.Int64
-	for i := range MaxClientsPerApp {
+	for i := range realtime.MaxClientsPerApp {
 		if _, err := node.ConnectClient(ctx, client.Caller{IP: "192.0.2.1"}, fmt.Sprintf("tok-u%d", i), countingPeer{&got}); err != nil {
 			b.Fatal(err)
 		}
@@ -74,9 +75,9 @@ func BenchmarkBroadcastFanOut(b *testing.B) {
 		if _, err := node.Broadcast(ctx, "app", "hello", ""); err != nil {
 			b.Fatal(err)
 		}
-		for want := int64(i+1) * MaxClientsPerApp; got.Load() < want; {
+		for want := int64(i+1) * realtime.MaxClientsPerApp; got.Load() < want; {
 			runtime.Gosched()
 		}
 	}
-	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*MaxClientsPerApp), "ns/delivery")
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*realtime.MaxClientsPerApp), "ns/delivery")
 }

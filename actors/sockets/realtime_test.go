@@ -1,4 +1,4 @@
-package realtime
+package sockets
 
 import (
 	"context"
@@ -15,6 +15,7 @@ import (
 	"github.com/keyward/keyward/core"
 	"github.com/keyward/keyward/core/client"
 	"github.com/keyward/keyward/core/events"
+	"github.com/keyward/keyward/core/realtime"
 	"github.com/keyward/keyward/internal/testenv"
 )
 
@@ -155,25 +156,6 @@ func user(id string) client.SocketUser {
 	return client.SocketUser{Token: "tok-" + id, AppID: "app", AccountID: "acc", UserID: id, Username: "name-" + id}
 }
 
-func TestWindow(t *testing.T) {
-	w := window{limit: 3, per: 10 * time.Second}
-	at := time.Unix(1000, 0)
-	for i := range 3 {
-		if !w.allow(at.Add(time.Duration(i) * time.Second)) {
-			t.Fatalf("hit %d refused", i)
-		}
-	}
-	if w.allow(at.Add(9 * time.Second)) {
-		t.Fatal("4th hit within the window allowed")
-	}
-	if !w.allow(at.Add(10*time.Second + time.Millisecond)) {
-		t.Fatal("a hit after the first left the window refused")
-	}
-	if w.allow(at.Add(10*time.Second + 2*time.Millisecond)) {
-		t.Fatal("refused hits must not count, but the window is full again")
-	}
-}
-
 func TestDeliveriesAcrossNodes(t *testing.T) { onEachEngine(t, testDeliveriesAcrossNodes) }
 
 func testDeliveriesAcrossNodes(t *testing.T, twoNodes pair) {
@@ -243,21 +225,21 @@ func TestAppSocketLimit(t *testing.T) { onEachEngine(t, testAppSocketLimit) }
 
 func testAppSocketLimit(t *testing.T, twoNodes pair) {
 	known := sessions{}
-	for i := range MaxClientsPerApp + 1 {
+	for i := range realtime.MaxClientsPerApp + 1 {
 		id := fmt.Sprintf("u%d", i)
 		known["tok-"+id] = user(id)
 	}
 	a, b := twoNodes(t, known)
 	ctx := t.Context()
-	for i := range MaxClientsPerApp {
+	for i := range realtime.MaxClientsPerApp {
 		node := []*Service{a, b}[i%2]
 		if _, err := node.ConnectClient(ctx, client.Caller{IP: "192.0.2.1"}, fmt.Sprintf("tok-u%d", i), &recorder{}); err != nil {
 			t.Fatalf("socket %d: %v", i, err)
 		}
 	}
-	_, err := a.ConnectClient(ctx, client.Caller{IP: "192.0.2.1"}, fmt.Sprintf("tok-u%d", MaxClientsPerApp), &recorder{})
+	_, err := a.ConnectClient(ctx, client.Caller{IP: "192.0.2.1"}, fmt.Sprintf("tok-u%d", realtime.MaxClientsPerApp), &recorder{})
 	if code, _ := explain(err); err == nil || code != core.CodePlanLimit {
-		t.Fatalf("socket %d: %v, want PLAN_LIMIT", MaxClientsPerApp+1, err)
+		t.Fatalf("socket %d: %v, want PLAN_LIMIT", realtime.MaxClientsPerApp+1, err)
 	}
 	// A user already connected may reconnect at the limit: the new socket replaces the old.
 	if _, err := b.ConnectClient(ctx, client.Caller{IP: "192.0.2.1"}, "tok-u0", &recorder{}); err != nil {
@@ -275,12 +257,12 @@ func testClientMessageRate(t *testing.T, twoNodes pair) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for range ClientMessages + 1 {
+	for range realtime.ClientMessages + 1 {
 		a.ClientMessage(t.Context(), c, []byte(`{"type":"ping"}`))
 	}
 	got := p.types()
-	if len(got) != ClientMessages+1 || got[ClientMessages-1] != wire.TypePong || got[ClientMessages] != wire.TypeError {
-		t.Fatalf("after %d pings: %v", ClientMessages+1, got)
+	if len(got) != realtime.ClientMessages+1 || got[realtime.ClientMessages-1] != wire.TypePong || got[realtime.ClientMessages] != wire.TypeError {
+		t.Fatalf("after %d pings: %v", realtime.ClientMessages+1, got)
 	}
 	if p.closedWith() != 0 {
 		t.Fatal("a rate-limited socket must stay open")
@@ -293,19 +275,19 @@ func TestAppSocketLimitUnderRace(t *testing.T) { onEachEngine(t, testAppSocketLi
 
 func testAppSocketLimitUnderRace(t *testing.T, twoNodes pair) {
 	known := sessions{}
-	for i := range MaxClientsPerApp + 40 {
+	for i := range realtime.MaxClientsPerApp + 40 {
 		id := fmt.Sprintf("u%d", i)
 		known["tok-"+id] = user(id)
 	}
 	a, b := twoNodes(t, known)
 	ctx := t.Context()
-	for i := range MaxClientsPerApp - 10 {
+	for i := range realtime.MaxClientsPerApp - 10 {
 		if _, err := a.ConnectClient(ctx, client.Caller{IP: "192.0.2.1"}, fmt.Sprintf("tok-u%d", i), &recorder{}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	var wg sync.WaitGroup
-	for i := MaxClientsPerApp - 10; i < MaxClientsPerApp+40; i++ {
+	for i := realtime.MaxClientsPerApp - 10; i < realtime.MaxClientsPerApp+40; i++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -313,8 +295,8 @@ func testAppSocketLimitUnderRace(t *testing.T, twoNodes pair) {
 		}()
 	}
 	wg.Wait()
-	if n, err := a.Online(ctx, "app"); err != nil || n > MaxClientsPerApp {
-		t.Fatalf("online after racing connects = %d (%v), limit %d", n, err, MaxClientsPerApp)
+	if n, err := a.Online(ctx, "app"); err != nil || n > realtime.MaxClientsPerApp {
+		t.Fatalf("online after racing connects = %d (%v), limit %d", n, err, realtime.MaxClientsPerApp)
 	}
 }
 
@@ -378,21 +360,21 @@ func testBurstOverTheRate(t *testing.T, twoNodes pair) {
 		a.ClientMessage(t.Context(), c, []byte(`{"type":"ping"}`))
 		a.DashboardMessage(t.Context(), d, []byte(`{"type":"ping"}`))
 	}
-	if pongs, errs := count(p, wire.TypePong), count(p, wire.TypeError); pongs != ClientMessages || errs != 1 {
-		t.Fatalf("client after a burst of 300: %d pongs, %d errors; want %d and 1", pongs, errs, ClientMessages)
+	if pongs, errs := count(p, wire.TypePong), count(p, wire.TypeError); pongs != realtime.ClientMessages || errs != 1 {
+		t.Fatalf("client after a burst of 300: %d pongs, %d errors; want %d and 1", pongs, errs, realtime.ClientMessages)
 	}
-	if pongs, errs := count(dp, wire.TypePong), count(dp, wire.TypeError); pongs != DashboardMessages || errs != 1 {
-		t.Fatalf("dashboard after a burst of 300: %d pongs, %d errors; want %d and 1", pongs, errs, DashboardMessages)
+	if pongs, errs := count(dp, wire.TypePong), count(dp, wire.TypeError); pongs != realtime.DashboardMessages || errs != 1 {
+		t.Fatalf("dashboard after a burst of 300: %d pongs, %d errors; want %d and 1", pongs, errs, realtime.DashboardMessages)
 	}
 	if p.closedWith() != 0 || dp.closedWith() != 0 {
 		t.Fatal("a socket over its rate must stay open")
 	}
 	// The next window: the socket is served again, and told once more if it overdoes it.
-	now = now.Add(ClientWindow + time.Millisecond)
-	for range 2 * ClientMessages {
+	now = now.Add(realtime.ClientWindow + time.Millisecond)
+	for range 2 * realtime.ClientMessages {
 		a.ClientMessage(t.Context(), c, []byte(`{"type":"ping"}`))
 	}
-	if pongs, errs := count(p, wire.TypePong), count(p, wire.TypeError); pongs != 2*ClientMessages || errs != 2 {
+	if pongs, errs := count(p, wire.TypePong), count(p, wire.TypeError); pongs != 2*realtime.ClientMessages || errs != 2 {
 		t.Fatalf("client in the next window: %d pongs, %d errors", pongs, errs)
 	}
 }

@@ -1,44 +1,17 @@
-package realtime
+package sockets
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 
 	"github.com/keyward/keyward/actors"
 	"github.com/keyward/keyward/actors/wire"
 	"github.com/keyward/keyward/core"
+	"github.com/keyward/keyward/core/realtime"
 )
 
 // The operations of SPEC 4.9, shared by the REST helpers and the dashboard socket. The
 // caller has checked the owner's access to appID and the plan's WebSocket access.
-
-// maxPayloadBytes bounds a pushed JSON payload or command payload once encoded.
-const maxPayloadBytes = 16 << 10
-
-func validText(field, v string, required bool) error {
-	switch {
-	case required && v == "":
-		return core.Invalid(field, "%s is required", field)
-	case len(v) > maxText:
-		return core.Invalid(field, "%s must be at most %d characters", field, maxText)
-	}
-	return nil
-}
-
-func validPayload(field string, p map[string]any, required bool) error {
-	if p == nil {
-		if required {
-			return core.Invalid(field, "%s must be a JSON object", field)
-		}
-		return nil
-	}
-	raw, err := json.Marshal(p)
-	if err != nil || len(raw) > maxPayloadBytes {
-		return core.Invalid(field, "%s must be a JSON object of at most %d bytes", field, maxPayloadBytes)
-	}
-	return nil
-}
 
 // userSockets counts the user's client sockets across the cluster (0 or 1: an admission
 // replaces the user's earlier socket in the same step).
@@ -65,7 +38,7 @@ func (s *Service) userOnline(ctx context.Context, appID, userID string) (bool, e
 
 // Broadcast sends message to every client socket of the app; it answers the online count.
 func (s *Service) Broadcast(ctx context.Context, appID, message, typ string) (int, error) {
-	if err := validText("message", message, true); err != nil {
+	if err := realtime.ValidText("message", message, true); err != nil {
 		return 0, err
 	}
 	if typ == "" {
@@ -84,10 +57,10 @@ func (s *Service) Broadcast(ctx context.Context, appID, message, typ string) (in
 // ForceLogout sends force_logout to the user's sockets and closes them; it answers whether
 // the user was connected.
 func (s *Service) ForceLogout(ctx context.Context, appID, userID, reason string) (bool, error) {
-	if err := validUser(userID); err != nil {
+	if err := realtime.ValidUser(userID); err != nil {
 		return false, err
 	}
-	if err := validText("reason", reason, false); err != nil {
+	if err := realtime.ValidText("reason", reason, false); err != nil {
 		return false, err
 	}
 	if reason == "" {
@@ -102,10 +75,10 @@ func (s *Service) ForceLogout(ctx context.Context, appID, userID, reason string)
 
 // Kick closes the user's sockets with the reason in the close frame.
 func (s *Service) Kick(ctx context.Context, appID, userID, reason string) (bool, error) {
-	if err := validUser(userID); err != nil {
+	if err := realtime.ValidUser(userID); err != nil {
 		return false, err
 	}
-	if err := validText("reason", reason, false); err != nil {
+	if err := realtime.ValidText("reason", reason, false); err != nil {
 		return false, err
 	}
 	online, err := s.userOnline(ctx, appID, userID)
@@ -127,10 +100,10 @@ func (s *Service) kick(ctx context.Context, appID, userID, reason string) error 
 
 // Ban sets the user's banned flag and closes its sockets after banned.
 func (s *Service) Ban(ctx context.Context, appID, userID, reason string) error {
-	if err := validUser(userID); err != nil {
+	if err := realtime.ValidUser(userID); err != nil {
 		return err
 	}
-	if err := validText("reason", reason, false); err != nil {
+	if err := realtime.ValidText("reason", reason, false); err != nil {
 		return err
 	}
 	return s.ban(ctx, appID, userID, reason)
@@ -154,10 +127,10 @@ func (s *Service) bannedMsg(ctx context.Context, appID, userID, reason string) e
 
 // Chat sends a chat message to one user; it answers whether the user was connected.
 func (s *Service) Chat(ctx context.Context, appID, userID, message string) (bool, error) {
-	if err := validUser(userID); err != nil {
+	if err := realtime.ValidUser(userID); err != nil {
 		return false, err
 	}
-	if err := validText("message", message, true); err != nil {
+	if err := realtime.ValidText("message", message, true); err != nil {
 		return false, err
 	}
 	online, err := s.userOnline(ctx, appID, userID)
@@ -170,13 +143,13 @@ func (s *Service) Chat(ctx context.Context, appID, userID, message string) (bool
 // Command sends a named command to one user, or to every client when userID is empty; it
 // answers how many sockets were online for it.
 func (s *Service) Command(ctx context.Context, appID, userID, command string, payload map[string]any) (int, error) {
-	if err := validText("command", command, true); err != nil {
+	if err := realtime.ValidText("command", command, true); err != nil {
 		return 0, err
 	}
 	if len(command) > 100 {
 		return 0, core.Invalid("command", "command must be at most 100 characters")
 	}
-	if err := validPayload("payload", payload, false); err != nil {
+	if err := realtime.ValidPayload("payload", payload, false); err != nil {
 		return 0, err
 	}
 	if payload == nil {
@@ -187,7 +160,7 @@ func (s *Service) Command(ctx context.Context, appID, userID, command string, pa
 
 // Push sends a custom JSON payload to one user, or to every client when userID is empty.
 func (s *Service) Push(ctx context.Context, appID, userID string, payload map[string]any) (int, error) {
-	if err := validPayload("payload", payload, true); err != nil {
+	if err := realtime.ValidPayload("payload", payload, true); err != nil {
 		return 0, err
 	}
 	return s.send(ctx, appID, userID, wire.Outgoing{Type: wire.TypeCustom, Data: payload})
@@ -209,14 +182,4 @@ func (s *Service) send(ctx context.Context, appID, userID string, m wire.Outgoin
 		return 0, err
 	}
 	return n, s.toUserMsg(ctx, appID, userID, m, 0, "")
-}
-
-func validUser(userID string) error {
-	switch {
-	case userID == "":
-		return core.Invalid("userId", "userId is required")
-	case len(userID) > 100:
-		return core.Invalid("userId", "userId is not a user id")
-	}
-	return nil
 }

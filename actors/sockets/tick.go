@@ -1,4 +1,4 @@
-package realtime
+package sockets
 
 import (
 	"context"
@@ -11,7 +11,7 @@ import (
 )
 
 // The node's periodic work on its client sockets runs per app, batched, driven by the
-// app's actor (actors.Tick: its timers, the work on a goroutine): every RevalidateEvery,
+// app's actor (actors.Tick: its timers, the work on a goroutine): every realtime.RevalidateEvery,
 // and at once when the app changed, its sockets are checked again in one call of
 // Sessions.CheckSockets (one engine read for the sessions, one storage query for the
 // users), not a round per socket. The leases are the app's actor's own (actors.LeaseConfig:

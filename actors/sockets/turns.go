@@ -1,9 +1,10 @@
-package realtime
+package sockets
 
 import (
 	"context"
 
 	"github.com/keyward/keyward/actors"
+	"github.com/keyward/keyward/core/realtime"
 )
 
 // Each socket is an actor (actors.Socket, a child of its app's actor): Client is a
@@ -120,7 +121,7 @@ func hand(ctx context.Context, ref actors.Ref, raw []byte) {
 	}
 	done := make(chan struct{})
 	ref.Tell(inbound{raw: raw, done: done})
-	ctx, cancel := context.WithTimeout(ctx, messageDeadline)
+	ctx, cancel := context.WithTimeout(ctx, realtime.MessageDeadline)
 	defer cancel()
 	select {
 	case <-done:

@@ -1,4 +1,4 @@
-package realtime
+package sockets
 
 import (
 	"fmt"
@@ -10,6 +10,7 @@ import (
 	"github.com/keyward/keyward/cluster"
 	"github.com/keyward/keyward/cluster/memory"
 	"github.com/keyward/keyward/core/client"
+	"github.com/keyward/keyward/core/realtime"
 )
 
 // TestSessionListIsOneBatchedRead: the session list of 500 sockets is asked of the app's
@@ -17,7 +18,7 @@ import (
 // not a read per socket; the count agrees with it and with every socket's user.
 func TestSessionListIsOneBatchedRead(t *testing.T) {
 	known := sessions{}
-	for i := range MaxClientsPerApp {
+	for i := range realtime.MaxClientsPerApp {
 		known[fmt.Sprintf("tok-u%d", i)] = user(fmt.Sprintf("u%d", i))
 	}
 	engine := &countingEngine{Engine: memory.New(memory.Config{})}
@@ -27,7 +28,7 @@ func TestSessionListIsOneBatchedRead(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(s.Close)
-	for i := range MaxClientsPerApp {
+	for i := range realtime.MaxClientsPerApp {
 		if _, err := s.ConnectClient(t.Context(), client.Caller{IP: "192.0.2.1"}, fmt.Sprintf("tok-u%d", i), &recorder{}); err != nil {
 			t.Fatalf("socket %d: %v", i, err)
 		}
@@ -39,10 +40,10 @@ func TestSessionListIsOneBatchedRead(t *testing.T) {
 		t.Fatal(err)
 	}
 	if single, batched := engine.valueReads.Load(), engine.batchedReads.Load(); single != 0 || batched != 1 {
-		t.Fatalf("listing %d sessions read %d values one by one and %d batches; want 0 and 1", MaxClientsPerApp, single, batched)
+		t.Fatalf("listing %d sessions read %d values one by one and %d batches; want 0 and 1", realtime.MaxClientsPerApp, single, batched)
 	}
-	if len(list) != MaxClientsPerApp {
-		t.Fatalf("%d sessions listed, want %d", len(list), MaxClientsPerApp)
+	if len(list) != realtime.MaxClientsPerApp {
+		t.Fatalf("%d sessions listed, want %d", len(list), realtime.MaxClientsPerApp)
 	}
 	users := map[string]bool{}
 	for i, info := range list {
@@ -51,11 +52,11 @@ func TestSessionListIsOneBatchedRead(t *testing.T) {
 			t.Fatalf("session %d connected before the one listed ahead of it", i)
 		}
 	}
-	if len(users) != MaxClientsPerApp {
-		t.Fatalf("%d distinct users listed, want %d", len(users), MaxClientsPerApp)
+	if len(users) != realtime.MaxClientsPerApp {
+		t.Fatalf("%d distinct users listed, want %d", len(users), realtime.MaxClientsPerApp)
 	}
-	if n, err := s.Online(t.Context(), "app"); err != nil || n != MaxClientsPerApp {
-		t.Fatalf("online %d, %v; want %d", n, err, MaxClientsPerApp)
+	if n, err := s.Online(t.Context(), "app"); err != nil || n != realtime.MaxClientsPerApp {
+		t.Fatalf("online %d, %v; want %d", n, err, realtime.MaxClientsPerApp)
 	}
 }
 
@@ -108,7 +109,7 @@ func testRenewalRestoresAndSupersedes(t *testing.T, twoNodes pair) {
 	if _, err := a.d.Engine.Release(ctx, "app", c.ID); err != nil {
 		t.Fatal(err)
 	}
-	adm, err := a.d.Engine.Admit(ctx, "app", cluster.PresentSocket{ID: "newer", User: "u1", Info: []byte(`{"id":"newer","userId":"u1"}`)}, a.leaseTTL, MaxClientsPerApp)
+	adm, err := a.d.Engine.Admit(ctx, "app", cluster.PresentSocket{ID: "newer", User: "u1", Info: []byte(`{"id":"newer","userId":"u1"}`)}, a.leaseTTL, realtime.MaxClientsPerApp)
 	if err != nil || !adm.Admitted {
 		t.Fatalf("admit the newer socket: %+v, %v", adm, err)
 	}

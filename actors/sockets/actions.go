@@ -1,4 +1,4 @@
-package realtime
+package sockets
 
 import (
 	"context"
@@ -6,13 +6,14 @@ import (
 	"github.com/keyward/keyward/actors"
 	"github.com/keyward/keyward/actors/wire"
 	"github.com/keyward/keyward/core/events"
+	"github.com/keyward/keyward/core/realtime"
 )
 
 // carryOutPlan carries out the hook actions planned for a message of c, in its actor:
 // an answer to the sender and a log line at once, the actions that need the cluster or
 // storage in the job it answers (nil when none).
-func (s *Service) carryOutPlan(c *Client, steps []HookAction) actors.Job {
-	var later []HookAction
+func (s *Service) carryOutPlan(c *Client, steps []realtime.HookAction) actors.Job {
+	var later []realtime.HookAction
 	for _, st := range steps {
 		switch st.Type {
 		case "respond", "log":
@@ -30,7 +31,7 @@ func (s *Service) carryOutPlan(c *Client, steps []HookAction) actors.Job {
 }
 
 // carryOut performs one planned hook action for the sender c.
-func (s *Service) carryOut(ctx context.Context, c *Client, st HookAction) {
+func (s *Service) carryOut(ctx context.Context, c *Client, st realtime.HookAction) {
 	appID := c.User.AppID
 	a := st
 	target := st.UserID
@@ -40,11 +41,11 @@ func (s *Service) carryOut(ctx context.Context, c *Client, st HookAction) {
 	var err error
 	switch a.Type {
 	case "respond":
-		c.peer.Send(wire.Encode(wire.Outgoing{Type: wire.TypeMessage, Data: map[string]any{"message": a.Message, "type": messageType(a.MessageType)}}))
+		c.peer.Send(wire.Encode(wire.Outgoing{Type: wire.TypeMessage, Data: map[string]any{"message": a.Message, "type": realtime.MessageType(a.MessageType)}}))
 	case "send_message":
-		err = s.toUserMsg(ctx, appID, target, wire.Outgoing{Type: wire.TypeMessage, Data: map[string]any{"message": a.Message, "type": messageType(a.MessageType)}}, 0, "")
+		err = s.toUserMsg(ctx, appID, target, wire.Outgoing{Type: wire.TypeMessage, Data: map[string]any{"message": a.Message, "type": realtime.MessageType(a.MessageType)}}, 0, "")
 	case "broadcast":
-		err = s.toClientsMsg(ctx, appID, wire.Outgoing{Type: wire.TypeMessage, Data: map[string]any{"message": a.Message, "type": messageType(a.MessageType)}})
+		err = s.toClientsMsg(ctx, appID, wire.Outgoing{Type: wire.TypeMessage, Data: map[string]any{"message": a.Message, "type": realtime.MessageType(a.MessageType)}})
 	case "push_json":
 		if st.Target == "all" {
 			err = s.toClientsMsg(ctx, appID, wire.Outgoing{Type: wire.TypeCustom, Data: a.Payload})
@@ -66,13 +67,4 @@ func (s *Service) carryOut(ctx context.Context, c *Client, st HookAction) {
 	if err != nil {
 		s.d.Log.Warn("realtime: hook action failed", "app", appID, "hook", st.HookID, "action", a.Type, "err", err)
 	}
-}
-
-// messageType is a message's type: info, warning or alert (info when unset).
-func messageType(t string) string {
-	switch t {
-	case "warning", "alert":
-		return t
-	}
-	return "info"
 }
