@@ -13,7 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 
-	"github.com/keyward/keyward/actors"
+	"github.com/keyward/keyward/actors/app"
 	"github.com/keyward/keyward/actors/sockets"
 	"github.com/keyward/keyward/cluster/memory"
 	"github.com/keyward/keyward/core"
@@ -82,7 +82,7 @@ func TestPanicClosesOnlyItsSocket(t *testing.T) {
 	h := &wsHandlers{log: log, metrics: newWSMetrics(prometheus.NewRegistry()), transport: ws.New(ws.Config{Log: log})}
 	engine := memory.New(memory.Config{})
 	t.Cleanup(func() { engine.Close() })
-	dir := actors.NewApps(func(context.Context, string) (struct{}, error) { return struct{}{}, nil }, actors.AppsConfig{Log: log})
+	dir := app.NewApps(func(context.Context, string) (struct{}, error) { return struct{}{}, nil }, app.AppsConfig{Log: log})
 	t.Cleanup(dir.Close)
 	rt := sockets.New(sockets.Deps{Engine: engine, Sessions: knownSessions{"tok-bad": "bad", "tok-good": "good"}, Registry: dir, Log: log})
 	if err := rt.Start(t.Context()); err != nil {

@@ -22,8 +22,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
-	"github.com/keyward/keyward/actors"
 	"github.com/keyward/keyward/actors/actorkit"
+	"github.com/keyward/keyward/actors/app"
 	"github.com/keyward/keyward/actors/sockets"
 	"github.com/keyward/keyward/cluster"
 	clustermemory "github.com/keyward/keyward/cluster/memory"
@@ -260,7 +260,7 @@ type Core struct {
 	// Client runs the client API; AppActors hold its application snapshots and the
 	// apps' compiled WebSocket hooks.
 	Client    *client.Service
-	AppActors *actors.Apps[AppState]
+	AppActors *app.Apps[AppState]
 	// Realtime runs the WebSocket channels; Server subscribes it to the cluster bus.
 	Realtime *sockets.Service
 	// WSHooks keeps the apps' WebSocket hooks and plans their actions with the pipeline

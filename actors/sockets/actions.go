@@ -3,7 +3,7 @@ package sockets
 import (
 	"context"
 
-	"github.com/keyward/keyward/actors"
+	"github.com/keyward/keyward/actors/app"
 	"github.com/keyward/keyward/actors/wire"
 	"github.com/keyward/keyward/core/events"
 	"github.com/keyward/keyward/core/realtime"
@@ -12,7 +12,7 @@ import (
 // carryOutPlan carries out the hook actions planned for a message of c, in its actor:
 // an answer to the sender and a log line at once, the actions that need the cluster or
 // storage in the job it answers (nil when none).
-func (s *Service) carryOutPlan(c *Client, steps []realtime.HookAction) actors.Job {
+func (s *Service) carryOutPlan(c *Client, steps []realtime.HookAction) app.Job {
 	var later []realtime.HookAction
 	for _, st := range steps {
 		switch st.Type {

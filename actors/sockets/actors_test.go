@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/keyward/keyward/actors"
+	"github.com/keyward/keyward/actors/app"
 	"github.com/keyward/keyward/actors/wire"
 	"github.com/keyward/keyward/cluster/memory"
 	"github.com/keyward/keyward/core"
@@ -36,12 +36,12 @@ func (g *gatedPlanner) Plan(ctx context.Context, _ string, m realtime.HookInput)
 }
 
 // oneNode is a service on the memory engine with its own actor directory.
-func oneNode(t *testing.T, d Deps) (*Service, *actors.Apps[struct{}]) {
+func oneNode(t *testing.T, d Deps) (*Service, *app.Apps[struct{}]) {
 	t.Helper()
 	engine := memory.New(memory.Config{})
 	t.Cleanup(func() { engine.Close() })
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	dir := actors.NewApps(func(context.Context, string) (struct{}, error) { return struct{}{}, nil }, actors.AppsConfig{Log: quiet})
+	dir := app.NewApps(func(context.Context, string) (struct{}, error) { return struct{}{}, nil }, app.AppsConfig{Log: quiet})
 	t.Cleanup(dir.Close)
 	d.Engine, d.Registry, d.Log = engine, dir, quiet
 	s := New(d)
@@ -55,10 +55,10 @@ func oneNode(t *testing.T, d Deps) (*Service, *actors.Apps[struct{}]) {
 
 // withPanicOnPurpose has a delivery of panicOnPurpose make the app's actor panic
 // (failAppActor); the other deliveries go to the service as usual.
-func withPanicOnPurpose(s *Service, dir *actors.Apps[struct{}]) {
+func withPanicOnPurpose(s *Service, dir *app.Apps[struct{}]) {
 	panicking := make(chan struct{}, 16)
 	panickingOf.Store(s, panicking)
-	dir.SetBus(actors.BusConfig{Bus: s.d.Engine, TopicPrefix: busTopicPrefix, Deliver: panicker{s: s, panicking: panicking}})
+	dir.SetBus(app.BusConfig{Bus: s.d.Engine, TopicPrefix: busTopicPrefix, Deliver: panicker{s: s, panicking: panicking}})
 }
 
 // panicker delivers to the service, but panics on panicOnPurpose.
@@ -67,7 +67,7 @@ type panicker struct {
 	panicking chan struct{}
 }
 
-func (p panicker) Deliver(appID string, raw []byte, sockets []actors.Member) {
+func (p panicker) Deliver(appID string, raw []byte, sockets []app.Member) {
 	if string(raw) == panicOnPurpose {
 		p.panicking <- struct{}{}
 		panic("on purpose")

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/keyward/keyward/actors"
+	"github.com/keyward/keyward/actors/app"
 	"github.com/keyward/keyward/actors/wire"
 	"github.com/keyward/keyward/cluster/memory"
 	"github.com/keyward/keyward/core"
@@ -53,10 +53,10 @@ func TestAppPausedOnANodeClosesSocketsOnTheOther(t *testing.T) {
 			}
 			var paused atomic.Bool
 			known := sessions{"tok-u1": user("u1"), "tok-u2": user("u2")}
-			var dirs [2]*actors.Apps[bool]
+			var dirs [2]*app.Apps[bool]
 			var peers [2]*recorder
 			for i, e := range engines {
-				dir := actors.NewApps(func(context.Context, string) (bool, error) { return paused.Load(), nil }, actors.AppsConfig{})
+				dir := app.NewApps(func(context.Context, string) (bool, error) { return paused.Load(), nil }, app.AppsConfig{})
 				dirs[i] = dir
 				unsubscribe, err := dir.ListenChanges(t.Context(), e)
 				if err != nil {

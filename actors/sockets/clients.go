@@ -8,7 +8,7 @@ import (
 	"time"
 	"unique"
 
-	"github.com/keyward/keyward/actors"
+	"github.com/keyward/keyward/actors/app"
 	"github.com/keyward/keyward/actors/wire"
 	"github.com/keyward/keyward/cluster"
 	"github.com/keyward/keyward/core"
@@ -32,7 +32,7 @@ type Client struct {
 
 	svc  *Service
 	peer wire.Peer
-	ref  actors.Ref
+	ref  app.Ref
 	// session is sessionRef of the socket's session token.
 	session string
 	// rate and turn belong to the socket's actor.
@@ -47,19 +47,19 @@ type Client struct {
 // Kind, Spawned, Receive and Failed make a Client the SessionActor's socket.
 func (c *Client) Kind() string { return "session" }
 
-// LeaseUser makes a Client an actors.Leaseholder: its app's actor keeps its lease.
-func (c *Client) LeaseUser() string      { return c.User.UserID }
-func (c *Client) Spawned(ref actors.Ref) { c.ref = ref }
+// LeaseUser makes a Client an app.Leaseholder: its app's actor keeps its lease.
+func (c *Client) LeaseUser() string   { return c.User.UserID }
+func (c *Client) Spawned(ref app.Ref) { c.ref = ref }
 
 // Receive handles one message of the socket in its actor.
-func (c *Client) Receive(sc actors.SocketContext, msg any) {
+func (c *Client) Receive(sc app.SocketContext, msg any) {
 	switch m := msg.(type) {
 	case inbound:
 		c.turn.take(sc, m, c.handle)
-	case actors.JobDone:
+	case app.JobDone:
 		// The frame under way goes on with the hook actions its custom message planned,
 		// or ends.
-		var next actors.Job
+		var next app.Job
 		if j, ok := m.Job.(customJob); ok {
 			next = c.svc.carryOutPlan(c, j.steps)
 		}
@@ -75,24 +75,24 @@ func (c *Client) Receive(sc actors.SocketContext, msg any) {
 		}
 	case verdict:
 		c.svc.handle(c, m.err)
-	case actors.LeaseRestored:
+	case app.LeaseRestored:
 		// A renewal put the socket's lapsed presence back without what the session list
 		// shows of it: the actor writes that again.
 		sc.Pipe(describeJob{info: c.info()})
-	case actors.LeaseSuperseded:
+	case app.LeaseSuperseded:
 		// A newer socket of the user holds its place.
 		c.peer.Send(replacedMsg)
 		c.peer.Close(wire.Disconnect{Code: wire.CodeReplaced, Reason: replacedReason})
-	case actors.Leaving:
+	case app.Leaving:
 		c.turn.leave(sc)
 	}
 }
 
-// Admit makes the socket's admission (actors.Admittee): its presence, under the app's
+// Admit makes the socket's admission (app.Admittee): its presence, under the app's
 // limit and the one-socket-per-user rule. The app's actor runs it outside its Receive.
 func (c *Client) Admit(ctx context.Context) error { return c.svc.admitPresence(ctx, c) }
 
-func (c *Client) handle(raw []byte) actors.Job { return c.svc.clientMessage(c, raw) }
+func (c *Client) handle(raw []byte) app.Job { return c.svc.clientMessage(c, raw) }
 
 // Failed closes a socket whose actor failed (1011) and frees its waiting reader.
 func (c *Client) Failed(_, msg any) {
@@ -125,7 +125,7 @@ func explain(err error) (core.Code, string) {
 
 // unavailable says whether err is a part that did not answer rather than a bug.
 func unavailable(err error) bool {
-	return errors.Is(err, cluster.ErrUnavailable) || errors.Is(err, storage.ErrUnavailable) || errors.Is(err, actors.ErrUnavailable) ||
+	return errors.Is(err, cluster.ErrUnavailable) || errors.Is(err, storage.ErrUnavailable) || errors.Is(err, app.ErrUnavailable) ||
 		errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled)
 }
 
@@ -260,7 +260,7 @@ func (s *Service) ClientMessage(ctx context.Context, c *Client, raw []byte) {
 
 // clientMessage handles one message in the socket's actor: its state changes and direct
 // answers now, its I/O in the job it answers (nil: none).
-func (s *Service) clientMessage(c *Client, raw []byte) actors.Job {
+func (s *Service) clientMessage(c *Client, raw []byte) app.Job {
 	if now := s.d.Now(); !c.rate.Allow(now) {
 		if c.rate.Warn(now) {
 			c.peer.Send(wire.ErrorMessage(fmt.Sprintf("rate limited: at most %d messages per %s", realtime.ClientMessages, realtime.ClientWindow)))

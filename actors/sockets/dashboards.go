@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/keyward/keyward/actors"
+	"github.com/keyward/keyward/actors/app"
 	"github.com/keyward/keyward/actors/wire"
 	"github.com/keyward/keyward/core"
 	"github.com/keyward/keyward/core/realtime"
@@ -21,7 +21,7 @@ type Dashboard struct {
 
 	svc  *Service
 	peer wire.Peer
-	ref  actors.Ref
+	ref  app.Ref
 	rate realtime.Window
 	turn turn
 
@@ -53,15 +53,15 @@ type (
 )
 
 // Kind, Spawned, Receive and Failed make a Dashboard the DashboardActor's socket.
-func (d *Dashboard) Kind() string           { return "dashboard" }
-func (d *Dashboard) Spawned(ref actors.Ref) { d.ref = ref }
+func (d *Dashboard) Kind() string        { return "dashboard" }
+func (d *Dashboard) Spawned(ref app.Ref) { d.ref = ref }
 
 // Receive handles one message of the socket in its actor.
-func (d *Dashboard) Receive(sc actors.SocketContext, msg any) {
+func (d *Dashboard) Receive(sc app.SocketContext, msg any) {
 	switch m := msg.(type) {
 	case inbound:
 		d.turn.take(sc, m, d.handle)
-	case actors.JobDone:
+	case app.JobDone:
 		if j, ok := m.Job.(recheckJob); ok {
 			d.checked(j.err)
 			return
@@ -78,11 +78,11 @@ func (d *Dashboard) Receive(sc actors.SocketContext, msg any) {
 		}
 		d.holding, d.held = false, nil
 		close(m.done)
-	case actors.SocketStarted:
+	case app.SocketStarted:
 		if d.recheck != nil {
 			d.stopRecheck = sc.Every(d.svc.dashboardRecheck(), recheckNow{})
 		}
-	case actors.SocketStopping:
+	case app.SocketStopping:
 		if d.stopRecheck != nil {
 			d.stopRecheck()
 			d.stopRecheck = nil
@@ -93,7 +93,7 @@ func (d *Dashboard) Receive(sc actors.SocketContext, msg any) {
 		}
 		d.checking = true
 		sc.Pipe(recheckJob{})
-	case actors.Leaving:
+	case app.Leaving:
 		d.turn.leave(sc)
 	}
 }
@@ -109,7 +109,7 @@ func (d *Dashboard) checked(err error) {
 	}
 }
 
-func (d *Dashboard) handle(raw []byte) actors.Job { return d.svc.dashboardMessage(d, raw) }
+func (d *Dashboard) handle(raw []byte) app.Job { return d.svc.dashboardMessage(d, raw) }
 
 // Failed closes a socket whose actor failed (1011) and frees its waiting reader.
 func (d *Dashboard) Failed(_, msg any) {
@@ -237,7 +237,7 @@ func (s *Service) DashboardMessage(ctx context.Context, d *Dashboard, raw []byte
 // dashboardMessage handles one message of a dashboard socket in its actor (a refused
 // message is answered with error; nothing else changes); what needs the cluster is the
 // job it answers (dashboardAction, off the actor).
-func (s *Service) dashboardMessage(d *Dashboard, raw []byte) actors.Job {
+func (s *Service) dashboardMessage(d *Dashboard, raw []byte) app.Job {
 	if now := s.d.Now(); !d.rate.Allow(now) {
 		if d.rate.Warn(now) {
 			d.peer.Send(wire.ErrorMessage(fmt.Sprintf("rate limited: at most %d messages per %s", realtime.DashboardMessages, realtime.DashboardWindow)))

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/keyward/keyward/actors"
+	"github.com/keyward/keyward/actors/app"
 	"github.com/keyward/keyward/actors/wire"
 	"github.com/keyward/keyward/cluster"
 	"github.com/keyward/keyward/cluster/memory"
@@ -48,7 +48,7 @@ func TestRefusalOfABug(t *testing.T) {
 		{"bug", errors.New("nil map somewhere"), core.CodeInternal, wire.CodeInternal, 1},
 		{"engine", fmt.Errorf("count: %w", cluster.ErrUnavailable), core.CodeUnavailable, wire.CodePolicy, 0},
 		{"storage", fmt.Errorf("read: %w", storage.ErrUnavailable), core.CodeUnavailable, wire.CodePolicy, 0},
-		{"actor", fmt.Errorf("snapshot: %w", actors.ErrClosed), core.CodeUnavailable, wire.CodePolicy, 0},
+		{"actor", fmt.Errorf("snapshot: %w", app.ErrClosed), core.CodeUnavailable, wire.CodePolicy, 0},
 		{"deadline", fmt.Errorf("admit: %w", context.DeadlineExceeded), core.CodeUnavailable, wire.CodePolicy, 0},
 		{"domain", core.E(core.CodeAppPaused, "paused"), core.CodeAppPaused, wire.CodePolicy, 0},
 	}

@@ -4,15 +4,15 @@ import (
 	"context"
 	"time"
 
-	"github.com/keyward/keyward/actors"
+	"github.com/keyward/keyward/actors/app"
 	"github.com/keyward/keyward/actors/wire"
 	"github.com/keyward/keyward/core/realtime"
 )
 
-// The jobs of the sockets' actors: the I/O a message leaves to do, as data (actors.Job).
-// The actor pipes a job (actors.SocketContext.Pipe); its socket's Work does it on a
+// The jobs of the sockets' actors: the I/O a message leaves to do, as data (app.Job).
+// The actor pipes a job (app.SocketContext.Pipe); its socket's Work does it on a
 // goroutine and answers the job with its outcome, which comes back to the actor as
-// actors.JobDone. A frame's jobs are its turn (turns.go): the next frame waits for them.
+// app.JobDone. A frame's jobs are its turn (turns.go): the next frame waits for them.
 type (
 	// describeJob writes what the session list shows of a client socket, then tells the
 	// dashboards tell (when its Type is set). frame: it is a frame's I/O, and comes back
@@ -57,8 +57,8 @@ func (recheckJob) JobName() string      { return "token recheck" }
 // dashboardRecheckTimeout bounds a dashboard's token recheck.
 const dashboardRecheckTimeout = 5 * time.Second
 
-// Work does a client socket's job (actors.Socket), off its actor.
-func (c *Client) Work(ctx context.Context, job actors.Job) actors.Job {
+// Work does a client socket's job (app.Socket), off its actor.
+func (c *Client) Work(ctx context.Context, job app.Job) app.Job {
 	ctx, cancel := context.WithTimeout(ctx, realtime.MessageDeadline)
 	defer cancel()
 	s, appID := c.svc, c.User.AppID
@@ -89,8 +89,8 @@ func (c *Client) Work(ctx context.Context, job actors.Job) actors.Job {
 	return nil
 }
 
-// Work does a dashboard socket's job (actors.Socket), off its actor.
-func (d *Dashboard) Work(ctx context.Context, job actors.Job) actors.Job {
+// Work does a dashboard socket's job (app.Socket), off its actor.
+func (d *Dashboard) Work(ctx context.Context, job app.Job) app.Job {
 	switch j := job.(type) {
 	case recheckJob:
 		ctx, cancel := context.WithTimeout(ctx, dashboardRecheckTimeout)

@@ -4,7 +4,7 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/keyward/keyward/actors"
+	"github.com/keyward/keyward/actors/app"
 	"github.com/keyward/keyward/actors/wire"
 	"github.com/keyward/keyward/core"
 	"github.com/keyward/keyward/core/realtime"
@@ -29,7 +29,7 @@ func (s *Service) userSockets(ctx context.Context, appID, userID string) (int, e
 // userOnline reports whether the user has a client socket anywhere in the cluster.
 // It is asked of the app's actor like Online.
 func (s *Service) userOnline(ctx context.Context, appID, userID string) (bool, error) {
-	v, err := s.reg.Read(ctx, appID, actors.LiveRead{Kind: actors.ReadUser, UserID: userID})
+	v, err := s.reg.Read(ctx, appID, app.LiveRead{Kind: app.ReadUser, UserID: userID})
 	if err != nil {
 		return false, err
 	}

@@ -5,7 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 
-	"github.com/keyward/keyward/actors"
+	"github.com/keyward/keyward/actors/app"
 	"github.com/keyward/keyward/cluster"
 	"github.com/keyward/keyward/core/realtime"
 )
@@ -60,9 +60,9 @@ func (s *Service) admitPresence(ctx context.Context, c *Client) error {
 
 // Online counts the app's client sockets across the cluster. The count is asked of the
 // app's actor, which reads it outside its Receive and shares one read among the requests
-// that arrive while one is under way (actors.Apps.Read).
+// that arrive while one is under way (app.Apps.Read).
 func (s *Service) Online(ctx context.Context, appID string) (int, error) {
-	v, err := s.reg.Read(ctx, appID, actors.LiveRead{Kind: actors.ReadOnline})
+	v, err := s.reg.Read(ctx, appID, app.LiveRead{Kind: app.ReadOnline})
 	if err != nil {
 		return 0, err
 	}
@@ -73,7 +73,7 @@ func (s *Service) Online(ctx context.Context, appID string) (int, error) {
 // app's actor like Online. Requests that shared the read share the engine's answer, not
 // the list: each decodes its own (never nil: an empty list is [] on the wire).
 func (s *Service) Sessions(ctx context.Context, appID string) ([]realtime.SessionInfo, error) {
-	v, err := s.reg.Read(ctx, appID, actors.LiveRead{Kind: actors.ReadSessions})
+	v, err := s.reg.Read(ctx, appID, app.LiveRead{Kind: app.ReadSessions})
 	if err != nil {
 		return nil, err
 	}

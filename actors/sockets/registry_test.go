@@ -8,7 +8,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/keyward/keyward/actors"
+	"github.com/keyward/keyward/actors/app"
 	"github.com/keyward/keyward/actors/wire"
 	"github.com/keyward/keyward/cluster/memory"
 	"github.com/keyward/keyward/core/client"
@@ -26,7 +26,7 @@ func TestAppActorRestartLosesNoSocket(t *testing.T) {
 	engine := memory.New(memory.Config{})
 	t.Cleanup(func() { engine.Close() })
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	dir := actors.NewApps(func(context.Context, string) (struct{}, error) { return struct{}{}, nil }, actors.AppsConfig{Log: quiet})
+	dir := app.NewApps(func(context.Context, string) (struct{}, error) { return struct{}{}, nil }, app.AppsConfig{Log: quiet})
 	t.Cleanup(dir.Close)
 	s := New(Deps{Engine: engine, Sessions: known, Registry: dir, Log: quiet})
 	if err := s.Start(t.Context()); err != nil {

@@ -13,7 +13,7 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/keyward/keyward/actors"
+	"github.com/keyward/keyward/actors/app"
 	"github.com/keyward/keyward/actors/wire"
 	"github.com/keyward/keyward/cluster"
 	"github.com/keyward/keyward/core/client"
@@ -34,40 +34,40 @@ type Sessions interface {
 	CheckSockets(ctx context.Context, appID string, socks []client.SocketCheck) []error
 }
 
-// Registry holds this node's sockets of each app: the app's actor (actors.Apps). A socket
+// Registry holds this node's sockets of each app: the app's actor (app.Apps). A socket
 // joins and leaves with a message to it, it owns the app's bus subscription and hands each
 // delivery to its sockets in its Receive (SetBus), and it drives the periodic work on its
 // sockets (SetTicks).
 type Registry interface {
 	// SetBus has the apps' actors subscribe to their apps' deliveries: each subscribes
-	// before its first socket registers and leaves with its last (actors.BusConfig).
-	SetBus(cfg actors.BusConfig)
+	// before its first socket registers and leaves with its last (app.BusConfig).
+	SetBus(cfg app.BusConfig)
 	// Topics answers how many app topics the actors are subscribed to.
 	Topics() int
 	// Held answers how many sockets of a kind ("session", "dashboard") the actors hold.
 	Held(kind string) int
-	Join(ctx context.Context, appID, id string, socket actors.Member) error
-	Admit(ctx context.Context, appID, id string, socket actors.Admittee) error
+	Join(ctx context.Context, appID, id string, socket app.Member) error
+	Admit(ctx context.Context, appID, id string, socket app.Admittee) error
 	// Leave unregisters a socket; a client socket's lease is released before it answers.
 	Leave(appID, id string) bool
-	Sockets(ctx context.Context, appID string) ([]actors.Member, error)
-	AllSockets(ctx context.Context) map[string][]actors.Member
-	SetTicks(work actors.TickWork, ticks ...actors.Tick)
+	Sockets(ctx context.Context, appID string) ([]app.Member, error)
+	AllSockets(ctx context.Context) map[string][]app.Member
+	SetTicks(work app.TickWork, ticks ...app.Tick)
 	// SetLeases has the apps' actors keep their client sockets' leases (renewals batched
 	// per app, releases when they leave); LeaseErrors counts the renewals that failed;
 	// RenewNow renews an app's leases now.
-	SetLeases(cfg actors.LeaseConfig)
+	SetLeases(cfg app.LeaseConfig)
 	LeaseErrors() uint64
 	RenewNow(ctx context.Context, appID string) error
 	// Invalidate tells the app's actor that the app changed: it reloads, then runs the
 	// ticks marked OnChange.
 	Invalidate(appID string)
 	// SetLive gives the apps' actors the presence they read their live state from.
-	SetLive(r actors.LiveReader)
+	SetLive(r app.LiveReader)
 	// Read asks the app's actor for a read of its live state (the online count, the
 	// session list, whether a user is online), which it runs outside its Receive and
 	// shares among the same requests that arrive while one is under way.
-	Read(ctx context.Context, appID string, q actors.LiveRead) (actors.LiveState, error)
+	Read(ctx context.Context, appID string, q app.LiveRead) (app.LiveState, error)
 }
 
 // Deps are the parts the channels work with.
@@ -96,7 +96,7 @@ type Deps struct {
 // Deliveries cross the cluster bus on one topic per app, so that a node receives only the
 // deliveries of the apps it holds sockets of: the app's actor subscribes to the app's topic
 // before its first socket of the app registers (before that socket is admitted, so nothing
-// published after is missed) and leaves it with its last (actors.BusConfig).
+// published after is missed) and leaves it with its last (app.BusConfig).
 func busTopic(appID string) string { return busTopicPrefix + appID }
 
 const busTopicPrefix = "ws:"
@@ -176,7 +176,7 @@ func New(d Deps) *Service {
 	ttl = max(ttl, realtime.MinLeaseTTL)
 	s := &Service{d: d, leaseTTL: ttl, reg: d.Registry, ownReg: func() {}}
 	if s.reg == nil {
-		dir := actors.NewApps(func(context.Context, string) (struct{}, error) { return struct{}{}, nil }, actors.AppsConfig{Log: d.Log})
+		dir := app.NewApps(func(context.Context, string) (struct{}, error) { return struct{}{}, nil }, app.AppsConfig{Log: d.Log})
 		s.reg, s.ownReg = dir, dir.Close
 	}
 	// The apps' actors read their live state (online counts, session lists) from the engine.
@@ -188,9 +188,9 @@ func New(d Deps) *Service {
 // revalidation, batched per app; the revalidation also runs as soon as the app changed). The service subscribes to an app's bus topic when it
 // takes the app's first socket.
 func (s *Service) Start(context.Context) error {
-	s.reg.SetBus(actors.BusConfig{Bus: s.d.Engine, TopicPrefix: busTopicPrefix, Deliver: deliverer{s}})
-	s.reg.SetLeases(actors.LeaseConfig{Presence: s.d.Engine, TTL: s.leaseTTL})
-	s.reg.SetTicks(ticker{s}, actors.Tick{Name: tickRevalidate, Every: realtime.RevalidateEvery, OnChange: true})
+	s.reg.SetBus(app.BusConfig{Bus: s.d.Engine, TopicPrefix: busTopicPrefix, Deliver: deliverer{s}})
+	s.reg.SetLeases(app.LeaseConfig{Presence: s.d.Engine, TTL: s.leaseTTL})
+	s.reg.SetTicks(ticker{s}, app.Tick{Name: tickRevalidate, Every: realtime.RevalidateEvery, OnChange: true})
 	return nil
 }
 
@@ -234,17 +234,17 @@ func (s *Service) publish(ctx context.Context, d delivery) error {
 	return nil
 }
 
-// deliverer is the Service as the app actors' actors.Deliverer.
+// deliverer is the Service as the app actors' app.Deliverer.
 type deliverer struct{ s *Service }
 
-func (d deliverer) Deliver(appID string, raw []byte, sockets []actors.Member) {
+func (d deliverer) Deliver(appID string, raw []byte, sockets []app.Member) {
 	d.s.receive(appID, raw, sockets)
 }
 
 // receive hands a bus delivery of app appID to this node's matching sockets. It runs in
-// the app's actor, which owns the subscription (actors.BusConfig), and never blocks:
+// the app's actor, which owns the subscription (app.BusConfig), and never blocks:
 // sends are queued.
-func (s *Service) receive(appID string, raw []byte, sockets []actors.Member) {
+func (s *Service) receive(appID string, raw []byte, sockets []app.Member) {
 	s.received.Add(1)
 	var d delivery
 	if err := json.Unmarshal(raw, &d); err != nil {
@@ -260,7 +260,7 @@ func (s *Service) Topics() int { return s.reg.Topics() }
 // deliver hands delivery d to the actors of the matching sockets of its app; it runs in
 // the app's actor and only sends messages. A broadcast goes to every client as one
 // Shared (encoded once by the edge for all of them).
-func (s *Service) deliver(d delivery, sockets []actors.Member) {
+func (s *Service) deliver(d delivery, sockets []app.Member) {
 	defer s.queued(d)
 	dp := &d
 	var msg any = dp
@@ -292,7 +292,7 @@ func (s *Service) localClients(ctx context.Context, appID string) []*Client {
 	return clientsOf(list)
 }
 
-func clientsOf(list []actors.Member) []*Client {
+func clientsOf(list []app.Member) []*Client {
 	out := make([]*Client, 0, len(list))
 	for _, x := range list {
 		if c, ok := x.(*Client); ok {

@@ -6,28 +6,28 @@ import (
 	"runtime/debug"
 	"time"
 
-	"github.com/keyward/keyward/actors"
+	"github.com/keyward/keyward/actors/app"
 	"github.com/keyward/keyward/core/client"
 )
 
 // The node's periodic work on its client sockets runs per app, batched, driven by the
-// app's actor (actors.Tick: its timers, the work on a goroutine): every realtime.RevalidateEvery,
+// app's actor (app.Tick: its timers, the work on a goroutine): every realtime.RevalidateEvery,
 // and at once when the app changed, its sockets are checked again in one call of
 // Sessions.CheckSockets (one engine read for the sessions, one storage query for the
-// users), not a round per socket. The leases are the app's actor's own (actors.LeaseConfig:
+// users), not a round per socket. The leases are the app's actor's own (app.LeaseConfig:
 // renewed in one cluster-engine call every third of the lease ttl, released when a socket
 // leaves). There is no goroutine or timer per socket.
 
-// The ticks of the app actors (actors.Tick.Name).
+// The ticks of the app actors (app.Tick.Name).
 const (
 	tickRevalidate = "revalidate"
 )
 
-// ticker is the Service as the app actors' actors.TickWork: each tick runs over the
+// ticker is the Service as the app actors' app.TickWork: each tick runs over the
 // app's client sockets, until Close.
 type ticker struct{ s *Service }
 
-func (t ticker) RunTick(_ context.Context, appID string, tick actors.Tick, sockets []actors.Member) {
+func (t ticker) RunTick(_ context.Context, appID string, tick app.Tick, sockets []app.Member) {
 	s := t.s
 	s.mu.RLock()
 	stopped := s.stopped

@@ -3,11 +3,11 @@ package sockets
 import (
 	"context"
 
-	"github.com/keyward/keyward/actors"
+	"github.com/keyward/keyward/actors/app"
 	"github.com/keyward/keyward/core/realtime"
 )
 
-// Each socket is an actor (actors.Socket, a child of its app's actor): Client is a
+// Each socket is an actor (app.Socket, a child of its app's actor): Client is a
 // SessionActor's state and rules, Dashboard a DashboardActor's. Everything that happens
 // to a socket is a message to its actor, handled one at a time: a frame it sent (the
 // edge's reader hands it over with ClientMessage or DashboardMessage and waits for it to
@@ -49,7 +49,7 @@ func release(done chan struct{}) {
 }
 
 // take handles frame m now, or after the frame under way.
-func (t *turn) take(sc actors.SocketContext, m inbound, handle func(raw []byte) actors.Job) {
+func (t *turn) take(sc app.SocketContext, m inbound, handle func(raw []byte) app.Job) {
 	if t.busy {
 		t.pending = append(t.pending, m)
 		return
@@ -57,7 +57,7 @@ func (t *turn) take(sc actors.SocketContext, m inbound, handle func(raw []byte) 
 	t.run(sc, m, handle)
 }
 
-func (t *turn) run(sc actors.SocketContext, m inbound, handle func(raw []byte) actors.Job) {
+func (t *turn) run(sc app.SocketContext, m inbound, handle func(raw []byte) app.Job) {
 	t.busy, t.cur = true, m.done
 	job := handle(m.raw)
 	if job == nil {
@@ -70,7 +70,7 @@ func (t *turn) run(sc actors.SocketContext, m inbound, handle func(raw []byte) a
 
 // next goes on with the frame under way (job: more of its I/O) or, job nil, ends it and
 // takes the frames that waited.
-func (t *turn) next(sc actors.SocketContext, job actors.Job, handle func(raw []byte) actors.Job) {
+func (t *turn) next(sc app.SocketContext, job app.Job, handle func(raw []byte) app.Job) {
 	if job != nil {
 		sc.Pipe(job)
 		return
@@ -90,12 +90,12 @@ func (t *turn) next(sc actors.SocketContext, job actors.Job, handle func(raw []b
 }
 
 // leave: the socket left; its actor stops once the frames it took are handled.
-func (t *turn) leave(sc actors.SocketContext) {
+func (t *turn) leave(sc app.SocketContext) {
 	t.leaving = true
 	t.maybeDone(sc)
 }
 
-func (t *turn) maybeDone(sc actors.SocketContext) {
+func (t *turn) maybeDone(sc app.SocketContext) {
 	if t.leaving && !t.busy && len(t.pending) == 0 {
 		sc.Done()
 	}
@@ -115,7 +115,7 @@ func (t *turn) failed(msg any) {
 
 // hand gives frame raw to a socket's actor and waits until it is handled, the socket's
 // actor is gone, or ctx ends.
-func hand(ctx context.Context, ref actors.Ref, raw []byte) {
+func hand(ctx context.Context, ref app.Ref, raw []byte) {
 	if !ref.Valid() {
 		return
 	}

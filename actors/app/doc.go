@@ -78,4 +78,4 @@
 // ErrUnavailable: a part that did not answer, which a socket is told to try again;
 // anything else is a bug. The wire format of the sockets is the wire subpackage's; the
 // protoactor glue (metrics per kind, Runner and Pipe) is actorkit's.
-package actors
+package app
