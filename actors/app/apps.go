@@ -2,7 +2,6 @@ package app
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -100,8 +99,15 @@ func NewApps[S any](load Loader[S], cfg AppsConfig) *Apps[S] {
 }
 
 // ErrUnavailable wraps the errors of a request an actor could not answer (the directory
-// closed, the actor did not answer in time): a part that did not answer, not a bug.
-var ErrUnavailable = errors.New("actors: unavailable")
+// closed, the actor did not answer in time): a part that did not answer, not a bug. It
+// says so (Unavailable), which is how core/realtime.Explain knows it without importing
+// the actors.
+var ErrUnavailable error = unavailableError{}
+
+type unavailableError struct{}
+
+func (unavailableError) Error() string     { return "actors: unavailable" }
+func (unavailableError) Unavailable() bool { return true }
 
 // ErrClosed is answered after Close.
 var ErrClosed = fmt.Errorf("actors: directory closed: %w", ErrUnavailable)

@@ -119,7 +119,7 @@ func TestSessionActorKeepsTheOrder(t *testing.T) {
 
 	// A ping, then a delivery, reach the actor in this order while the hooks run.
 	pinged := make(chan struct{})
-	c.ref.Tell(inbound{raw: []byte(`{"type":"ping"}`), done: pinged})
+	c.Ref().Tell(app.Frame{Raw: []byte(`{"type":"ping"}`), Done: pinged})
 	if _, err := s.Push(ctx, "app", "u1", map[string]any{"n": 1.0}); err != nil {
 		t.Fatal(err)
 	}

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/keyward/keyward/actors/app"
+	"github.com/keyward/keyward/actors/session"
 	"github.com/keyward/keyward/actors/wire"
 	"github.com/keyward/keyward/cluster"
 	"github.com/keyward/keyward/cluster/memory"
@@ -103,8 +104,8 @@ func TestRevalidationOfABug(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c1.ref.Tell(verdict{err: errors.New("index out of range")})
-	c2.ref.Tell(verdict{err: fmt.Errorf("check: %w", cluster.ErrUnavailable)})
+	c1.Ref().Tell(session.Verdict{Err: errors.New("index out of range")})
+	c2.Ref().Tell(session.Verdict{Err: fmt.Errorf("check: %w", cluster.ErrUnavailable)})
 	waitUntil(t, "the close after a bug", func() bool { return bugged.closedWith() == wire.CodeInternal })
 	waitUntil(t, "the failed check counted", func() bool { return s.Stats().RevalidationFailed == 1 })
 	if st := s.Stats(); st.InternalErrors != 1 || st.RevalidationClosed != 1 {

@@ -40,12 +40,12 @@ func (s *Service) describe(ctx context.Context, appID string, info realtime.Sess
 // on whatever node holds it. A replaced socket whose own admission had not yet registered
 // it with its app's actor when the close reached that node misses the close; the next
 // renewal finds it superseded and closes it (within a third of the lease).
-func (s *Service) admitPresence(ctx context.Context, c *Client) error {
-	info, err := json.Marshal(c.info())
+func (s *Service) admitPresence(ctx context.Context, appID string, si realtime.SessionInfo) error {
+	info, err := json.Marshal(si)
 	if err != nil {
 		return fmt.Errorf("realtime: encode presence: %w", err)
 	}
-	a, err := s.d.Engine.Admit(ctx, c.User.AppID, cluster.PresentSocket{ID: c.ID, User: c.User.UserID, Info: info}, s.leaseTTL, realtime.MaxClientsPerApp)
+	a, err := s.d.Engine.Admit(ctx, appID, cluster.PresentSocket{ID: si.ID, User: si.UserID, Info: info}, s.leaseTTL, realtime.MaxClientsPerApp)
 	if err != nil {
 		return fmt.Errorf("realtime: admit presence: %w", err)
 	}
@@ -53,7 +53,7 @@ func (s *Service) admitPresence(ctx context.Context, c *Client) error {
 		return realtime.ErrAppFull
 	}
 	if a.Replaced != "" {
-		s.replaced(ctx, c.User.AppID, a.Replaced)
+		s.replaced(ctx, appID, a.Replaced)
 	}
 	return nil
 }

@@ -216,7 +216,7 @@ func testDeliveriesAcrossNodes(t *testing.T, twoNodes pair) {
 
 	// Unknown sessions are refused with the check's code.
 	_, err = a.ConnectClient(ctx, client.Caller{IP: "192.0.2.9"}, "tok-nobody", &recorder{})
-	if code, _ := explain(err); err == nil || code != core.CodeUnauthorized {
+	if code, _ := realtime.Explain(err); err == nil || code != core.CodeUnauthorized {
 		t.Fatalf("unknown session: %v", err)
 	}
 }
@@ -238,7 +238,7 @@ func testAppSocketLimit(t *testing.T, twoNodes pair) {
 		}
 	}
 	_, err := a.ConnectClient(ctx, client.Caller{IP: "192.0.2.1"}, fmt.Sprintf("tok-u%d", realtime.MaxClientsPerApp), &recorder{})
-	if code, _ := explain(err); err == nil || code != core.CodePlanLimit {
+	if code, _ := realtime.Explain(err); err == nil || code != core.CodePlanLimit {
 		t.Fatalf("socket %d: %v, want PLAN_LIMIT", realtime.MaxClientsPerApp+1, err)
 	}
 	// A user already connected may reconnect at the limit: the new socket replaces the old.

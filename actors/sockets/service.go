@@ -14,6 +14,8 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/keyward/keyward/actors/app"
+	"github.com/keyward/keyward/actors/dashboard"
+	"github.com/keyward/keyward/actors/session"
 	"github.com/keyward/keyward/actors/wire"
 	"github.com/keyward/keyward/cluster"
 	"github.com/keyward/keyward/core/client"
@@ -208,10 +210,10 @@ func (s *Service) Close() {
 			switch x := sock.(type) {
 			case *Dashboard:
 				s.reg.Leave(appID, x.ID)
-				x.peer.Close(wire.GoingAway("server shutting down"))
+				x.Close(wire.GoingAway("server shutting down"))
 			case *Client:
 				s.reg.Leave(appID, x.ID) // releases its lease
-				x.peer.Close(wire.GoingAway("server shutting down"))
+				x.Close(wire.GoingAway("server shutting down"))
 				s.left(ctx, x)
 			}
 		}
@@ -262,34 +264,34 @@ func (s *Service) Topics() int { return s.reg.Topics() }
 // Shared (encoded once by the edge for all of them).
 func (s *Service) deliver(d delivery, sockets []app.Member) {
 	defer s.queued(d)
-	dp := &d
-	var msg any = dp
-	if d.To == toClients && d.Close == 0 && len(d.Msg) > 0 {
-		msg = &wire.Shared{Msg: d.Msg}
+	var toClient any // one message for every matching client socket
+	var toDashboard *dashboard.Delivery
+	switch {
+	case d.To == toDashboards:
+		toDashboard = &dashboard.Delivery{Msg: d.Msg, Type: d.Type}
+	case d.To == toClients && d.Close == 0 && len(d.Msg) > 0:
+		toClient = &wire.Shared{Msg: d.Msg}
+	default:
+		m := &session.Delivery{Msg: d.Msg}
+		if d.Close != 0 {
+			m.Close = wire.Disconnect{Code: d.Close, Reason: d.Reason}
+		}
+		toClient = m
 	}
 	for _, sock := range sockets {
 		if x, ok := sock.(*Dashboard); ok {
-			if d.To == toDashboards {
-				x.ref.Tell(dp)
+			if toDashboard != nil {
+				x.Ref().Tell(toDashboard)
 			}
 			continue
 		}
 		c, ok := sock.(*Client)
-		if !ok || d.To == toDashboards || d.To == toUser && c.User.UserID != d.User || d.To == toConn && c.ID != d.Conn ||
-			d.Session != "" && c.session != d.Session {
+		if !ok || toClient == nil || d.To == toUser && c.User.UserID != d.User || d.To == toConn && c.ID != d.Conn ||
+			d.Session != "" && c.SessionRef() != d.Session {
 			continue
 		}
-		c.ref.Tell(msg)
+		c.Ref().Tell(toClient)
 	}
-}
-
-// localClients answers the client sockets of the app this node holds (its actor's).
-func (s *Service) localClients(ctx context.Context, appID string) []*Client {
-	list, err := s.reg.Sockets(ctx, appID)
-	if err != nil {
-		s.d.Log.Warn("realtime: cannot list an app's sockets", "app", appID, "err", err)
-	}
-	return clientsOf(list)
 }
 
 func clientsOf(list []app.Member) []*Client {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/keyward/keyward/actors/app"
+	"github.com/keyward/keyward/actors/session"
 	"github.com/keyward/keyward/core/client"
 )
 
@@ -64,7 +65,7 @@ func (s *Service) recheckApp(appID string, clients []*Client) {
 	for i, c := range clients {
 		if i < len(errs) && errs[i] != nil {
 			// The verdict is carried out by the socket's actor, in order with the rest.
-			c.ref.Tell(verdict{err: errs[i]})
+			c.Ref().Tell(session.Verdict{Err: errs[i]})
 		}
 	}
 }

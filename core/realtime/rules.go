@@ -1,10 +1,14 @@
 package realtime
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 
+	"github.com/keyward/keyward/cluster"
 	"github.com/keyward/keyward/core"
+	"github.com/keyward/keyward/storage"
 )
 
 // What a socket message or an operation of SPEC 4.9 may hold: each rule answers the
@@ -78,4 +82,30 @@ func AuditedDashboardAction(typ string) bool {
 		return true
 	}
 	return false
+}
+
+// Explain answers what a socket is told about err: a domain error's code and message;
+// UNAVAILABLE when a part the answer needs could not answer (the cluster engine, storage,
+// an actor, a deadline), which the program may try again; INTERNAL for anything else,
+// which is a bug: never "try again" (the caller logs and counts it).
+func Explain(err error) (core.Code, string) {
+	var de *core.Error
+	switch {
+	case errors.As(err, &de):
+		return de.Code, de.Message
+	case Unavailable(err):
+		return core.CodeUnavailable, "the server cannot check this session now; try again"
+	default:
+		return core.CodeInternal, "internal error"
+	}
+}
+
+// Unavailable says whether err is a part that did not answer rather than a bug: the
+// cluster engine's or storage's ErrUnavailable, a deadline, a cancellation, or an error
+// that says so itself (Unavailable() true: the actors' ErrUnavailable).
+func Unavailable(err error) bool {
+	var says interface{ Unavailable() bool }
+	return errors.Is(err, cluster.ErrUnavailable) || errors.Is(err, storage.ErrUnavailable) ||
+		errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) ||
+		errors.As(err, &says) && says.Unavailable()
 }

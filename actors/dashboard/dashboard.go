@@ -1,4 +1,4 @@
-package sockets
+package dashboard
 
 import (
 	"context"
@@ -12,25 +12,45 @@ import (
 	"github.com/keyward/keyward/core/realtime"
 )
 
+// Node is what a dashboard socket's actor needs of its node's channels (actors/sockets):
+// the operations of SPEC 4.9 it shares with the REST helpers, and the log and count of
+// bugs. The operations do I/O and are only called from the socket's jobs (Work), never
+// in Receive.
+type Node interface {
+	Now() time.Time
+	// RecheckEvery is how often the owner's token is checked again.
+	RecheckEvery() time.Duration
+	Online(ctx context.Context, appID string) (int, error)
+	Sessions(ctx context.Context, appID string) ([]realtime.SessionInfo, error)
+	Chat(ctx context.Context, appID, userID, message string) (bool, error)
+	Push(ctx context.Context, appID, userID string, payload map[string]any) (int, error)
+	Typing(ctx context.Context, appID, userID string, typing bool) error
+	Kick(ctx context.Context, appID, userID, reason string) (bool, error)
+	Ban(ctx context.Context, appID, userID, reason string) error
+	Command(ctx context.Context, appID, userID, command string, payload map[string]any) (int, error)
+	// Bug logs and counts an error that is neither a domain answer nor an unavailable part.
+	Bug(what string, err error)
+}
+
 // Dashboard is an owner's socket on an app, held by this node: the state and rules of its
-// DashboardActor (turns.go), which alone touches it. The edge admits it (JWT, ownership,
-// plan) before ConnectDashboard.
+// DashboardActor, which alone touches it. The edge admits it (JWT, ownership, plan)
+// before it is made.
 type Dashboard struct {
 	ID    string
 	AppID string
 
-	svc  *Service
+	node Node
 	peer wire.Peer
 	ref  app.Ref
 	rate realtime.Window
-	turn turn
+	turn app.Turn
 
 	filters map[string]bool // nil: every type
 	// holding is true until the socket's first messages (online_count and sessions) are
 	// sent: deliveries wait in held so that those come first and none is lost.
 	holding bool
 	held    [][]byte
-	// recheck checks the owner's token again every Deps.DashboardRecheck (nil: never);
+	// recheck checks the owner's token again every Node.RecheckEvery (nil: never);
 	// stopRecheck stops its timer, checking is true while a check runs.
 	recheck TokenCheck
 	// audit, given at the socket's connection (WithAudit), is told of each action that
@@ -41,8 +61,25 @@ type Dashboard struct {
 	checking    bool
 }
 
-// Messages of a DashboardActor.
+// New makes the dashboard socket id of app appID, written through peer. Its actor starts
+// when it joins its app's actor (app.Apps.Join).
+func New(node Node, id, appID string, peer wire.Peer, opts ...Option) *Dashboard {
+	d := &Dashboard{ID: id, AppID: appID, node: node, peer: peer,
+		rate: realtime.Window{Limit: realtime.DashboardMessages, Per: realtime.DashboardWindow}, holding: true}
+	for _, o := range opts {
+		o(d)
+	}
+	return d
+}
+
+// Messages of a DashboardActor, besides app.Frame and the shell's.
 type (
+	// Delivery is a bus delivery for the app's dashboards: Msg, of message type Type
+	// (for the socket's filters).
+	Delivery struct {
+		Msg  []byte
+		Type string
+	}
 	// greet carries the socket's first messages; done is closed once they are queued.
 	greet struct {
 		first [][]byte
@@ -56,18 +93,45 @@ type (
 func (d *Dashboard) Kind() string        { return "dashboard" }
 func (d *Dashboard) Spawned(ref app.Ref) { d.ref = ref }
 
+// Ref is the socket's actor.
+func (d *Dashboard) Ref() app.Ref { return d.ref }
+
+// Hand gives a frame the socket sent to its actor and returns once it is handled.
+func (d *Dashboard) Hand(ctx context.Context, raw []byte) {
+	app.Hand(ctx, d.ref, raw, realtime.MessageDeadline)
+}
+
+// Close closes the socket (the node shuts down).
+func (d *Dashboard) Close(c wire.Disconnect) { d.peer.Close(c) }
+
+// Greet has the socket's actor send its first messages, before any delivery that waited,
+// and returns once they are queued; an error when that did not happen in time (the app's
+// actor restarted at this moment) or ctx ended.
+func (d *Dashboard) Greet(ctx context.Context, first [][]byte) error {
+	done := make(chan struct{})
+	d.ref.Tell(greet{done: done, first: first})
+	wait, cancel := context.WithTimeout(ctx, realtime.MessageDeadline)
+	defer cancel()
+	select {
+	case <-done:
+		return nil
+	case <-wait.Done():
+		return wait.Err()
+	}
+}
+
 // Receive handles one message of the socket in its actor.
 func (d *Dashboard) Receive(sc app.SocketContext, msg any) {
 	switch m := msg.(type) {
-	case inbound:
-		d.turn.take(sc, m, d.handle)
+	case app.Frame:
+		d.turn.Take(sc, m, d.handle)
 	case app.JobDone:
 		if j, ok := m.Job.(recheckJob); ok {
 			d.checked(j.err)
 			return
 		}
-		d.turn.next(sc, nil, d.handle)
-	case *delivery:
+		d.turn.Next(sc, nil, d.handle)
+	case *Delivery:
 		d.deliver(m.Msg, m.Type)
 	case greet:
 		for _, f := range m.first {
@@ -80,7 +144,7 @@ func (d *Dashboard) Receive(sc app.SocketContext, msg any) {
 		close(m.done)
 	case app.SocketStarted:
 		if d.recheck != nil {
-			d.stopRecheck = sc.Every(d.svc.dashboardRecheck(), recheckNow{})
+			d.stopRecheck = sc.Every(d.node.RecheckEvery(), recheckNow{})
 		}
 	case app.SocketStopping:
 		if d.stopRecheck != nil {
@@ -94,7 +158,7 @@ func (d *Dashboard) Receive(sc app.SocketContext, msg any) {
 		d.checking = true
 		sc.Pipe(recheckJob{})
 	case app.Leaving:
-		d.turn.leave(sc)
+		d.turn.Leave(sc)
 	}
 }
 
@@ -109,12 +173,12 @@ func (d *Dashboard) checked(err error) {
 	}
 }
 
-func (d *Dashboard) handle(raw []byte) app.Job { return d.svc.dashboardMessage(d, raw) }
+func (d *Dashboard) handle(raw []byte) app.Job { return d.message(raw) }
 
 // Failed closes a socket whose actor failed (1011) and frees its waiting reader.
 func (d *Dashboard) Failed(_, msg any) {
 	d.peer.Close(wire.Internal("internal error"))
-	d.turn.failed(msg)
+	d.turn.Failed(msg)
 }
 
 // deliver sends a delivery of type typ if the dashboard's filters want it.
@@ -129,8 +193,8 @@ func (d *Dashboard) deliver(msg []byte, typ string) {
 	d.peer.Send(msg)
 }
 
-// DashboardOption sets up a dashboard socket.
-type DashboardOption func(*Dashboard)
+// Option sets up a dashboard socket.
+type Option func(*Dashboard)
 
 // TokenCheck checks a dashboard owner's token (or ticket session) again: an error of code
 // UNAUTHORIZED says it no longer authenticates.
@@ -138,10 +202,10 @@ type TokenCheck interface {
 	Recheck(ctx context.Context) error
 }
 
-// WithRecheck has the socket's actor check its owner's token every
-// Deps.DashboardRecheck: when the check answers an unauthorized error (the owner's token
-// was revoked or expired) the socket is told and closed.
-func WithRecheck(recheck TokenCheck) DashboardOption {
+// WithRecheck has the socket's actor check its owner's token every Node.RecheckEvery:
+// when the check answers an unauthorized error (the owner's token was revoked or
+// expired) the socket is told and closed.
+func WithRecheck(recheck TokenCheck) Option {
 	return func(d *Dashboard) { d.recheck = recheck }
 }
 
@@ -154,91 +218,25 @@ type Auditor interface {
 
 // WithAudit has the socket's actor tell audit of each action that changed something, once
 // it succeeded. It is part of the socket from its connection: no action goes unaudited.
-func WithAudit(audit Auditor) DashboardOption {
+func WithAudit(audit Auditor) Option {
 	return func(d *Dashboard) { d.audit = audit }
 }
 
-func (s *Service) dashboardRecheck() time.Duration {
-	if s.d.DashboardRecheck > 0 {
-		return s.d.DashboardRecheck
-	}
-	return realtime.RevalidateEvery
-}
-
-// ConnectDashboard registers an admitted dashboard socket (its actor starts) and sends it
-// online_count and sessions at once (SPEC 4.11). An error that is a bug is logged and
-// counted here; DashboardRefusal tells the socket.
-func (s *Service) ConnectDashboard(ctx context.Context, appID string, peer wire.Peer, opts ...DashboardOption) (*Dashboard, error) {
-	d, err := s.connectDashboard(ctx, appID, peer, opts...)
-	if err != nil {
-		if code, _ := explain(err); code == core.CodeInternal {
-			s.bug("dashboard connection", err)
-		}
-		return nil, err
-	}
-	return d, nil
-}
-
-// DashboardRefusal answers the error message and the close of a dashboard socket that
-// ConnectDashboard could not open: "try again" with the policy code when a part did not
-// answer, "internal error" with 1011 for a bug.
-func DashboardRefusal(err error) (msg []byte, closing wire.Disconnect) {
-	if code, _ := explain(err); code == core.CodeInternal {
+// Refusal answers the error message and the close of a dashboard socket that could not
+// be opened: "try again" with the policy code when a part did not answer, "internal
+// error" with 1011 for a bug.
+func Refusal(err error) (msg []byte, closing wire.Disconnect) {
+	if code, _ := realtime.Explain(err); code == core.CodeInternal {
 		return wire.ErrorMessage("internal error"), wire.Internal("internal error")
 	}
 	return wire.ErrorMessage("the server cannot list the sessions now; try again"), wire.Policy("unavailable")
 }
 
-func (s *Service) connectDashboard(ctx context.Context, appID string, peer wire.Peer, opts ...DashboardOption) (*Dashboard, error) {
-	d := &Dashboard{ID: newID(), AppID: appID, svc: s, peer: peer, rate: realtime.Window{Limit: realtime.DashboardMessages, Per: realtime.DashboardWindow}, holding: true}
-	for _, o := range opts {
-		o(d)
-	}
-	// Registered first, so that nothing published from now on is missed; what arrives
-	// before the two first messages are sent waits in the actor.
-	if err := s.reg.Join(ctx, appID, d.ID, d); err != nil {
-		return nil, fmt.Errorf("realtime: register the socket: %w", err)
-	}
-	list, err := s.Sessions(ctx, appID)
-	if err != nil {
-		s.DisconnectDashboard(d)
-		return nil, err
-	}
-	// The actor sends them before any delivery that waited, and the caller returns once
-	// they are queued.
-	done := make(chan struct{})
-	d.ref.Tell(greet{done: done, first: [][]byte{
-		wire.Encode(wire.Outgoing{Type: wire.TypeOnlineCount, Data: map[string]any{"count": len(list)}}),
-		wire.Encode(wire.Outgoing{Type: wire.TypeSessions, Data: map[string]any{"sessions": list}}),
-	}})
-	wait, cancel := context.WithTimeout(ctx, realtime.MessageDeadline)
-	defer cancel()
-	select {
-	case <-done:
-	case <-wait.Done():
-		// The greeting was lost (the app's actor restarted at this moment) or ctx ended.
-		s.DisconnectDashboard(d)
-		return nil, fmt.Errorf("realtime: greet the socket: %w", wait.Err())
-	}
-	return d, nil
-}
-
-// DisconnectDashboard forgets a dashboard socket that ended.
-func (s *Service) DisconnectDashboard(d *Dashboard) {
-	s.reg.Leave(d.AppID, d.ID)
-}
-
-// DashboardMessage hands one message from a dashboard socket (SPEC 4.11, dashboard to
-// server) to the socket's actor and returns once it is handled.
-func (s *Service) DashboardMessage(ctx context.Context, d *Dashboard, raw []byte) {
-	hand(ctx, d.ref, raw)
-}
-
-// dashboardMessage handles one message of a dashboard socket in its actor (a refused
-// message is answered with error; nothing else changes); what needs the cluster is the
-// job it answers (dashboardAction, off the actor).
-func (s *Service) dashboardMessage(d *Dashboard, raw []byte) app.Job {
-	if now := s.d.Now(); !d.rate.Allow(now) {
+// message handles one message of a dashboard socket in its actor (a refused message is
+// answered with error; nothing else changes); what needs the cluster is the job it
+// answers (action, off the actor).
+func (d *Dashboard) message(raw []byte) app.Job {
+	if now := d.node.Now(); !d.rate.Allow(now) {
 		if d.rate.Warn(now) {
 			d.peer.Send(wire.ErrorMessage(fmt.Sprintf("rate limited: at most %d messages per %s", realtime.DashboardMessages, realtime.DashboardWindow)))
 		}
@@ -256,7 +254,7 @@ func (s *Service) dashboardMessage(d *Dashboard, raw []byte) app.Job {
 			return nil
 		}
 	}
-	job := dashboardJob{typ: in.Type, userID: in.Str("userId"), audited: d.audit != nil && realtime.AuditedDashboardAction(in.Type)}
+	job := actionJob{typ: in.Type, userID: in.Str("userId"), audited: d.audit != nil && realtime.AuditedDashboardAction(in.Type)}
 	switch in.Type {
 	case "ping":
 		d.peer.Send(wire.Encode(wire.Outgoing{Type: wire.TypePong}))
@@ -307,40 +305,41 @@ func (s *Service) dashboardMessage(d *Dashboard, raw []byte) app.Job {
 	return job
 }
 
-// dashboardAction carries out a dashboard's action (a dashboardJob, off the socket's
-// actor): a refused one is answered with error; one that succeeded is audited when it
-// changed something.
-func (s *Service) dashboardAction(ctx context.Context, d *Dashboard, j dashboardJob) {
+// action carries out a dashboard's action (an actionJob, off the socket's actor): a
+// refused one is answered with error; one that succeeded is audited when it changed
+// something.
+func (d *Dashboard) action(ctx context.Context, j actionJob) {
 	var err error
+	n := d.node
 	switch j.typ {
 	case "get_online":
-		var n int
-		if n, err = s.Online(ctx, d.AppID); err == nil {
-			d.peer.Send(wire.Encode(wire.Outgoing{Type: wire.TypeOnlineCount, Data: map[string]any{"count": n}}))
+		var count int
+		if count, err = n.Online(ctx, d.AppID); err == nil {
+			d.peer.Send(wire.Encode(wire.Outgoing{Type: wire.TypeOnlineCount, Data: map[string]any{"count": count}}))
 		}
 	case "get_sessions":
 		var list []realtime.SessionInfo
-		if list, err = s.Sessions(ctx, d.AppID); err == nil {
+		if list, err = n.Sessions(ctx, d.AppID); err == nil {
 			d.peer.Send(wire.Encode(wire.Outgoing{Type: wire.TypeSessions, Data: map[string]any{"sessions": list}}))
 		}
 	case "chat":
-		_, err = s.Chat(ctx, d.AppID, j.userID, j.message)
+		_, err = n.Chat(ctx, d.AppID, j.userID, j.message)
 	case "push_json":
-		_, err = s.Push(ctx, d.AppID, j.userID, j.payload)
+		_, err = n.Push(ctx, d.AppID, j.userID, j.payload)
 	case "typing":
-		err = s.toUserMsg(ctx, d.AppID, j.userID, wire.Outgoing{Type: wire.TypeTyping, Data: map[string]any{"typing": j.typing}}, 0, "")
+		err = n.Typing(ctx, d.AppID, j.userID, j.typing)
 	case "kick":
-		_, err = s.Kick(ctx, d.AppID, j.userID, j.reason)
+		_, err = n.Kick(ctx, d.AppID, j.userID, j.reason)
 	case "ban":
-		err = s.Ban(ctx, d.AppID, j.userID, j.reason)
+		err = n.Ban(ctx, d.AppID, j.userID, j.reason)
 	case "command":
-		_, err = s.Command(ctx, d.AppID, j.userID, j.command, j.payload)
+		_, err = n.Command(ctx, d.AppID, j.userID, j.command, j.payload)
 	}
 	if err != nil {
-		code, reason := explain(err)
+		code, reason := realtime.Explain(err)
 		if code == core.CodeInternal {
 			// The action failed on a bug: the owner is told "internal error", not "try again".
-			s.bug("dashboard "+j.typ, err)
+			n.Bug("dashboard "+j.typ, err)
 		}
 		d.peer.Send(wire.ErrorMessage(reason))
 		return
