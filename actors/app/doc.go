@@ -1,5 +1,5 @@
-// Package actors holds Keyward's actors (protoactor-go): the AppActor directory and the
-// shell of the socket actors. Actors own their state and never block in Receive: slow I/O
+// Package app holds the AppActor (protoactor-go): the per-node directory of one actor per
+// application, and the shell of the socket actors it spawns as its children. Actors own their state and never block in Receive: slow I/O
 // runs off the actor (actorkit.Runner, actorkit.Pipe) and comes back as a typed message.
 // Every message is a struct of data: no function fields, no collections of any.
 //
@@ -50,9 +50,11 @@
 //
 // Each registered Member that is a Socket gets an actor of its own, a child of the
 // AppActor (socket.go): the SessionActor of a client socket, the DashboardActor of an
-// owner's. The socket's state and rules are core/realtime's (Client, Dashboard); its actor
-// runs them one message at a time (frames the edge's reader hands over, deliveries,
-// verdicts, timers, its leaving). A socket's I/O is a Job, data saying what to do, that
+// owner's. The socket's state and rules are actors/session's Client and
+// actors/dashboard's Dashboard; its actor runs them one message at a time (frames the
+// edge's reader hands over, deliveries, verdicts, timers, its leaving; turns.go: Turn
+// keeps a socket's frames in order, each with its I/O, and Hand is how the edge hands
+// one over). A socket's I/O is a Job, data saying what to do, that
 // its actor pipes (SocketContext.Pipe); the socket's Work does it off the actor and the
 // job comes back with its outcome as JobDone, through the AppActor (whose mailbox keeps it
 // through a restart). Leave waits until the socket's actor has finished the work it took.

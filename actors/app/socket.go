@@ -17,8 +17,8 @@ import (
 // A socket registered with an AppActor that implements Socket gets an actor of its own, a
 // child of the AppActor (SessionActor for a client socket, DashboardActor for an owner's):
 // it owns the order of everything that happens to the socket. The socket's state and its
-// rules are the domain's (core/realtime: the Socket's Receive); the actor runs them one
-// message at a time and gives them a way to do I/O without blocking: the socket hands its
+// rules are the socket kind's (actors/session, actors/dashboard: the Socket's Receive);
+// the actor runs them one message at a time and gives them a way to do I/O without blocking: the socket hands its
 // actor a Job (data saying what to do, SocketContext.Pipe), the socket's Work does it on a
 // goroutine, and the job comes back with its outcome as a message (JobDone).
 //
@@ -191,7 +191,7 @@ func (s *appActor[S]) socketProps(kind string) *actor.Props {
 	// synchronized dispatcher; a sender that finds it running only queues): a delivery
 	// fanned out by the AppActor costs no goroutine start and switch per socket (measured
 	// 1.3 to 2.7 µs per delivery with one, against about 0.1 µs; BenchmarkBroadcastFanOut
-	// in core/realtime). Receive never blocks, so whoever runs it is not held up.
+	// in actors/sockets). Receive never blocks, so whoever runs it is not held up.
 	p := actor.PropsFromProducer(func() actor.Actor {
 		return &socketActor{sock: reg.spawning, work: dir.work, metrics: counted}
 	}, actor.WithMailbox(mailbox), actor.WithDispatcher(actor.NewSynchronizedDispatcher(socketThroughput)))

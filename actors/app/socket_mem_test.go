@@ -21,7 +21,7 @@ func (s *idleSocket) Failed(any, any)               {}
 func (s *idleSocket) Work(context.Context, Job) Job { return nil }
 
 // BenchmarkSocketActorMemory reports the heap an idle socket's actor costs (its actor,
-// mailbox, registration), 10,000 sockets in 20 apps: go test -run x -bench SocketActorMemory ./actors/
+// mailbox, registration), 10,000 sockets in 20 apps: go test -run x -bench SocketActorMemory ./actors/app/
 func BenchmarkSocketActorMemory(b *testing.B) {
 	for range b.N {
 		dir := NewApps(func(context.Context, string) (int, error) { return 1, nil }, AppsConfig{Metrics: actorkit.NewMetrics(prometheus.NewRegistry())})

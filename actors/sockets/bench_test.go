@@ -58,7 +58,7 @@ func (p countingPeer) Close(wire.Disconnect)        {}
 // BenchmarkBroadcastFanOut: one broadcast to the 500 client sockets of an app on one
 // node, from the REST call to the frame in every socket's queue (through the app's actor
 // and each socket's actor). ns/delivery is the cost per socket:
-// go test -run x -bench BroadcastFanOut ./core/realtime/
+// go test -run x -bench BroadcastFanOut ./actors/sockets/
 func BenchmarkBroadcastFanOut(b *testing.B) {
 	known := sessions{}
 	for i := range realtime.MaxClientsPerApp {

@@ -18,7 +18,7 @@ import (
 //     close (the sessions are gone).
 //
 // App changes (paused, disabled, plan, rules, hooks) are not deliveries: they reach the
-// app's actor as a message (actors.Apps.Invalidate), which reloads the app's
+// app's actor as a message (app.Apps.Invalidate), which reloads the app's
 // snapshot and revalidates its sockets at once.
 func (s *Service) HandleEvent(e events.Event) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
