@@ -52,7 +52,6 @@ type Registry interface {
 	Admit(ctx context.Context, appID, id string, socket app.Admittee) error
 	// Leave unregisters a socket; a client socket's lease is released before it answers.
 	Leave(appID, id string) bool
-	Sockets(ctx context.Context, appID string) ([]app.Member, error)
 	AllSockets(ctx context.Context) map[string][]app.Member
 	SetTicks(work app.TickWork, ticks ...app.Tick)
 	// SetLeases has the apps' actors keep their client sockets' leases (renewals batched
