@@ -19,8 +19,8 @@
 //
 // Sockets (ws.go): the handlers only authenticate and admit. A client socket is admitted
 // before the upgrade is answered, then upgraded through transport/ws, whose Conn goes to
-// the realtime service (as realtime.Peer, through socketPeer, which turns realtime's close
-// reasons into RFC 6455 close codes) and whose reader hands each message to it; a dashboard
+// the realtime wing's facade (actors/sockets; as wire.Peer, through socketPeer, which
+// sends a wire.Disconnect's close code) and whose reader hands each message to it; a dashboard
 // socket is refused before the upgrade with the envelope, as a REST call is. Everything
 // on the wire (the upgrade's settings, the reader, the bounded writer queue, the pinger,
 // the write-through, the close) is transport/ws's; an upgrade the transport refuses is

@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/keyward/keyward/actors/sockets"
 	"github.com/keyward/keyward/cluster"
 	"github.com/keyward/keyward/core"
 	"github.com/keyward/keyward/core/accounts"
@@ -24,7 +25,6 @@ import (
 	"github.com/keyward/keyward/core/files"
 	"github.com/keyward/keyward/core/integrations"
 	"github.com/keyward/keyward/core/logs"
-	"github.com/keyward/keyward/core/realtime"
 	"github.com/keyward/keyward/core/rules"
 	"github.com/keyward/keyward/core/variables"
 	"github.com/keyward/keyward/core/wshooks"
@@ -49,7 +49,7 @@ type Deps struct {
 	Files        *files.Service
 	Integrations *integrations.Service
 	Client       *client.Service
-	Realtime     *realtime.Service
+	Realtime     *sockets.Service
 	WSHooks      *wshooks.Service
 	// Backups answers the administrators' backup routes; nil answers them 503.
 	Backups Backups

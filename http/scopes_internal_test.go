@@ -12,6 +12,7 @@ import (
 	"github.com/gin-gonic/gin"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/keyward/keyward/actors/sockets"
 	"github.com/keyward/keyward/cluster/memory"
 	"github.com/keyward/keyward/core/accounts"
 	"github.com/keyward/keyward/core/analytics"
@@ -22,7 +23,6 @@ import (
 	"github.com/keyward/keyward/core/files"
 	"github.com/keyward/keyward/core/integrations"
 	"github.com/keyward/keyward/core/logs"
-	"github.com/keyward/keyward/core/realtime"
 	"github.com/keyward/keyward/core/rules"
 	"github.com/keyward/keyward/core/variables"
 	"github.com/keyward/keyward/core/wshooks"
@@ -36,7 +36,7 @@ func routerOnly(t testing.TB) *gin.Engine {
 	t.Cleanup(func() { _ = eng.Close() })
 	h, err := New(Deps{Accounts: &accounts.Service{}, APIKeys: &apikeys.Service{}, Audit: &audit.Service{}, Apps: &apps.Service{}, Variables: &variables.Service{},
 		Rules: &rules.Service{}, Logs: &logs.Service{}, Analytics: &analytics.Service{}, Files: &files.Service{},
-		Integrations: &integrations.Service{}, Client: &client.Service{}, Realtime: &realtime.Service{}, WSHooks: &wshooks.Service{},
+		Integrations: &integrations.Service{}, Client: &client.Service{}, Realtime: &sockets.Service{}, WSHooks: &wshooks.Service{},
 		Limiter: eng, Metrics: prometheus.NewRegistry(), Log: slog.New(slog.NewTextHandler(io.Discard, nil))},
 		Config{MetricsOnMain: true})
 	if err != nil {

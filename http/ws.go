@@ -13,6 +13,7 @@ import (
 	"github.com/gorilla/websocket"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/keyward/keyward/actors/sockets"
 	"github.com/keyward/keyward/actors/wire"
 	"github.com/keyward/keyward/cluster"
 	"github.com/keyward/keyward/core"
@@ -27,7 +28,7 @@ var limitUpgrade = limitRule{"ws.upgrade", realtime.UpgradesPerMinute, time.Minu
 
 // wsHandlers serves the two socket channels and the REST helpers (SPEC 4.9, 4.11).
 type wsHandlers struct {
-	rt      *realtime.Service
+	rt      *sockets.Service
 	apps    *apps.Service
 	auth    Authenticator
 	limiter cluster.RateLimiter
@@ -90,7 +91,7 @@ func (m *wsMetrics) refused(channel string, err error) {
 	m.refusals.WithLabelValues(channel, string(core.CodeOf(err))).Inc()
 }
 
-func newWSHandlers(rt *realtime.Service, hk *wshooks.Service, a *apps.Service, auth Authenticator, l cluster.RateLimiter, reg prometheus.Registerer, log *slog.Logger) *wsHandlers {
+func newWSHandlers(rt *sockets.Service, hk *wshooks.Service, a *apps.Service, auth Authenticator, l cluster.RateLimiter, reg prometheus.Registerer, log *slog.Logger) *wsHandlers {
 	return &wsHandlers{rt: rt, hooks: hk, apps: a, auth: auth, limiter: l, log: log, metrics: newWSMetrics(reg),
 		transport: ws.New(ws.Config{
 			ReadLimit: wire.MaxMessageBytes,
@@ -154,7 +155,7 @@ func (h *wsHandlers) client(c *gin.Context, ch *clientHandlers) {
 	}
 	if refused != nil {
 		h.metrics.refused("client", refused)
-		msg, closing := realtime.Refusal(refused)
+		msg, closing := sockets.Refusal(refused)
 		conn.Send(msg)
 		socketPeer{conn}.Close(closing)
 		conn.Wait()
@@ -195,17 +196,17 @@ func (h *wsHandlers) dashboard(c *gin.Context) {
 	ctx, cancel := context.WithCancel(context.Background())
 	// The owner's token may be revoked (logout, password change) while the socket is
 	// open: the socket's DashboardActor checks it again on its timer.
-	recheck := realtime.WithRecheck(recheckAuth)
-	opts := []realtime.DashboardOption{recheck}
+	recheck := sockets.WithRecheck(recheckAuth)
+	opts := []sockets.DashboardOption{recheck}
 	if h.audit != nil {
 		// What the socket audits is the socket's from its connection on.
-		opts = append(opts, realtime.WithAudit(socketAuditor(h.audit, h.log, c, p)))
+		opts = append(opts, sockets.WithAudit(socketAuditor(h.audit, h.log, c, p)))
 	}
 	d, err := h.rt.ConnectDashboard(ctx, c.Param("appId"), peer, opts...)
 	if err != nil {
 		cancel()
 		h.log.Warn("cannot open a dashboard socket", "app", c.Param("appId"), "err", err)
-		msg, closing := realtime.DashboardRefusal(err)
+		msg, closing := sockets.DashboardRefusal(err)
 		peer.Send(msg)
 		peer.Close(closing)
 		conn.Wait()

@@ -13,11 +13,11 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 
-	"github.com/keyward/keyward/actors"
+	"github.com/keyward/keyward/actors/app"
+	"github.com/keyward/keyward/actors/sockets"
 	"github.com/keyward/keyward/cluster/memory"
 	"github.com/keyward/keyward/core"
 	"github.com/keyward/keyward/core/client"
-	"github.com/keyward/keyward/core/realtime"
 	"github.com/keyward/keyward/internal/testenv"
 	"github.com/keyward/keyward/transport/ws"
 )
@@ -82,9 +82,9 @@ func TestPanicClosesOnlyItsSocket(t *testing.T) {
 	h := &wsHandlers{log: log, metrics: newWSMetrics(prometheus.NewRegistry()), transport: ws.New(ws.Config{Log: log})}
 	engine := memory.New(memory.Config{})
 	t.Cleanup(func() { engine.Close() })
-	dir := actors.NewApps(func(context.Context, string) (struct{}, error) { return struct{}{}, nil }, actors.AppsConfig{Log: log})
+	dir := app.NewApps(func(context.Context, string) (struct{}, error) { return struct{}{}, nil }, app.AppsConfig{Log: log})
 	t.Cleanup(dir.Close)
-	rt := realtime.New(realtime.Deps{Engine: engine, Sessions: knownSessions{"tok-bad": "bad", "tok-good": "good"}, Registry: dir, Log: log})
+	rt := sockets.New(sockets.Deps{Engine: engine, Sessions: knownSessions{"tok-bad": "bad", "tok-good": "good"}, Registry: dir, Log: log})
 	if err := rt.Start(t.Context()); err != nil {
 		t.Fatal(err)
 	}

@@ -6,8 +6,8 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/keyward/keyward/actors/sockets"
 	"github.com/keyward/keyward/core/accounts"
-	"github.com/keyward/keyward/core/realtime"
 )
 
 // ticketAuthenticator opens a dashboard socket with a single-use ticket
@@ -20,7 +20,7 @@ type ticketAuthenticator interface {
 // dashboardCaller authenticates a dashboard socket by ?ticket= (the dashboard's way: the
 // JWT never travels in a URL) or ?token= (API clients). It answers the caller and the
 // check its socket repeats on its timer; ok false when the request was answered already.
-func (h *wsHandlers) dashboardCaller(c *gin.Context) (accounts.Principal, realtime.TokenCheck, error, bool) {
+func (h *wsHandlers) dashboardCaller(c *gin.Context) (accounts.Principal, sockets.TokenCheck, error, bool) {
 	if ticket := c.Query("ticket"); ticket != "" {
 		ta, isTicket := h.auth.(ticketAuthenticator)
 		if isTicket {

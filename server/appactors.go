@@ -5,8 +5,8 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/keyward/keyward/actors"
 	"github.com/keyward/keyward/actors/actorkit"
+	"github.com/keyward/keyward/actors/app"
 	"github.com/keyward/keyward/cluster"
 	"github.com/keyward/keyward/core/accounts"
 	"github.com/keyward/keyward/core/client"
@@ -26,12 +26,12 @@ type AppState struct {
 }
 
 // Plan makes the plan of a client message from the app's compiled hooks: AppState is an
-// actors.HookPlanner, so its actor plans inside its Receive.
+// app.HookPlanner, so its actor plans inside its Receive.
 func (s AppState) Plan(m hooks.Message) []hooks.Step { return s.Hooks.Plan(m) }
 
 // appActors are the node's AppActors with what their state is read through.
 type appActors struct {
-	dir *actors.Apps[AppState]
+	dir *app.Apps[AppState]
 	// announce tells the app's actor on this node and every other that the app changed:
 	// each reloads the app's state and revalidates the app's sockets it holds.
 	announce func(appID string)
@@ -68,7 +68,7 @@ func startAppActors(ctx context.Context, store storage.Store, engine cluster.Eng
 		}
 		return AppState{Client: snap, Hooks: p}, nil
 	}
-	dir := actors.NewApps(load, actors.AppsConfig{Now: now, Log: log, Metrics: metrics})
+	dir := app.NewApps(load, app.AppsConfig{Now: now, Log: log, Metrics: metrics})
 	// Announcements of nodes of the previous release (the cluster bus); this release
 	// announces through the event log.
 	unsubscribe, err := dir.ListenChanges(ctx, engine)

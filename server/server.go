@@ -22,8 +22,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
-	"github.com/keyward/keyward/actors"
 	"github.com/keyward/keyward/actors/actorkit"
+	"github.com/keyward/keyward/actors/app"
+	"github.com/keyward/keyward/actors/sockets"
 	"github.com/keyward/keyward/cluster"
 	clustermemory "github.com/keyward/keyward/cluster/memory"
 	clusterredis "github.com/keyward/keyward/cluster/redis"
@@ -40,7 +41,6 @@ import (
 	"github.com/keyward/keyward/core/logs"
 	"github.com/keyward/keyward/core/passwords"
 	"github.com/keyward/keyward/core/plans"
-	"github.com/keyward/keyward/core/realtime"
 	"github.com/keyward/keyward/core/rules"
 	"github.com/keyward/keyward/core/secrets"
 	"github.com/keyward/keyward/core/usage"
@@ -260,9 +260,9 @@ type Core struct {
 	// Client runs the client API; AppActors hold its application snapshots and the
 	// apps' compiled WebSocket hooks.
 	Client    *client.Service
-	AppActors *actors.Apps[AppState]
+	AppActors *app.Apps[AppState]
 	// Realtime runs the WebSocket channels; Server subscribes it to the cluster bus.
-	Realtime *realtime.Service
+	Realtime *sockets.Service
 	// WSHooks keeps the apps' WebSocket hooks and plans their actions with the pipeline
 	// of the app's actor.
 	WSHooks *wshooks.Service
@@ -444,7 +444,7 @@ func openCore(ctx context.Context, c Config, log *slog.Logger, wrap wrapFunc) (_
 		Help:    "Time from a delivery's publication (a REST call, an event, a hook) to its frame in the socket queues of this node.",
 		Buckets: []float64{.0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1}})
 	reg.MustRegister(queueDelay)
-	rt := realtime.New(realtime.Deps{Engine: engine, Sessions: clientSvc, Hooks: wsHooks, Ban: appsSvc.BanAsOwner, Events: bus, Registry: appActors.dir, Now: c.Clock, Log: log, LeaseTTL: c.WSLeaseTTL,
+	rt := sockets.New(sockets.Deps{Engine: engine, Sessions: clientSvc, Hooks: wsHooks, Ban: appsSvc.BanAsOwner, Events: bus, Registry: appActors.dir, Now: c.Clock, Log: log, LeaseTTL: c.WSLeaseTTL,
 		DeliveryDelay: func(d time.Duration) { queueDelay.Observe(d.Seconds()) }})
 	// One consumer for the sockets and the client sessions, event by event: a ban reaches
 	// the sockets' queue (banned) before the session kill it causes (force_logout).

@@ -10,6 +10,6 @@
 // going away, policy, internal error) and SPEC 6.3's 4000 range, which the SDKs read
 // (force logout, kicked, banned, replaced). There are no pseudo-codes to translate.
 //
-// The package imports nothing of the project: the domain (core/realtime) and the
-// transport (http) both import it.
+// The package imports nothing of the project: the socket actors (actors/session,
+// actors/dashboard), the facade (actors/sockets) and the socket handlers (http) import it.
 package wire

@@ -1,56 +1,13 @@
-// Package realtime owns the WebSocket channels of SPEC 4.9, 4.11, 6.2 and 6.3 apart from
-// their frames: who may connect, presence across the cluster, what each message means, and
-// where deliveries go.
+// Package realtime holds the domain rules of the WebSocket channels of SPEC 4.9, 4.11,
+// 6.2 and 6.3, and nothing that runs them: the limits of SPEC 8 and of this
+// implementation (limits.go: sockets per app, message rates and their sliding Window,
+// the lease ttl's bounds, the bounds of what a socket sends), what the session list shows
+// of a socket (SessionInfo, SessionsOf), what hooks see of a client message and what they
+// answer (HookInput, HookAction, Planner: core/wshooks plans), and the rules that refuse
+// a message or an operation (rules.go: ValidText, ValidPayload, ValidUser,
+// ValidMetadata, which dashboard actions are audited).
 //
-// A socket lives on one node. The node's sockets of an app are registered with the app's
-// actor (Registry, actors.Apps), which runs a client socket's admission (one atomic call
-// of the cluster engine's Presence: the 500-per-app limit and the one-socket-per-user rule
-// in one step, the user's earlier socket named to be closed; on a goroutine, the
-// registration in the same step as the answer), hands them the app's bus deliveries and
-// drives their periodic work. Presence (online counts and session lists too) lives in the
-// cluster engine as leases that the app's actor keeps while the socket is open
-// (actors.LeaseConfig: one renewal call for all its client sockets of an app every third
-// of the lease, the release when a socket leaves), so a node that dies releases its
-// sockets within Deps.LeaseTTL (10 s by default). What a renewal finds reaches the
-// socket's actor as a message: a socket it restored writes what the list shows of it
-// again (actors.LeaseRestored), one it finds replaced is closed (actors.LeaseSuperseded).
-// The node's other periodic work runs per app, not per socket (tick.go, on the app
-// actor's timers): one batched revalidation every RevalidateEvery and at once when the
-// app changed (the change reaches the app's actor as a message,
-// Registry.Invalidate). The online count, the session list (one engine call) and whether a
-// user is online are asked of the app's actor, which reads them from the cluster engine
-// outside its Receive and shares a read among the requests that arrive while it runs
-// (Registry.Read).
-//
-// Each socket is an actor, a child of its app's actor (actors.Socket; turns.go): Client
-// is the state and rules of a client socket's SessionActor (user, status, metadata, its
-// message limiter), Dashboard those of a DashboardActor (filters, limiter, the deliveries
-// held until its first messages are sent, the owner's token recheck on its timer, and
-// what it audits: a TokenCheck and an Auditor given at its connection). The actor
-// handles a frame, a delivery, a revalidation verdict or its close one at a time; a
-// frame's storage and cluster calls (presence updates, publications, the hooks' plan and
-// the actions that need I/O) are a typed job (jobs.go: describe, to dashboards, custom
-// message, hook actions, dashboard action, token recheck) that the actor pipes and the
-// socket's Work does off the actor; the job comes back with its outcome as a message, and
-// the next frame waits for it. Peer is the edge's socket writer: a socket's actor hands it
-// frames and closes it.
-//
-// A delivery for a user, an app's clients or an app's dashboards is published on the
-// cluster bus; on every node that holds sockets of the app, the app's actor, which owns
-// the subscription, sends it to the matching sockets' actors. A REST call, a ban or a variable change
-// on any node therefore reaches a socket on any other.
-//
-// What crosses the wire is actors/wire's: message types, encoding and decoding, the
-// Peer a socket is written through and why it closes (wire.Disconnect, the close code
-// sent). A refusal or a check that fails tells the socket the domain error's code; a
-// part that did not answer (engine, storage, actor, deadline) is UNAVAILABLE ("try
-// again"), and anything else is a bug: INTERNAL, closed with 1011, logged and counted
-// (Stats.InternalErrors).
-//
-// The http package admits a client socket (ConnectClient, with a Peer whose queue exists
-// before its socket) before it answers the upgrade, so that a program holding its 101
-// receives every delivery made after it; it runs one reader goroutine per socket that
-// hands each message to the socket's actor (ClientMessage, DashboardMessage: they return
-// once the message is handled, which holds back a fast sender), and a writer with a
-// bounded queue behind Peer.
+// It imports no actors package and knows no frame: the realtime wing (actors/...) runs
+// the sockets, its facade (actors/sockets) is what http and core call, and actors/wire
+// holds the wire format.
 package realtime

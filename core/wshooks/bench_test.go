@@ -7,7 +7,7 @@ import (
 	"log/slog"
 	"testing"
 
-	"github.com/keyward/keyward/actors"
+	"github.com/keyward/keyward/actors/app"
 	"github.com/keyward/keyward/core/realtime"
 	"github.com/keyward/keyward/core/wshooks"
 	"github.com/keyward/keyward/hooks"
@@ -43,7 +43,7 @@ func benchPipeline(b *testing.B) *hooks.Pipeline {
 func BenchmarkClientMessageThroughAppActor(b *testing.B) {
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	p := benchPipeline(b)
-	dir := actors.NewApps(func(context.Context, string) (*hooks.Pipeline, error) { return p, nil }, actors.AppsConfig{Log: log})
+	dir := app.NewApps(func(context.Context, string) (*hooks.Pipeline, error) { return p, nil }, app.AppsConfig{Log: log})
 	b.Cleanup(dir.Close)
 	svc := wshooks.New(nil, anyOwner{}, dir.Plan, dir.Invalidate, nil, log)
 	for _, tc := range []struct {

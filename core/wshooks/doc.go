@@ -4,5 +4,5 @@
 // app's hooks for the app's actor, which loads them with the app's snapshot and reloads
 // them on the same invalidation; a hook change announces the app as changed (on this node
 // and, over the cluster bus, on every other), and Plan asks the
-// actor, which runs the pipeline it holds inside its Receive (actors.Apps.Plan).
+// actor, which runs the pipeline it holds inside its Receive (app.Apps.Plan).
 package wshooks

@@ -30,7 +30,7 @@ type Apps interface {
 
 // PlanOf asks the app's AppActor for the plan of a client message: the actor holds the
 // app's compiled hooks (they load with its snapshot, see Load) and plans inside its
-// Receive (actors.Apps.Plan).
+// Receive (app.Apps.Plan).
 type PlanOf func(ctx context.Context, appID string, m hooks.Message) ([]hooks.Step, error)
 
 // Service runs the owner's hook flows and plans hook actions. It keeps no compiled hooks of

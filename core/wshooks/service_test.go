@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/keyward/keyward/actors"
+	"github.com/keyward/keyward/actors/app"
 	"github.com/keyward/keyward/core/apps"
 	"github.com/keyward/keyward/core/realtime"
 	"github.com/keyward/keyward/core/wshooks"
@@ -41,10 +41,10 @@ func TestHooksLiveInTheAppActor(t *testing.T) {
 		t.Fatal(err)
 	}
 	var loads atomic.Int64
-	dir := actors.NewApps(func(ctx context.Context, appID string) (*hooks.Pipeline, error) {
+	dir := app.NewApps(func(ctx context.Context, appID string) (*hooks.Pipeline, error) {
 		loads.Add(1)
 		return wshooks.Load(ctx, st, appID, log)
-	}, actors.AppsConfig{Log: log})
+	}, app.AppsConfig{Log: log})
 	t.Cleanup(dir.Close)
 	var asked atomic.Int64
 	svc := wshooks.New(st, anyOwner{}, func(ctx context.Context, appID string, m hooks.Message) ([]hooks.Step, error) {
