@@ -399,7 +399,7 @@ func socketAuditor(rec auditRecorder, log *slog.Logger, c *gin.Context, p accoun
 		ActorType: storage.ActorSession, ActorID: p.TokenID, ActorName: p.Account.Username}}
 }
 
-// socketAudit is a dashboard socket's realtime.Auditor: base is what its entries share.
+// socketAudit is a dashboard socket's dashboard.Auditor (given through actors/sockets): base is what its entries share.
 type socketAudit struct {
 	rec  auditRecorder
 	log  *slog.Logger

@@ -4,7 +4,7 @@
 // hash of another scheme (bcrypt, kept by keyward import keyauth) stores an argon2id hash of
 // the password in the same write as the login (rehashed in auth.go).
 //
-// Hot path. Each request reads its application from the app's actor (actors.Apps, a
+// Hot path. Each request reads its application from the app's actor (app.Apps in actors/app, a
 // Snapshot of the app, its owner's plan and its compiled rules) instead of storage, and its
 // session from the cluster engine: a session is a value with an idle ttl (cluster.Values),
 // listed in expiring sets per app and per user (cluster.ExpiringSets) for counting and

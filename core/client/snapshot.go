@@ -31,7 +31,7 @@ type Snapshot struct {
 // SignsResponses reports whether the app's client answers are to be signed.
 func (s Snapshot) SignsResponses() bool { return s.App.SignResponses && s.Signer != nil }
 
-// Snapshots answer an application's snapshot (actors.Apps).
+// Snapshots answer an application's snapshot (app.Apps, actors/app).
 type Snapshots interface {
 	Snapshot(ctx context.Context, appID string) (Snapshot, error)
 }
