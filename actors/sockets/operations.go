@@ -2,7 +2,6 @@ package sockets
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/keyward/keyward/actors/app"
 	"github.com/keyward/keyward/actors/wire"
@@ -14,14 +13,12 @@ import (
 // caller has checked the owner's access to appID and the plan's WebSocket access.
 
 // userSockets counts the user's client sockets across the cluster (0 or 1: an admission
-// replaces the user's earlier socket in the same step).
+// replaces the user's earlier socket in the same step). Like every presence read it is
+// asked of the app's actor (userOnline).
 func (s *Service) userSockets(ctx context.Context, appID, userID string) (int, error) {
-	_, ok, err := s.d.Engine.SocketOf(ctx, appID, userID)
-	if err != nil {
-		return 0, fmt.Errorf("realtime: find the user's socket: %w", err)
-	}
-	if !ok {
-		return 0, nil
+	online, err := s.userOnline(ctx, appID, userID)
+	if err != nil || !online {
+		return 0, err
 	}
 	return 1, nil
 }
