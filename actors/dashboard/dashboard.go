@@ -236,15 +236,8 @@ func Refusal(err error) (msg []byte, closing wire.Disconnect) {
 // answered with error; nothing else changes); what needs the cluster is the job it
 // answers (action, off the actor).
 func (d *Dashboard) message(raw []byte) app.Job {
-	if now := d.node.Now(); !d.rate.Allow(now) {
-		if d.rate.Warn(now) {
-			d.peer.Send(wire.ErrorMessage(fmt.Sprintf("rate limited: at most %d messages per %s", realtime.DashboardMessages, realtime.DashboardWindow)))
-		}
-		return nil
-	}
-	in, ok := wire.Decode(raw)
+	in, ok := wire.Accept(d.peer, &d.rate, d.node.Now(), raw)
 	if !ok {
-		d.peer.Send(wire.ErrorMessage("a message is a JSON object with a string type"))
 		return nil
 	}
 	// A userId that is not a string must not read as "none": push_json would go to everyone.

@@ -214,15 +214,8 @@ func (c *Client) verdict(err error) {
 // message handles one frame in the socket's actor: its state changes and direct answers
 // now, its I/O in the job it answers (nil: none).
 func (c *Client) message(raw []byte) app.Job {
-	if now := c.node.Now(); !c.rate.Allow(now) {
-		if c.rate.Warn(now) {
-			c.peer.Send(wire.ErrorMessage(fmt.Sprintf("rate limited: at most %d messages per %s", realtime.ClientMessages, realtime.ClientWindow)))
-		}
-		return nil
-	}
-	in, ok := wire.Decode(raw)
+	in, ok := wire.Accept(c.peer, &c.rate, c.node.Now(), raw)
 	if !ok {
-		c.peer.Send(wire.ErrorMessage("a message is a JSON object with a string type"))
 		return nil
 	}
 	who := map[string]any{"userId": c.User.UserID, "username": c.User.Username}

@@ -2,7 +2,9 @@ package wire
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
+	"time"
 )
 
 // MaxMessageBytes bounds one incoming message (SPEC 8).
@@ -92,4 +94,31 @@ func (in Incoming) Str(name string) string {
 	v, _ := in.Member(name)
 	s, _ := v.(string)
 	return s
+}
+
+// Limiter is a socket's message limiter (core/realtime's Window): Allow counts a message
+// within the bound, Warn says whether a refused one is answered (once per window).
+type Limiter interface {
+	Allow(now time.Time) bool
+	Warn(now time.Time) bool
+	Bound() (limit int, per time.Duration)
+}
+
+// Accept is every frame's first step in its socket's actor, a client's or a dashboard's:
+// the limiter counts it (a refused frame is answered, once per window, with the bound)
+// and it is decoded (a frame that is no message is answered with what a message is).
+// ok is false for either; nothing else changes.
+func Accept(peer Peer, rate Limiter, now time.Time, raw []byte) (Incoming, bool) {
+	if !rate.Allow(now) {
+		if rate.Warn(now) {
+			limit, per := rate.Bound()
+			peer.Send(ErrorMessage(fmt.Sprintf("rate limited: at most %d messages per %s", limit, per)))
+		}
+		return Incoming{}, false
+	}
+	in, ok := Decode(raw)
+	if !ok {
+		peer.Send(ErrorMessage("a message is a JSON object with a string type"))
+	}
+	return in, ok
 }

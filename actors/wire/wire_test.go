@@ -4,6 +4,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestDecode(t *testing.T) {
@@ -53,5 +54,34 @@ func TestDisconnect(t *testing.T) {
 	long := Disconnect{Code: CodePolicy, Reason: strings.Repeat("é", 100)}.FrameReason()
 	if len(long) > 120 || !strings.HasPrefix(long, "éé") || strings.ToValidUTF8(long, "") != long {
 		t.Fatalf("frame reason of %d bytes: %q", len(long), long)
+	}
+}
+
+// sentPeer keeps what a socket was sent.
+type sentPeer struct{ sent []string }
+
+func (p *sentPeer) Send(msg []byte) bool      { p.sent = append(p.sent, string(msg)); return true }
+func (p *sentPeer) SendShared(f *Shared) bool { return p.Send(f.Msg) }
+func (p *sentPeer) Close(Disconnect)          {}
+
+// countLimiter allows n messages and answers every refusal.
+type countLimiter struct{ n int }
+
+func (l *countLimiter) Allow(time.Time) bool                  { l.n--; return l.n >= 0 }
+func (l *countLimiter) Warn(time.Time) bool                   { return true }
+func (l *countLimiter) Bound() (limit int, per time.Duration) { return 1, 10 * time.Second }
+
+// TestAccept: a frame within the limit is decoded; a frame that is no message and a frame
+// over the limit are answered with an error saying why, and not handed on.
+func TestAccept(t *testing.T) {
+	p, rate := &sentPeer{}, &countLimiter{n: 2}
+	if in, ok := Accept(p, rate, time.Now(), []byte(`{"type":"chat"}`)); !ok || in.Type != "chat" || len(p.sent) != 0 {
+		t.Fatalf("a message within the limit: %+v, %v, sent %q", in, ok, p.sent)
+	}
+	if _, ok := Accept(p, rate, time.Now(), []byte(`nope`)); ok || len(p.sent) != 1 || !strings.Contains(p.sent[0], "JSON object") {
+		t.Fatalf("no message: ok %v, sent %q", ok, p.sent)
+	}
+	if _, ok := Accept(p, rate, time.Now(), []byte(`{"type":"chat"}`)); ok || len(p.sent) != 2 || !strings.Contains(p.sent[1], "rate limited: at most 1 messages per 10s") {
+		t.Fatalf("over the limit: ok %v, sent %q", ok, p.sent)
 	}
 }

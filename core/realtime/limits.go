@@ -59,6 +59,9 @@ func (w *Window) Warn(now time.Time) bool {
 	return true
 }
 
+// Bound answers the window's limit: Limit messages per Per.
+func (w *Window) Bound() (limit int, per time.Duration) { return w.Limit, w.Per }
+
 // Allow answers whether a message at now is within the limit, and counts it if it is.
 func (w *Window) Allow(now time.Time) bool {
 	cut := now.Add(-w.Per)
