@@ -3,7 +3,6 @@ package sqlite
 import (
 	"errors"
 	"path/filepath"
-	"slices"
 	"testing"
 
 	"github.com/keyward/keyward/storage"
@@ -16,14 +15,7 @@ import (
 func TestUpgradeMovesFinishedDeliveriesToHistory(t *testing.T) {
 	ctx := t.Context()
 	path := filepath.Join(t.TempDir(), "keyward.db")
-	before := slices.IndexFunc(migrations, func(m migration) bool { return m.version == 33 })
-	if before < 0 {
-		t.Fatal("no migration 33")
-	}
-	s, err := openAtVersion(ctx, path, before)
-	if err != nil {
-		t.Fatalf("Open before migration 33: %v", err)
-	}
+	s := openBeforeMigration(t, path, 33)
 	for _, row := range []struct{ id, state string }{{"d-pending", "pending"}, {"d-delivered", "delivered"}, {"d-failed", "failed"}} {
 		if _, err := s.w.ExecContext(ctx, `INSERT INTO webhook_deliveries (id, app_id, integration_id, event_id, event, payload,
 	state, attempts, next_attempt_at, lease_owner, lease_until, last_error, created_at, updated_at, sent)

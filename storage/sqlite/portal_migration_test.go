@@ -15,19 +15,7 @@ import (
 func TestMigrationCopiesPortalSwitches(t *testing.T) {
 	ctx := t.Context()
 	path := filepath.Join(t.TempDir(), "keyward.db")
-	before := 0
-	for i, m := range migrations {
-		if m.version == 34 {
-			before = i
-		}
-	}
-	if before == 0 {
-		t.Fatal("no migration 34")
-	}
-	s, err := openAtVersion(ctx, path, before)
-	if err != nil {
-		t.Fatalf("Open before migration 34: %v", err)
-	}
+	s := openBeforeMigration(t, path, 34)
 	for i, id := range []string{"on", "off", "none"} {
 		if _, err := s.w.ExecContext(ctx, `INSERT INTO apps (id, account_id, name, name_lower, description, version,
 	enabled, paused, anti_debug, anti_vm, lock_hwid, lock_ip, lock_pc_name, secret_hash, secret_last6, created_at, updated_at)

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -443,6 +444,21 @@ func TestDeleteWithoutForeignKeys(t *testing.T) {
 // the next Open applies the later steps and keeps the data.
 // openAtVersion opens path as a binary of schema version n did: its migrations only, and
 // none of the hot statements a later schema prepares at open (their tables may not exist).
+// openBeforeMigration opens path as the binary just before migration version did, for a
+// test of that migration's upgrade.
+func openBeforeMigration(t *testing.T, path string, version int) *Store {
+	t.Helper()
+	before := slices.IndexFunc(migrations, func(m migration) bool { return m.version == version })
+	if before < 0 {
+		t.Fatalf("no migration %d", version)
+	}
+	s, err := openAtVersion(t.Context(), path, before)
+	if err != nil {
+		t.Fatalf("Open before migration %d: %v", version, err)
+	}
+	return s
+}
+
 func openAtVersion(ctx context.Context, path string, n int) (*Store, error) {
 	allMigrations, allHot := migrations, hotWrites
 	migrations, hotWrites = allMigrations[:n], nil
