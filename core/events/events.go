@@ -12,7 +12,8 @@
 //
 // Notes (notes.go: ws.connect) are the exception: they record what happened on one node
 // and change nothing, so they skip the log and go, in batches, to the consumers that want
-// them (the application log's writer).
+// them (the application log's writer). None is dropped: past their bound, or refused by
+// their consumer, they are stored in the log like any event.
 package events
 
 import (
