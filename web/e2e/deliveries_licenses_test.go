@@ -185,7 +185,8 @@ func deliveriesLicensesAndDocs(t *testing.T, width, height int) {
 	b.waitText("#toasts", "License file saved")
 	var files []string
 	for deadline := time.Now().Add(15 * time.Second); len(files) == 0; time.Sleep(50 * time.Millisecond) {
-		files, _ = filepath.Glob(filepath.Join(dir, "*.lic*"))
+		// *.lic, not *.lic*: Chromium writes KEY.lic.crdownload until the download ends.
+		files, _ = filepath.Glob(filepath.Join(dir, "*.lic"))
 		if time.Now().After(deadline) {
 			entries, _ := os.ReadDir(dir)
 			t.Fatalf("no license file downloaded (%v)", entries)
