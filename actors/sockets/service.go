@@ -206,14 +206,14 @@ func (s *Service) Close() {
 	defer cancel()
 	for appID, list := range s.reg.AllSockets(ctx) {
 		for _, sock := range list {
-			switch x := sock.(type) {
-			case *Dashboard:
-				s.reg.Leave(appID, x.ID)
-				x.Close(wire.GoingAway("server shutting down"))
-			case *Client:
-				s.reg.Leave(appID, x.ID) // releases its lease
-				x.Close(wire.GoingAway("server shutting down"))
-				s.left(ctx, x)
+			h, ok := sock.(held)
+			if !ok {
+				continue
+			}
+			s.reg.Leave(appID, h.SocketID()) // a client's lease is released
+			h.Close(wire.GoingAway("server shutting down"))
+			if m, tell := h.Departure(); tell {
+				_ = s.toDashboardsMsg(ctx, appID, m)
 			}
 		}
 	}
@@ -259,37 +259,33 @@ func (s *Service) receive(appID string, raw []byte, sockets []app.Member) {
 func (s *Service) Topics() int { return s.reg.Topics() }
 
 // deliver hands delivery d to the actors of the matching sockets of its app; it runs in
-// the app's actor and only sends messages. A broadcast goes to every client as one
-// Shared (encoded once by the edge for all of them).
+// the app's actor and only sends messages. The messages are built once (a broadcast goes
+// to every client as one Shared, encoded once by the edge for all of them) and each
+// socket picks its own (held.Pick).
 func (s *Service) deliver(d delivery, sockets []app.Member) {
 	defer s.queued(d)
-	var toClient any // one message for every matching client socket
-	var toDashboard *dashboard.Delivery
+	var r wire.Routed
 	switch {
 	case d.To == toDashboards:
-		toDashboard = &dashboard.Delivery{Msg: d.Msg, Type: d.Type}
+		r.ToDashboards = &dashboard.Delivery{Msg: d.Msg, Type: d.Type}
 	case d.To == toClients && d.Close == 0 && len(d.Msg) > 0:
-		toClient = &wire.Shared{Msg: d.Msg}
+		r.ToClients = &wire.Shared{Msg: d.Msg}
 	default:
 		m := &session.Delivery{Msg: d.Msg}
 		if d.Close != 0 {
 			m.Close = wire.Disconnect{Code: d.Close, Reason: d.Reason}
 		}
-		toClient = m
+		r.ToClients = m
+		r.ByUser, r.User = d.To == toUser, d.User
+		r.ByConn, r.Conn = d.To == toConn, d.Conn
 	}
+	r.Session = d.Session
 	for _, sock := range sockets {
-		if x, ok := sock.(*Dashboard); ok {
-			if toDashboard != nil {
-				x.Ref().Tell(toDashboard)
+		if h, ok := sock.(held); ok {
+			if m := h.Pick(&r); m != nil {
+				h.Ref().Tell(m)
 			}
-			continue
 		}
-		c, ok := sock.(*Client)
-		if !ok || toClient == nil || d.To == toUser && c.User.UserID != d.User || d.To == toConn && c.ID != d.Conn ||
-			d.Session != "" && c.SessionRef() != d.Session {
-			continue
-		}
-		c.Ref().Tell(toClient)
 	}
 }
 
