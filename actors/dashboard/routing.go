@@ -7,9 +7,13 @@ import "github.com/keyward/keyward/actors/wire"
 // SocketID is the socket's id in its app's actor.
 func (d *Dashboard) SocketID() string { return d.ID }
 
-// Pick answers the message of delivery r for this socket's actor: r's message for the
-// dashboards (a *Delivery, which the filters read), nil when it has none.
-func (d *Dashboard) Pick(r *wire.Routed) any { return r.ToDashboards }
+// Take hands delivery r's message for the dashboards (a *Delivery) to the socket's
+// actor, which alone reads its filters and holds deliveries until its greeting.
+func (d *Dashboard) Take(r *wire.Routed) {
+	if r.ToDashboards != nil {
+		d.ref.Tell(r.ToDashboards)
+	}
+}
 
 // Departure: the dashboards are told nothing when a dashboard leaves.
 func (d *Dashboard) Departure() (wire.Outgoing, bool) { return wire.Outgoing{}, false }

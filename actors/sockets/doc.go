@@ -48,9 +48,14 @@
 //
 // A delivery for a user, an app's clients or an app's dashboards is published on the
 // cluster bus; on every node that holds sockets of the app, the app's actor, which owns
-// the subscription, sends it to the matching sockets' actors (a session.Delivery, a
-// dashboard.Delivery, or a broadcast's one wire.Shared). A REST call, a ban or a variable
-// change on any node therefore reaches a socket on any other.
+// the subscription, builds its messages once (a session.Delivery or a broadcast's one
+// wire.Shared for the clients, a dashboard.Delivery for the dashboards: one wire.Routed)
+// and hands it to each socket through one small interface (kinds.go: held.Take), never by
+// its concrete kind. A client socket queues its message on its writer at once, in the app
+// actor's order of deliveries (a delivery only writes, so a broadcast to 500 sockets is
+// not 500 actor turns); a dashboard hands it to its actor, which owns its filters and the
+// deliveries it holds. A REST call, a ban or a variable change on any node therefore
+// reaches a socket on any other.
 //
 // What crosses the wire is actors/wire's: message types, encoding and decoding, the
 // Peer a socket is written through and why it closes (wire.Disconnect, the close code

@@ -12,11 +12,10 @@ type held interface {
 	app.Member
 	// SocketID is its id in its app's actor.
 	SocketID() string
-	// Ref is its actor.
-	Ref() app.Ref
-	// Pick answers the message of a delivery for its actor, nil when the delivery is not
-	// for it.
-	Pick(r *wire.Routed) any
+	// Take carries out a delivery when it is addressed to the socket: a client socket
+	// writes it at once (in the app's actor, which keeps the deliveries' order), a
+	// dashboard hands it to its actor (its filters, its held deliveries).
+	Take(r *wire.Routed)
 	// Close closes it (the node shuts down).
 	Close(d wire.Disconnect)
 	// Departure is what the app's dashboards are told when it leaves (ok false: nothing).

@@ -259,9 +259,10 @@ func (s *Service) receive(appID string, raw []byte, sockets []app.Member) {
 func (s *Service) Topics() int { return s.reg.Topics() }
 
 // deliver hands delivery d to the actors of the matching sockets of its app; it runs in
-// the app's actor and only sends messages. The messages are built once (a broadcast goes
-// to every client as one Shared, encoded once by the edge for all of them) and each
-// socket picks its own (held.Pick).
+// the app's actor and never blocks. The messages are built once (a broadcast goes to
+// every client as one Shared, encoded once by the edge for all of them) and each socket
+// takes its own (held.Take): a client's is queued on its writer at once, a dashboard's
+// goes to its actor.
 func (s *Service) deliver(d delivery, sockets []app.Member) {
 	defer s.queued(d)
 	var r wire.Routed
@@ -282,9 +283,7 @@ func (s *Service) deliver(d delivery, sockets []app.Member) {
 	r.Session = d.Session
 	for _, sock := range sockets {
 		if h, ok := sock.(held); ok {
-			if m := h.Pick(&r); m != nil {
-				h.Ref().Tell(m)
-			}
+			h.Take(&r)
 		}
 	}
 }

@@ -2,7 +2,7 @@ package wire
 
 // Routed is one delivery to the sockets of an app on this node, as each socket kind reads
 // it: the message for the client sockets it is addressed to, and the message for the
-// dashboard sockets. Each kind picks its own (the socket kinds' Pick), so the facade
+// dashboard sockets. Each kind takes its own (the socket kinds' Take), so the facade
 // (actors/sockets) hands a delivery to every socket the same way, whatever its kind. The
 // messages are built once per delivery and shared by every socket that picks them.
 type Routed struct {
