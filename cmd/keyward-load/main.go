@@ -27,7 +27,10 @@
 // github.com/centrifugal/centrifugo/v6@v6.9.1`): for each count of -vs-sockets (500,2000)
 // client sockets on each server, broadcasts one after another for -duration, p50/p99 from
 // the call until the last socket read it, and each server's CPU per delivery. A lost
-// message fails the run.
+// message fails the run. The runs are pinned (-vs-pin, 0/1 by default): this process
+// (Keyward's node, the publisher) and Centrifugo on the first core, each with GOMAXPROCS
+// 1, the child reading the sockets on the second, so that neither server's latency
+// includes the 500 readers' work on its core.
 //
 // With -idle-sockets N it only opens N idle client sockets (whose sessions exist) from a
 // child process and reports their connect rate (upgrade and admission), the server's CPU
@@ -97,6 +100,7 @@ func main() {
 	flag.StringVar(&versusCentrifugo, "vs-centrifugo", "", "run only the broadcast runs side by side with the Centrifugo binary at this path (started on loopback in a temp dir): -vs-sockets sockets each, p50/p99 and server CPU per delivery")
 	flag.StringVar(&versusSockets, "vs-sockets", "500,2000", "with -vs-centrifugo, the socket counts of the broadcast runs (Keyward: 500 per app, the per-app limit, one broadcast to each app)")
 	flag.StringVar(&versusRates, "vs-rates", "0", "with -vs-centrifugo, the broadcast rates of the runs, per second, comma-separated (0: flat out; 20,50: each server at 20 then 50 broadcasts a second, p99 at a stated load)")
+	flag.StringVar(&versusPin, "vs-pin", "0/1", "with -vs-centrifugo, SERVER/READERS: taskset core lists for the server side (this process with Keyward, and Centrifugo, each with GOMAXPROCS that many) and for the fan-out child's socket readers, so that neither server shares its cores with the readers (off: not pinned)")
 	flag.BoolVar(&signResponses, "sign", false, "turn on signResponses for the app (Ed25519 signature on every client answer)")
 	flag.DurationVar(&idleSettle, "idle-settle", 2*time.Second, "with -idle-sockets, how long the sockets are held open before their memory is measured (30s takes every socket through a round of the server's pings)")
 	flag.DurationVar(&periodicWindow, "periodic-window", 0, "with -idle-sockets, then count the Redis round trips and storage commands of the idle sockets over this window")
@@ -117,6 +121,16 @@ func main() {
 			os.Exit(1)
 		}
 		return
+	}
+	if versusCentrifugo != "" {
+		var err error
+		if pins, err = parsePin(versusPin); err == nil {
+			err = pinSelf(pins)
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "keyward-load:", err)
+			os.Exit(1)
+		}
 	}
 	if idleProfile != "" {
 		// One sample per 512 bytes: the default (512 KiB) is too coarse to tell apart

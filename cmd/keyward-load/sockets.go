@@ -144,7 +144,8 @@ func startFanout(ctx context.Context, addr, proto string, lines []string) (*fano
 		ch.stop()
 		return nil, err
 	}
-	ch.cmd = exec.CommandContext(ctx, self, "-fanout-client", list.Name(), "-idle-addr", addr, "-concurrency", "16", "-fanout-proto", proto)
+	name, args := pinned(pins.readers, self, "-fanout-client", list.Name(), "-idle-addr", addr, "-concurrency", "16", "-fanout-proto", proto)
+	ch.cmd = exec.CommandContext(ctx, name, args...)
 	ch.cmd.Stderr = os.Stderr
 	if ch.stdin, err = ch.cmd.StdinPipe(); err != nil {
 		ch.stop()

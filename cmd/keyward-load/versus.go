@@ -159,7 +159,8 @@ func startCentrifugo(ctx context.Context, path string) (*centrifugo, error) {
 	if info, err := buildinfo.ReadFile(path); err == nil {
 		cf.version = info.Main.Path + " " + info.Main.Version + ", " + info.GoVersion
 	}
-	cf.cmd = exec.CommandContext(ctx, path, "-c", cfgPath)
+	name, args := pinned(pins.server, path, "-c", cfgPath)
+	cf.cmd = exec.CommandContext(ctx, name, args...)
 	cf.cmd.Dir = dir
 	cf.cmd.Stderr = os.Stderr
 	if err := cf.cmd.Start(); err != nil {
