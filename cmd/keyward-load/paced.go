@@ -62,7 +62,7 @@ func runFanoutAt(ctx context.Context, addr, proto string, lines []string, d time
 			}
 		}
 	}()
-	cpu0 := serverCPU()
+	cpu0, readers0 := serverCPU(), pidCPU(ch.cmd.Process.Pid)
 	start := time.Now()
 	for i := range total {
 		due[i] = start.Add(time.Duration(i) * every)
@@ -84,5 +84,6 @@ func runFanoutAt(ctx context.Context, addr, proto string, lines []string, d time
 	}
 	res.elapsed = time.Since(start)
 	res.cpu = serverCPU() - cpu0
+	res.readersCPU = pidCPU(ch.cmd.Process.Pid) - readers0
 	return res, nil
 }

@@ -37,6 +37,9 @@ type fanoutResult struct {
 	// cpu is this process's CPU time (user and system) over the broadcasts: the server's
 	// alone, since the reading clients run in a child process.
 	cpu time.Duration
+	// readersCPU is the child's CPU time over the broadcasts (its socket readers'), when
+	// measured: the load's own cost, beside the server's.
+	readersCPU time.Duration
 	// opened is how long the sockets took to open (the child's 16 at a time), and
 	// connectCPU the server's CPU meanwhile (upgrade, admission or connect command).
 	opened, connectCPU time.Duration
@@ -58,7 +61,16 @@ func (r fanoutResult) summary() string {
 	delivered := float64(r.broadcasts*r.sockets-r.lost) / r.elapsed.Seconds()
 	return fmt.Sprintf("%9.0f/s  p50 %7.2f ms  p99 %7.2f ms  (%d broadcasts to %d sockets, %.0f messages/s, %d lost, %.2f µs server CPU per delivery; opened in %.2f s, %.3f ms server CPU per connect)",
 		float64(r.broadcasts)/r.elapsed.Seconds(), ms(r.pct(0.5)), ms(r.pct(0.99)), r.broadcasts, r.sockets, delivered, r.lost, r.perDelivery(),
-		r.opened.Seconds(), r.connectCPU.Seconds()*1000/float64(max(1, r.sockets)))
+		r.opened.Seconds(), r.connectCPU.Seconds()*1000/float64(max(1, r.sockets))) + r.readers()
+}
+
+// readers is the readers' CPU per delivery, when measured.
+func (r fanoutResult) readers() string {
+	if r.readersCPU == 0 {
+		return ""
+	}
+	per := float64(r.readersCPU.Nanoseconds()) / 1000 / float64(max(1, r.broadcasts*r.sockets-r.lost))
+	return fmt.Sprintf("; readers %.2f µs CPU per delivery", per)
 }
 
 // pct is the q-quantile of the broadcasts' times.

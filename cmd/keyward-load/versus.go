@@ -231,10 +231,13 @@ func (cf *centrifugo) token(user string) string {
 	return unsigned + "." + enc.EncodeToString(mac.Sum(nil))
 }
 
-// cpu is the Centrifugo process's user and system CPU time so far (/proc/PID/stat, in
-// clock ticks of 10 ms).
-func (cf *centrifugo) cpu() time.Duration {
-	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", cf.cmd.Process.Pid))
+// cpu is the Centrifugo process's user and system CPU time so far.
+func (cf *centrifugo) cpu() time.Duration { return pidCPU(cf.cmd.Process.Pid) }
+
+// pidCPU is process pid's user and system CPU time so far (/proc/PID/stat, in clock
+// ticks of 10 ms).
+func pidCPU(pid int) time.Duration {
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
 		return 0
 	}
