@@ -68,8 +68,10 @@ type Apps[S any] struct {
 	// held counts the registered sockets by kind (Socket.Kind), for metrics.
 	held map[string]int
 
-	// propsOpts are the options of every AppActor (the metrics' middlewares).
+	// propsOpts are the options of every AppActor (the metrics' middlewares, the
+	// dispatcher of their mailboxes: dispatch).
 	propsOpts      []actor.PropsOption
+	dispatch       *workers
 	stopDeadLetter func()
 }
 
@@ -93,7 +95,8 @@ func NewApps[S any](load Loader[S], cfg AppsConfig) *Apps[S] {
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	system := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return quiet }))
 	a := &Apps[S]{system: system, load: load, cfg: cfg, work: actorkit.NewRunner(appKind, cfg.Log, cfg.Metrics), pids: map[string]*actor.PID{}}
-	a.propsOpts = cfg.Metrics.Props(appKind)
+	a.dispatch = newWorkers(0, cfg.Log, func(any) { cfg.Metrics.WorkPanicked(appKind) })
+	a.propsOpts = append(cfg.Metrics.Props(appKind), actor.WithDispatcher(a.dispatch))
 	a.stopDeadLetter = cfg.Metrics.WatchDeadLetters(system)
 	return a
 }
@@ -180,6 +183,7 @@ func (a *Apps[S]) Close() {
 	a.work.Wait()
 	a.stopDeadLetter()
 	a.system.Shutdown()
+	a.dispatch.stop()
 }
 
 // panicked logs and counts a panic in work an AppActor ran outside its Receive.
