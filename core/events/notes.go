@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"time"
-
-	"github.com/google/uuid"
 )
 
 // Notes are the event types that record what happened on one node and change nothing: a
@@ -40,9 +38,6 @@ const (
 func (b *Bus) publishNotes(es []Event) (over []Event, err error) {
 	stamped := make([]Event, len(es))
 	for i, e := range es {
-		if e.ID == "" {
-			e.ID = noteID()
-		}
 		stamped[i] = b.stamp(e)
 	}
 	b.mu.Lock()
@@ -62,18 +57,6 @@ func (b *Bus) publishNotes(es []Event) (over []Event, err error) {
 	default:
 	}
 	return over, nil
-}
-
-// noteID names a note: a UUID of version 7, which starts with its time, so that the
-// log's entries of notes go in at the end of its id index (the table's primary key), a
-// few pages per batch, not one random page per entry; a random UUID (version 4, as any
-// event) if the clock cannot be read.
-func noteID() string {
-	id, err := uuid.NewV7()
-	if err != nil {
-		return uuid.NewString()
-	}
-	return id.String()
 }
 
 // NotesStored counts the notes that went to the durable log instead: queued beyond
