@@ -50,7 +50,9 @@
 // cluster bus; on every node that holds sockets of the app, the app's actor, which owns
 // the subscription, sends it to the matching sockets' actors (a session.Delivery, a
 // dashboard.Delivery, or a broadcast's one wire.Shared). A REST call, a ban or a variable
-// change on any node therefore reaches a socket on any other.
+// change on any node therefore reaches a socket on any other. A client socket's coming and
+// going (session_connect, session_disconnect) is published only while the app is marked
+// watched in the cluster engine by a node that holds one of its dashboards (watch.go).
 //
 // What crosses the wire is actors/wire's: message types, encoding and decoding, the
 // Peer a socket is written through and why it closes (wire.Disconnect, the close code
