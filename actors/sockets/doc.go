@@ -50,9 +50,7 @@
 // cluster bus; on every node that holds sockets of the app, the app's actor, which owns
 // the subscription, sends it to the matching sockets' actors (a session.Delivery, a
 // dashboard.Delivery, or a broadcast's one wire.Shared). A REST call, a ban or a variable
-// change on any node therefore reaches a socket on any other. A client socket's coming and
-// going (session_connect, session_disconnect) is published only while the app is marked
-// watched in the cluster engine by a node that holds one of its dashboards (watch.go).
+// change on any node therefore reaches a socket on any other.
 //
 // What crosses the wire is actors/wire's: message types, encoding and decoding, the
 // Peer a socket is written through and why it closes (wire.Disconnect, the close code
@@ -67,4 +65,9 @@
 // hands each message to the socket's actor (ClientMessage, DashboardMessage: they return
 // once the message is handled, which holds back a fast sender), and a writer with a
 // bounded queue behind Peer.
+//
+// A client socket's coming and going (session_connect, session_disconnect) is published
+// only while the app is marked watched in the cluster engine by a node that holds one of
+// its dashboards (watch.go): most of the time no dashboard is open, and the message would
+// cost every connect a publication that each node of the app reads for nothing.
 package sockets
