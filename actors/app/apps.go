@@ -157,7 +157,7 @@ func (a *Apps[S]) Snapshot(ctx context.Context, appID string) (S, error) {
 	now := a.cfg.Now()
 	a.mu.Lock()
 	p, ok := a.snaps[appID]
-	ok = ok && p.gen == a.gens[appID] && now.Sub(p.loadedAt) < a.cfg.Refresh
+	ok = ok && !a.closed && p.gen == a.gens[appID] && now.Sub(p.loadedAt) < a.cfg.Refresh
 	a.mu.Unlock()
 	if ok {
 		return p.snap, nil

@@ -270,4 +270,8 @@ func TestSnapshotAfterInvalidateIsNeverTheOldOne(t *testing.T) {
 	if n := f.loads.Load() - before; n != 0 {
 		t.Fatalf("%d loads without a change, want 0", n)
 	}
+	dir.Close()
+	if _, err := dir.Snapshot(context.Background(), "a"); !errors.Is(err, ErrClosed) {
+		t.Fatalf("a published snapshot after Close: %v, want ErrClosed", err)
+	}
 }
