@@ -52,6 +52,12 @@ type Apps[S any] struct {
 	mu     sync.Mutex
 	pids   map[string]*actor.PID
 	closed bool
+	// snaps are the snapshots the actors published, read by Snapshot without a message to
+	// the actor; gens counts each app's invalidations. A snapshot is served from snaps
+	// only while it is younger than the refresh age and no invalidation came after its
+	// load started (its gen is the app's).
+	snaps map[string]published[S]
+	gens  map[string]uint64
 	// ticks is the periodic work on the apps' sockets, done by tickWork (sockets.go).
 	ticks    []Tick
 	tickWork TickWork
@@ -68,8 +74,10 @@ type Apps[S any] struct {
 	// held counts the registered sockets by kind (Socket.Kind), for metrics.
 	held map[string]int
 
-	// propsOpts are the options of every AppActor (the metrics' middlewares).
+	// propsOpts are the options of every AppActor (the metrics' middlewares, the
+	// dispatcher of their mailboxes: dispatch).
 	propsOpts      []actor.PropsOption
+	dispatch       *workers
 	stopDeadLetter func()
 }
 
@@ -92,8 +100,10 @@ func NewApps[S any](load Loader[S], cfg AppsConfig) *Apps[S] {
 	}
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	system := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return quiet }))
-	a := &Apps[S]{system: system, load: load, cfg: cfg, work: actorkit.NewRunner(appKind, cfg.Log, cfg.Metrics), pids: map[string]*actor.PID{}}
-	a.propsOpts = cfg.Metrics.Props(appKind)
+	a := &Apps[S]{system: system, load: load, cfg: cfg, work: actorkit.NewRunner(appKind, cfg.Log, cfg.Metrics), pids: map[string]*actor.PID{},
+		snaps: map[string]published[S]{}, gens: map[string]uint64{}}
+	a.dispatch = newWorkers(0, cfg.Log, func(any) { cfg.Metrics.WorkPanicked(appKind) })
+	a.propsOpts = append(cfg.Metrics.Props(appKind), actor.WithDispatcher(a.dispatch))
 	a.stopDeadLetter = cfg.Metrics.WatchDeadLetters(system)
 	return a
 }
@@ -120,6 +130,9 @@ type (
 		gen  uint64
 		snap S
 		err  error
+		// invalidations is the directory's count of the app's invalidations when the
+		// load started (Apps.publish).
+		invalidations uint64
 	}
 	snapshotReply[S any] struct {
 		snap S
@@ -127,9 +140,28 @@ type (
 	}
 )
 
+// published is a snapshot an actor published for Snapshot's reads without a message.
+type published[S any] struct {
+	snap     S
+	loadedAt time.Time
+	gen      uint64
+}
+
 // Snapshot answers the application's snapshot from its actor, spawning the actor if needed.
-// The loader's error (for example the application does not exist) comes back as is.
+// The loader's error (for example the application does not exist) comes back as is. A
+// snapshot the actor holds and published is answered without a message to it (every
+// client request and socket admission reads one), unless it is as old as the refresh
+// age (the actor serves it and reloads) or the app was invalidated since its load
+// started (the request waits for the new one in the actor, as before).
 func (a *Apps[S]) Snapshot(ctx context.Context, appID string) (S, error) {
+	now := a.cfg.Now()
+	a.mu.Lock()
+	p, ok := a.snaps[appID]
+	ok = ok && !a.closed && p.gen == a.gens[appID] && now.Sub(p.loadedAt) < a.cfg.Refresh
+	a.mu.Unlock()
+	if ok {
+		return p.snap, nil
+	}
 	res, err := a.ask(ctx, appID, getSnapshot{})
 	if err != nil {
 		var zero S
@@ -147,6 +179,9 @@ func (a *Apps[S]) Snapshot(ctx context.Context, appID string) (S, error) {
 func (a *Apps[S]) Invalidate(appID string) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	// From now on no snapshot loaded before is served without the actor (Snapshot).
+	a.gens[appID]++
+	delete(a.snaps, appID)
 	// Sent under mu, as every request is (send): see idle.go.
 	if pid := a.pids[appID]; pid != nil {
 		a.system.Root.Send(pid, invalidate{})
@@ -180,6 +215,7 @@ func (a *Apps[S]) Close() {
 	a.work.Wait()
 	a.stopDeadLetter()
 	a.system.Shutdown()
+	a.dispatch.stop()
 }
 
 // panicked logs and counts a panic in work an AppActor ran outside its Receive.
@@ -238,8 +274,26 @@ func (a *Apps[S]) forget(appID string, pid *actor.PID) {
 	a.mu.Lock()
 	if cur := a.pids[appID]; cur != nil && cur.Equal(pid) {
 		delete(a.pids, appID)
+		delete(a.snaps, appID)
 	}
 	a.mu.Unlock()
+}
+
+// genOf answers how many times the app was invalidated (a load's start, Snapshot).
+func (a *Apps[S]) genOf(appID string) uint64 {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.gens[appID]
+}
+
+// publish lets Snapshot read an actor's snapshot without a message, unless the app was
+// invalidated after the snapshot's load started or its actor left the directory.
+func (a *Apps[S]) publish(appID string, pid *actor.PID, p published[S]) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if cur := a.pids[appID]; cur != nil && cur.Equal(pid) && p.gen == a.gens[appID] {
+		a.snaps[appID] = p
+	}
 }
 
 // appActor owns one application's snapshot.
@@ -355,6 +409,7 @@ func (s *appActor[S]) Receive(ctx actor.Context) {
 			// Recorded before the waiters hear of it: a waiter that acts at once (and a
 			// clock read after it) must find this snapshot's age, not a later one.
 			s.snap, s.have, s.loadedAt = m.snap, true, s.dir.cfg.Now()
+			s.dir.publish(s.appID, ctx.Self(), published[S]{snap: m.snap, loadedAt: s.loadedAt, gen: m.invalidations})
 		}
 		for _, w := range s.waiters {
 			ctx.Send(w, snapshotReply[S]{snap: m.snap, err: m.err})
@@ -393,10 +448,11 @@ func (s *appActor[S]) startLoad(ctx actor.Context) {
 	s.gen++
 	s.loading = true
 	gen, dir, appID := s.gen, s.dir, s.appID
+	invalidations := dir.genOf(appID)
 	actorkit.Pipe(dir.work, ctx.ActorSystem().Root, ctx.Self(), "the loader of an app", []any{"app", appID}, askTimeout,
 		func(ctx context.Context) loaded[S] {
 			snap, err := dir.load(ctx, appID)
-			return loaded[S]{gen: gen, snap: snap, err: err}
+			return loaded[S]{gen: gen, snap: snap, err: err, invalidations: invalidations}
 		},
 		func(p any) loaded[S] {
 			return loaded[S]{gen: gen, err: fmt.Errorf("actors: loading app %s panicked: %v", appID, p)}

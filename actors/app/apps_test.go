@@ -227,3 +227,51 @@ func TestBusyActorPassivatesWithoutARace(t *testing.T) {
 		time.Sleep(5 * time.Millisecond)
 	}
 }
+
+// TestSnapshotAfterInvalidateIsNeverTheOldOne: Snapshot answers a published snapshot
+// without asking the actor, but never one loaded before an Invalidate that returned, while
+// other goroutines read the app all along.
+func TestSnapshotAfterInvalidateIsNeverTheOldOne(t *testing.T) {
+	f := &fakeApps{version: map[string]int{"a": 0}}
+	dir := NewApps(f.load, AppsConfig{})
+	defer dir.Close()
+	stop := make(chan struct{})
+	var readers sync.WaitGroup
+	for range 2 {
+		readers.Add(1)
+		go func() {
+			defer readers.Done()
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+					_, _ = dir.Snapshot(context.Background(), "a")
+				}
+			}
+		}()
+	}
+	defer func() { close(stop); readers.Wait() }()
+	for i := 1; i <= 200; i++ {
+		f.set("a", i)
+		dir.Invalidate("a")
+		for range 3 {
+			if v, err := dir.Snapshot(context.Background(), "a"); err != nil || v != i {
+				t.Fatalf("after invalidation %d: got %d, %v", i, v, err)
+			}
+		}
+	}
+	before := f.loads.Load()
+	for range 100 {
+		if v, _ := dir.Snapshot(context.Background(), "a"); v != 200 {
+			t.Fatalf("got %d, want 200", v)
+		}
+	}
+	if n := f.loads.Load() - before; n != 0 {
+		t.Fatalf("%d loads without a change, want 0", n)
+	}
+	dir.Close()
+	if _, err := dir.Snapshot(context.Background(), "a"); !errors.Is(err, ErrClosed) {
+		t.Fatalf("a published snapshot after Close: %v, want ErrClosed", err)
+	}
+}

@@ -39,7 +39,8 @@
 // keeps its client sockets' leases itself (leases.go, SetLeases; the Members that are a
 // Leaseholder): every third of the lease ttl it renews them in one cluster-engine call
 // whose answer comes back as a message and is told to the sockets' actors
-// (LeaseRestored, LeaseSuperseded); a Leave releases the socket's lease before it
+// (LeaseRestored, LeaseSuperseded), and an app with a dashboard on this node is marked
+// watched with the same renewal (LeaseConfig.Watch); a Leave releases the socket's lease before it
 // answers, and a socket that left while a renewal was under way is released again when
 // the renewal's answer comes in, so no flag is shared with another goroutine. An actor that holds sockets is never passivated. Reads of the app's live
 // state are typed (LiveRead: the online count, the session list, whether a user is
@@ -72,6 +73,9 @@
 // (BenchmarkSocketActorMemory): a lock-free mailbox that holds one node when empty, and
 // the metrics run by the actor, not as a props middleware (which gives every actor a
 // context extension).
+//
+// The AppActors' mailboxes run on a few long-lived workers of the directory, not on a new
+// goroutine per run (dispatch.go): a worker keeps the stack it grew for an actor's turn.
 //
 // Work an actor runs outside its Receive (a snapshot load, an admission, a read, a tick,
 // a subscription, a socket's job) runs under actorkit.Runner: a panic is logged and

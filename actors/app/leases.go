@@ -33,6 +33,18 @@ type Leaser interface {
 type LeaseConfig struct {
 	Presence Leaser
 	TTL      time.Duration
+	// Watch, when set, keeps each app that has a socket of kind WatchKind (a dashboard) on
+	// this node marked as watched for TTL, renewed with the leases: the nodes that hold the
+	// app's client sockets tell dashboards of a socket's coming and going only while some
+	// node marks the app watched (nobody reads it otherwise).
+	Watch     Watcher
+	WatchKind string
+}
+
+// Watcher marks an app as watched by some node's dashboards for ttl (actors/sockets keeps
+// the mark in the cluster engine).
+type Watcher interface {
+	MarkWatched(ctx context.Context, app string, ttl time.Duration) error
 }
 
 // Leaseholder is a socket whose presence is a lease (a client socket): its app's actor
@@ -136,23 +148,37 @@ func (s *appActor[S]) startRenewal(ctx actor.Context) {
 	r := s.reg
 	waiters := r.renewWaiters
 	r.renewWaiters = nil
+	cfg := s.leaseConfig()
 	leases := make([]cluster.SocketLease, 0, len(r.sockets))
+	watched := false
 	for id, m := range r.sockets {
 		if h, ok := m.(Leaseholder); ok {
 			leases = append(leases, cluster.SocketLease{ID: id, User: h.LeaseUser()})
+		} else if cfg.Watch != nil && m.Kind() == cfg.WatchKind {
+			watched = true
 		}
 	}
-	cfg := s.leaseConfig()
-	if len(leases) == 0 || cfg.Presence == nil {
+	if cfg.Presence == nil {
+		leases = leases[:0]
+	}
+	if len(leases) == 0 && !watched {
 		for _, w := range waiters {
 			ctx.Send(w, leaseReply{})
 		}
 		return
 	}
 	r.renewing = true
-	appID := s.appID
+	appID, log := s.appID, s.dir.cfg.Log
 	actorkit.Pipe(s.dir.work, ctx.ActorSystem().Root, ctx.Self(), "a lease renewal", []any{"app", appID}, leaseTimeout,
 		func(ctx context.Context) renewed {
+			if watched {
+				if err := cfg.Watch.MarkWatched(ctx, appID, cfg.TTL); err != nil {
+					log.Warn("actors: cannot mark an app as watched by this node's dashboards", "app", appID, "err", err)
+				}
+			}
+			if len(leases) == 0 {
+				return renewed{waiters: waiters}
+			}
 			res, err := cfg.Presence.Renew(ctx, appID, leases, cfg.TTL)
 			return renewed{leases: leases, res: res, err: err, waiters: waiters}
 		},

@@ -64,7 +64,7 @@ func DashboardRefusal(err error) (msg []byte, closing wire.Disconnect) { return 
 // then the app's limit of MaxClientsPerApp sockets. A user has one socket: an earlier
 // socket of the same user, on any node, is closed with force_logout (the newer one wins,
 // so a program that lost its connection can reconnect at once). Dashboards see
-// session_connect. A refusal is a domain error (see Refusal).
+// session_connect (published only while the app is watched: watch.go). A refusal is a domain error (see Refusal).
 func (s *Service) ConnectClient(ctx context.Context, caller client.Caller, token string, peer wire.Peer) (*Client, error) {
 	c, err := s.connectClient(ctx, caller, token, peer)
 	if err != nil {
@@ -93,8 +93,11 @@ func (s *Service) connectClient(ctx context.Context, caller client.Caller, token
 		s.reg.Leave(u.AppID, c.ID)
 		return nil, err
 	}
-	_ = s.toDashboardsMsg(ctx, u.AppID, wire.Outgoing{Type: wire.TypeSessionConnect,
-		Data: map[string]any{"userId": u.UserID, "username": u.Username, "ip": u.IP, "id": c.ID}})
+	// Dashboards hear of it if some node holds one of the app's (watch.go).
+	if s.watched(ctx, u.AppID) {
+		_ = s.toDashboardsMsg(ctx, u.AppID, wire.Outgoing{Type: wire.TypeSessionConnect,
+			Data: map[string]any{"userId": u.UserID, "username": u.Username, "ip": u.IP, "id": c.ID}})
+	}
 	s.logEvent(ctx, events.Event{Name: events.WSConnect, AppID: u.AppID, Username: u.Username, IP: u.IP, Level: events.LevelDebug,
 		Message: "client socket connected", Data: map[string]any{"userId": u.UserID}})
 	return c, nil
@@ -119,6 +122,9 @@ func (s *Service) DisconnectClient(c *Client) {
 
 // left tells the dashboards that a socket left (its app's actor released its lease).
 func (s *Service) left(ctx context.Context, c *Client) {
+	if !s.watched(ctx, c.User.AppID) {
+		return // no dashboard of the app is open on any node (watch.go)
+	}
 	_ = s.toDashboardsMsg(ctx, c.User.AppID, wire.Outgoing{Type: wire.TypeSessionDisconnect,
 		Data: map[string]any{"userId": c.User.UserID, "username": c.User.Username, "id": c.ID}})
 }
@@ -148,6 +154,12 @@ func (s *Service) connectDashboard(ctx context.Context, appID string, peer wire.
 	// before the two first messages are sent waits in the actor.
 	if err := s.reg.Join(ctx, appID, d.ID, d); err != nil {
 		return nil, fmt.Errorf("realtime: register the socket: %w", err)
+	}
+	// The app is marked watched before the session list is read, so that a client socket
+	// the list misses is told of (watch.go); the app's actor renews the mark.
+	if err := s.markWatched(ctx, appID, s.leaseTTL); err != nil {
+		s.DisconnectDashboard(d)
+		return nil, err
 	}
 	list, err := s.Sessions(ctx, appID)
 	if err != nil {

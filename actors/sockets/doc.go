@@ -70,4 +70,9 @@
 // hands each message to the socket's actor (ClientMessage, DashboardMessage: they return
 // once the message is handled, which holds back a fast sender), and a writer with a
 // bounded queue behind Peer.
+//
+// A client socket's coming and going (session_connect, session_disconnect) is published
+// only while the app is marked watched in the cluster engine by a node that holds one of
+// its dashboards (watch.go): most of the time no dashboard is open, and the message would
+// cost every connect a publication that each node of the app reads for nothing.
 package sockets

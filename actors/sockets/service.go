@@ -190,7 +190,7 @@ func New(d Deps) *Service {
 // takes the app's first socket.
 func (s *Service) Start(context.Context) error {
 	s.reg.SetBus(app.BusConfig{Bus: s.d.Engine, TopicPrefix: busTopicPrefix, Deliver: deliverer{s}})
-	s.reg.SetLeases(app.LeaseConfig{Presence: s.d.Engine, TTL: s.leaseTTL})
+	s.reg.SetLeases(app.LeaseConfig{Presence: s.d.Engine, TTL: s.leaseTTL, Watch: watcher{s}, WatchKind: watchKind})
 	s.reg.SetTicks(ticker{s}, app.Tick{Name: tickRevalidate, Every: realtime.RevalidateEvery, OnChange: true})
 	return nil
 }
