@@ -82,8 +82,8 @@ func New(node Node, id string, u client.SocketUser, caller client.Caller, peer w
 
 // Messages of a SessionActor, besides app.Frame and the shell's.
 type (
-	// Delivery is a bus delivery for the socket: Msg (when set) is sent, then the socket
-	// is closed when Close.Code is not 0.
+	// Delivery is a bus delivery for the socket, carried out by Take (not a turn of the
+	// actor): Msg (when set) is sent, then the socket is closed when Close.Code is not 0.
 	Delivery struct {
 		Msg   []byte
 		Close wire.Disconnect
@@ -128,15 +128,6 @@ func (c *Client) Receive(sc app.SocketContext, msg any) {
 			next = c.carryOutPlan(j.steps)
 		}
 		c.turn.Next(sc, next, c.handle)
-	case *wire.Shared:
-		c.peer.SendShared(m)
-	case *Delivery:
-		if len(m.Msg) > 0 {
-			c.peer.Send(m.Msg)
-		}
-		if m.Close.Code != 0 {
-			c.peer.Close(m.Close)
-		}
 	case Verdict:
 		c.verdict(m.Err)
 	case app.LeaseRestored:

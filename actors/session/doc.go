@@ -3,9 +3,11 @@
 // owns the socket's user, status and metadata (what the session list shows of it) and its
 // limiter of 20 messages per 10 s (core/realtime.Window), with no lock: only its actor
 // touches them. It handles, one at a time, a frame the edge's reader hands over (Hand;
-// app.Turn keeps the order, each frame with its I/O), a bus delivery (Delivery, or a
-// broadcast's wire.Shared), a revalidation's verdict (Verdict), what its app's lease
-// renewal found (app.LeaseRestored, app.LeaseSuperseded), its leaving. A frame's I/O is
+// app.Turn keeps the order, each frame with its I/O), a revalidation's verdict (Verdict),
+// what its app's lease renewal found (app.LeaseRestored, app.LeaseSuperseded), its
+// leaving. A bus delivery takes no turn of the actor: the app's actor hands it to Take
+// (routing.go), which writes it to the socket's writer in the bus's order and reads only
+// what never changes after the socket opened (its user, id and session). A frame's I/O is
 // a typed job (jobs.go: describe, to dashboards, custom message, hook actions) that the
 // actor pipes and Work does off it; a custom message comes back with the actions the
 // app's hooks planned, which the actor carries out (actions.go: an answer to the sender

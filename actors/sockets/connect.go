@@ -125,8 +125,9 @@ func (s *Service) left(ctx context.Context, c *Client) {
 	if !s.watched(ctx, c.User.AppID) {
 		return // no dashboard of the app is open on any node (watch.go)
 	}
-	_ = s.toDashboardsMsg(ctx, c.User.AppID, wire.Outgoing{Type: wire.TypeSessionDisconnect,
-		Data: map[string]any{"userId": c.User.UserID, "username": c.User.Username, "id": c.ID}})
+	if msg, ok := c.Departure(); ok {
+		_ = s.toDashboardsMsg(ctx, c.User.AppID, msg)
+	}
 }
 
 // ClientMessage hands one message from a client socket (SPEC 4.11, client to server) to
