@@ -43,9 +43,9 @@ type Service struct {
 	// pub stores the app.hooks_change event of a hook's change with the change
 	// (events.Change): the app's actor reloads the hooks, on this node when it is stored
 	// and on every other from the event log.
-	pub     events.Publisher
-	now     func() time.Time
-	log     *slog.Logger
+	pub events.Publisher
+	now func() time.Time
+	log *slog.Logger
 }
 
 // New builds the service.
