@@ -226,10 +226,16 @@ func newAuditDraft(c *gin.Context, policy Audit, changes *audit.Changes, now fun
 	// it is being created, and the creation's store call names it (audit.Created) when it
 	// takes the draft.
 	creation := false
-	if !recordInPath(c) && !policy.Bulk && (policy.Record != "apps" || e.AppID == "" || policy.Action == AuditCreate) {
+	if !recordInPath(c) && !policy.Bulk && !accountCommand(policy) && (policy.Record != "apps" || e.AppID == "" || policy.Action == AuditCreate) {
 		e.RecordID, creation = "", true
 	}
 	return &auditDraft{base: e, status: status, creation: creation, bulk: policy.Bulk, changes: changes, now: now}
+}
+
+// accountCommand reports whether the route changes the signed-in account itself (its
+// password, API key, two-factor settings, plan): the record is that account.
+func accountCommand(policy Audit) bool {
+	return policy.Record == "account" && policy.Action != AuditCreate
 }
 
 // recordInPath reports whether the path names a record besides the app.
@@ -374,6 +380,8 @@ func auditEntryOf(c *gin.Context, status int, data map[string]any, policy Audit)
 	if e.RecordID == "" {
 		if id, ok := data["id"].(string); ok {
 			e.RecordID = id
+		} else if accountCommand(policy) {
+			e.RecordID = p.Account.ID
 		} else {
 			e.RecordID = e.AppID
 		}
