@@ -12,8 +12,8 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/keyward/keyward/core"
-	"github.com/keyward/keyward/core/audit"
 	"github.com/keyward/keyward/core/apps"
+	"github.com/keyward/keyward/core/audit"
 	"github.com/keyward/keyward/core/secrets"
 	"github.com/keyward/keyward/storage"
 )
