@@ -124,7 +124,8 @@ func entryOf(t *testing.T, entries []map[string]any, method, route string) map[s
 
 // TestAuditWithTheChangeOfOwnerRecords: on both engine pairs, the changes that publish
 // no event of their own (API keys, passkeys, socket hooks, stores and their product
-// mappings, the account's settings) and file uploads write their audit entry with the
+// mappings, the account's settings, a sign-out, an email change's request, a token's
+// edit) and file uploads write their audit entry with the
 // change (keyward_audit_entries_total says with_change, never after_change); a hook's
 // change stores its app.hooks_change event before it is answered, and a client's HWID
 // reset request its user.reset_requested.
@@ -178,8 +179,35 @@ func TestAuditWithTheChangeOfOwnerRecords(t *testing.T) {
 		expectOK(t, a.do("PATCH", "/api/auth/passkeys/"+pk, map[string]any{"name": "lap2"}), http.StatusOK)
 		expectOK(t, a.do("DELETE", "/api/auth/passkeys/"+pk, nil), http.StatusOK)
 
+		tk := a.do("POST", base+"/tokens", map[string]any{"count": 1})
+		expectOK(t, tk, http.StatusCreated)
+		expectOK(t, a.do("PATCH", base+"/tokens/"+tk.Data()["tokens"].([]any)[0].(map[string]any)["id"].(string), map[string]any{"note": "kept"}), http.StatusOK)
+		expectOK(t, a.do("POST", "/api/auth/change-email", map[string]any{"email": "moved@example.com"}), http.StatusOK)
+
+		// What the entries written in the write say: the created record, secrets redacted.
+		made := entryOf(t, auditEntries(t, s, o.Token, "/api/audit?recordType=api_keys", 3), "POST", "/api/auth/api-keys")
+		if after, _ := made["after"].(map[string]any); made["recordId"] != key || after["name"] != "k" || after["key"] != "[redacted]" {
+			t.Fatalf("API key creation entry: %v", made)
+		}
+		conn := entryOf(t, auditEntries(t, s, o.Token, "/api/audit?recordType=stores", 5), "POST", "/api/apps/:appId/stores")
+		if after, _ := conn["after"].(map[string]any); conn["recordId"] != store || after["secret"] != "[redacted]" || strings.Contains(jsonText(t, conn), "whsec_kept_secret") {
+			t.Fatalf("store connection creation entry: %v", conn)
+		}
+		account := auditEntries(t, s, o.Token, "/api/audit?recordType=account", 7)
+		if setup := entryOf(t, account, "POST", "/api/auth/2fa/setup"); setup["recordId"] != o.ID {
+			t.Fatalf("an account command's entry names the account: %v", setup)
+		}
+		if added := entryOf(t, account, "POST", "/api/auth/passkeys/register/finish"); added["recordId"] != pk {
+			t.Fatalf("passkey entry: %v", added)
+		}
+		if hookMade := entryOf(t, auditEntries(t, s, o.Token, "/api/audit?recordType=hooks", 3), "POST", "/api/apps/:appId/ws/hooks"); hookMade["recordId"] != hook {
+			t.Fatalf("hook creation entry: %v", hookMade)
+		}
+		expectOK(t, a.do("POST", "/api/auth/logout", nil), http.StatusOK)
+
 		got := auditWrittenCounts(t, s)
 		for _, route := range []string{
+			"PATCH /api/apps/:appId/tokens/:tokenId", "POST /api/auth/change-email", "POST /api/auth/logout",
 			"POST /api/apps/:appId/files", "PATCH /api/apps/:appId/files/:fileId", "DELETE /api/apps/:appId/files/:fileId",
 			"POST /api/apps/:appId/ws/hooks", "PATCH /api/apps/:appId/ws/hooks/:hookId", "DELETE /api/apps/:appId/ws/hooks/:hookId",
 			"POST /api/apps/:appId/stores", "PATCH /api/apps/:appId/stores/:storeId", "DELETE /api/apps/:appId/stores/:storeId",
@@ -191,26 +219,6 @@ func TestAuditWithTheChangeOfOwnerRecords(t *testing.T) {
 			if got[route+" with_change"] != 1 || got[route+" after_change"] != 0 {
 				t.Errorf("%s: %d entries with the change, %d after it; want 1 and 0", route, got[route+" with_change"], got[route+" after_change"])
 			}
-		}
-
-		// What the entries written in the write say: the created record, secrets redacted.
-		made := entryOf(t, auditEntries(t, s, o.Token, "/api/audit?recordType=api_keys", 3), "POST", "/api/auth/api-keys")
-		if after, _ := made["after"].(map[string]any); made["recordId"] != key || after["name"] != "k" || after["key"] != "[redacted]" {
-			t.Fatalf("API key creation entry: %v", made)
-		}
-		conn := entryOf(t, auditEntries(t, s, o.Token, "/api/audit?recordType=stores", 5), "POST", "/api/apps/:appId/stores")
-		if after, _ := conn["after"].(map[string]any); conn["recordId"] != store || after["secret"] != "[redacted]" || strings.Contains(jsonText(t, conn), "whsec_kept_secret") {
-			t.Fatalf("store connection creation entry: %v", conn)
-		}
-		account := auditEntries(t, s, o.Token, "/api/audit?recordType=account", 6)
-		if setup := entryOf(t, account, "POST", "/api/auth/2fa/setup"); setup["recordId"] != o.ID {
-			t.Fatalf("an account command's entry names the account: %v", setup)
-		}
-		if added := entryOf(t, account, "POST", "/api/auth/passkeys/register/finish"); added["recordId"] != pk {
-			t.Fatalf("passkey entry: %v", added)
-		}
-		if hookMade := entryOf(t, auditEntries(t, s, o.Token, "/api/audit?recordType=hooks", 3), "POST", "/api/apps/:appId/ws/hooks"); hookMade["recordId"] != hook {
-			t.Fatalf("hook creation entry: %v", hookMade)
 		}
 
 		// A client's HWID reset request: its event is stored before the answer.

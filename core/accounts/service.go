@@ -496,7 +496,8 @@ func (s *Service) Logout(ctx context.Context, p Principal) (string, error) {
 	if p.TokenID == "" {
 		return "", core.E(core.CodeForbidden, "an API key cannot log out; regenerate it to revoke it")
 	}
-	if err := s.store.RevokeToken(ctx, p.TokenID, p.TokenExpiresAt); err != nil {
+	// The revocation is the sign-out: its write carries the audit entry (audit.Own).
+	if err := s.store.RevokeToken(audit.Own(ctx), p.TokenID, p.TokenExpiresAt); err != nil {
 		return "", fmt.Errorf("accounts: logout: %w", err)
 	}
 	if p.SessionID != "" {
