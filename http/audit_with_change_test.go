@@ -183,6 +183,9 @@ func TestAuditWithTheChangeOfOwnerRecords(t *testing.T) {
 		expectOK(t, tk, http.StatusCreated)
 		expectOK(t, a.do("PATCH", base+"/tokens/"+tk.Data()["tokens"].([]any)[0].(map[string]any)["id"].(string), map[string]any{"note": "kept"}), http.StatusOK)
 		expectOK(t, a.do("POST", "/api/auth/change-email", map[string]any{"email": "moved@example.com"}), http.StatusOK)
+		in := a.do("POST", base+"/integrations", map[string]any{"name": "Ops", "type": "CUSTOM", "webhookUrl": "https://93.184.215.14/hook", "events": []string{"user.login"}})
+		expectOK(t, in, http.StatusCreated)
+		expectOK(t, a.do("POST", base+"/integrations/"+in.Data()["id"].(string)+"/secret/regenerate", nil), http.StatusOK)
 
 		// What the entries written in the write say: the created record, secrets redacted.
 		made := entryOf(t, auditEntries(t, s, o.Token, "/api/audit?recordType=api_keys", 3), "POST", "/api/auth/api-keys")
@@ -208,6 +211,7 @@ func TestAuditWithTheChangeOfOwnerRecords(t *testing.T) {
 		got := auditWrittenCounts(t, s)
 		for _, route := range []string{
 			"PATCH /api/apps/:appId/tokens/:tokenId", "POST /api/auth/change-email", "POST /api/auth/logout",
+			"POST /api/apps/:appId/integrations/:integrationId/secret/regenerate",
 			"POST /api/apps/:appId/files", "PATCH /api/apps/:appId/files/:fileId", "DELETE /api/apps/:appId/files/:fileId",
 			"POST /api/apps/:appId/ws/hooks", "PATCH /api/apps/:appId/ws/hooks/:hookId", "DELETE /api/apps/:appId/ws/hooks/:hookId",
 			"POST /api/apps/:appId/stores", "PATCH /api/apps/:appId/stores/:storeId", "DELETE /api/apps/:appId/stores/:storeId",
