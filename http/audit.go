@@ -126,7 +126,12 @@ func newAuditWritten(reg prometheus.Registerer) *prometheus.CounterVec {
 
 // auditChangesCounted is auditChanges counting its entries in reg (nil: not exported).
 func auditChangesCounted(rec auditRecorder, log *slog.Logger, reg prometheus.Registerer) gin.HandlerFunc {
-	written := newAuditWritten(reg)
+	return auditChangesWritten(rec, log, newAuditWritten(reg))
+}
+
+// auditChangesWritten is auditChanges counting its entries in written (newAuditWritten),
+// which the dashboard sockets' entries share.
+func auditChangesWritten(rec auditRecorder, log *slog.Logger, written *prometheus.CounterVec) gin.HandlerFunc {
 	now := time.Now // the entries' clock: the recorder's when it has one (audit.Service)
 	if clock, ok := rec.(interface{ Now() time.Time }); ok {
 		now = clock.Now
@@ -226,10 +231,16 @@ func newAuditDraft(c *gin.Context, policy Audit, changes *audit.Changes, now fun
 	// it is being created, and the creation's store call names it (audit.Created) when it
 	// takes the draft.
 	creation := false
-	if !recordInPath(c) && !policy.Bulk && (policy.Record != "apps" || e.AppID == "" || policy.Action == AuditCreate) {
+	if !recordInPath(c) && !policy.Bulk && !accountCommand(policy) && (policy.Record != "apps" || e.AppID == "" || policy.Action == AuditCreate) {
 		e.RecordID, creation = "", true
 	}
 	return &auditDraft{base: e, status: status, creation: creation, bulk: policy.Bulk, changes: changes, now: now}
+}
+
+// accountCommand reports whether the route changes the signed-in account itself (its
+// password, API key, two-factor settings, plan): the record is that account.
+func accountCommand(policy Audit) bool {
+	return policy.Record == "account" && policy.Action != AuditCreate
 }
 
 // recordInPath reports whether the path names a record besides the app.
@@ -374,6 +385,8 @@ func auditEntryOf(c *gin.Context, status int, data map[string]any, policy Audit)
 	if e.RecordID == "" {
 		if id, ok := data["id"].(string); ok {
 			e.RecordID = id
+		} else if accountCommand(policy) {
+			e.RecordID = p.Account.ID
 		} else {
 			e.RecordID = e.AppID
 		}
@@ -392,18 +405,30 @@ const socketMethod = "WS"
 // c (kick, ban, command, push_json, chat), as the REST twins of these actions are: who is
 // the socket's session (p), from the IP that opened it; the record is the user acted on,
 // and after holds the action and its reason or command name. It runs after the action,
-// off the socket's actor, and waits for the entry's write.
-func socketAuditor(rec auditRecorder, log *slog.Logger, c *gin.Context, p accounts.Principal) socketAudit {
-	return socketAudit{rec: rec, log: log, base: storage.AuditEntry{AccountID: p.Account.ID, AppID: c.Param("appId"), IP: c.ClientIP(), Method: socketMethod,
+// off the socket's actor, and waits for the entry's write; written counts it
+// (keyward_audit_entries_total, method WS, after_change).
+//
+// These entries are written after the action. For a kick, a chat line, a push and a
+// command that is the honest choice: they are deliveries to live sockets over the
+// cluster bus, not stored changes, so there is no write for an entry to ride, and a
+// socket has no answer to hold back until its entry is stored. A crash between the two
+// loses the entry of a delivery already made. A ban does write (the user's banned flag,
+// through the apps service with its user.ban event), but from the socket's actor job,
+// which the edge's context does not reach (actors/dashboard calls the Auditor after
+// the action); the REST ban (POST .../ws/users/:userId/ban) writes its entry with the
+// change.
+func socketAuditor(rec auditRecorder, log *slog.Logger, written *prometheus.CounterVec, c *gin.Context, p accounts.Principal) socketAudit {
+	return socketAudit{rec: rec, log: log, written: written, base: storage.AuditEntry{AccountID: p.Account.ID, AppID: c.Param("appId"), IP: c.ClientIP(), Method: socketMethod,
 		Route: c.FullPath(), Path: c.Request.URL.Path, Status: http.StatusSwitchingProtocols, RecordType: "realtime",
 		ActorType: storage.ActorSession, ActorID: p.TokenID, ActorName: p.Account.Username}}
 }
 
 // socketAudit is a dashboard socket's dashboard.Auditor (given through actors/sockets): base is what its entries share.
 type socketAudit struct {
-	rec  auditRecorder
-	log  *slog.Logger
-	base storage.AuditEntry
+	rec     auditRecorder
+	log     *slog.Logger
+	written *prometheus.CounterVec // nil: not counted
+	base    storage.AuditEntry
 }
 
 func (a socketAudit) Audit(action, userID string, details map[string]any) {
@@ -420,6 +445,10 @@ func (a socketAudit) Audit(action, userID string, details map[string]any) {
 	defer cancel()
 	if err := a.rec.Record(ctx, e); err != nil {
 		a.log.Error("dashboard socket action not in the audit log", "err", err, "action", action, "app", e.AppID, "user", userID)
+		return
+	}
+	if a.written != nil {
+		a.written.WithLabelValues(socketMethod, e.Route, "after_change").Inc()
 	}
 }
 

@@ -1,12 +1,15 @@
 package httpapi_test
 
 import (
+	"encoding/json"
 	"io"
 	"net/http"
 	"regexp"
 	"strconv"
+	"strings"
 	"testing"
 
+	"github.com/keyward/keyward/internal/softauthn"
 	ts "github.com/keyward/keyward/internal/testserver"
 )
 
@@ -102,4 +105,144 @@ func TestAuditWrittenWithTheChange(t *testing.T) {
 			t.Fatalf("app creation entry: %v", app)
 		}
 	})
+}
+
+// entryOf answers the one entry of route among entries (it fails without exactly one).
+func entryOf(t *testing.T, entries []map[string]any, method, route string) map[string]any {
+	t.Helper()
+	var found []map[string]any
+	for _, e := range entries {
+		if e["method"] == method && e["route"] == route {
+			found = append(found, e)
+		}
+	}
+	if len(found) != 1 {
+		t.Fatalf("%s %s: %d entries, want 1: %v", method, route, len(found), entries)
+	}
+	return found[0]
+}
+
+// TestAuditWithTheChangeOfOwnerRecords: on both engine pairs, the changes that publish
+// no event of their own (API keys, passkeys, socket hooks, stores and their product
+// mappings, the account's settings, a sign-out, an email change's request, a token's
+// edit) and file uploads write their audit entry with the
+// change (keyward_audit_entries_total says with_change, never after_change); a hook's
+// change stores its app.hooks_change event before it is answered, and a client's HWID
+// reset request its user.reset_requested.
+func TestAuditWithTheChangeOfOwnerRecords(t *testing.T) {
+	ts.Each(t, func(t *testing.T, e ts.Engines) {
+		env := ts.Env(t, e)
+		env["KEYWARD_PUBLIC_URL"] = passkeyOrigin
+		s := ts.StartEnv(t, env)
+		o := newOwner(t, s)
+		setPlan(t, s, o.Username, "business")
+		a := api{t, s, o.Token}
+		appID, secret := a.createApp("Owner records")
+		base := "/api/apps/" + appID
+
+		f := uploadFile(a, appID, "tool", "1.0.0", []byte("payload"))
+		expectOK(t, a.do("PATCH", base+"/files/"+f["id"].(string), map[string]any{"name": "tool2"}), http.StatusOK)
+		expectOK(t, a.do("DELETE", base+"/files/"+f["id"].(string), nil), http.StatusOK)
+
+		head := headPos(t, s)
+		r := a.do("POST", base+"/ws/hooks", map[string]any{"name": "h", "event": "level_up", "actions": []any{map[string]any{"type": "respond", "message": "hi"}}})
+		expectOK(t, r, http.StatusCreated)
+		hook := r.Data()["id"].(string)
+		expectOK(t, a.do("PATCH", base+"/ws/hooks/"+hook, map[string]any{"name": "h2"}), http.StatusOK)
+		expectOK(t, a.do("DELETE", base+"/ws/hooks/"+hook, nil), http.StatusOK)
+		// Read at once: each change's event was stored before its answer.
+		if got := ofType(eventsAfter(t, s, appID, head), "app.hooks_change"); len(got) != 3 {
+			t.Fatalf("app.hooks_change events stored with three hook changes: %d, want 3", len(got))
+		}
+
+		r = a.do("POST", base+"/stores", map[string]any{"provider": "stripe", "name": "S", "secret": "whsec_kept_secret"})
+		expectOK(t, r, http.StatusCreated)
+		store := r.Data()["id"].(string)
+		expectOK(t, a.do("PATCH", base+"/stores/"+store, map[string]any{"name": "S2"}), http.StatusOK)
+		r = a.do("POST", base+"/stores/"+store+"/products", map[string]any{"productId": "prod_1"})
+		expectOK(t, r, http.StatusOK)
+		expectOK(t, a.do("DELETE", base+"/stores/"+store+"/products/"+r.Data()["id"].(string), nil), http.StatusOK)
+		expectOK(t, a.do("DELETE", base+"/stores/"+store, nil), http.StatusOK)
+
+		r = a.do("POST", "/api/auth/api-keys", map[string]any{"name": "k", "scopes": []string{"users:read"}})
+		expectOK(t, r, http.StatusCreated)
+		key := r.Data()["id"].(string)
+		expectOK(t, a.do("PATCH", "/api/auth/api-keys/"+key, map[string]any{"name": "k2"}), http.StatusOK)
+		expectOK(t, a.do("DELETE", "/api/auth/api-keys/"+key, nil), http.StatusOK)
+
+		expectOK(t, a.do("POST", "/api/auth/api-key/regenerate", nil), http.StatusOK)
+		expectOK(t, a.do("POST", "/api/auth/2fa/setup", nil), http.StatusOK)
+		expectOK(t, a.do("POST", "/api/auth/plan", map[string]any{"plan": "free"}), http.StatusOK)
+		r = addPasskey(t, s, s, softauthn.New(passkeyOrigin), o.Token, "laptop")
+		expectOK(t, r, http.StatusCreated)
+		pk := r.Data()["id"].(string)
+		expectOK(t, a.do("PATCH", "/api/auth/passkeys/"+pk, map[string]any{"name": "lap2"}), http.StatusOK)
+		expectOK(t, a.do("DELETE", "/api/auth/passkeys/"+pk, nil), http.StatusOK)
+
+		tk := a.do("POST", base+"/tokens", map[string]any{"count": 1})
+		expectOK(t, tk, http.StatusCreated)
+		expectOK(t, a.do("PATCH", base+"/tokens/"+tk.Data()["tokens"].([]any)[0].(map[string]any)["id"].(string), map[string]any{"note": "kept"}), http.StatusOK)
+		expectOK(t, a.do("POST", "/api/auth/change-email", map[string]any{"email": "moved@example.com"}), http.StatusOK)
+		in := a.do("POST", base+"/integrations", map[string]any{"name": "Ops", "type": "CUSTOM", "webhookUrl": "https://93.184.215.14/hook", "events": []string{"user.login"}})
+		expectOK(t, in, http.StatusCreated)
+		expectOK(t, a.do("POST", base+"/integrations/"+in.Data()["id"].(string)+"/secret/regenerate", nil), http.StatusOK)
+
+		// What the entries written in the write say: the created record, secrets redacted.
+		made := entryOf(t, auditEntries(t, s, o.Token, "/api/audit?recordType=api_keys", 3), "POST", "/api/auth/api-keys")
+		if after, _ := made["after"].(map[string]any); made["recordId"] != key || after["name"] != "k" || after["key"] != "[redacted]" {
+			t.Fatalf("API key creation entry: %v", made)
+		}
+		conn := entryOf(t, auditEntries(t, s, o.Token, "/api/audit?recordType=stores", 5), "POST", "/api/apps/:appId/stores")
+		if after, _ := conn["after"].(map[string]any); conn["recordId"] != store || after["secret"] != "[redacted]" || strings.Contains(jsonText(t, conn), "whsec_kept_secret") {
+			t.Fatalf("store connection creation entry: %v", conn)
+		}
+		account := auditEntries(t, s, o.Token, "/api/audit?recordType=account", 7)
+		if setup := entryOf(t, account, "POST", "/api/auth/2fa/setup"); setup["recordId"] != o.ID {
+			t.Fatalf("an account command's entry names the account: %v", setup)
+		}
+		if added := entryOf(t, account, "POST", "/api/auth/passkeys/register/finish"); added["recordId"] != pk {
+			t.Fatalf("passkey entry: %v", added)
+		}
+		if hookMade := entryOf(t, auditEntries(t, s, o.Token, "/api/audit?recordType=hooks", 3), "POST", "/api/apps/:appId/ws/hooks"); hookMade["recordId"] != hook {
+			t.Fatalf("hook creation entry: %v", hookMade)
+		}
+		expectOK(t, a.do("POST", "/api/auth/logout", nil), http.StatusOK)
+
+		got := auditWrittenCounts(t, s)
+		for _, route := range []string{
+			"PATCH /api/apps/:appId/tokens/:tokenId", "POST /api/auth/change-email", "POST /api/auth/logout",
+			"POST /api/apps/:appId/integrations/:integrationId/secret/regenerate",
+			"POST /api/apps/:appId/files", "PATCH /api/apps/:appId/files/:fileId", "DELETE /api/apps/:appId/files/:fileId",
+			"POST /api/apps/:appId/ws/hooks", "PATCH /api/apps/:appId/ws/hooks/:hookId", "DELETE /api/apps/:appId/ws/hooks/:hookId",
+			"POST /api/apps/:appId/stores", "PATCH /api/apps/:appId/stores/:storeId", "DELETE /api/apps/:appId/stores/:storeId",
+			"POST /api/apps/:appId/stores/:storeId/products", "DELETE /api/apps/:appId/stores/:storeId/products/:productId",
+			"POST /api/auth/api-keys", "PATCH /api/auth/api-keys/:keyId", "DELETE /api/auth/api-keys/:keyId",
+			"POST /api/auth/api-key/regenerate", "POST /api/auth/2fa/setup", "POST /api/auth/plan",
+			"POST /api/auth/passkeys/register/finish", "PATCH /api/auth/passkeys/:passkeyId", "DELETE /api/auth/passkeys/:passkeyId",
+		} {
+			if got[route+" with_change"] != 1 || got[route+" after_change"] != 0 {
+				t.Errorf("%s: %d entries with the change, %d after it; want 1 and 0", route, got[route+" with_change"], got[route+" after_change"])
+			}
+		}
+
+		// A client's HWID reset request: its event is stored before the answer.
+		c := newSDK(t, s, secret)
+		c.mustInit()
+		expectOK(t, c.withNonce("register", map[string]any{"username": "erin", "password": "pw-erin-1", "email": "erin@example.com", "hwid": "pc"}), http.StatusOK)
+		head = headPos(t, s)
+		expectOK(t, c.post("request-reset", map[string]any{"licenseKey": "", "hwid": ""}, ""), http.StatusOK)
+		if got := ofType(eventsAfter(t, s, appID, head), "user.reset_requested"); len(got) != 1 || got[0].Username != "erin" {
+			t.Fatalf("user.reset_requested stored with the request: %v", got)
+		}
+		s.WaitMail(t, "erin@example.com", "Confirm your device reset")
+	})
+}
+
+func jsonText(t *testing.T, v any) string {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
 }

@@ -49,5 +49,10 @@ func TestDashboardSocketActionsAudited(t *testing.T) {
 		if after, _ := got["after"].(map[string]any); after["action"] != "kick" || after["reason"] != "be nice" {
 			t.Fatalf("socket kick after: %v", got["after"])
 		}
+		// The metric counts it with the REST routes' entries: written after the action
+		// (a delivery to sockets has no write to ride; see socketAuditor).
+		if n := auditWrittenCounts(t, s)["WS /api/apps/:appId/ws/connect after_change"]; n != 1 {
+			t.Fatalf("socket kick entries counted after the change: %d, want 1", n)
+		}
 	})
 }

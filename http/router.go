@@ -155,6 +155,8 @@ func New(d Deps, cfg Config) (http.Handler, error) {
 	ch := &clientHandlers{svc: d.Client, tokens: d.Apps, limiter: d.Limiter, countryHeader: cfg.CountryHeader}
 	wsh := newWSHandlers(d.Realtime, d.WSHooks, d.Apps, d.Accounts, d.Limiter, d.Metrics, d.Log)
 	wsh.audit = d.Audit
+	written := newAuditWritten(d.Metrics) // the REST routes' entries and the dashboard sockets'
+	wsh.auditWritten = written
 	portal, err := newPortalHandlers(d.Portal, d.Limiter)
 	if err != nil {
 		return nil, err
@@ -179,7 +181,7 @@ func New(d Deps, cfg Config) (http.Handler, error) {
 		metrics:      gin.WrapH(promhttp.HandlerFor(d.Metrics, promhttp.HandlerOpts{})),
 	}
 	err = register(r, routeTable(handlers), edge{
-		owner: requireOwner(owners), admin: requireAdmin(), audit: auditChangesCounted(d.Audit, d.Log, d.Metrics),
+		owner: requireOwner(owners), admin: requireAdmin(), audit: auditChangesWritten(d.Audit, d.Log, written),
 		// /metrics has its own listener unless MetricsOnMain.
 		skip: func(rt route) bool { return rt.path == metricsPath && !cfg.MetricsOnMain },
 	})

@@ -34,8 +34,10 @@ type wsHandlers struct {
 	limiter cluster.RateLimiter
 	hooks   *wshooks.Service
 	audit   auditRecorder // the dashboard socket's changes; nil records nothing
-	log     *slog.Logger
-	metrics *wsMetrics
+	// auditWritten counts the socket's entries with the REST routes' (nil: not counted).
+	auditWritten *prometheus.CounterVec
+	log          *slog.Logger
+	metrics      *wsMetrics
 	// transport upgrades, reads, writes and pings the sockets (transport/ws). Its
 	// defaults are the socket timing: control-frame pings every 25 s keep sockets alive
 	// and find dead peers (SDKs answer them in their libraries; no SDK sends JSON pings by
@@ -200,7 +202,7 @@ func (h *wsHandlers) dashboard(c *gin.Context) {
 	opts := []sockets.DashboardOption{recheck}
 	if h.audit != nil {
 		// What the socket audits is the socket's from its connection on.
-		opts = append(opts, sockets.WithAudit(socketAuditor(h.audit, h.log, c, p)))
+		opts = append(opts, sockets.WithAudit(socketAuditor(h.audit, h.log, h.auditWritten, c, p)))
 	}
 	d, err := h.rt.ConnectDashboard(ctx, c.Param("appId"), peer, opts...)
 	if err != nil {

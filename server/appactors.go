@@ -31,11 +31,8 @@ func (s AppState) Plan(m hooks.Message) []hooks.Step { return s.Hooks.Plan(m) }
 
 // appActors are the node's AppActors with what their state is read through.
 type appActors struct {
-	dir *app.Apps[AppState]
-	// announce tells the app's actor on this node and every other that the app changed:
-	// each reloads the app's state and revalidates the app's sockets it holds.
-	announce func(appID string)
-	stop     func()
+	dir  *app.Apps[AppState]
+	stop func()
 }
 
 // Snapshot answers the client API's part of the app's state (client.Snapshots).
@@ -99,20 +96,13 @@ func startAppActors(ctx context.Context, store storage.Store, engine cluster.Eng
 			}
 			return nil
 		}})
-	// A hook change (wshooks' changed callback) is such an event.
-	announce := func(appID string) {
-		pctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		if err := bus.Publish(pctx, events.Event{Name: events.AppHooksChange, AppID: appID, Message: "WebSocket hooks changed"}); err != nil {
-			dir.Invalidate(appID)
-			log.Warn("cannot store a hook change; the other nodes reload the app's hooks within a minute", "app", appID, "err", err)
-		}
-	}
+	// A hook change is such an event: wshooks stores app.hooks_change with the change
+	// (events.Change), so it is applied by the hook and consumer above.
 	// A plan change stores an app.plan_change event per app with the change
 	// (accounts.SendPlanChanges): the hook and consumer above apply it.
 	stop := func() {
 		unsubscribe()
 		dir.Close()
 	}
-	return &appActors{dir: dir, announce: announce, stop: stop}, nil
+	return &appActors{dir: dir, stop: stop}, nil
 }

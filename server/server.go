@@ -439,7 +439,7 @@ func openCore(ctx context.Context, c Config, log *slog.Logger, wrap wrapFunc) (_
 	clientSvc := client.New(client.Deps{Store: store, Apps: appActors, Sessions: engine, Hasher: hasher, Bus: bus,
 		Country: country, Quota: meter, Archive: store, Blobs: blobStore,
 		Reset: client.ResetDeps{Tokens: engine, Mailer: mailq, PublicURL: c.PublicURL}, Now: c.Clock, Log: log})
-	wsHooks := wshooks.New(store, appsSvc, appActors.PlanHooks, appActors.announce, c.Clock, log)
+	wsHooks := wshooks.New(store, appsSvc, appActors.PlanHooks, bus, c.Clock, log)
 	queueDelay := prometheus.NewHistogram(prometheus.HistogramOpts{Name: "keyward_ws_delivery_queue_seconds",
 		Help:    "Time from a delivery's publication (a REST call, an event, a hook) to its frame in the socket queues of this node.",
 		Buckets: []float64{.0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1}})

@@ -15,9 +15,9 @@ type StoreConnection struct {
 	Provider string
 	Name     string
 	// ReceiverID is unique over every app: the receiver URL names the connection alone.
-	ReceiverID string `audit:"secret"`
+	ReceiverID string `audit:"receiverId,secret"`
 	// Secret is the store's signing secret, sealed by the engine (clear in memory).
-	Secret string `audit:"secret"`
+	Secret string `audit:"secret,secret"`
 	// RefundAction is what a refund or chargeback does to the order's keys: "ban" or "revoke".
 	RefundAction string
 	Enabled      bool
@@ -91,7 +91,7 @@ type Order struct {
 	Amount     int64
 	Currency   string
 	LicenseIDs []string
-	Keys       []string `audit:"secret"`
+	Keys       []string `audit:"keys,secret"`
 	// PeriodEnd is when access ends after a cancellation (zero otherwise).
 	PeriodEnd time.Time
 	// PaidThrough is when the paid time of a subscription ends (zero: no end); renewals move it.

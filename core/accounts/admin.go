@@ -79,7 +79,8 @@ func (s *Service) ChangeAccount(ctx context.Context, id string, c Change) (View,
 	if c.Plan != nil {
 		update = s.updatePlan // the plan change's events are stored with it
 	}
-	a, err := update(ctx, id, audit.Track(ctx, func(a *storage.Account) error {
+	// The change's own write carries its audit entry (audit.Own; a plan change's events too).
+	a, err := update(audit.Own(ctx), id, audit.Track(ctx, func(a *storage.Account) error {
 		if c.Plan != nil {
 			a.Plan = planName
 		}

@@ -66,7 +66,8 @@ func (s *Service) RequestEmailChange(ctx context.Context, p Principal, newEmail 
 	random := secrets.Random(32)
 	confirm := random + base64.RawURLEncoding.EncodeToString([]byte(newEmail))
 	now := s.now()
-	if err := s.store.CreateAccountToken(ctx, storage.AccountToken{Hash: secrets.Hash(confirm), AccountID: p.Account.ID,
+	// The confirmation token is the request's change: its write carries the audit entry.
+	if err := s.store.CreateAccountToken(audit.Own(ctx), storage.AccountToken{Hash: secrets.Hash(confirm), AccountID: p.Account.ID,
 		Purpose: tokenEmailChange, ExpiresAt: now.Add(EmailChangeTTL), CreatedAt: now}); err != nil {
 		return "", fmt.Errorf("accounts: email change: %w", err)
 	}

@@ -273,12 +273,13 @@ func (s *Service) FinishPasskeyRegistration(ctx context.Context, p Principal, ch
 	}
 	pk := storage.Passkey{ID: "pk_" + secrets.Random(16), AccountID: p.Account.ID, Name: name, CredentialID: cred.ID,
 		Credential: stored, CreatedAt: s.now()}
-	if err := s.store.CreatePasskey(ctx, pk); errors.Is(err, storage.ErrConflict) {
+	// The passkey's write carries its audit entry (a creation: its id and members).
+	audit.Created(ctx, passkeyInfo(pk, cred))
+	if err := s.store.CreatePasskey(audit.Own(ctx), pk); errors.Is(err, storage.ErrConflict) {
 		return PasskeyInfo{}, nil, core.E(core.CodeConflict, "this passkey is registered already")
 	} else if err != nil {
 		return PasskeyInfo{}, nil, fmt.Errorf("accounts: store passkey: %w", err)
 	}
-	audit.Changed(ctx, PasskeyInfo{}, passkeyInfo(pk, cred))
 	s.log.Info("passkey added", "accountId", p.Account.ID, "passkey", pk.ID, "backedUp", cred.Flags.BackupState)
 	codes, err := s.EnsureRecoveryCodes(ctx, p)
 	if err != nil {
@@ -319,7 +320,7 @@ func (s *Service) RenamePasskey(ctx context.Context, p Principal, id, name strin
 	if err != nil {
 		return err
 	}
-	if err := s.store.RenamePasskey(ctx, p.Account.ID, id, name); errors.Is(err, storage.ErrNotFound) {
+	if err := s.store.RenamePasskey(audit.Own(ctx), p.Account.ID, id, name); errors.Is(err, storage.ErrNotFound) {
 		return core.E(core.CodeNotFound, "no such passkey")
 	} else if err != nil {
 		return fmt.Errorf("accounts: rename passkey: %w", err)
@@ -333,7 +334,7 @@ func (s *Service) DeletePasskey(ctx context.Context, p Principal, id string) err
 	if err := requireJWT(p, "remove a passkey"); err != nil {
 		return err
 	}
-	if err := s.store.DeletePasskey(ctx, p.Account.ID, id); errors.Is(err, storage.ErrNotFound) {
+	if err := s.store.DeletePasskey(audit.Own(ctx), p.Account.ID, id); errors.Is(err, storage.ErrNotFound) {
 		return core.E(core.CodeNotFound, "no such passkey")
 	} else if err != nil {
 		return fmt.Errorf("accounts: remove passkey: %w", err)

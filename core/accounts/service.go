@@ -496,7 +496,8 @@ func (s *Service) Logout(ctx context.Context, p Principal) (string, error) {
 	if p.TokenID == "" {
 		return "", core.E(core.CodeForbidden, "an API key cannot log out; regenerate it to revoke it")
 	}
-	if err := s.store.RevokeToken(ctx, p.TokenID, p.TokenExpiresAt); err != nil {
+	// The revocation is the sign-out: its write carries the audit entry (audit.Own).
+	if err := s.store.RevokeToken(audit.Own(ctx), p.TokenID, p.TokenExpiresAt); err != nil {
 		return "", fmt.Errorf("accounts: logout: %w", err)
 	}
 	if p.SessionID != "" {
@@ -668,7 +669,7 @@ func (s *Service) ChangePassword(ctx context.Context, p Principal, in ChangePass
 	if err != nil {
 		return Session{}, err
 	}
-	a, err := s.store.UpdateAccount(ctx, p.Account.ID, audit.Track(ctx, func(a *storage.Account) error {
+	a, err := s.store.UpdateAccount(audit.Own(ctx), p.Account.ID, audit.Track(ctx, func(a *storage.Account) error {
 		if in.CurrentPassword == "" {
 			step, ok := matchTOTP(a.TwoFactorSecret, in.TwoFactorCode, s.cfg.Now(), a.TwoFactorLastStep)
 			if !ok {
@@ -696,7 +697,7 @@ func (s *Service) RegenerateAPIKey(ctx context.Context, p Principal) (string, er
 		return "", err
 	}
 	key, hash, prefix, last4 := newAPIKey()
-	_, err := s.store.UpdateAccount(ctx, p.Account.ID, audit.Track(ctx, func(a *storage.Account) error {
+	_, err := s.store.UpdateAccount(audit.Own(ctx), p.Account.ID, audit.Track(ctx, func(a *storage.Account) error {
 		a.APIKeyHash, a.APIKeyPrefix, a.APIKeyLast4 = hash, prefix, last4
 		a.UpdatedAt = s.now()
 		return nil
@@ -720,7 +721,7 @@ func (s *Service) Setup2FA(ctx context.Context, p Principal) (secret, url string
 	if err != nil {
 		return "", "", fmt.Errorf("accounts: 2FA setup: %w", err)
 	}
-	_, err = s.store.UpdateAccount(ctx, p.Account.ID, audit.Track(ctx, func(a *storage.Account) error {
+	_, err = s.store.UpdateAccount(audit.Own(ctx), p.Account.ID, audit.Track(ctx, func(a *storage.Account) error {
 		a.TwoFactorPending = secret
 		a.UpdatedAt = s.now()
 		return nil
@@ -739,7 +740,7 @@ func (s *Service) Enable2FA(ctx context.Context, p Principal, code string) (stri
 	if err := core.ValidateCode("code", code); err != nil {
 		return "", err
 	}
-	_, err := s.store.UpdateAccount(ctx, p.Account.ID, audit.Track(ctx, func(a *storage.Account) error {
+	_, err := s.store.UpdateAccount(audit.Own(ctx), p.Account.ID, audit.Track(ctx, func(a *storage.Account) error {
 		if a.TwoFactorEnabled {
 			return core.E(core.CodeConflict, "two-factor authentication is already enabled")
 		}
@@ -777,7 +778,7 @@ func (s *Service) Disable2FA(ctx context.Context, p Principal, password, code st
 	if len(password) > core.MaxPasswordLength || s.hasher.Verify(ctx, p.Account.PasswordHash, password) != nil {
 		return "", errInvalidCode
 	}
-	_, err := s.store.UpdateAccount(ctx, p.Account.ID, audit.Track(ctx, func(a *storage.Account) error {
+	_, err := s.store.UpdateAccount(audit.Own(ctx), p.Account.ID, audit.Track(ctx, func(a *storage.Account) error {
 		if !a.TwoFactorEnabled {
 			return core.E(core.CodeConflict, "two-factor authentication is not enabled")
 		}
@@ -844,7 +845,7 @@ func (s *Service) SelectPlan(ctx context.Context, p Principal, name string) (Vie
 	if plan.Name != plans.Free {
 		return View{}, core.E(core.CodeForbidden, "the %s plan is assigned by an administrator", plan.Name)
 	}
-	a, err := s.updatePlan(ctx, p.Account.ID, audit.Track(ctx, func(a *storage.Account) error {
+	a, err := s.updatePlan(audit.Own(ctx), p.Account.ID, audit.Track(ctx, func(a *storage.Account) error {
 		a.Plan = plan.Name
 		a.UpdatedAt = s.now()
 		return nil

@@ -165,7 +165,9 @@ func (s *Service) Create(ctx context.Context, a storage.Account, in Input) (stor
 	}
 	full := KeyPrefix + secrets.Random(32)
 	k.Hash, k.Prefix, k.Last4 = secrets.Hash(full), full[:len(KeyPrefix)+4], full[len(full)-4:]
-	if err := s.store.CreateAPIKey(ctx, k); err != nil {
+	// The key's creation carries its audit entry (the hash redacted).
+	audit.Created(ctx, k)
+	if err := s.store.CreateAPIKey(audit.Own(ctx), k); err != nil {
 		return storage.APIKey{}, "", fmt.Errorf("apikeys: create: %w", err)
 	}
 	return k, full, nil
@@ -191,17 +193,18 @@ func (s *Service) Update(ctx context.Context, accountID, id string, in Input) (s
 		return storage.APIKey{}, err
 	}
 	k.UpdatedAt = storage.Truncate(s.now())
-	out, err := s.store.UpdateAPIKey(ctx, k)
+	// The record as written goes to the entry, which the update's write carries.
+	audit.Changed(ctx, before, k)
+	out, err := s.store.UpdateAPIKey(audit.Own(ctx), k)
 	if err != nil {
 		return storage.APIKey{}, keyErr(err)
 	}
-	audit.Changed(ctx, before, out)
 	return out, nil
 }
 
 // Revoke deletes the account's key; every node refuses it from the next request on.
 func (s *Service) Revoke(ctx context.Context, accountID, id string) error {
-	return keyErr(s.store.DeleteAPIKey(ctx, accountID, id))
+	return keyErr(s.store.DeleteAPIKey(audit.Own(ctx), accountID, id))
 }
 
 func keyErr(err error) error {

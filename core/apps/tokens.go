@@ -96,7 +96,8 @@ func (s *Service) UpdateToken(ctx context.Context, o Owner, appID, id string, in
 	if _, err := s.app(ctx, o, appID); err != nil {
 		return storage.Token{}, err
 	}
-	t, err := s.store.UpdateToken(ctx, appID, id, audit.Track(ctx, func(t *storage.Token) error {
+	// A token's edit has no event: audit.Own has its write carry its audit entry.
+	t, err := s.store.UpdateToken(audit.Own(ctx), appID, id, audit.Track(ctx, func(t *storage.Token) error {
 		core.Set(&t.MaxUses, in.MaxUses)
 		core.Set(&t.Level, in.Level)
 		core.Set(&t.Note, in.Note)

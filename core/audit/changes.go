@@ -181,6 +181,11 @@ func member(f reflect.StructField) (name string, secret, skip bool) {
 		return "", false, true
 	}
 	name, opts, _ := strings.Cut(tag, ",")
+	if tag == "secret" {
+		// `audit:"secret"` reads as a name but is always meant as the option (it was
+		// written so on store connections and orders, whose secrets then went in clear).
+		name, opts = "", "secret"
+	}
 	if name == "" {
 		name = lowerCamel(f.Name)
 	}

@@ -2,6 +2,7 @@ package audit_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -76,9 +77,30 @@ func TestTrackHandsOverTheLastRun(t *testing.T) {
 // without a tag fails here before it can reach an entry.
 func TestSecretFieldsAreTagged(t *testing.T) {
 	for _, rec := range []any{storage.Account{}, storage.App{}, storage.AppUser{}, storage.License{}, storage.Token{},
-		storage.Variable{}, storage.Rule{}, storage.File{}, storage.Integration{}, storage.APIKey{}, storage.WSHook{}} {
+		storage.Variable{}, storage.Rule{}, storage.File{}, storage.Integration{}, storage.APIKey{}, storage.WSHook{},
+		storage.StoreConnection{}, storage.StoreProduct{}, storage.Order{}, storage.Delivery{}} {
 		for _, f := range audit.SecretLookingFields(rec) {
 			t.Errorf("%T.%s looks secret but is not tagged audit:\",secret\" or audit:\"-\"", rec, f)
 		}
+	}
+}
+
+// TestSecretTagAloneRedacts: `audit:"secret"` (no comma) is the option, not a member name:
+// store connections carried it, and their signing secret went in clear into entries.
+func TestSecretTagAloneRedacts(t *testing.T) {
+	type rec struct {
+		Secret string `audit:"secret"`
+		Name   string
+	}
+	_, after, err := audit.Diff(nil, rec{Secret: "whsec_clear", Name: "shop"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(after, "whsec_clear") || !strings.Contains(after, `"secret":"[redacted]"`) {
+		t.Fatalf("after: %s", after)
+	}
+	conn := storage.StoreConnection{Secret: "whsec_clear", ReceiverID: "rcv_clear"}
+	if _, after, err := audit.Diff(nil, conn); err != nil || strings.Contains(after, "_clear") {
+		t.Fatalf("a store connection's creation: %s %v", after, err)
 	}
 }

@@ -23,13 +23,36 @@
 //     absence confirms it), and it is appended after; storage.AuditRecoverer appends what
 //     a node stopped between the two left staged (the writer runs it at start and every
 //     30 s). This covers the updates, deletions and creations made through events.Change,
-//     and the bulk routes whose records go in one write (a license import).
-//   - After the change (Record), before the answer leaves: the bulk routes that change
-//     each record in a write of its own (users bulk and import, licenses add-time: one
-//     entry for every record, written after them all), dashboard socket actions, and
-//     changes made with no events.Change of their own (no write to ride). A SIGKILL
-//     between such a change and its entry loses the entry of a change that was never
-//     acknowledged. keyward_audit_entries_total{written} counts both paths by route.
+//     the bulk routes whose records go in one write (a license import), and the changes
+//     that publish no event, whose services mark their own store call with Own (an
+//     outbox with no events): API keys, passkeys, the account's settings (password, API
+//     key, two-factor, plan, an administrator's change), a sign-out's revocation, an
+//     email change's confirmation token, store connections and product mappings, token
+//     edits, an integration's new signing secret. Socket hooks and file uploads ride their events.Change (a hook's change
+//     stores app.hooks_change with it). On MongoDB a partial update carries the marker
+//     through updateAudited, a creation through insertOwned, a deletion through deleteOne.
+//   - After the change (Record), before the answer leaves, where no single write can
+//     carry the entry (listed below). A SIGKILL between such a change and its entry
+//     loses the entry of a change that was never acknowledged.
+//     keyward_audit_entries_total{written} counts both paths by route (a dashboard
+//     socket's entries as WS /api/apps/:appId/ws/connect).
+//
+// What is still written after the change, and why:
+//
+//   - the bulk routes that change each record in a write of its own (users bulk and
+//     import, licenses add-time: one entry for every record, written after them all);
+//   - the deletion of an app's logs (DELETE .../logs: many documents at once, no one
+//     document on MongoDB to confirm the entry);
+//   - a webhook's redelivery and test (a delivery's queue and history records, which
+//     MongoDB moves between two collections, not one document);
+//   - actions that store nothing, where after the action is the honest choice:
+//     deliveries to live sockets (REST broadcast, chat, push, command, kick,
+//     force-logout, and the same sent over a dashboard socket), a license check
+//     (licenses/verify), a signed license file, an email change asked for an address
+//     that is taken (only a mail goes);
+//   - a ban sent over a dashboard socket: its write (the banned flag, with user.ban) is
+//     made in the socket's actor job, which the edge's context does not reach (the REST
+//     ban writes its entry with the change).
 //
 // Record's concurrent entries share one write (a group commit: one goroutine takes every
 // entry queued while the last write ran, up to BatchSize, without a timer). Close writes

@@ -93,13 +93,28 @@ func (s *Service) RequestReset(ctx context.Context, call Call, licenseKey, newHW
 	if err := s.r.Tokens.PutToken(ctx, resetKey(token), string(b), ResetTTL); err != nil {
 		return fmt.Errorf("store reset token: %w", err)
 	}
+	// The request's event goes with it (events.Change). The request is the token, kept by
+	// the cluster engine, whose write carries no event outbox: Commit appends the event in
+	// a write of its own, and only then is the link mailed (the token is usable only
+	// through the mail). An append refused withdraws the token: the request is answered
+	// an error and nothing is mailed, so no acknowledged request lacks its event.
+	_, ch := events.Begin(ctx, s.d.Bus)
+	ch.Add(events.Event{Name: events.UserResetRequested, AppID: u.AppID, Username: u.Username, IP: call.Caller.IP,
+		Country: call.Country, Message: "HWID/IP reset requested; confirmation mailed", Data: map[string]any{"userId": u.ID}})
+	if err := ch.Commit(ctx); err != nil {
+		tctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		if _, _, terr := s.r.Tokens.TakeToken(tctx, resetKey(token)); terr != nil {
+			s.d.Log.Warn("client: reset: cannot withdraw the token of a request whose event was not stored; it expires unmailed", "user", u.ID, "err", terr)
+		}
+		return err
+	}
 	link := strings.TrimRight(s.r.PublicURL, "/") + "/api/client/confirm-reset/" + token
 	s.r.Mailer.Enqueue(mail.Message{To: u.Email, Subject: "Confirm your device reset for " + call.Snap.App.Name,
 		Text: fmt.Sprintf("Someone asked to reset the device (HWID) and IP address bound to your account %q of %s.\n\n"+
 			"To confirm, open this link within an hour (it works once):\n\n%s\n\ntoken: %s\n\nIf it was not you, ignore this mail.\n",
 			u.Username, call.Snap.App.Name, link, token)})
-	return s.publish(ctx, events.Event{Name: events.UserResetRequested, AppID: u.AppID, Username: u.Username, IP: call.Caller.IP,
-		Country: call.Country, Message: "HWID/IP reset requested; confirmation mailed", Data: map[string]any{"userId": u.ID}})
+	return nil
 }
 
 // ErrResetLink answers an unknown, used or expired reset link.

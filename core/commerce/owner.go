@@ -13,6 +13,7 @@ import (
 
 	"github.com/keyward/keyward/core"
 	"github.com/keyward/keyward/core/apps"
+	"github.com/keyward/keyward/core/audit"
 	"github.com/keyward/keyward/core/secrets"
 	"github.com/keyward/keyward/storage"
 )
@@ -108,7 +109,9 @@ func (w *Owner) CreateConnection(ctx context.Context, o apps.Owner, appID string
 	c := storage.StoreConnection{ID: uuid.NewString(), AppID: appID, Provider: string(p), Name: string(p),
 		ReceiverID: secrets.Random(24), RefundAction: RefundBan, Enabled: true, CreatedAt: now, UpdatedAt: now}
 	apply(&c, in)
-	if err := w.s.d.Store.CreateStoreConnection(ctx, c); err != nil {
+	// The creation's write carries its audit entry (secrets redacted): audit.Own.
+	audit.Created(ctx, c)
+	if err := w.s.d.Store.CreateStoreConnection(audit.Own(ctx), c); err != nil {
 		return c, fmt.Errorf("commerce: create connection: %w", err)
 	}
 	return c, nil
@@ -158,11 +161,11 @@ func (w *Owner) UpdateConnection(ctx context.Context, o apps.Owner, appID, id st
 	if err := in.validate(); err != nil {
 		return storage.StoreConnection{}, err
 	}
-	c, err := w.s.d.Store.UpdateStoreConnection(ctx, appID, id, func(c *storage.StoreConnection) error {
+	c, err := w.s.d.Store.UpdateStoreConnection(audit.Own(ctx), appID, id, audit.Track(ctx, func(c *storage.StoreConnection) error {
 		apply(c, in)
 		c.UpdatedAt = w.s.now()
 		return nil
-	})
+	}))
 	return c, notFound(err, "store connection")
 }
 
@@ -171,7 +174,7 @@ func (w *Owner) DeleteConnection(ctx context.Context, o apps.Owner, appID, id st
 	if _, err := w.access.GetApp(ctx, o, appID); err != nil {
 		return err
 	}
-	return notFound(w.s.d.Store.DeleteStoreConnection(ctx, appID, id), "store connection")
+	return notFound(w.s.d.Store.DeleteStoreConnection(audit.Own(ctx), appID, id), "store connection")
 }
 
 // ProductInput maps a store product to a license template.
@@ -231,7 +234,7 @@ func (w *Owner) PutProduct(ctx context.Context, o apps.Owner, appID, connectionI
 	core.Set(&p.MaxUses, in.MaxUses)
 	core.Set(&p.DeviceLimit, in.DeviceLimit)
 	core.Set(&p.MaxSeats, in.MaxSeats)
-	out, err := w.s.d.Store.PutStoreProduct(ctx, p)
+	out, err := w.s.d.Store.PutStoreProduct(audit.Own(ctx), p)
 	return out, notFound(err, "store connection")
 }
 
@@ -248,7 +251,7 @@ func (w *Owner) DeleteProduct(ctx context.Context, o apps.Owner, appID, id strin
 	if _, err := w.access.GetApp(ctx, o, appID); err != nil {
 		return err
 	}
-	return notFound(w.s.d.Store.DeleteStoreProduct(ctx, appID, id), "product mapping")
+	return notFound(w.s.d.Store.DeleteStoreProduct(audit.Own(ctx), appID, id), "product mapping")
 }
 
 // Orders lists the app's orders, newest first.

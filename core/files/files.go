@@ -116,6 +116,7 @@ func (s *Service) Commit(ctx context.Context, st Staged, name, version, contentT
 		ContentType: contentType, CreatedAt: now, UpdatedAt: now}
 	octx, ch := events.Begin(ctx, s.bus)
 	ch.Add(fileEvent(st.appID, events.FileUpload, f))
+	audit.Created(ctx, f) // its audit entry goes with the write, as its event
 	if err := s.store.CreateFile(octx, f); err != nil {
 		return storage.File{}, fmt.Errorf("files: record: %w", err)
 	}

@@ -285,7 +285,8 @@ func (s *Service) RegenerateSecret(ctx context.Context, o apps.Owner, appID, id 
 		return "", core.Invalid("type", "only CUSTOM integrations have a signing secret")
 	}
 	secret := newSecret()
-	_, err = s.store.UpdateIntegration(ctx, appID, id, audit.Track(ctx, func(i *storage.Integration) error {
+	// No event: audit.Own has the write carry its audit entry (the secret redacted).
+	_, err = s.store.UpdateIntegration(audit.Own(ctx), appID, id, audit.Track(ctx, func(i *storage.Integration) error {
 		i.Secret, i.UpdatedAt = secret, storage.Truncate(s.now())
 		return nil
 	}))

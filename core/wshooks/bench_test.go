@@ -45,7 +45,7 @@ func BenchmarkClientMessageThroughAppActor(b *testing.B) {
 	p := benchPipeline(b)
 	dir := app.NewApps(func(context.Context, string) (*hooks.Pipeline, error) { return p, nil }, app.AppsConfig{Log: log})
 	b.Cleanup(dir.Close)
-	svc := wshooks.New(nil, anyOwner{}, dir.Plan, dir.Invalidate, nil, log)
+	svc := wshooks.New(nil, anyOwner{}, dir.Plan, invalidates(dir.Invalidate), nil, log)
 	for _, tc := range []struct {
 		name  string
 		room  string

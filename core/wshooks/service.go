@@ -13,6 +13,7 @@ import (
 	"github.com/keyward/keyward/core"
 	"github.com/keyward/keyward/core/apps"
 	"github.com/keyward/keyward/core/audit"
+	"github.com/keyward/keyward/core/events"
 	"github.com/keyward/keyward/core/realtime"
 	"github.com/keyward/keyward/hooks"
 	"github.com/keyward/keyward/storage"
@@ -39,29 +40,32 @@ type Service struct {
 	store Store
 	apps  Apps
 	plan  PlanOf
-	// changed announces that an app's hooks changed: the app's actor reloads them, on this
-	// node and on every other.
-	changed func(appID string)
-	now     func() time.Time
-	log     *slog.Logger
+	// pub stores the app.hooks_change event of a hook's change with the change
+	// (events.Change): the app's actor reloads the hooks, on this node when it is stored
+	// and on every other from the event log.
+	pub events.Publisher
+	now func() time.Time
+	log *slog.Logger
 }
 
 // New builds the service.
-func New(store Store, a Apps, plan PlanOf, changed func(appID string), now func() time.Time, log *slog.Logger) *Service {
+func New(store Store, a Apps, plan PlanOf, pub events.Publisher, now func() time.Time, log *slog.Logger) *Service {
 	if now == nil {
 		now = time.Now
 	}
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Service{store: store, apps: a, plan: plan, changed: changed, now: now, log: log}
+	return &Service{store: store, apps: a, plan: plan, pub: pub, now: now, log: log}
 }
 
-// announce tells the app's actors that its hooks changed.
-func (s *Service) announce(appID string) {
-	if s.changed != nil {
-		s.changed(appID)
-	}
+// change begins a hook's change of the app: the context is for the change's own store
+// call, which stores the app.hooks_change event (and the request's audit entry) with the
+// change; Commit, once the call succeeded, announces it (its error is the change's).
+func (s *Service) change(ctx context.Context, appID string) (context.Context, *events.Change) {
+	octx, ch := events.Begin(ctx, s.pub)
+	ch.Add(events.Event{Name: events.AppHooksChange, AppID: appID, Message: "WebSocket hooks changed"})
+	return audit.Own(octx), ch
 }
 
 // Hook is a stored hook with its conditions and actions decoded.
@@ -170,10 +174,14 @@ func (s *Service) Create(ctx context.Context, o apps.Owner, appID string, in Cre
 	if err := encode(h, &rec); err != nil {
 		return Hook{}, err
 	}
-	if err := s.store.CreateWSHook(ctx, rec); err != nil {
+	octx, ch := s.change(ctx, appID)
+	audit.Created(ctx, rec)
+	if err := s.store.CreateWSHook(octx, rec); err != nil {
 		return Hook{}, err
 	}
-	s.announce(appID)
+	if err := ch.Commit(ctx); err != nil {
+		return Hook{}, err
+	}
 	return decode(rec)
 }
 
@@ -193,7 +201,8 @@ func (s *Service) Update(ctx context.Context, o apps.Owner, appID, hookID string
 	if _, err := s.apps.WebSocketApp(ctx, o, appID); err != nil {
 		return Hook{}, err
 	}
-	rec, err := s.store.UpdateWSHook(ctx, appID, hookID, audit.Track(ctx, func(r *storage.WSHook) error {
+	octx, ch := s.change(ctx, appID)
+	rec, err := s.store.UpdateWSHook(octx, appID, hookID, audit.Track(ctx, func(r *storage.WSHook) error {
 		cur, err := decode(*r)
 		if err != nil {
 			return err
@@ -219,7 +228,9 @@ func (s *Service) Update(ctx context.Context, o apps.Owner, appID, hookID string
 	if err != nil {
 		return Hook{}, err
 	}
-	s.announce(appID)
+	if err := ch.Commit(ctx); err != nil {
+		return Hook{}, err
+	}
 	return decode(rec)
 }
 
@@ -228,15 +239,15 @@ func (s *Service) Delete(ctx context.Context, o apps.Owner, appID, hookID string
 	if _, err := s.apps.WebSocketApp(ctx, o, appID); err != nil {
 		return err
 	}
-	err := s.store.DeleteWSHook(ctx, appID, hookID)
+	octx, ch := s.change(ctx, appID)
+	err := s.store.DeleteWSHook(octx, appID, hookID)
 	if errors.Is(err, storage.ErrNotFound) {
 		return errHookNotFound
 	}
 	if err != nil {
 		return err
 	}
-	s.announce(appID)
-	return nil
+	return ch.Commit(ctx)
 }
 
 var _ realtime.Planner = (*Service)(nil)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/keyward/keyward/actors/app"
 	"github.com/keyward/keyward/core/apps"
+	"github.com/keyward/keyward/core/events"
 	"github.com/keyward/keyward/core/realtime"
 	"github.com/keyward/keyward/core/wshooks"
 	"github.com/keyward/keyward/hooks"
@@ -23,6 +24,18 @@ type anyOwner struct{}
 
 func (anyOwner) WebSocketApp(context.Context, apps.Owner, string) (storage.App, error) {
 	return storage.App{}, nil
+}
+
+// invalidates stands for the event log in these tests: a stored event of an app (the
+// app.hooks_change a hook's change stores with it) reloads the app's actor, as the
+// server's hook on the log does.
+type invalidates func(appID string)
+
+func (f invalidates) Publish(_ context.Context, es ...events.Event) error {
+	for _, e := range es {
+		f(e.AppID)
+	}
+	return nil
 }
 
 // TestHooksLiveInTheAppActor: the compiled hooks are the AppActor's (loaded with its
@@ -50,7 +63,7 @@ func TestHooksLiveInTheAppActor(t *testing.T) {
 	svc := wshooks.New(st, anyOwner{}, func(ctx context.Context, appID string, m hooks.Message) ([]hooks.Step, error) {
 		asked.Add(1)
 		return dir.Plan(ctx, appID, m)
-	}, dir.Invalidate, nil, log)
+	}, invalidates(dir.Invalidate), nil, log)
 
 	plan := func() []realtime.HookAction {
 		t.Helper()

@@ -6,7 +6,6 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
-	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
 	"github.com/keyward/keyward/storage"
 )
@@ -101,8 +100,10 @@ func (s *Store) UpdateAPIKey(ctx context.Context, k storage.APIKey) (storage.API
 		update[0].Value = set
 	}
 	var d apiKeyDoc
-	err := s.apiKeys.FindOneAndUpdate(ctx, byAccount(k.AccountID, k.ID), update,
-		options.FindOneAndUpdate().SetReturnDocument(options.After)).Decode(&d)
+	raw, err := s.updateAudited(ctx, s.apiKeys, byAccount(k.AccountID, k.ID), update)
+	if err == nil {
+		err = bson.Unmarshal(raw, &d)
+	}
 	if err != nil {
 		return storage.APIKey{}, wrap("update API key", err)
 	}

@@ -286,3 +286,63 @@ func markerOf(raw bson.Raw) string {
 	m, _ := raw.Lookup(auditMarker).StringValueOK()
 	return m
 }
+
+// updateAudited applies update (a $set and others) to the one document of coll filter
+// matches and answers it as written; mongo.ErrNoDocuments when none matches. It is for
+// the changes written as a partial update rather than through updateDoc's replace (an
+// API key's edit, a passkey's rename): their audit entry (storage.AuditOutbox, in the
+// change's own store call) is staged first and confirmed by the same single-document
+// write, which sets the marker. The marker the document carried is settled first, and
+// the write is made only while the document still carries it (else it is tried again),
+// so no other change's confirmation is overwritten.
+func (s *Store) updateAudited(ctx context.Context, coll *mongo.Collection, filter, update bson.D) (bson.Raw, error) {
+	after := options.FindOneAndUpdate().SetReturnDocument(options.After)
+	if storage.EventOutboxFrom(ctx) == nil || storage.AuditOutboxFrom(ctx) == nil {
+		return coll.FindOneAndUpdate(ctx, filter, update, after).Raw()
+	}
+	for attempt := 0; ; attempt++ {
+		raw, err := coll.FindOne(ctx, filter, options.FindOne().SetProjection(bson.D{{Key: "_id", Value: 1}, {Key: auditMarker, Value: 1}})).Raw()
+		if err != nil {
+			return nil, err
+		}
+		id, _ := raw.Lookup("_id").StringValueOK()
+		prior := markerOf(raw)
+		intent, err := s.stageAudit(ctx, coll, id, prior)
+		if err != nil {
+			return nil, err
+		}
+		if intent == nil { // nothing to stage: the edge writes the entry after
+			return coll.FindOneAndUpdate(ctx, filter, update, after).Raw()
+		}
+		unchanged := bson.E{Key: auditMarker, Value: bson.D{{Key: "$exists", Value: false}}}
+		if prior != "" {
+			unchanged = bson.E{Key: auditMarker, Value: prior}
+		}
+		doc, err := coll.FindOneAndUpdate(ctx, append(append(bson.D{}, filter...), unchanged), setMarker(update, intent.e.ID), after).Raw()
+		if errors.Is(err, mongo.ErrNoDocuments) { // changed or gone since read: again
+			intent.abandon(ctx, s)
+			if err := backoff(ctx, attempt); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		if err != nil {
+			return nil, err // it may be made: RecoverAudit decides by the document
+		}
+		intent.settle(ctx, s)
+		return doc, nil
+	}
+}
+
+// setMarker answers update with the marker set to id by its $set (added when it has none).
+func setMarker(update bson.D, id string) bson.D {
+	out := append(bson.D{}, update...)
+	for i := range out {
+		if out[i].Key == "$set" {
+			set, _ := out[i].Value.(bson.D)
+			out[i].Value = append(append(bson.D{}, set...), bson.E{Key: auditMarker, Value: id})
+			return out
+		}
+	}
+	return append(out, bson.E{Key: "$set", Value: bson.D{{Key: auditMarker, Value: id}}})
+}

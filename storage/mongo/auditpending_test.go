@@ -129,3 +129,66 @@ func TestStagedAuditEntrySurvivesACrash(t *testing.T) {
 	recovered(1)
 	chain(first, second, next.e.ID, third)
 }
+
+// TestPartialUpdateKeepsAndSettlesConfirmations: the partial updates that carry an entry
+// (updateAudited: an API key's edit, a passkey's rename) treat a confirmation left by a
+// crash as updateDoc does: an unaudited $set (a key's use) keeps it for RecoverAudit, and
+// an audited one appends it before its own, so the chain has both, once.
+func TestPartialUpdateKeepsAndSettlesConfirmations(t *testing.T) {
+	s := openFresh(t, testenv.MongoURI(t))
+	ctx := t.Context()
+	const acc = "acc"
+	if err := s.CreateAccount(ctx, storage.Account{ID: acc, Username: "owner", Email: "owner@example.com", Plan: "free", Role: "user"}); err != nil {
+		t.Fatal(err)
+	}
+	key := storage.APIKey{ID: "k1", AccountID: acc, Name: "shop", Hash: "h1", CreatedAt: storage.Now(), UpdatedAt: storage.Now()}
+	if err := s.CreateAPIKey(ctx, key); err != nil {
+		t.Fatal(err)
+	}
+	crashAfterWrite := func() string {
+		t.Helper()
+		sctx, d := draftCtx(ctx, acc, "k1")
+		if intent, err := s.stageAudit(sctx, s.apiKeys, "k1", ""); err != nil || intent == nil {
+			t.Fatalf("stageAudit: %v, %v", intent, err)
+		}
+		if _, err := s.apiKeys.UpdateOne(ctx, bson.D{{Key: "_id", Value: "k1"}},
+			bson.D{{Key: "$set", Value: bson.D{{Key: "name", Value: "crashed"}, {Key: auditMarker, Value: d.e.ID}}}}); err != nil {
+			t.Fatal(err)
+		}
+		return d.e.ID
+	}
+	chainIDs := func() []string {
+		t.Helper()
+		list, err := s.AuditChain(ctx, acc, 0, 100)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ids []string
+		for _, e := range list {
+			ids = append(ids, e.ID)
+		}
+		return ids
+	}
+
+	first := crashAfterWrite()
+	if err := s.TouchAPIKey(ctx, "k1", storage.Now(), "203.0.113.9"); err != nil { // unaudited
+		t.Fatal(err)
+	}
+	if n, err := s.RecoverAudit(ctx, 0); err != nil || n != 1 {
+		t.Fatalf("RecoverAudit after an unaudited use = %d, %v; want 1 (the confirmation kept)", n, err)
+	}
+
+	second := crashAfterWrite()
+	uctx, edit := draftCtx(ctx, acc, "k1")
+	k := key
+	k.Name = "edited"
+	if out, err := s.UpdateAPIKey(uctx, k); err != nil || out.Name != "edited" || !edit.stored {
+		t.Fatalf("audited edit: %+v, %v, stored %v", out, err, edit.stored)
+	}
+	if n, err := s.RecoverAudit(ctx, 0); err != nil || n != 0 {
+		t.Fatalf("RecoverAudit after the audited edit = %d, %v; want 0", n, err)
+	}
+	if got, want := chainIDs(), []string{first, second, edit.e.ID}; len(got) != 3 || got[0] != want[0] || got[1] != want[1] || got[2] != want[2] {
+		t.Fatalf("chain %v, want %v", got, want)
+	}
+}

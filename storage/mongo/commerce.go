@@ -178,12 +178,9 @@ func (s *Store) UpdateStoreConnection(ctx context.Context, appID, id string, fn 
 }
 
 func (s *Store) DeleteStoreConnection(ctx context.Context, appID, id string) error {
-	res, err := s.storeConnections().DeleteOne(ctx, byApp(appID, id))
-	if err != nil {
-		return wrap("delete store connection", err)
-	}
-	if res.DeletedCount == 0 {
-		return wrap("delete store connection", mongo.ErrNoDocuments)
+	// deleteOne: its audit entry is staged and confirmed by the deletion.
+	if err := deleteOne(ctx, s, s.storeConnections(), "delete store connection", byApp(appID, id)); err != nil {
+		return err
 	}
 	if _, err := s.storeProducts().DeleteMany(ctx, bson.D{{Key: "appId", Value: appID}, {Key: "k1", Value: id}}); err != nil {
 		return wrap("delete store connection: products", err)
@@ -232,14 +229,7 @@ func (s *Store) ListStoreProducts(ctx context.Context, appID, connectionID strin
 }
 
 func (s *Store) DeleteStoreProduct(ctx context.Context, appID, id string) error {
-	res, err := s.storeProducts().DeleteOne(ctx, byApp(appID, id))
-	if err != nil {
-		return wrap("delete store product", err)
-	}
-	if res.DeletedCount == 0 {
-		return wrap("delete store product", mongo.ErrNoDocuments)
-	}
-	return nil
+	return deleteOne(ctx, s, s.storeProducts(), "delete store product", byApp(appID, id))
 }
 
 func orderDoc(o storage.Order) (commerceDoc, error) {

@@ -40,10 +40,8 @@ func (d passkeyDoc) passkey() storage.Passkey {
 func (s *Store) CreatePasskey(ctx context.Context, p storage.Passkey) error {
 	d := passkeyDoc{ID: p.ID, AccountID: p.AccountID, Name: p.Name, CredentialID: credentialKey(p.CredentialID),
 		Credential: p.Credential, CreatedAt: storage.Truncate(p.CreatedAt), LastUsedAt: storage.Truncate(p.LastUsedAt)}
-	if _, err := s.passkeys.InsertOne(ctx, d); err != nil {
-		return wrap("create passkey", err)
-	}
-	return nil
+	// insertOwned: its audit entry (a passkey added) is staged and confirmed by the insert.
+	return s.insertOwned(ctx, "create passkey", s.passkeys, []any{d}, bson.D{{Key: "_id", Value: p.ID}}, nil)
 }
 
 // ListPasskeys implements storage.PasskeyStore.
@@ -85,27 +83,18 @@ func (s *Store) RenamePasskey(ctx context.Context, accountID, id, name string) e
 		bson.D{{Key: "name", Value: name}})
 }
 
+// setPasskey sets members of the passkey filter matches; an audited change's entry (a
+// rename) goes with the write (updateAudited).
 func (s *Store) setPasskey(ctx context.Context, op string, filter, set bson.D) error {
-	res, err := s.passkeys.UpdateOne(ctx, filter, bson.D{{Key: "$set", Value: set}})
-	if err != nil {
+	if _, err := s.updateAudited(ctx, s.passkeys, filter, bson.D{{Key: "$set", Value: set}}); err != nil {
 		return wrap(op, err)
-	}
-	if res.MatchedCount == 0 {
-		return wrap(op, mongo.ErrNoDocuments)
 	}
 	return nil
 }
 
 // DeletePasskey implements storage.PasskeyStore.
 func (s *Store) DeletePasskey(ctx context.Context, accountID, id string) error {
-	res, err := s.passkeys.DeleteOne(ctx, bson.D{{Key: "_id", Value: id}, {Key: "accountId", Value: accountID}})
-	if err != nil {
-		return wrap("delete passkey", err)
-	}
-	if res.DeletedCount == 0 {
-		return wrap("delete passkey", mongo.ErrNoDocuments)
-	}
-	return nil
+	return deleteOne(ctx, s, s.passkeys, "delete passkey", bson.D{{Key: "_id", Value: id}, {Key: "accountId", Value: accountID}})
 }
 
 // challengeDoc is a WebAuthn ceremony begun and not finished.

@@ -2,11 +2,14 @@ package mongo
 
 import (
 	"context"
+	"errors"
 	"strconv"
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
+
+	"github.com/keyward/keyward/storage"
 )
 
 // revocationDoc is one revocation of a token id until an expiry. Documents are only ever
@@ -24,8 +27,12 @@ type revocationDoc struct {
 func (s *Store) RevokeToken(ctx context.Context, id string, expiresAt time.Time) error {
 	expiresAt = expiresAt.UTC().Truncate(time.Millisecond)
 	d := revocationDoc{ID: id + "|" + strconv.FormatInt(expiresAt.UnixMilli(), 10), JTI: id, ExpiresAt: expiresAt}
-	if _, err := s.revocations.InsertOne(ctx, d); err != nil && !isDuplicateKey(err) {
-		return wrap("revoke token", err)
+	// insertOwned: a sign-out's audit entry is staged and confirmed by the insert. The
+	// same revocation twice is one document: the second is no change (its entry, if any,
+	// is written after by the edge).
+	err := s.insertOwned(ctx, "revoke token", s.revocations, []any{d}, bson.D{{Key: "_id", Value: d.ID}}, nil)
+	if err != nil && !errors.Is(err, storage.ErrConflict) {
+		return err
 	}
 	return nil
 }

@@ -219,15 +219,15 @@ ORDER BY created_at, id LIMIT ? OFFSET ?`, search, search, search, page.Limit, p
 
 // CreateAccountToken stores t. The foreign key refuses a token of an unknown account.
 func (s *Store) CreateAccountToken(ctx context.Context, t storage.AccountToken) error {
-	_, err := s.w.ExecContext(ctx, `INSERT INTO account_tokens (hash, account_id, purpose, expires_at, created_at)
+	// In a write transaction: an email change's audit entry (storage.AuditOutbox) goes with it.
+	return s.inWriteTx(ctx, "create account token", func(tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, `INSERT INTO account_tokens (hash, account_id, purpose, expires_at, created_at)
 VALUES (?, ?, ?, ?, ?)`, t.Hash, t.AccountID, t.Purpose, toMillis(t.ExpiresAt), toMillis(t.CreatedAt))
-	if isForeignKey(err) {
-		return wrap("create account token: account "+t.AccountID, sql.ErrNoRows)
-	}
-	if err != nil {
-		return wrap("create account token", err)
-	}
-	return nil
+		if isForeignKey(err) {
+			return wrap("create account token: account "+t.AccountID, sql.ErrNoRows)
+		}
+		return wrapIf("create account token", err)
+	})
 }
 
 // ConsumeAccountToken deletes and returns the token in one statement: SQLite runs it under

@@ -2,6 +2,7 @@ package sqlite
 
 import (
 	"context"
+	"database/sql"
 	"time"
 
 	"github.com/keyward/keyward/storage"
@@ -86,11 +87,17 @@ func (s *Store) UpdateAPIKey(ctx context.Context, k storage.APIKey) (storage.API
 	if err != nil {
 		return storage.APIKey{}, wrap("update API key", err)
 	}
-	out, err := scanAPIKey(s.w.QueryRowContext(ctx, `UPDATE api_keys SET name = ?, scopes = ?, apps = ?, expires_at = ?, updated_at = ?
+	// inWriteTx: an owner's edit carries its audit entry into the transaction.
+	var out storage.APIKey
+	err = s.inWriteTx(ctx, "update API key", func(tx *sql.Tx) error {
+		var err error
+		out, err = scanAPIKey(tx.QueryRowContext(ctx, `UPDATE api_keys SET name = ?, scopes = ?, apps = ?, expires_at = ?, updated_at = ?
 WHERE account_id = ? AND id = ? RETURNING `+apiKeyCols,
-		k.Name, scopes, apps, toMillis(k.ExpiresAt), toMillis(k.UpdatedAt), k.AccountID, k.ID))
+			k.Name, scopes, apps, toMillis(k.ExpiresAt), toMillis(k.UpdatedAt), k.AccountID, k.ID))
+		return wrapIf("update API key", err)
+	})
 	if err != nil {
-		return storage.APIKey{}, wrap("update API key", err)
+		return storage.APIKey{}, err
 	}
 	return out, nil
 }

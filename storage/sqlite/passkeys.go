@@ -18,15 +18,15 @@ func scanPasskey(r scanner) (storage.Passkey, error) {
 
 // CreatePasskey implements storage.PasskeyStore; the foreign key refuses an unknown account.
 func (s *Store) CreatePasskey(ctx context.Context, p storage.Passkey) error {
-	_, err := s.w.ExecContext(ctx, `INSERT INTO passkeys (`+passkeyCols+`) VALUES (?, ?, ?, ?, ?, ?, ?)`,
-		p.ID, p.AccountID, p.Name, p.CredentialID, p.Credential, toMillis(p.CreatedAt), toMillis(p.LastUsedAt))
-	if isForeignKey(err) {
-		return wrap("create passkey", errNoAccount)
-	}
-	if err != nil {
-		return wrap("create passkey", err)
-	}
-	return nil
+	// In a write transaction: the passkey's audit entry (storage.AuditOutbox) goes with it.
+	return s.inWriteTx(ctx, "create passkey", func(tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, `INSERT INTO passkeys (`+passkeyCols+`) VALUES (?, ?, ?, ?, ?, ?, ?)`,
+			p.ID, p.AccountID, p.Name, p.CredentialID, p.Credential, toMillis(p.CreatedAt), toMillis(p.LastUsedAt))
+		if isForeignKey(err) {
+			return wrap("create passkey", errNoAccount)
+		}
+		return wrapIf("create passkey", err)
+	})
 }
 
 // ListPasskeys implements storage.PasskeyStore.
@@ -70,20 +70,18 @@ func (s *Store) UsePasskey(ctx context.Context, id string, credential []byte, at
 
 // RenamePasskey implements storage.PasskeyStore.
 func (s *Store) RenamePasskey(ctx context.Context, accountID, id, name string) error {
-	res, err := s.w.ExecContext(ctx, `UPDATE passkeys SET name = ? WHERE account_id = ? AND id = ?`, name, accountID, id)
-	if err != nil {
-		return wrap("rename passkey", err)
-	}
-	return affectedOne(res, "rename passkey")
+	return s.inWriteTx(ctx, "rename passkey", func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `UPDATE passkeys SET name = ? WHERE account_id = ? AND id = ?`, name, accountID, id)
+		if err != nil {
+			return wrap("rename passkey", err)
+		}
+		return affectedOne(res, "rename passkey")
+	})
 }
 
 // DeletePasskey implements storage.PasskeyStore.
 func (s *Store) DeletePasskey(ctx context.Context, accountID, id string) error {
-	res, err := s.w.ExecContext(ctx, `DELETE FROM passkeys WHERE account_id = ? AND id = ?`, accountID, id)
-	if err != nil {
-		return wrap("delete passkey", err)
-	}
-	return affectedOne(res, "delete passkey")
+	return s.deleteOne(ctx, "delete passkey", `DELETE FROM passkeys WHERE account_id = ? AND id = ?`, accountID, id)
 }
 
 // SaveWebAuthnChallenge implements storage.PasskeyStore.

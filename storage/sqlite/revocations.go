@@ -2,17 +2,18 @@ package sqlite
 
 import (
 	"context"
+	"database/sql"
 	"time"
 )
 
 // RevokeToken implements storage.RevocationStore; an existing row keeps the later expiry.
 func (s *Store) RevokeToken(ctx context.Context, id string, expiresAt time.Time) error {
-	_, err := s.w.ExecContext(ctx, `INSERT INTO token_revocations (id, expires_at) VALUES (?, ?)
+	// In a write transaction: a sign-out's audit entry (storage.AuditOutbox) goes with it.
+	return s.inWriteTx(ctx, "revoke token", func(tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, `INSERT INTO token_revocations (id, expires_at) VALUES (?, ?)
 ON CONFLICT (id) DO UPDATE SET expires_at = max(expires_at, excluded.expires_at)`, id, expiresAt.UnixMilli())
-	if err != nil {
-		return wrap("revoke token", err)
-	}
-	return nil
+		return wrapIf("revoke token", err)
+	})
 }
 
 // IsTokenRevoked implements storage.RevocationStore.

@@ -18,6 +18,8 @@ import (
 var auditWithChangeTests = []subtest{
 	{"AuditWithTheChange", testAuditWithTheChange},
 	{"AuditWithTheChangeConcurrent", testAuditWithTheChangeConcurrent},
+	{"AuditWithTheChangeOwnerRecords", testAuditWithTheChangeOwnerRecords},
+	{"AuditWithTheChangePartialUpdatesConcurrent", testAuditWithTheChangePartialUpdatesConcurrent},
 }
 
 // noEvents is the change's event outbox with no events: it marks the change's own store
