@@ -24,12 +24,18 @@
 //     a node stopped between the two left staged (the writer runs it at start and every
 //     30 s). This covers the updates, deletions and creations made through events.Change,
 //     and the bulk routes whose records go in one write (a license import).
-//   - After the change (Record), before the answer leaves: the bulk routes that change
-//     each record in a write of its own (users bulk and import, licenses add-time: one
-//     entry for every record, written after them all), dashboard socket actions, and
-//     changes made with no events.Change of their own (no write to ride). A SIGKILL
-//     between such a change and its entry loses the entry of a change that was never
-//     acknowledged. keyward_audit_entries_total{written} counts both paths by route.
+//   - With the change, in parts (storage.AuditParts): the bulk routes that change each
+//     record in a write of its own (users bulk and import, licenses add-time). Each
+//     record's write stores its part of the request's one entry as above (SQLite: in its
+//     transaction; MongoDB: staged and confirmed by it); once the handler is done the edge
+//     has the parts merged into the entry (SettleParts: storage.AuditPartSettler), and
+//     what a stopped node left is merged by the engine's RecoverAudit (both engines),
+//     so a record changed before a crash never lacks its entry.
+//   - After the change (Record), before the answer leaves: dashboard socket actions, and
+//     changes made with no events.Change of their own (no write to ride; a bulk row whose
+//     write carries no part hands its change to this path too). A SIGKILL between such a
+//     change and its entry loses the entry of a change that was never acknowledged.
+//     keyward_audit_entries_total{written} counts both paths by route.
 //
 // Record's concurrent entries share one write (a group commit: one goroutine takes every
 // entry queued while the last write ran, up to BatchSize, without a timer). Close writes
