@@ -40,6 +40,16 @@ import (
 // a confirmed entry never loses its confirmation. One settler at a time per entry (a
 // claim, as updateDoc's), and AppendAudit skips an id already in the chain: an entry is
 // appended exactly once.
+//
+// The parts of a bulk request's entry (storage.AuditParts: users bulk and import,
+// licenses add-time, each record in a write of its own) are staged and confirmed the
+// same way, each by its record's write, but settle only together: SettleAuditParts (the
+// request, once its writes are done) or RecoverAudit (a stopped node's) merges the
+// confirmed parts of the group into one entry, appends it and deletes them (no
+// transaction joins the two; the append skips an entry already in the chain). A later
+// change of a record whose part is not settled yet does not wait for the request: it
+// vouches for the part (the document carried its id, so its write was made) before its
+// own write replaces the id.
 
 // auditMarker is the member of a changed document naming the staged audit entry of its
 // last audited change.
@@ -59,6 +69,10 @@ type pendingAuditDoc struct {
 	// (storage.AuditParts): its write confirms it as any entry's, but it is appended
 	// only merged with the group's other parts (settleGroup).
 	Group string `bson:"group,omitempty"`
+	// Vouched marks a part confirmed by its document although the document no longer
+	// carries its id: a later change of the document, which read the id there (so the
+	// part's write was made), sets it before its own write replaces the id.
+	Vouched bool `bson:"vouched,omitempty"`
 }
 
 // auditIntent is one change's staged entry, nil when the change has none to write.
@@ -199,9 +213,12 @@ func (s *Store) settlePending(ctx context.Context, id string, e *storage.AuditEn
 			return false, err
 		}
 		if p.Group != "" {
-			// A bulk entry's part is appended only with its group: the caller waits
-			// until the group is settled (by its request, or RecoverAudit).
-			return false, nil
+			// A bulk entry's part is appended only with its group, which may be going on
+			// for a while (10,000 keys): the caller does not wait for it. It read the
+			// part's id in the document, so the part's write was made: the part is
+			// vouched for before the caller's write replaces the id.
+			_, err := s.auditPending.UpdateOne(ctx, bson.D{{Key: "_id", Value: id}}, bson.D{{Key: "$set", Value: bson.D{{Key: "vouched", Value: true}}}})
+			return err == nil, err
 		}
 		entry := p.Entry.entry()
 		e = &entry
@@ -299,7 +316,22 @@ func (s *Store) confirmed(ctx context.Context, p pendingAuditDoc) (bool, error) 
 	if p.Deleted {
 		return marked == nil, nil
 	}
-	return marked != nil && markerOf(marked) == p.ID, nil
+	if p.Vouched || (marked != nil && markerOf(marked) == p.ID) {
+		return true, nil
+	}
+	if p.Group == "" {
+		return false, nil
+	}
+	// A later change may have vouched for the part and replaced its id since p was read:
+	// it vouches first, so reading the part again after the document tells.
+	var again pendingAuditDoc
+	if err := s.auditPending.FindOne(ctx, bson.D{{Key: "_id", Value: p.ID}}).Decode(&again); err != nil {
+		if errors.Is(err, mongo.ErrNoDocuments) {
+			return false, nil
+		}
+		return false, err
+	}
+	return again.Vouched, nil
 }
 
 // SettleAuditParts implements storage.AuditPartSettler: called by the request once its

@@ -17,6 +17,7 @@ import (
 var auditPartsTests = []subtest{
 	{"AuditPartsSettled", testAuditPartsSettled},
 	{"AuditPartsRecovered", testAuditPartsRecovered},
+	{"AuditPartThenChange", testAuditPartThenChange},
 }
 
 // partOutbox is one record's part of a bulk entry, as the HTTP edge's auditRow hands it.
@@ -151,5 +152,31 @@ func testAuditPartsRecovered(t *testing.T, s storage.Store) {
 	e := checkChain(t, s, acc.ID, 1, 1)[0]
 	if _, after := entryRecords(t, e); len(after) != 2 || after[ids[0]] == nil || after[ids[1]] == nil {
 		t.Fatalf("the recovered entry: %+v", e)
+	}
+}
+
+// testAuditPartThenChange: a record changed by a bulk request may be changed again, with
+// its own entry, before the request settles its parts (a long add-time): the change does
+// not wait for the request, and the part stays confirmed (MongoDB: the change replaces the
+// document's mark of the part, and vouches for the part first).
+func testAuditPartThenChange(t *testing.T, s storage.Store) {
+	settler := s.(storage.AuditPartSettler)
+	ctx := t.Context()
+	acc := storage.Account{ID: uniq("acc")}
+	app := mustCreateApp(t, s, minimalApp(acc.ID, uniq("app")))
+	ids := bulkUsers(t, s, app.ID, 1)
+	group := uuid.NewString()
+	changeInParts(t, s, acc.ID, app.ID, group, ids)
+	cctx, d := withDraft(ctx, acc.ID, app.ID, "users", ids[0])
+	if _, err := s.UpdateUser(cctx, app.ID, ids[0], func(u *storage.AppUser) error { u.Level = 3; return nil }); err != nil || !d.wasStored() {
+		t.Fatalf("a change of a record whose bulk part is not settled yet: %v (entry stored %v)", err, d.wasStored())
+	}
+	if settled, err := settler.SettleAuditParts(ctx, group); err != nil || !settled {
+		t.Fatalf("SettleAuditParts after a later change of its record = %v, %v; want true", settled, err)
+	}
+	recoverAudit(t, s)
+	chain := checkChain(t, s, acc.ID, 1, 2)
+	if _, after := entryRecords(t, chain[1]); chain[0].RecordID != ids[0] || after[ids[0]] == nil {
+		t.Fatalf("the change's entry then the bulk entry: %+v", chain)
 	}
 }
