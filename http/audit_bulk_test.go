@@ -1,8 +1,12 @@
 package httpapi_test
 
 import (
+	"fmt"
 	"net/http"
+	"os"
+	"strconv"
 	"testing"
+	"time"
 
 	ts "github.com/keyward/keyward/internal/testserver"
 )
@@ -83,6 +87,60 @@ func TestBulkAuditWrittenWithTheChange(t *testing.T) {
 					t.Fatalf("add-time entry's after: %v", after)
 				}
 			}
+		}
+	})
+}
+
+// TestBulkAuditCost logs what a users bulk request of KEYWARD_TEST_BULK_COST users (ban,
+// then unban, each a write of its own with its part of the entry) and a licenses add-time
+// on as many keys take on each engine pair: a figure, not a check (it asserts only that
+// every record was changed). Skipped unless the variable is set.
+func TestBulkAuditCost(t *testing.T) {
+	n, _ := strconv.Atoi(os.Getenv("KEYWARD_TEST_BULK_COST"))
+	if n < 1 {
+		t.Skip("set KEYWARD_TEST_BULK_COST to the number of records")
+	}
+	ts.Each(t, func(t *testing.T, e ts.Engines) {
+		s := ts.Start(t, e)
+		o := newOwner(t, s)
+		setPlan(t, s, o.Username, "business")
+		a := api{t, s, o.Token}
+		appID, _ := a.createApp("Bulk cost")
+		base := "/api/apps/" + appID
+		var ids []string
+		for len(ids) < n {
+			rows := make([]map[string]any, 0, 200)
+			for i := len(ids); i < n && len(rows) < 200; i++ {
+				rows = append(rows, map[string]any{"username": fmt.Sprintf("u%05d", i), "password": "pw-123456"})
+			}
+			r := a.do("POST", base+"/users/import", map[string]any{"users": rows})
+			expectOK(t, r, http.StatusOK)
+			for _, row := range r.Data()["results"].([]any) {
+				ids = append(ids, row.(map[string]any)["id"].(string))
+			}
+		}
+		for len(ids) > n {
+			ids = ids[:n]
+		}
+		for made := 0; made < n; made += 100 {
+			expectOK(t, a.do("POST", base+"/licenses", map[string]any{"count": min(100, n-made), "duration": 3600}), http.StatusCreated)
+		}
+		for _, req := range []struct {
+			path string
+			body map[string]any
+		}{
+			{base + "/users/bulk", map[string]any{"action": "ban", "ids": ids}},
+			{base + "/users/bulk", map[string]any{"action": "unban", "ids": ids}},
+			{base + "/licenses/add-time", map[string]any{"seconds": 60}},
+		} {
+			start := time.Now()
+			r := a.do("POST", req.path, req.body)
+			took := time.Since(start)
+			expectOK(t, r, http.StatusOK)
+			if r.Data()["succeeded"] != float64(n) {
+				t.Fatalf("%s: %s", req.path, r.Raw)
+			}
+			t.Logf("%s %v on %d records: %v (%.2f ms per record)", req.path, req.body["action"], n, took, float64(took.Microseconds())/1000/float64(n))
 		}
 	})
 }
