@@ -64,15 +64,16 @@ func (b *bulkAudit) partsStored() int {
 // the record's write. end is called with the row's outcome: a row whose write did not store
 // its part hands what it collected to the request's collector, which the edge writes after
 // the handler (an action whose write carries no part); a row that failed hands nothing.
-// Outside an audited bulk request it answers ctx.
+// Outside a bulk request whose parts are kept (bulkAudit), every row's changes go to the
+// request's collector when the row succeeds.
 func auditRow(ctx context.Context) (rctx context.Context, end func(error)) {
-	b, _ := ctx.Value(bulkAuditKey{}).(*bulkAudit)
-	if b == nil {
-		return ctx, func(error) {}
-	}
 	rctx, changes := audit.WithChanges(ctx)
-	p := &auditPart{bulk: b, changes: changes}
-	return storage.WithAuditOutbox(rctx, p), func(err error) {
+	var p *auditPart
+	if b, _ := ctx.Value(bulkAuditKey{}).(*bulkAudit); b != nil {
+		p = &auditPart{bulk: b, changes: changes}
+		rctx = storage.WithAuditOutbox(rctx, p)
+	}
+	return rctx, func(err error) {
 		if err != nil || p.wasStored() {
 			return
 		}
@@ -124,6 +125,9 @@ func (p *auditPart) AuditStored() {
 }
 
 func (p *auditPart) wasStored() bool {
+	if p == nil {
+		return false
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.stored
