@@ -136,6 +136,10 @@ func auditChangesWritten(rec auditRecorder, log *slog.Logger, written *prometheu
 	if clock, ok := rec.(interface{ Now() time.Time }); ok {
 		now = clock.Now
 	}
+	settler, _ := rec.(auditPartSettler)
+	if settler != nil && !settler.KeepsParts() {
+		settler = nil
+	}
 	return func(c *gin.Context) {
 		policy := auditOf(c.Request.Method, c.FullPath())
 		if !policy.Audited() {
@@ -144,11 +148,17 @@ func auditChangesWritten(rec auditRecorder, log *slog.Logger, written *prometheu
 		}
 		ctx, changes := audit.WithChanges(c.Request.Context())
 		var draft *auditDraft
+		var bulk *bulkAudit
 		// A bulk entry holds every record's change: written with the one write that
-		// changes them all (OneWrite), else after them all.
-		if !policy.Bulk || policy.OneWrite {
+		// changes them all (OneWrite), else made of the parts each record's write stores
+		// (auditRow), settled below.
+		switch {
+		case !policy.Bulk || policy.OneWrite:
 			draft = newAuditDraft(c, policy, changes, now)
 			ctx = storage.WithAuditOutbox(ctx, draft)
+		case settler != nil:
+			bulk = newBulkAudit(c, policy, now)
+			ctx = context.WithValue(ctx, bulkAuditKey{}, bulk)
 		}
 		c.Request = c.Request.WithContext(ctx)
 		held := &heldWriter{ResponseWriter: c.Writer}
@@ -159,6 +169,24 @@ func auditChangesWritten(rec auditRecorder, log *slog.Logger, written *prometheu
 		c.Next()
 		c.Writer = held.ResponseWriter
 		status := held.Status()
+		if bulk.partsStored() > 0 {
+			// Every record changed has its part stored with it: the entry they make is
+			// appended now, whatever the answer (a store lost midway answers 503 after
+			// some records were changed); if this fails, RecoverAudit appends it.
+			wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), auditWriteTimeout)
+			_, err := settler.SettleParts(wctx, bulk.group)
+			cancel()
+			if err != nil {
+				log.Warn("bulk audit entry left in parts, for the recovery to append", "err", err, "route", c.Request.Method+" "+c.FullPath(),
+					"requestId", c.GetString(ctxRequestID))
+			}
+			if len(changes.List()) == 0 {
+				written.WithLabelValues(c.Request.Method, c.FullPath(), "with_change").Inc()
+				held.release()
+				return
+			}
+			// Some rows' writes carried no part: their changes are written after, below.
+		}
 		if draft.wasStored() {
 			// The entry went with the change, in its transaction: the change is made
 			// and so is its entry, whatever the answer says.
@@ -207,8 +235,9 @@ func auditChangesWritten(rec auditRecorder, log *slog.Logger, written *prometheu
 // (storage.AuditOutbox): SQLite appends it in the change's own transaction, MongoDB
 // stages it before the change's write and confirms it by that write, so an acknowledged
 // change has its entry and a change not made has none. Otherwise (a change made without
-// events.Change, a creation that hands over no record, a bulk route of many writes)
-// auditChanges appends it after the handler, before the answer.
+// events.Change, a creation that hands over no record) auditChanges appends it after the
+// handler, before the answer. A bulk route of many writes has a bulkAudit instead, whose
+// rows store their parts of the entry (audit_bulk.go).
 type auditDraft struct {
 	base     storage.AuditEntry // who, from where, on which route and record
 	status   int                // the route's success status (its OpenAPI operation)

@@ -102,6 +102,8 @@ func (h *appHandlers) bulkUsers(c *gin.Context) {
 	}
 	out := bulkAnswer{Action: in.Action, Results: make([]bulkRowResult, 0, len(ids))}
 	for _, id := range ids {
+		// Each user's write stores its part of the request's audit entry (auditRow).
+		rctx, end := auditRow(ctx)
 		var err error
 		switch in.Action {
 		case bulkBan, bulkUnban:
@@ -110,16 +112,18 @@ func (h *appHandlers) bulkUsers(c *gin.Context) {
 			if banned {
 				upd.BanReason = &in.BanReason
 			}
-			_, err = h.svc.UpdateUser(ctx, o, appID, id, upd)
+			_, err = h.svc.UpdateUser(rctx, o, appID, id, upd)
 		case bulkExtend:
-			_, err = h.svc.ExtendUser(ctx, o, appID, id, in.Duration)
+			_, err = h.svc.ExtendUser(rctx, o, appID, id, in.Duration)
 		case bulkResetHWID:
-			_, _, err = h.svc.ResetHWID(ctx, o, appID, id)
+			_, _, err = h.svc.ResetHWID(rctx, o, appID, id)
 		case bulkDelete:
-			if err = h.svc.DeleteUser(ctx, o, appID, id); err == nil {
-				audit.Changed(ctx, goneRecord{ID: id}, goneRecord{ID: id, Deleted: true})
-			}
+			// Handed over before the deletion, whose write takes it (a failed one
+			// stores nothing, and end drops it).
+			audit.Changed(rctx, goneRecord{ID: id}, goneRecord{ID: id, Deleted: true})
+			err = h.svc.DeleteUser(rctx, o, appID, id)
 		}
+		end(err)
 		if isOutage(err) {
 			// The store is away: the rows not yet done would fail alike; the audit entry
 			// of what was done is still written with the answer.
@@ -219,7 +223,9 @@ func (h *appHandlers) addTimeLicenses(c *gin.Context) {
 			continue
 		}
 		d := l.Duration + *in.Seconds
-		_, err := h.svc.UpdateLicense(ctx, o, appID, l.ID, apps.UpdateLicenseInput{Duration: &d})
+		rctx, end := auditRow(ctx) // the key's write stores its part of the entry
+		_, err := h.svc.UpdateLicense(rctx, o, appID, l.ID, apps.UpdateLicenseInput{Duration: &d})
+		end(err)
 		if isOutage(err) {
 			fail(c, err)
 			return
@@ -265,13 +271,6 @@ func describeBulkChanges(e *storage.AuditEntry, list []audit.Change) error {
 // maxUserImport bounds the users one import request creates (each password is hashed).
 const maxUserImport = 200
 
-// madeRecord is what the audit entry of an import holds for each record made: nothing
-// before, its name (user) or key (license) after.
-type madeRecord struct {
-	ID   string
-	Name string
-}
-
 // userImportRow is one user of an import: the members of POST users.
 type userImportRow struct {
 	Username    string          `json:"username"`
@@ -312,8 +311,15 @@ func (h *appHandlers) importUsers(c *gin.Context) {
 	}
 	out := bulkAnswer{Action: "import", Results: make([]bulkRowResult, 0, len(in.Users))}
 	for _, r := range in.Users {
-		u, err := h.svc.CreateUser(ctx, o, appID, apps.CreateUserInput{Username: r.Username, Password: r.Password, Email: r.Email,
+		// The user's creation stores its part of the request's audit entry (auditRow:
+		// its id and username, audit.Made).
+		rctx, end := auditRow(ctx)
+		u, err := h.svc.CreateUser(rctx, o, appID, apps.CreateUserInput{Username: r.Username, Password: r.Password, Email: r.Email,
 			Level: r.Level, ExpiresAt: r.ExpiresAt, DeviceLimit: r.DeviceLimit, Metadata: r.Metadata})
+		if err == nil {
+			audit.Changed(rctx, audit.Made{ID: u.ID}, audit.Made{ID: u.ID, Name: u.Username})
+		}
+		end(err)
 		if isOutage(err) {
 			fail(c, err)
 			return
@@ -321,7 +327,6 @@ func (h *appHandlers) importUsers(c *gin.Context) {
 		id := r.Username
 		if err == nil {
 			id = u.ID
-			audit.Changed(ctx, madeRecord{ID: u.ID}, madeRecord{ID: u.ID, Name: u.Username})
 		}
 		out.add(id, err)
 	}

@@ -32,7 +32,7 @@ func bulkSections(h *handlerSet) []section {
 }
 
 // auditBulk audits a bulk command on records of one type: one entry, every record's
-// before and after keyed by its id.
+// before and after keyed by its id, stored in parts with each record's write (auditRow).
 func auditBulk(record string) Audit { return Audit{Action: AuditCommand, Record: record, Bulk: true} }
 
 // auditBulkOneWrite audits a bulk command whose records are all changed by one store call

@@ -61,7 +61,8 @@ type Audit struct {
 	Bulk bool
 	// OneWrite marks a bulk route whose records are changed by one store call: its entry
 	// is written with that call (storage.AuditOutbox). The other bulk routes change each
-	// record in a call of its own, and their one entry is written after them all.
+	// record in a call of its own (auditRow), which stores that record's part of the one
+	// entry (storage.AuditParts), merged once the handler is done (audit_bulk.go).
 	OneWrite bool
 }
 

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"time"
 )
 
@@ -108,8 +109,59 @@ type AuditStore interface {
 // older than any write in flight), and answers how many it appended. The audit writer
 // (core/audit) runs it at start and then periodically, sparing the entries staged less
 // than minAge ago (their own change is appending them). An engine that writes the entry
-// in the change's own transaction (SQLite) has nothing to recover and does not implement
-// it.
+// in the change's own transaction (SQLite) recovers only the parts of bulk entries
+// (AuditParts) that a stopped node left unsettled.
 type AuditRecoverer interface {
 	RecoverAudit(ctx context.Context, minAge time.Duration) (int, error)
+}
+
+// AuditPartSettler appends the one entry of a bulk request whose records were each
+// changed in a write of their own, each write storing its part (storage.AuditParts).
+// SettleAuditParts merges the stored parts of group whose changes were made
+// (MergeAuditParts), appends the entry at the end of its account's chain and removes the
+// parts, all at once (SQLite: one transaction) or so that a retry appends it once
+// (MongoDB); parts whose change was not made are dropped. It reports whether it appended
+// an entry (false: no part was stored). The HTTP edge calls it once the request's writes
+// are done, before the answer; RecoverAudit settles what a stopped node left.
+type AuditPartSettler interface {
+	SettleAuditParts(ctx context.Context, group string) (bool, error)
+}
+
+// MergeAuditParts answers the one entry the parts of a bulk request make: the first
+// part's entry (its id: a part settled again is appended once) with every part's before
+// and after merged (each a JSON object keyed by record id), at the time of the last part.
+// Parts are given in the order they were stored.
+func MergeAuditParts(parts []AuditEntry) (AuditEntry, error) {
+	e := parts[0]
+	before, after := map[string]json.RawMessage{}, map[string]json.RawMessage{}
+	for _, p := range parts {
+		for _, side := range []struct {
+			src string
+			dst map[string]json.RawMessage
+		}{{p.Before, before}, {p.After, after}} {
+			if side.src == "" {
+				continue
+			}
+			var m map[string]json.RawMessage
+			if err := json.Unmarshal([]byte(side.src), &m); err != nil {
+				return AuditEntry{}, fmt.Errorf("storage: audit part %s: %w", p.ID, err)
+			}
+			for k, v := range m {
+				side.dst[k] = v
+			}
+		}
+		if p.CreatedAt.After(e.CreatedAt) {
+			e.CreatedAt = p.CreatedAt
+		}
+	}
+	b, err := json.Marshal(before)
+	if err != nil {
+		return AuditEntry{}, err
+	}
+	a, err := json.Marshal(after)
+	if err != nil {
+		return AuditEntry{}, err
+	}
+	e.Before, e.After = string(b), string(a)
+	return e, nil
 }

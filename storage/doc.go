@@ -28,7 +28,10 @@
 //     Such a write also takes the context's AuditOutbox (the edge's audit draft) and
 //     appends its entry to the account's chain in the same transaction (SQLite), or
 //     stages it before the write, which carries its id, and appends it after (MongoDB;
-//     AuditRecoverer appends what a crash left staged). A bulk change tells
+//     AuditRecoverer appends what a crash left staged). An AuditParts outbox (one
+//     record's part of a bulk request's entry) is stored so too, outside the chain, until
+//     AuditPartSettler merges the request's parts into one entry (or, after a crash,
+//     RecoverAudit, which SQLite implements for parts only). A bulk change tells
 //     its count to a CountedOutbox in its transaction; a client round's sessions, last
 //     logins and sign-in events share one transaction (SaveClientRound) on SQLite.
 //

@@ -95,3 +95,16 @@ func AuditOutboxFrom(ctx context.Context) AuditOutbox {
 	o, _ := ctx.Value(auditOutboxKey{}).(AuditOutbox)
 	return o
 }
+
+// AuditParts is an AuditOutbox whose entries are parts of one entry (issue 21): a bulk
+// request that changes each record in a write of its own (users bulk and import, licenses
+// add-time) has one entry holding every changed record. Each record's write stores its
+// part with the change, as it would an entry (SQLite: in the change's transaction;
+// MongoDB: staged and confirmed by the write), but not in the chain: the parts of a group
+// are appended as one entry by AuditPartSettler.SettleAuditParts once the request is done,
+// or by the engine's RecoverAudit when its node stopped before (MergeAuditParts makes it).
+type AuditParts interface {
+	AuditOutbox
+	// AuditGroup names the entry the parts make (the request's).
+	AuditGroup() string
+}

@@ -91,8 +91,8 @@ func (r *webhookReceiver) counts() (distinct map[string]int, repeats int) {
 // receiver, SIGKILLs the node as soon as the last one is answered, and restarts it: every
 // acknowledged change has its log entry, exactly once, and its webhook delivery reaches
 // the receiver (repeats only of deliveries cut by the kill mid-send, which the receiver
-// drops by id), and every audited one (the owner's variable creations and updates, app updates) its audit
-// entry, exactly once, in a chain `keyward audit verify` finds whole. Both engine pairs;
+// drops by id), and every audited one (the owner's variable creations and updates, app updates,
+// and a few users bulk, users import and licenses add-time requests) its audit entry, exactly once, in a chain `keyward audit verify` finds whole. Both engine pairs;
 // on FerretDB (slow on this shared machine) 200 changes, or 4 ×
 // KEYWARD_TEST_SIGKILL_FERRET_EACH (250 for the issue's 1,000).
 // KEYWARD_TEST_SIGKILL_BINARY runs another build (the
@@ -112,6 +112,9 @@ func TestAcknowledgedChangesSurviveSIGKILL(t *testing.T) {
 			"KEYWARD_JWT_SECRET=" + strings.Repeat("e", 40), "KEYWARD_SECRETS_KEY=" + strings.Repeat("k", 40)})
 	})
 }
+
+// bulkChanges is how many users bulk and users import requests the SIGKILL mix ends with.
+const bulkChanges = 3
 
 // testChangesSurviveSIGKILL makes each changes of each of the four kinds.
 func testChangesSurviveSIGKILL(t *testing.T, each int, env []string) {
@@ -142,8 +145,9 @@ func testChangesSurviveSIGKILL(t *testing.T, each int, env []string) {
 	call(t, "POST", base+"/integrations", owner, map[string]any{"name": "Receiver", "type": "CUSTOM",
 		"webhookUrl": rc.url, "events": watched}).data(201)
 
+	userIDs := make([]string, each)
 	for i := range each {
-		call(t, "POST", base+"/users", owner, map[string]string{"username": fmt.Sprintf("user%d", i), "password": "User-Pass-12"}).data(201)
+		userIDs[i] = call(t, "POST", base+"/users", owner, map[string]string{"username": fmt.Sprintf("user%d", i), "password": "User-Pass-12"}).data(201)["id"].(string)
 	}
 	var keys []string
 	for len(keys) < each {
@@ -178,6 +182,19 @@ func testChangesSurviveSIGKILL(t *testing.T, each int, env []string) {
 					}
 				case 3:
 					err = ownerCall("PATCH", base, owner, map[string]string{"description": fmt.Sprintf("d-%d", k)})
+					// Near the end, the bulk routes whose records are each changed in a
+					// write of their own (their entry stored in parts with the writes).
+					if err == nil && k >= each-bulkChanges {
+						err = ownerCall("POST", base+"/users/bulk", owner, map[string]any{"action": "extend", "duration": 3600,
+							"ids": []string{userIDs[k], userIDs[each-1-k]}})
+					}
+					if err == nil && k >= each-bulkChanges {
+						err = ownerCall("POST", base+"/users/import", owner, map[string]any{"users": []map[string]string{
+							{"username": fmt.Sprintf("imp-%d-a", k), "password": "User-Pass-12"}, {"username": fmt.Sprintf("imp-%d-b", k), "password": "User-Pass-12"}}})
+					}
+					if err == nil && k == each-1 {
+						err = ownerCall("POST", base+"/licenses/add-time", owner, map[string]any{"seconds": 60})
+					}
 				}
 				if err != nil {
 					errs <- fmt.Errorf("change %d: %w", i, err)
@@ -236,10 +253,12 @@ func testChangesSurviveSIGKILL(t *testing.T, each int, env []string) {
 		t.Errorf("%d deliveries repeated; only ones in flight at the kill may be", repeats)
 	}
 	// Audit entries: the app's creation and its updates, the variables' creations and the
-	// first one's updates, each once.
+	// first one's updates, the users' creations and the bulk requests on users (extend,
+	// import), the keys' batches and the add-time, each once.
 	// On MongoDB an entry staged and confirmed by its change whose append the kill cut
 	// is appended by the restarted node's recovery (storage.AuditRecoverer), at start.
-	for rt, want := range map[string]int{"apps": each + 1, "variables": 2*each + 1} {
+	for rt, want := range map[string]int{"apps": each + 1, "variables": 2*each + 1, "users": each + 2*bulkChanges,
+		"licenses": (each+99)/100 + 1} {
 		var total float64
 		for i := 0; i < 100; i++ {
 			if total = call(t, "GET", n.url+"/api/audit?limit=1&appId="+appID+"&recordType="+rt, owner, nil).data(200)["total"].(float64); int(total) >= want {
@@ -248,7 +267,7 @@ func testChangesSurviveSIGKILL(t *testing.T, each int, env []string) {
 			time.Sleep(100 * time.Millisecond)
 		}
 		if int(total) != want {
-			t.Errorf("audit entries of %s: %v, want exactly %d (the creations and %d acknowledged updates)", rt, total, want, each)
+			t.Errorf("audit entries of %s: %v, want exactly %d (the creations and %d acknowledged updates or bulk requests)", rt, total, want, each)
 		}
 	}
 	n.stop(t)

@@ -313,7 +313,10 @@ func (s *Service) ResetHWID(ctx context.Context, o Owner, appID, userID string) 
 		return storage.AppUser{}, 0, err
 	}
 	now := s.clock()
-	u, err := s.store.UpdateUser(ctx, appID, userID, audit.Track(ctx, func(u *storage.AppUser) error {
+	// The reset's audit entry goes with the user's write, which changes the record it
+	// describes (a change with no event of its own: the event is the devices' removal's).
+	uctx, _ := s.begin(ctx)
+	u, err := s.store.UpdateUser(uctx, appID, userID, audit.Track(ctx, func(u *storage.AppUser) error {
 		if u.HwidResetMax > 0 && u.HwidResets >= u.HwidResetMax {
 			return core.E(core.CodeForbidden, "HWID reset limit reached (%d)", u.HwidResetMax)
 		}

@@ -150,6 +150,23 @@ func (s *Service) Record(ctx context.Context, e storage.AuditEntry) error {
 // hands to a change's own transaction (storage.AuditOutbox).
 func (s *Service) Now() time.Time { return s.cfg.Now() }
 
+// SettleParts appends the one entry of a bulk request whose records were each changed in
+// a write of their own, every write having stored its part (storage.AuditParts), and
+// reports whether there was one. Call it only when KeepsParts.
+func (s *Service) SettleParts(ctx context.Context, group string) (bool, error) {
+	st, ok := s.store.(storage.AuditPartSettler)
+	if !ok {
+		return false, errors.New("audit: the store keeps no parts of bulk entries")
+	}
+	return st.SettleAuditParts(ctx, group)
+}
+
+// KeepsParts reports whether the store keeps parts of bulk entries (storage.AuditPartSettler).
+func (s *Service) KeepsParts() bool {
+	_, ok := s.store.(storage.AuditPartSettler)
+	return ok
+}
+
 // Close writes every queued entry and stops the writer.
 func (s *Service) Close() {
 	s.shut()

@@ -28,9 +28,18 @@
 //     outbox with no events): API keys, passkeys, the account's settings (password, API
 //     key, two-factor, plan, an administrator's change), a sign-out's revocation, an
 //     email change's confirmation token, store connections and product mappings, token
-//     edits, an integration's new signing secret. Socket hooks and file uploads ride their events.Change (a hook's change
-//     stores app.hooks_change with it). On MongoDB a partial update carries the marker
-//     through updateAudited, a creation through insertOwned, a deletion through deleteOne.
+//     edits, an integration's new signing secret. Socket hooks and file uploads ride their
+//     events.Change (a hook's change stores app.hooks_change with it). On MongoDB a
+//     partial update carries the marker through updateAudited, a creation through
+//     insertOwned, a deletion through deleteOne.
+//   - With the change, in parts (storage.AuditParts): the bulk routes that change each
+//     record in a write of its own (users bulk and import, licenses add-time). Each
+//     record's write stores its part of the request's one entry as above (SQLite: in its
+//     transaction; MongoDB: staged and confirmed by it); once the handler is done the edge
+//     has the parts merged into the entry (SettleParts: storage.AuditPartSettler), and
+//     what a stopped node left is merged by the engine's RecoverAudit (both engines),
+//     so a record changed before a crash never lacks its entry. A bulk row whose write
+//     carries no part hands its change to the path after the change.
 //   - After the change (Record), before the answer leaves, where no single write can
 //     carry the entry (listed below). A SIGKILL between such a change and its entry
 //     loses the entry of a change that was never acknowledged.
@@ -39,8 +48,6 @@
 //
 // What is still written after the change, and why:
 //
-//   - the bulk routes that change each record in a write of its own (users bulk and
-//     import, licenses add-time: one entry for every record, written after them all);
 //   - the deletion of an app's logs (DELETE .../logs: many documents at once, no one
 //     document on MongoDB to confirm the entry);
 //   - a webhook's redelivery and test (a delivery's queue and history records, which

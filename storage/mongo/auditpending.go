@@ -40,6 +40,16 @@ import (
 // a confirmed entry never loses its confirmation. One settler at a time per entry (a
 // claim, as updateDoc's), and AppendAudit skips an id already in the chain: an entry is
 // appended exactly once.
+//
+// The parts of a bulk request's entry (storage.AuditParts: users bulk and import,
+// licenses add-time, each record in a write of its own) are staged and confirmed the
+// same way, each by its record's write, but settle only together: SettleAuditParts (the
+// request, once its writes are done) or RecoverAudit (a stopped node's) merges the
+// confirmed parts of the group into one entry, appends it and deletes them (no
+// transaction joins the two; the append skips an entry already in the chain). A later
+// change of a record whose part is not settled yet does not wait for the request: it
+// vouches for the part (the document carried its id, so its write was made) before its
+// own write replaces the id.
 
 // auditMarker is the member of a changed document naming the staged audit entry of its
 // last audited change.
@@ -55,12 +65,21 @@ type pendingAuditDoc struct {
 	// Deleted marks a deletion's entry: its write confirms it by removing the document
 	// (no marker can be left in it).
 	Deleted bool `bson:"deleted,omitempty"`
+	// Group names the bulk request's entry this is one record's part of
+	// (storage.AuditParts): its write confirms it as any entry's, but it is appended
+	// only merged with the group's other parts (settleGroup).
+	Group string `bson:"group,omitempty"`
+	// Vouched marks a part confirmed by its document although the document no longer
+	// carries its id: a later change of the document, which read the id there (so the
+	// part's write was made), sets it before its own write replaces the id.
+	Vouched bool `bson:"vouched,omitempty"`
 }
 
 // auditIntent is one change's staged entry, nil when the change has none to write.
 type auditIntent struct {
-	ao storage.AuditOutbox
-	e  storage.AuditEntry
+	ao   storage.AuditOutbox
+	e    storage.AuditEntry
+	part bool // one record's part of a bulk entry: settled with its group
 }
 
 // stageAudit takes the change's audit entry (the context's AuditOutbox, in the change's
@@ -114,10 +133,13 @@ func (s *Store) stageAuditOf(ctx context.Context, coll *mongo.Collection, docID,
 	}
 	e.CreatedAt = storage.Truncate(e.CreatedAt)
 	p := pendingAuditDoc{ID: e.ID, Coll: coll.Name(), DocID: docID, Entry: auditDocOf(e, ""), At: storage.Now(), Deleted: deleted}
+	if parts, ok := ao.(storage.AuditParts); ok {
+		p.Group = parts.AuditGroup()
+	}
 	if _, err := s.auditPending.InsertOne(ctx, p); err != nil {
 		return nil, fmt.Errorf("stage the audit entry: %w", err)
 	}
-	return &auditIntent{ao: ao, e: e}, nil
+	return &auditIntent{ao: ao, e: e, part: p.Group != ""}, nil
 }
 
 // marker answers the marker the change's document is written with: its own entry's, else
@@ -150,6 +172,9 @@ func (i *auditIntent) settle(ctx context.Context, s *Store) {
 		return
 	}
 	defer i.ao.AuditStored()
+	if i.part {
+		return // confirmed by the write; appended with its group (SettleAuditParts)
+	}
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), claimLease/2)
 	defer cancel()
 	_ = s.awaitSettled(sctx, i.e.ID, &i.e) // on failure left pending: RecoverAudit appends it
@@ -186,6 +211,14 @@ func (s *Store) settlePending(ctx context.Context, id string, e *storage.AuditEn
 		}
 		if err != nil {
 			return false, err
+		}
+		if p.Group != "" {
+			// A bulk entry's part is appended only with its group, which may be going on
+			// for a while (10,000 keys): the caller does not wait for it. It read the
+			// part's id in the document, so the part's write was made: the part is
+			// vouched for before the caller's write replaces the id.
+			_, err := s.auditPending.UpdateOne(ctx, bson.D{{Key: "_id", Value: id}}, bson.D{{Key: "$set", Value: bson.D{{Key: "vouched", Value: true}}}})
+			return err == nil, err
 		}
 		entry := p.Entry.entry()
 		e = &entry
@@ -228,7 +261,12 @@ func (s *Store) RecoverAudit(ctx context.Context, minAge time.Duration) (int, er
 		return 0, wrap("recover audit", err)
 	}
 	appended := 0
+	groups := map[string]bool{}
 	for _, p := range pending {
+		if p.Group != "" {
+			groups[p.Group] = true
+			continue
+		}
 		marked, err := s.db.Collection(p.Coll).FindOne(ctx, bson.D{{Key: "_id", Value: p.DocID}},
 			options.FindOne().SetProjection(bson.D{{Key: auditMarker, Value: 1}})).Raw()
 		if err != nil && !errors.Is(err, mongo.ErrNoDocuments) {
@@ -255,7 +293,119 @@ func (s *Store) RecoverAudit(ctx context.Context, minAge time.Duration) (int, er
 			}
 		}
 	}
+	for g := range groups {
+		settled, err := s.settleGroup(ctx, g, minAge, false)
+		if err != nil {
+			return appended, wrap("recover audit", err)
+		}
+		if settled {
+			appended++
+		}
+	}
 	return appended, nil
+}
+
+// confirmed reports whether the write p was staged for was made: the document carries
+// p's id, or (a deletion) is gone.
+func (s *Store) confirmed(ctx context.Context, p pendingAuditDoc) (bool, error) {
+	marked, err := s.db.Collection(p.Coll).FindOne(ctx, bson.D{{Key: "_id", Value: p.DocID}},
+		options.FindOne().SetProjection(bson.D{{Key: auditMarker, Value: 1}})).Raw()
+	if err != nil && !errors.Is(err, mongo.ErrNoDocuments) {
+		return false, err
+	}
+	if p.Deleted {
+		return marked == nil, nil
+	}
+	if p.Vouched || (marked != nil && markerOf(marked) == p.ID) {
+		return true, nil
+	}
+	if p.Group == "" {
+		return false, nil
+	}
+	// A later change may have vouched for the part and replaced its id since p was read:
+	// it vouches first, so reading the part again after the document tells.
+	var again pendingAuditDoc
+	if err := s.auditPending.FindOne(ctx, bson.D{{Key: "_id", Value: p.ID}}).Decode(&again); err != nil {
+		if errors.Is(err, mongo.ErrNoDocuments) {
+			return false, nil
+		}
+		return false, err
+	}
+	return again.Vouched, nil
+}
+
+// SettleAuditParts implements storage.AuditPartSettler: called by the request once its
+// writes are done, so a part its write does not confirm was not made and is dropped.
+func (s *Store) SettleAuditParts(ctx context.Context, group string) (bool, error) {
+	settled, err := s.settleGroup(ctx, group, 0, true)
+	if err != nil {
+		return false, wrap("settle audit parts", err)
+	}
+	return settled, nil
+}
+
+// settleGroup appends the entry made of the confirmed parts of group (MergeAuditParts:
+// its id is the first part's, so a settle retried after an unclear failure appends it
+// once) and then removes the parts, under a claim: one settler at a time. There is no
+// transaction for the two (FerretDB 1.24 has none): a crash between them leaves parts
+// whose entry is in the chain, and the next settle's append skips it by id. done says the
+// request's writes are over: a part no write confirms is dropped. Otherwise (RecoverAudit)
+// a group with a part younger than minAge is left to its request, and one with an
+// unconfirmed part younger than claimLease (a write perhaps in flight) is left for later.
+func (s *Store) settleGroup(ctx context.Context, group string, minAge time.Duration, done bool) (bool, error) {
+	claim := claimDoc{ID: "auditGroup/" + group, At: storage.Now()}
+	if _, err := s.claims.InsertOne(ctx, claim); err != nil {
+		if !isDuplicateKey(err) {
+			return false, err
+		}
+		return false, s.clearStaleClaim(ctx, claim.ID)
+	}
+	defer func() {
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
+		defer cancel()
+		_, _ = s.claims.DeleteOne(rctx, bson.D{{Key: "_id", Value: claim.ID}})
+	}()
+	cur, err := s.auditPending.Find(ctx, bson.D{{Key: "group", Value: group}}, options.Find().SetSort(bson.D{{Key: "at", Value: 1}, {Key: "_id", Value: 1}}))
+	if err != nil {
+		return false, err
+	}
+	var pending []pendingAuditDoc
+	if err := cur.All(ctx, &pending); err != nil {
+		return false, err
+	}
+	var parts []storage.AuditEntry
+	var ids []string
+	for _, p := range pending {
+		if !done && time.Since(p.At) < minAge {
+			return false, nil // its request is going on
+		}
+		ok, err := s.confirmed(ctx, p)
+		if err != nil {
+			return false, err
+		}
+		if !ok && !done && time.Since(p.At) <= claimLease {
+			return false, nil // its write may be in flight
+		}
+		if ok {
+			parts = append(parts, p.Entry.entry())
+		}
+		ids = append(ids, p.ID)
+	}
+	if len(parts) > 0 {
+		e, err := storage.MergeAuditParts(parts)
+		if err != nil {
+			return false, err
+		}
+		if err := s.AppendAudit(ctx, []storage.AuditEntry{e}); err != nil {
+			return false, err
+		}
+	}
+	if len(ids) > 0 {
+		if _, err := s.auditPending.DeleteMany(ctx, bson.D{{Key: "_id", Value: bson.D{{Key: "$in", Value: ids}}}}); err != nil {
+			return false, err
+		}
+	}
+	return len(parts) > 0, nil
 }
 
 // withMarker answers doc (a typed document) with the marker set to id ("" leaves doc as

@@ -76,6 +76,7 @@ func (s *Store) ArchiveTables() map[string]string {
 		"store_connections": storage.KindStoreConnections, "store_products": storage.KindStoreProducts,
 		"store_orders": storage.KindOrders, "store_order_events": storage.KindOrderEvents,
 		"schema_migrations": "- the schema's own history, written by Open",
+		"audit_parts":       "- parts of a bulk request's audit entry, merged into audit_log when the request ends (see auditparts.go)",
 		"sqlite_sequence":   "- SQLite's AUTOINCREMENT counters, rebuilt from the events restored",
 	}
 }

@@ -760,6 +760,23 @@ UPDATE apps SET (portal_enabled, portal_hwid_reset, portal_seat_release, portal_
 WHERE id IN (SELECT app_id FROM store_connections WHERE json_extract(doc, '$.Provider') = 'portal');
 `,
 	},
+	{
+		version: 35,
+		name:    "parts of the audit entries of bulk requests, stored with each record's change",
+		sql: `
+-- A bulk request that changes each record in a write of its own (users bulk and import,
+-- licenses add-time) stores each record's part of its one audit entry in that write's
+-- transaction; the parts of a request (group_id) are merged into one entry of audit_log
+-- and removed in one transaction once the request is done, or at the next start.
+CREATE TABLE audit_parts (
+	id         TEXT    NOT NULL PRIMARY KEY,
+	group_id   TEXT    NOT NULL,
+	entry      TEXT    NOT NULL,
+	created_at INTEGER NOT NULL
+) STRICT;
+CREATE INDEX audit_parts_group ON audit_parts (group_id, created_at);
+`,
+	},
 }
 
 // migrate brings the database at db (the writer pool) to the last migration, and answers

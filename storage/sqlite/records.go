@@ -51,7 +51,13 @@ func (s *Store) inWriteTx(ctx context.Context, op string, f func(tx *sql.Tx) err
 		// event outbox.
 		if ao = storage.AuditOutboxFrom(ctx); ao != nil {
 			if e, ok := ao.TakeAudit(); ok {
-				if err := s.appendAuditTx(ctx, tx, []storage.AuditEntry{e}); err != nil {
+				if parts, isPart := ao.(storage.AuditParts); isPart {
+					// One record's part of a bulk request's entry: kept with the change,
+					// merged into the chain when the request ends (auditparts.go).
+					if err := insertAuditPart(ctx, tx, parts.AuditGroup(), e); err != nil {
+						return wrap(op+": audit part", err)
+					}
+				} else if err := s.appendAuditTx(ctx, tx, []storage.AuditEntry{e}); err != nil {
 					return wrap(op+": audit", err)
 				}
 			} else {

@@ -28,6 +28,7 @@ func Run(t *testing.T, newStore func(t *testing.T) storage.Store) {
 	tests = append(tests, apiKeyTests...)
 	tests = append(tests, auditTests...)
 	tests = append(tests, auditWithChangeTests...)
+	tests = append(tests, auditPartsTests...)
 	tests = append(tests, revocationTests...)
 	tests = append(tests, ownerSessionTests...)
 	tests = append(tests, recoveryCodeTests...)
