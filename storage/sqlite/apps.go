@@ -127,7 +127,7 @@ func (s *Store) CountApps(ctx context.Context, accountID string) (int, error) {
 	return s.countWhere(ctx, "count apps", "apps", "account_id = ?", accountID)
 }
 
-// Statements of UpdateApp, prepared once (hotWrites).
+// Statements of UpdateApp.
 const (
 	selectAppForUpdate = `SELECT ` + appCols + ` FROM apps WHERE id = ? AND account_id = ?`
 	updateApp          = `UPDATE apps SET ` + appSet + ` WHERE id = ?`
