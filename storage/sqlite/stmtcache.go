@@ -96,8 +96,8 @@ func newCachingConn(conn driver.Conn, size int) (driver.Conn, error) {
 }
 
 // take answers the cached statement of query, marked busy, preparing it if needed; own
-// reports a statement the caller must close itself (the cached one is busy, or the
-// driver's statement lacks the context methods).
+// reports a statement of the caller's alone, closed after its use (the cached one is in
+// use by open rows).
 func (c *cachingConn) take(ctx context.Context, query string) (cs *cachedStmt, own bool, err error) {
 	c.mu.Lock()
 	cs, ok := c.stmts[query]
@@ -121,11 +121,14 @@ func (c *cachingConn) take(ctx context.Context, query string) (cs *cachedStmt, o
 		return cs, true, nil
 	}
 	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, taken := c.stmts[query]; taken { // kept meanwhile: this one stays the caller's
+		return cs, true, nil
+	}
 	if len(c.stmts) >= c.size {
 		c.evictOneLocked()
 	}
 	c.stmts[query] = cs
-	c.mu.Unlock()
 	return cs, false, nil
 }
 
@@ -246,6 +249,20 @@ func (r *cachedRows) ColumnTypeNullable(i int) (nullable, ok bool) {
 		return t.ColumnTypeNullable(i)
 	}
 	return false, false
+}
+
+func (r *cachedRows) ColumnTypeLength(i int) (length int64, ok bool) {
+	if t, is := r.Rows.(driver.RowsColumnTypeLength); is {
+		return t.ColumnTypeLength(i)
+	}
+	return 0, false
+}
+
+func (r *cachedRows) ColumnTypePrecisionScale(i int) (precision, scale int64, ok bool) {
+	if t, is := r.Rows.(driver.RowsColumnTypePrecisionScale); is {
+		return t.ColumnTypePrecisionScale(i)
+	}
+	return 0, 0, false
 }
 
 var (
