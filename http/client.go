@@ -76,6 +76,15 @@ func bindClient(c *gin.Context) (clientBody, bool) {
 	}
 	b := clientBody{}
 	for k, v := range raw {
+		if len(v) > 0 && v[0] == '"' {
+			// A string, what SDKs send: decoded without a Decoder of its own (and its
+			// read buffer), which was most of a client call's allocations.
+			var s string
+			if err := json.Unmarshal(v, &s); err == nil {
+				b[k] = s
+			}
+			continue
+		}
 		// Numbers stay the text sent (json.Number): a float64 would turn 9223372036854775807
 		// into 9223372036854776000 where a string was meant.
 		dec := json.NewDecoder(bytes.NewReader(v))
@@ -150,7 +159,7 @@ func (h *clientHandlers) init(c *gin.Context) {
 	}
 	r, err := h.svc.Init(c.Request.Context(), h.caller(c), client.InitInput{Secret: b.str("secret"), Version: b.str("version"), HWID: b.str("hwid")})
 	if r.App.ID != "" {
-		c.Set(ctxSigningApp, r.App.ID)
+		c.Set(ctxSigningSnap, r.Snap)
 	}
 	if err != nil {
 		fail(c, err)

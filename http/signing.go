@@ -20,10 +20,6 @@ import (
 // the handlers once they know it (begin, init), for the signing middleware.
 const ctxSigningSnap = "keyward.signingSnap"
 
-// ctxSigningApp holds the id of the app a client call belongs to when the handler knows
-// the app but not its snapshot (init).
-const ctxSigningApp = "keyward.signingApp"
-
 // signingWriter holds a client answer back until the handler is done, so that its exact
 // bytes can be signed into headers sent before them. A download (a 2xx with X-File-Hash)
 // is not held: its signature covers the hash, known before the first byte, and the bytes
@@ -160,9 +156,6 @@ func (h *clientHandlers) signingSnapshot(c *gin.Context) (client.Snapshot, bool)
 		return v.(client.Snapshot), true
 	}
 	ctx := c.Request.Context()
-	if id := c.GetString(ctxSigningApp); id != "" {
-		return h.svc.AppSnapshot(ctx, id)
-	}
 	token := ""
 	if b, ok := c.Get(ctxClientBody); ok {
 		token = b.(clientBody).str("sessionToken")

@@ -83,7 +83,7 @@ func main() {
 	conc := flag.Int("concurrency", 32, "concurrent client connections")
 	sessions := flag.Int("sessions", 4000, "client sessions for the heartbeat run")
 	profile := flag.String("cpuprofile", "", "write a CPU profile to this file (of the whole run, or of -profile-run)")
-	flag.StringVar(&profileRun, "profile-run", "", "profile only this run: heartbeat, license, password, broadcast, connect (the opening of -idle-sockets) or idle (-idle-cpu-window)")
+	flag.StringVar(&profileRun, "profile-run", "", "profile only this run: heartbeat, license, password, broadcast, connect (the opening of -idle-sockets), idle (-idle-cpu-window), or with -runs init or appupdate")
 	flag.BoolVar(&wsOnly, "ws-only", false, "run only the WebSocket broadcast run")
 	flag.BoolVar(&storesOnly, "stores", false, "run only the store sales run: signed Stripe sales to one node's receiver (orders/s, event to keys and mail queued)")
 	flag.IntVar(&idleCount, "idle-sockets", 0, "measure only the server's memory per idle client socket, with this many sockets")
@@ -193,7 +193,7 @@ func profiled(name string, fn func() result) result {
 	defer f.Close()
 	_ = pprof.StartCPUProfile(f)
 	defer pprof.StopCPUProfile()
-	return fn()
+	return allocProfiled(fn)
 }
 
 // result is one measured run.

@@ -47,10 +47,12 @@ func runSelected(ctx context.Context, core *server.Core, c *client, owner apps.O
 		case "init":
 			from := base
 			cpu := processCPU()
-			r := load("client init", conc, d, func(_, i int) (time.Duration, error) {
-				start := time.Now()
-				_, err := c.initSession(secret, from+i)
-				return time.Since(start), err
+			r := profiled("init", func() result {
+				return load("client init", conc, d, func(_, i int) (time.Duration, error) {
+					start := time.Now()
+					_, err := c.initSession(secret, from+i)
+					return time.Since(start), err
+				})
 			})
 			base += r.ops + r.errs + conc
 			printWithCPU(r, processCPU()-cpu)
@@ -72,11 +74,13 @@ func runSelected(ctx context.Context, core *server.Core, c *client, owner apps.O
 			}
 		case "appupdate":
 			cpu := processCPU()
-			r := load("app update", conc, d, func(_, i int) (time.Duration, error) {
-				desc := fmt.Sprintf("update %d", i)
-				start := time.Now()
-				_, err := core.Apps.UpdateApp(ctx, owner, appID, apps.UpdateAppInput{Description: &desc})
-				return time.Since(start), err
+			r := profiled("appupdate", func() result {
+				return load("app update", conc, d, func(_, i int) (time.Duration, error) {
+					desc := fmt.Sprintf("update %d", i)
+					start := time.Now()
+					_, err := core.Apps.UpdateApp(ctx, owner, appID, apps.UpdateAppInput{Description: &desc})
+					return time.Since(start), err
+				})
 			})
 			printWithCPU(r, processCPU()-cpu)
 		}

@@ -242,6 +242,9 @@ type InitResult struct {
 	Token     string
 	App       storage.App
 	ExpiresAt time.Time
+	// Snap is the app's snapshot the session was opened on: the edge signs the answer
+	// with it, as it signs a session call's with the call's (no second ask of the actor).
+	Snap Snapshot
 }
 
 // Init exchanges the application secret for a new session (SPEC 4.10 init).
@@ -277,7 +280,7 @@ func (s *Service) Init(ctx context.Context, c Caller, in InitInput) (InitResult,
 			Message: "session started", Data: map[string]any{"version": in.Version}}); err != nil {
 		return InitResult{}, err
 	}
-	return InitResult{Token: sess.Token, App: snap.App, ExpiresAt: now.Add(snap.SessionTTL)}, nil
+	return InitResult{Token: sess.Token, App: snap.App, ExpiresAt: now.Add(snap.SessionTTL), Snap: snap}, nil
 }
 
 // Call is an open client request: its session and app, checked and counted.

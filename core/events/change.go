@@ -6,8 +6,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/google/uuid"
-
 	"github.com/keyward/keyward/storage"
 )
 
@@ -84,7 +82,7 @@ func (c *Change) Set(es ...Event) {
 func (c *Change) addLocked(es []Event) {
 	for _, e := range es {
 		if e.ID == "" {
-			e.ID = uuid.NewString()
+			e.ID = NewID()
 		}
 		now := time.Now
 		if c.bus != nil {

@@ -127,22 +127,45 @@ func (s *Store) CountApps(ctx context.Context, accountID string) (int, error) {
 	return s.countWhere(ctx, "count apps", "apps", "account_id = ?", accountID)
 }
 
-// Statements of UpdateApp, prepared once (hotWrites).
-const (
-	selectAppForUpdate = `SELECT ` + appCols + ` FROM apps WHERE id = ? AND account_id = ?`
-	updateApp          = `UPDATE apps SET ` + appSet + ` WHERE id = ?`
-)
+// selectAppForUpdate is UpdateApp's read.
+const selectAppForUpdate = `SELECT ` + appCols + ` FROM apps WHERE id = ? AND account_id = ?`
+
+// updateAppSQL answers UpdateApp's statement and its arguments (set: appSetArgs of the
+// sealed next record, then the id). It leaves out the indexed columns whose value
+// stays (name_lower, secret_hash: most updates change neither): SQLite rewrites an
+// index entry for every column assigned, even to the value it holds, and each index page
+// it dirties is a page more for the commit to write. The other columns are all assigned,
+// as before (the sealed ones get a fresh seal).
+func updateAppSQL(cur, next storage.App, set []any, id string) (string, []any) {
+	keepName := strings.ToLower(cur.Name) == strings.ToLower(next.Name)
+	keepSecret := cur.SecretHash == next.SecretHash
+	cols := strings.Split(appSet, ",")
+	assign := make([]string, 0, len(cols))
+	args := make([]any, 0, len(set)+1)
+	for i, c := range cols {
+		c = strings.TrimSpace(c)
+		if (keepName && c == "name_lower = ?") || (keepSecret && c == "secret_hash = ?") {
+			continue
+		}
+		assign = append(assign, c)
+		args = append(args, set[i])
+	}
+	return `UPDATE apps SET ` + strings.Join(assign, ", ") + ` WHERE id = ?`, append(args, id)
+}
 
 // UpdateApp applies fn to the account's app in one write transaction (see updateRecord).
 // The id, the owning account and the creation time are kept from the stored record.
 func (s *Store) UpdateApp(ctx context.Context, accountID, id string, fn func(*storage.App) error) (storage.App, error) {
+	var cur storage.App // as read, for updateAppSQL
 	return updateRecord(ctx, s, "update app",
 		func(tx *sql.Tx) (storage.App, error) {
 			a, err := scanApp(s.txStmt(ctx, tx, selectAppForUpdate).QueryRowContext(ctx, id, accountID))
 			if err != nil {
 				return a, err
 			}
-			return a, storage.OpenApp(s.sealer, &a)
+			err = storage.OpenApp(s.sealer, &a)
+			cur = a
+			return a, err
 		},
 		fn,
 		func(cur storage.App, next *storage.App) {
@@ -154,7 +177,8 @@ func (s *Store) UpdateApp(ctx context.Context, accountID, id string, fn func(*st
 			if err != nil {
 				return err
 			}
-			_, err = s.txStmt(ctx, tx, updateApp).ExecContext(ctx, append(set, next.ID)...)
+			q, args := updateAppSQL(cur, next, set, next.ID)
+			_, err = tx.ExecContext(ctx, q, args...)
 			return err
 		})
 }

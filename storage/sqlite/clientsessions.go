@@ -50,8 +50,7 @@ func clientSessionRow(c storage.ClientSession) []any {
 
 // SaveClientRound upserts the sessions and records the logins in one write transaction,
 // with the events of the context's outbox (a round's sign-ins: events.Bus.WritePendingWith):
-// a login's session, last login and events are stored together or not at all. Both
-// statements are prepared once (hotWrites).
+// a login's session, last login and events are stored together or not at all.
 func (s *Store) SaveClientRound(ctx context.Context, ss []storage.ClientSession, logins []storage.UserLogin) error {
 	const op = "save client round"
 	if len(ss) == 0 && len(logins) == 0 {

@@ -10,6 +10,11 @@
 //     transaction can never fail to upgrade. The reader pool has several query_only
 //     connections which, in WAL mode, read a consistent snapshot without blocking the
 //     writer.
+//   - Every connection keeps the statements it runs prepared, by query text, up to 200
+//     (stmtcache.go, a wrapper of the driver's connections): modernc.org/sqlite parses a
+//     query again at each call that is not a prepared *sql.Stmt, and parsing was most of a
+//     point read's cost. Store code runs plain ExecContext/QueryContext and gets the
+//     prepared form.
 //   - busy_timeout covers the remaining contention: another process on the same file, and
 //     WAL checkpoints.
 //   - Times are INTEGER unix milliseconds with 0 standing for the zero time.Time, so an

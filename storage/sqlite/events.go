@@ -31,7 +31,7 @@ func (s *Store) AppendEvents(ctx context.Context, evs []storage.EventRecord) err
 	return nil
 }
 
-// Statements of appendEventsTx, prepared once on the writer (prepareWrites).
+// Statements of appendEventsTx.
 const (
 	lastEventSeq = `SELECT coalesce(max(seq), 0) FROM events WHERE app_id = ?`
 	insertEvent  = `INSERT INTO events (id, app_id, seq, type, payload, created_at) VALUES (?, ?, ?, ?, ?, ?)`

@@ -140,11 +140,7 @@ func (s *Store) insertChecked(ctx context.Context, op, query string, rows [][]an
 				return err
 			}
 		}
-		stmt, err := tx.PrepareContext(ctx, query)
-		if err != nil {
-			return wrap(op, err)
-		}
-		defer stmt.Close()
+		stmt := s.txStmt(ctx, tx, query) // prepared once per connection (stmtcache.go)
 		for i, args := range rows {
 			if _, err := stmt.ExecContext(ctx, args...); err != nil {
 				if isForeignKey(err) {

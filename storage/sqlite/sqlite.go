@@ -11,7 +11,6 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
-	"sync"
 	"time"
 
 	msqlite "modernc.org/sqlite"
@@ -52,12 +51,6 @@ type Store struct {
 	sealer storage.Sealer
 	path   string // the database file, for Snapshot's own connection
 	mig    Migration
-	// stmts are the prepared forms of the hottest reads (readStmt), by query text: parsing
-	// a query is most of a point read's cost (a user's read at every socket connect).
-	stmts sync.Map // string -> *sql.Stmt
-	// writes are the hotWrites statements prepared once on the writer (prepareWrites);
-	// set at Open, read only after.
-	writes map[string]*sql.Stmt
 }
 
 var _ storage.Store = (*Store)(nil)
@@ -75,7 +68,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	if err := createPrivate(cfg.Path); err != nil {
 		return nil, fmt.Errorf("sqlite: open %s: %w: %v", cfg.Path, storage.ErrUnavailable, err)
 	}
-	w, err := sql.Open("sqlite", dsn(cfg.Path, true))
+	w, err := openPool(dsn(cfg.Path, true))
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: open %s: %w", cfg.Path, err)
 	}
@@ -91,7 +84,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		return nil, wrap("open "+cfg.Path, err)
 	}
 
-	r, err := sql.Open("sqlite", dsn(cfg.Path, false))
+	r, err := openPool(dsn(cfg.Path, false))
 	if err != nil {
 		_ = w.Close()
 		return nil, fmt.Errorf("sqlite: open %s: %w", cfg.Path, err)
@@ -105,15 +98,21 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		return nil, wrap("open readers "+cfg.Path, err)
 	}
 	st := &Store{w: w, r: r, sealer: cfg.Sealer, path: cfg.Path, mig: mig}
-	if err := st.prepareWrites(ctx); err != nil {
-		_ = st.Close()
-		return nil, wrap("open "+cfg.Path, err)
-	}
 	if err := st.sealStored(ctx); err != nil {
 		_ = st.Close()
 		return nil, fmt.Errorf("sqlite: open %s: %w", cfg.Path, err)
 	}
 	return st, nil
+}
+
+// openPool opens a pool whose connections keep their statements prepared
+// (stmtcache.go).
+func openPool(dsn string) (*sql.DB, error) {
+	c, err := newCachingConnector(dsn, stmtCacheSize)
+	if err != nil {
+		return nil, err
+	}
+	return sql.OpenDB(c), nil
 }
 
 // createPrivate creates the database file with mode 0600 when it does not exist yet.
@@ -207,58 +206,34 @@ func (s *Store) Ping(ctx context.Context) error {
 // Close closes both pools. In WAL mode closing the last connection checkpoints the log
 // into the main file.
 func (s *Store) Close() error {
-	s.stmts.Range(func(_, v any) bool {
-		_ = v.(*sql.Stmt).Close()
-		return true
-	})
-	for _, st := range s.writes {
-		_ = st.Close()
-	}
 	return errors.Join(s.r.Close(), s.w.Close())
 }
 
-// readRow runs a read through the reader pool as a statement prepared once (database/sql
-// prepares it again on each pooled connection that first runs it). For the few queries
-// of fixed text that run at every request; a query built from input must not come here.
+// readRow runs a read through the reader pool. Each connection keeps the query
+// prepared (stmtcache.go), as it does every query; readRow stays as the name of the
+// point reads that run at every request.
 func (s *Store) readRow(ctx context.Context, query string, args ...any) *sql.Row {
-	if st, ok := s.stmts.Load(query); ok {
-		return st.(*sql.Stmt).QueryRowContext(ctx, args...)
-	}
-	st, err := s.r.PrepareContext(ctx, query)
-	if err != nil {
-		return s.r.QueryRowContext(ctx, query, args...) // answers the same error
-	}
-	if prev, loaded := s.stmts.LoadOrStore(query, st); loaded {
-		_ = st.Close()
-		st = prev.(*sql.Stmt)
-	}
-	return st.QueryRowContext(ctx, args...)
+	return s.r.QueryRowContext(ctx, query, args...)
 }
 
-// hotWrites are the statements every change of their kind runs in its write
-// transaction (the event log's append, an app's update, a client round's sessions and
-// last logins): prepareWrites prepares them once.
-var hotWrites = []string{lastEventSeq, insertEvent, selectAppForUpdate, updateApp, saveClientSession, recordLogin}
-
-// prepareWrites prepares hotWrites once, on the writer's one connection, outside any
-// transaction (the connection is the transaction's while one runs): parsing them would
-// otherwise be a good part of a small write's cost. Transactions use them through
-// txStmt.
-func (s *Store) prepareWrites(ctx context.Context) error {
-	s.writes = make(map[string]*sql.Stmt, len(hotWrites))
-	for _, q := range hotWrites {
-		st, err := s.w.PrepareContext(ctx, q)
-		if err != nil {
-			return err
-		}
-		s.writes[q] = st
-	}
-	return nil
+// txStmt answers query run in tx. The writer's connection keeps it prepared
+// (stmtcache.go), so a transaction that runs it per row parses it once.
+func (s *Store) txStmt(_ context.Context, tx *sql.Tx, query string) txQuery {
+	return txQuery{tx: tx, query: query}
 }
 
-// txStmt answers the prepared form of a hotWrites statement for use in tx.
-func (s *Store) txStmt(ctx context.Context, tx *sql.Tx, query string) *sql.Stmt {
-	return tx.StmtContext(ctx, s.writes[query])
+// txQuery is one statement of a transaction, run as often as needed.
+type txQuery struct {
+	tx    *sql.Tx
+	query string
+}
+
+func (q txQuery) ExecContext(ctx context.Context, args ...any) (sql.Result, error) {
+	return q.tx.ExecContext(ctx, q.query, args...)
+}
+
+func (q txQuery) QueryRowContext(ctx context.Context, args ...any) *sql.Row {
+	return q.tx.QueryRowContext(ctx, q.query, args...)
 }
 
 // wrap adds the operation to err and maps driver errors onto the storage sentinels. The

@@ -460,9 +460,9 @@ func openBeforeMigration(t *testing.T, path string, version int) *Store {
 }
 
 func openAtVersion(ctx context.Context, path string, n int) (*Store, error) {
-	allMigrations, allHot := migrations, hotWrites
-	migrations, hotWrites = allMigrations[:n], nil
-	defer func() { migrations, hotWrites = allMigrations, allHot }()
+	allMigrations := migrations
+	migrations = allMigrations[:n]
+	defer func() { migrations = allMigrations }()
 	return Open(ctx, Config{Path: path})
 }
 
