@@ -32,7 +32,8 @@ import (
 //   - Back into the queue (requeueDelivery): the queue copy first, inserted (a copy
 //     already there under the id refuses it), then the history copy is deleted at the
 //     version read. A history copy left behind is older than the queue's; the queue copy
-//     wins, and the delivery's next finish replaces the history copy.
+//     wins, and the delivery's next finish replaces the history copy under the claim the
+//     redelivery held (replaceLeftHistory), never while that redelivery still runs.
 //
 // On MongoDB every step is an indexed point read or write. Claims and the version checks
 // are those of every versioned update (claimNextVersion), per collection.
@@ -189,7 +190,7 @@ func updateDelivery(ctx context.Context, s *Store, op, id string, read *delivery
 }
 
 // readRounds bounds readDelivery's rounds (see there).
-const readRounds = 3
+const readRounds = 8
 
 // readDelivery reads the delivery by id from the queue, else from the history, and
 // answers the collection it was read from. A leased queue copy that a move left behind
@@ -294,9 +295,10 @@ func (s *Store) moveDelivery(ctx context.Context, cur, next deliveryDoc) (bool, 
 	}
 	byID := bson.D{{Key: "_id", Value: cur.ID}}
 	// An insert, the common case (FerretDB runs an upsert as a query and then a write);
-	// a copy left by a redelivery that stopped between its writes is replaced.
+	// a copy left by a redelivery is replaced under the redelivery's own claim
+	// (replaceLeftHistory).
 	if _, err := s.history.InsertOne(wctx, next); isDuplicateKey(err) {
-		if _, err := s.history.ReplaceOne(wctx, byID, next); err != nil {
+		if ok, err := s.replaceLeftHistory(wctx, next); !ok || err != nil {
 			return false, err
 		}
 	} else if err != nil {
@@ -306,13 +308,49 @@ func (s *Store) moveDelivery(ctx context.Context, cur, next deliveryDoc) (bool, 
 	return true, nil
 }
 
+// replaceLeftHistory replaces with next the history copy that a redelivery
+// (requeueDelivery) left: the one whose queue copy the move read. That redelivery may
+// still be under way, about to delete the copy at its version. FerretDB 1.24 runs a
+// delete or replace filtered by more than _id as a read and then a write by _id, so
+// neither is atomic against the other: the redelivery's delete could take the copy this
+// move just wrote, or this replace could match nothing once the copy went; either way the
+// move would then delete the last copy from the queue. So the replace takes the claim the
+// redelivery holds while it runs (the history copy's next version): it answers false,
+// for the caller to read again, while that redelivery is under way or once the copy
+// changed.
+func (s *Store) replaceLeftHistory(ctx context.Context, next deliveryDoc) (bool, error) {
+	var left deliveryDoc
+	err := s.history.FindOne(ctx, bson.D{{Key: "_id", Value: next.ID}}).Decode(&left)
+	switch {
+	case errors.Is(err, mongo.ErrNoDocuments):
+		return false, nil // the redelivery deleted it meanwhile: the caller tries again
+	case err != nil:
+		return false, err
+	}
+	release, claimed, err := s.claimNextVersion(ctx, s.history, left)
+	if !claimed {
+		return false, err
+	}
+	defer release()
+	if ok, err := s.versionIs(ctx, s.history, left.ID, left.Version); !ok || err != nil {
+		return false, err
+	}
+	res, err := s.history.ReplaceOne(ctx, bson.D{{Key: "_id", Value: next.ID}}, next)
+	if err != nil {
+		return false, err
+	}
+	return res.MatchedCount == 1, nil
+}
+
 // requeueDelivery writes next (pending) into the queue in place of cur, read from the
 // history, under cur's next version claim in the history: the queue copy first, by an
 // insert that a queue copy under the id refuses (a move out of the queue under way: the
 // caller reads again), then the history copy at cur's version goes. That delete filters
-// by version as well as _id, so it never takes a newer copy the delivery's next finish
-// wrote meanwhile; on FerretDB such a filter is evaluated in Go over the history, which
-// a redelivery (an owner's click) can afford and the queue's claims never do.
+// by version as well as _id; FerretDB evaluates such a filter in Go and then deletes by
+// _id, which is not atomic, so what keeps it from taking a newer copy the delivery's next
+// finish writes is the claim held here, which that finish takes before it replaces the
+// copy (replaceLeftHistory). The Go-side filter costs a read of the history, which a
+// redelivery (an owner's click) can afford and the queue's claims never do.
 func (s *Store) requeueDelivery(ctx context.Context, cur, next deliveryDoc) (bool, error) {
 	release, claimed, err := s.claimNextVersion(ctx, s.history, cur)
 	if !claimed {
