@@ -34,10 +34,11 @@ func (c *cluster) crowd(appID, secret, prefix string, n int) []program {
 
 // crowdOn is crowd on the given number of workers. A program whose storage was too busy
 // to answer (503 UNAVAILABLE, "retry shortly", or no answer in time) tries again as an SDK
-// would, 5 times over about 40 s (a FerretDB starved on a loaded machine may not answer
-// for many seconds): init at most 5 times per address (SPEC 8 allows 5 in 5 minutes), and
-// not again once a try got a session; a registration that was made before its answer
-// failed shows as CONFLICT on the next try, and the program then logs in instead.
+// would, for up to three minutes (a FerretDB starved on a loaded machine may not answer
+// for many seconds, again and again): init at most 5 times per address (SPEC 8 allows 5 in
+// 5 minutes), and not again once a try got a session; a registration that was made before
+// its answer failed shows as CONFLICT on the next try, and the program then logs in
+// instead.
 func (c *cluster) crowdOn(appID, secret, prefix string, n, workers int) []program {
 	t := c.t
 	t.Helper()
@@ -49,11 +50,16 @@ func (c *cluster) crowdOn(appID, secret, prefix string, n, workers int) []progra
 		nd := c.nodes[i%len(c.nodes)]
 		p := program{ip: clientIP(i)}
 		var err error
-		for try := 1; ; try++ {
-			if p, err = enrol(t, nd, secret, name, p); err == nil || try == 5 || !busy(err) {
+		deadline := time.Now().Add(3 * time.Minute)
+		for try, inits := 1, 0; ; try++ {
+			if p.session == "" {
+				inits++
+			}
+			p, err = enrol(t, nd, secret, name, p)
+			if err == nil || !busy(err) || time.Now().After(deadline) || (p.session == "" && inits == 5) {
 				break
 			}
-			time.Sleep(time.Duration(try) * 4 * time.Second)
+			time.Sleep(time.Duration(min(2*try, 10)) * time.Second)
 		}
 		mu.Lock()
 		defer mu.Unlock()
