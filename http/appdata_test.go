@@ -124,7 +124,7 @@ func TestVariables(t *testing.T) {
 // flushes off the request path.
 func waitLog(t *testing.T, a api, appID, event string) map[string]any {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(30 * time.Second)
 	for {
 		r := a.do("GET", "/api/apps/"+appID+"/logs?event="+url.QueryEscape(event), nil)
 		expectOK(t, r, http.StatusOK)
@@ -205,7 +205,7 @@ func TestLogs(t *testing.T) {
 				t.Fatalf("log entry lacks %s: %v", k, entry)
 			}
 		}
-		deadline := time.Now().Add(10 * time.Second)
+		deadline := time.Now().Add(30 * time.Second)
 		for a.do("GET", "/api/apps/"+id+"/logs?event=user.create", nil).Data()["total"] != float64(3) {
 			if time.Now().After(deadline) {
 				t.Fatal("3 user.create entries not logged")

@@ -16,7 +16,7 @@ import (
 // entries: writes are batched off the request path.
 func auditEntries(t *testing.T, s *ts.Server, token, path string, want int) []map[string]any {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(30 * time.Second)
 	for {
 		r := s.Do(t, ts.Req{Method: "GET", Path: path, Token: token})
 		expectOK(t, r, http.StatusOK)

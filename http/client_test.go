@@ -197,10 +197,10 @@ func TestClientInitRefusals(t *testing.T) {
 // waitFor polls cond: dashboard changes reach the app actors through the event pipeline.
 func waitFor(t *testing.T, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(30 * time.Second)
 	for !cond() {
 		if time.Now().After(deadline) {
-			t.Fatal("condition not reached within 5 s")
+			t.Fatal("condition not reached within 30 s")
 		}
 		time.Sleep(20 * time.Millisecond)
 	}

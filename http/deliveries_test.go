@@ -27,7 +27,7 @@ func TestDeliveryDetailAndRedeliver(t *testing.T) {
 		expectOK(t, a.do("POST", "/api/apps/"+appID+"/rules", map[string]any{"type": "ip", "action": "blacklist", "value": "203.0.113.9"}), http.StatusCreated)
 		rc.wait(t, 1)
 		var deliveryID string
-		for deadline := time.Now().Add(10 * time.Second); deliveryID == ""; time.Sleep(20 * time.Millisecond) {
+		for deadline := time.Now().Add(30 * time.Second); deliveryID == ""; time.Sleep(20 * time.Millisecond) {
 			if list := a.do("GET", base+"/"+hookID+"/deliveries", nil).Data()["attempts"].([]any); len(list) > 0 {
 				deliveryID = list[0].(map[string]any)["deliveryId"].(string)
 			} else if time.Now().After(deadline) {
@@ -52,7 +52,7 @@ func TestDeliveryDetailAndRedeliver(t *testing.T) {
 			t.Fatalf("the redelivery sent another body: %s", h.Body)
 		}
 		// The detail follows the redelivery: it shows what the second attempt sent.
-		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
 			d = a.do("GET", path, nil).Data()
 			if d["state"] == "delivered" && d["attempts"] == float64(2) {
 				break

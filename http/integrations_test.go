@@ -58,7 +58,7 @@ func newReceiver(t *testing.T, statuses ...int) *receiver {
 // wait answers the hits once there are at least n of them.
 func (rc *receiver) wait(t *testing.T, n int) []hit {
 	t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
+	deadline := time.Now().Add(30 * time.Second)
 	for {
 		rc.mu.Lock()
 		got := append([]hit(nil), rc.hits...)
@@ -194,7 +194,7 @@ func TestCustomIntegrationDeliversSignedEvents(t *testing.T) {
 
 		// The attempt is listed.
 		var attempts []any
-		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
 			r = a.do("GET", base+"/"+hookID+"/deliveries?limit=10", nil)
 			expectOK(t, r, http.StatusOK)
 			if attempts = r.Data()["attempts"].([]any); len(attempts) > 0 || time.Now().After(deadline) {
@@ -295,7 +295,7 @@ func TestDeliveriesRetryThenDisable(t *testing.T) {
 			t.Fatal("a retry carries another delivery id")
 		}
 		var attempts []any
-		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
 			r = a.do("GET", base+"/"+hookID+"/deliveries", nil)
 			expectOK(t, r, http.StatusOK)
 			if attempts = r.Data()["attempts"].([]any); len(attempts) >= 3 || time.Now().After(deadline) {

@@ -328,7 +328,7 @@ func TestRealSocketMessagesMatchOpenAPI(t *testing.T) {
 			missing[w] = true
 		}
 		for len(missing) > 0 {
-			_ = c.conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+			_ = c.conn.SetReadDeadline(time.Now().Add(20 * time.Second))
 			_, msg, err := c.conn.ReadMessage()
 			if err != nil {
 				t.Fatalf("%s: still waiting for %v: %v", schema, missing, err)

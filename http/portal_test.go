@@ -38,7 +38,7 @@ func (b *portalBuyer) mailedCode(t *testing.T, key, email string) string {
 	t.Helper()
 	before := len(portalCodes(t, b.s, email))
 	expectOK(t, b.do(t, "POST", "/code", map[string]any{"key": key}), http.StatusOK)
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(30 * time.Second)
 	for {
 		if codes := portalCodes(t, b.s, email); len(codes) > before {
 			return codes[len(codes)-1]

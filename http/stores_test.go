@@ -390,7 +390,7 @@ func TestStoreOrderDetailAndLimits(t *testing.T) {
 		expectOK(t, r, http.StatusOK)
 		// order.paid reaches the app's log through the event log, and the revenue through
 		// core/analytics (the log's consumer runs after the answer: poll, bounded).
-		deadline := time.Now().Add(10 * time.Second)
+		deadline := time.Now().Add(30 * time.Second)
 		for {
 			r = s.Do(t, ts.Req{Method: "GET", Path: "/api/apps/" + appID + "/analytics/revenue?days=7", Token: o.Token})
 			expectOK(t, r, http.StatusOK)

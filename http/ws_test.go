@@ -63,10 +63,10 @@ func (c *wsConn) send(msg map[string]any) {
 	}
 }
 
-// next answers the next message, failing after 5 s.
+// next answers the next message, failing after 20 s.
 func (c *wsConn) next() map[string]any {
 	c.t.Helper()
-	_ = c.conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+	_ = c.conn.SetReadDeadline(time.Now().Add(20 * time.Second))
 	kind, raw, err := c.conn.ReadMessage()
 	if err != nil {
 		c.t.Fatalf("read: %v", err)
@@ -106,7 +106,7 @@ func (c *wsConn) expectType(typ string, skip ...string) map[string]any {
 func (c *wsConn) expectClosed() (int, string) {
 	c.t.Helper()
 	for {
-		_ = c.conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+		_ = c.conn.SetReadDeadline(time.Now().Add(20 * time.Second))
 		_, _, err := c.conn.ReadMessage()
 		if err == nil {
 			continue

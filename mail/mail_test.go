@@ -98,7 +98,7 @@ func TestQueueRetriesFailedDeliveries(t *testing.T) {
 	q := NewQueue(sender, QueueConfig{Backoff: 5 * time.Millisecond, Attempts: 5}, discard())
 	defer startQueue(t, q)()
 	q.Enqueue(Message{To: "a@example.com", Subject: "s", Text: "t"})
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(30 * time.Second)
 	for {
 		attempts, delivered := sender.snapshot()
 		if len(delivered) == 1 {
@@ -119,7 +119,7 @@ func TestQueueGivesUpAfterAttempts(t *testing.T) {
 	q := NewQueue(sender, QueueConfig{Backoff: time.Millisecond, Attempts: 3}, discard())
 	stop := startQueue(t, q)
 	q.Enqueue(Message{To: "a@example.com", Subject: "s", Text: "t"})
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(30 * time.Second)
 	for {
 		if attempts, _ := sender.snapshot(); attempts >= 3 {
 			break
@@ -149,7 +149,7 @@ func TestQueueEnqueueNeverBlocks(t *testing.T) {
 	}()
 	select {
 	case <-done:
-	case <-time.After(5 * time.Second):
+	case <-time.After(30 * time.Second):
 		t.Fatal("Enqueue blocked on a full queue")
 	}
 	close(block)

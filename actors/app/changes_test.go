@@ -70,8 +70,8 @@ func TestAnAppChangeRevalidatesAtOnce(t *testing.T) {
 		select {
 		case r := <-runs:
 			return r
-		case <-time.After(5 * time.Second):
-			t.Fatal("no revalidation within 5 s of the change")
+		case <-time.After(30 * time.Second):
+			t.Fatal("no revalidation within 30 s of the change")
 			return run{}
 		}
 	}
@@ -85,14 +85,14 @@ func TestAnAppChangeRevalidatesAtOnce(t *testing.T) {
 		if v != 2 {
 			t.Fatalf("node B revalidated over version %d, want 2", v)
 		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("node B did not revalidate within 5 s of the change on node A")
+	case <-time.After(30 * time.Second):
+		t.Fatal("node B did not revalidate within 30 s of the change on node A")
 	}
 	f.set("a", 3)
 	b.Invalidate("a")
 	close(gate)
 	sawB3 := false
-	for deadline := time.After(5 * time.Second); !sawB3; {
+	for deadline := time.After(30 * time.Second); !sawB3; {
 		select {
 		case r := <-runs:
 			sawB3 = r.node == "B" && r.version == 3

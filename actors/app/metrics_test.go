@@ -24,14 +24,14 @@ func TestMetricsCountAppActors(t *testing.T) {
 	if got := m.Value("spawned", appKind); got != 1 {
 		t.Fatalf("spawned = %v, want 1", got)
 	}
-	for deadline := time.Now().Add(5 * time.Second); dir.Len() > 0; time.Sleep(10 * time.Millisecond) {
+	for deadline := time.Now().Add(30 * time.Second); dir.Len() > 0; time.Sleep(10 * time.Millisecond) {
 		if time.Now().After(deadline) {
-			t.Fatal("the idle actor was not passivated within 5 s")
+			t.Fatal("the idle actor was not passivated within 30 s")
 		}
 	}
-	for deadline := time.Now().Add(5 * time.Second); m.Value("stopped", appKind) != 1; time.Sleep(10 * time.Millisecond) {
+	for deadline := time.Now().Add(30 * time.Second); m.Value("stopped", appKind) != 1; time.Sleep(10 * time.Millisecond) {
 		if time.Now().After(deadline) {
-			t.Fatal("stopped not counted within 5 s")
+			t.Fatal("stopped not counted within 30 s")
 		}
 	}
 	if got := m.Value("passivated", appKind); got != 1 {

@@ -46,7 +46,7 @@ func TestLoaderPanicAnswersItsWaiters(t *testing.T) {
 	// The first request started the load, which waits on the gate; the others wait for it
 	// (a request that comes after the panic would load again: it is let in only once all
 	// five asked).
-	for deadline := time.Now().Add(5 * time.Second); calls.Load() == 0; time.Sleep(time.Millisecond) {
+	for deadline := time.Now().Add(30 * time.Second); calls.Load() == 0; time.Sleep(time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatal("no load started")
 		}

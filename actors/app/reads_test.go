@@ -160,7 +160,7 @@ func TestAnActorWithAReadUnderWayIsNotPassivated(t *testing.T) {
 		if v != 1 {
 			t.Fatalf("got %v, want the read's answer", v)
 		}
-	case <-time.After(5 * time.Second):
+	case <-time.After(30 * time.Second):
 		t.Fatal("the read was never answered")
 	}
 }

@@ -17,7 +17,7 @@ import (
 // Bus deliveries are asynchronous: a test waits up to busDeadline for what must arrive, and
 // watches for busQuiet for what must not (a wrong delivery would come in well under it).
 const (
-	busDeadline = 10 * time.Second
+	busDeadline = 30 * time.Second
 	busQuiet    = 300 * time.Millisecond
 )
 

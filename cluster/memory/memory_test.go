@@ -192,7 +192,7 @@ func TestJanitor(t *testing.T) {
 		t.Fatal(err)
 	}
 	clock.Advance(time.Hour)
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(30 * time.Second)
 	for e.Len() != 0 {
 		if time.Now().After(deadline) {
 			t.Fatal("janitor never swept the expired token")
@@ -345,7 +345,7 @@ func TestCloseStopsGoroutines(t *testing.T) {
 	}
 	close(block)
 	<-closed
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(30 * time.Second)
 	for runtime.NumGoroutine() > before {
 		if time.Now().After(deadline) {
 			t.Fatalf("%d goroutines after Close, %d before New", runtime.NumGoroutine(), before)

@@ -198,7 +198,7 @@ func TestCloseStopsGoroutines(t *testing.T) {
 	if _, err := e.Subscribe(ctx, "t", func([]byte) {}); !errors.Is(err, cluster.ErrUnavailable) {
 		t.Fatalf("Subscribe after Close = %v", err)
 	}
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(30 * time.Second)
 	for runtime.NumGoroutine() > before {
 		if time.Now().After(deadline) {
 			buf := make([]byte, 1<<20)

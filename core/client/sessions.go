@@ -173,7 +173,24 @@ func (m sessions) restore(ctx context.Context, token string) (Session, error) {
 	if err := m.e.SetValue(ctx, sessionKey(token), b, ttl); err != nil {
 		return Session{}, fmt.Errorf("restore session: %w", err)
 	}
-	return s, m.list(ctx, s, ttl)
+	if err := m.list(ctx, s, ttl); err != nil {
+		return Session{}, err
+	}
+	// An end or a kill may have deleted the copy since it was read here (after deleting
+	// the live session, which is why this token was restored): the session must not live
+	// on from a copy that no longer exists. Checked after the session is live again, so
+	// that either this check sees the delete, or the delete came after it and the kill's
+	// second pass (endUser) ends what this made live.
+	if _, _, still, err := m.arch.restore(ctx, token); err != nil || !still {
+		if _, lerr := m.endLive(storage.WithoutEventOutbox(ctx), s); lerr != nil {
+			return Session{}, errors.Join(err, lerr)
+		}
+		if err != nil {
+			return Session{}, fmt.Errorf("read archived session: %w", err)
+		}
+		return Session{}, errSessionExpired
+	}
+	return s, nil
 }
 
 // end removes the session; ok is false when it was already gone. The live session goes
@@ -237,6 +254,18 @@ func (m sessions) endUser(ctx context.Context, appID, userID string, counted fun
 	counted(n)
 	if err := m.arch.forgetUser(ctx, appID, userID); err != nil {
 		return n, fmt.Errorf("end archived user sessions: %w", err)
+	}
+	// A call that found its session gone from the cluster engine after the first pass,
+	// and read its copy before the delete above, made it live again (restore): end, once
+	// more, what the user has live now. A restore later than this sees its copy gone.
+	tokens, err = m.e.Members(live, userSessionsKey(appID, userID))
+	if err != nil {
+		return n, fmt.Errorf("list user sessions: %w", err)
+	}
+	for _, t := range tokens {
+		if _, err := m.endLive(live, Session{Token: t, AppID: appID, UserID: userID}); err != nil {
+			return n, err
+		}
 	}
 	return n, nil
 }

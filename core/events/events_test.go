@@ -390,7 +390,7 @@ func TestSkipLocalHandlesOnlyOtherNodesEvents(t *testing.T) {
 	}
 	bus.Wake()
 	got := rec.wait(t, "the other node's event")
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(30 * time.Second)
 	for c.Cursor() < other.Pos && time.Now().Before(deadline) {
 		time.Sleep(10 * time.Millisecond)
 	}

@@ -172,7 +172,7 @@ func TestFlusherRunsAndStops(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(30 * time.Second)
 	for {
 		got, _ := store.GetAccount(context.Background(), acct.ID)
 		if got.APICallsUsed == 5 {

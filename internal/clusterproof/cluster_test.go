@@ -34,9 +34,11 @@ func (c *cluster) crowd(appID, secret, prefix string, n int) []program {
 
 // crowdOn is crowd on the given number of workers. A program whose storage was too busy
 // to answer (503 UNAVAILABLE, "retry shortly", or no answer in time) tries again as an SDK
-// would, a few times: init at most 4 times per address (SPEC 8 allows 5 in 5 minutes); a
-// registration that was made before its answer failed shows as CONFLICT on the next try,
-// and the program then logs in instead.
+// would, for up to three minutes (a FerretDB starved on a loaded machine may not answer
+// for many seconds, again and again): init at most 5 times per address (SPEC 8 allows 5 in
+// 5 minutes), and not again once a try got a session; a registration that was made before
+// its answer failed shows as CONFLICT on the next try, and the program then logs in
+// instead.
 func (c *cluster) crowdOn(appID, secret, prefix string, n, workers int) []program {
 	t := c.t
 	t.Helper()
@@ -46,13 +48,18 @@ func (c *cluster) crowdOn(appID, secret, prefix string, n, workers int) []progra
 	parallel(n, workers, func(i int) {
 		name := fmt.Sprintf("%s-%d", prefix, i)
 		nd := c.nodes[i%len(c.nodes)]
-		var p program
+		p := program{ip: clientIP(i)}
 		var err error
-		for try := 1; ; try++ {
-			if p, err = enrol(t, nd, secret, name, clientIP(i)); err == nil || try == 4 || !busy(err) {
+		deadline := time.Now().Add(3 * time.Minute)
+		for try, inits := 1, 0; ; try++ {
+			if p.session == "" {
+				inits++
+			}
+			p, err = enrol(t, nd, secret, name, p)
+			if err == nil || !busy(err) || time.Now().After(deadline) || (p.session == "" && inits == 5) {
 				break
 			}
-			time.Sleep(time.Duration(try) * time.Second)
+			time.Sleep(time.Duration(min(2*try, 10)) * time.Second)
 		}
 		mu.Lock()
 		defer mu.Unlock()
@@ -67,19 +74,22 @@ func (c *cluster) crowdOn(appID, secret, prefix string, n, workers int) []progra
 	return progs
 }
 
-// enrol has one program register user name on nd (init, nonce, register), or log in
-// when the name is taken (an earlier try that registered but could not answer).
-func enrol(t *testing.T, nd *node, secret, name, ip string) (program, error) {
-	p := program{ip: ip}
-	d, err := send(t, nd, "POST", "/api/client/init", req{ip: ip}, map[string]string{"secret": secret, "version": "1.0.0", "hwid": "hw-" + name}).tryData(200)
-	if err != nil {
-		return p, err
+// enrol has program p register user name on nd (init unless an earlier try got a session,
+// nonce, register), or log in when the name is taken (an earlier try that registered but
+// could not answer).
+func enrol(t *testing.T, nd *node, secret, name string, p program) (program, error) {
+	ip := p.ip
+	if p.session == "" {
+		d, err := send(t, nd, "POST", "/api/client/init", req{ip: ip}, map[string]string{"secret": secret, "version": "1.0.0", "hwid": "hw-" + name}).tryData(200)
+		if err != nil {
+			return p, err
+		}
+		p.session, _ = d["sessionToken"].(string)
 	}
-	p.session, _ = d["sessionToken"].(string)
 	password := "pw-" + name + "-1"
 	path := "/api/client/register"
 	for {
-		d, err = p.nonce(t, nd).tryData(200)
+		d, err := p.nonce(t, nd).tryData(200)
 		if err != nil {
 			return p, err
 		}

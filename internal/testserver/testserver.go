@@ -332,7 +332,7 @@ func (s *Server) Mails(t *testing.T) []string {
 // outbox, and returns it. Mail is sent off the request path, so it may lag the reply.
 func (s *Server) WaitMail(t *testing.T, to, want string) string {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(30 * time.Second)
 	for {
 		for _, m := range s.Mails(t) {
 			if strings.Contains(m, "To: <"+to+">") && strings.Contains(m, want) {

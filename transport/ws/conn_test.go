@@ -92,7 +92,7 @@ func TestPeerWritesQueuedFramesTogether(t *testing.T) {
 		}
 	}
 	p.start(sc) // the writer finds the twenty frames queued
-	_ = cc.SetReadDeadline(time.Now().Add(5 * time.Second))
+	_ = cc.SetReadDeadline(time.Now().Add(20 * time.Second))
 	for i := range n {
 		_, msg, err := cc.ReadMessage()
 		if err != nil {
@@ -125,7 +125,7 @@ func TestPeerWriterLingersThenEnds(t *testing.T) {
 	p := newConn()
 	p.node = &Transport{linger: &lingerClock{}}
 	p.start(sc)
-	_ = cc.SetReadDeadline(time.Now().Add(5 * time.Second))
+	_ = cc.SetReadDeadline(time.Now().Add(20 * time.Second))
 	for i := range 3 {
 		p.Send(fmt.Appendf(nil, `{"type":"message","data":{"message":"m%d"}}`, i))
 		if _, msg, err := cc.ReadMessage(); err != nil || !strings.Contains(string(msg), fmt.Sprintf(`"m%d"`, i)) {
@@ -137,7 +137,7 @@ func TestPeerWriterLingersThenEnds(t *testing.T) {
 		defer p.mu.Unlock()
 		return !p.writing && !p.lingering && p.wake == nil
 	}
-	for deadline := time.Now().Add(5 * time.Second); !idle(); time.Sleep(5 * time.Millisecond) {
+	for deadline := time.Now().Add(30 * time.Second); !idle(); time.Sleep(5 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatal("the writer of an idle socket did not end")
 		}
@@ -177,7 +177,7 @@ func readInOrder(t *testing.T, cc *websocket.Conn, from, to int) {
 // waitIdle waits until no writer runs for p.
 func waitIdle(t testing.TB, p *Conn) {
 	t.Helper()
-	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(2 * time.Millisecond) {
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(2 * time.Millisecond) {
 		p.mu.Lock()
 		writing := p.writing
 		p.mu.Unlock()
@@ -286,10 +286,10 @@ func TestPeerWritesNoFrameAfterACloseFrame(t *testing.T) {
 	p.Send(msgText(0))
 	select {
 	case <-p.Done():
-	case <-time.After(5 * time.Second):
+	case <-time.After(30 * time.Second):
 		t.Fatal("a frame after the close frame did not end the socket")
 	}
-	_ = cc.SetReadDeadline(time.Now().Add(5 * time.Second))
+	_ = cc.SetReadDeadline(time.Now().Add(20 * time.Second))
 	if _, msg, err := cc.ReadMessage(); !websocket.IsCloseError(err, websocket.CloseNormalClosure) {
 		t.Fatalf("after the close frame: %q, %v", msg, err)
 	}
@@ -358,7 +358,7 @@ func TestPeerEndsWhenItsWriteThroughFails(t *testing.T) {
 	}
 	select {
 	case <-done:
-	case <-time.After(5 * time.Second):
+	case <-time.After(30 * time.Second):
 		t.Fatal("the socket did not end after its writes failed")
 	}
 }
@@ -388,7 +388,7 @@ func TestPeerEndsWhileFramesAreWrittenThrough(t *testing.T) {
 		p.Close(websocket.CloseNormalClosure, "bye")
 		select {
 		case <-p.Done():
-		case <-time.After(5 * time.Second):
+		case <-time.After(30 * time.Second):
 			t.Fatalf("round %d: the socket did not end", round)
 		}
 		<-sent
@@ -426,7 +426,7 @@ func TestPeerFramesOfEveryLengthForm(t *testing.T) {
 			if queued {
 				go p.write()
 			}
-			_ = cc.SetReadDeadline(time.Now().Add(5 * time.Second))
+			_ = cc.SetReadDeadline(time.Now().Add(20 * time.Second))
 			kind, got, err := cc.ReadMessage()
 			if err != nil || kind != websocket.TextMessage || string(got) != string(msg) {
 				t.Fatalf("a frame of %d bytes (queued %v): kind %d, %d bytes, %v", n, queued, kind, len(got), err)

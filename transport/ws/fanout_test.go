@@ -41,7 +41,7 @@ func TestFanoutWritesABroadcastInOrder(t *testing.T) {
 	for _, cc := range clients {
 		readInOrder(t, cc, 0, 2*rounds)
 	}
-	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(2 * time.Millisecond) {
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(2 * time.Millisecond) {
 		node.fanout.mu.Lock()
 		running, waiting := node.fanout.running, len(node.fanout.waiting)
 		node.fanout.mu.Unlock()

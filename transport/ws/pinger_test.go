@@ -52,7 +52,7 @@ func TestPingerPingsStartedSockets(t *testing.T) {
 	g.ping(i)
 	select {
 	case <-pinged:
-	case <-time.After(5 * time.Second):
+	case <-time.After(30 * time.Second):
 		t.Fatal("the slot's run sent no ping")
 	}
 	p.Close(websocket.CloseNormalClosure, "")
@@ -104,7 +104,7 @@ func TestPingerWritesPingsThrough(t *testing.T) {
 			select {
 			case e := <-events:
 				got[e] = true
-			case <-time.After(5 * time.Second):
+			case <-time.After(30 * time.Second):
 				t.Fatalf("read %v, want %q", got, want)
 			}
 		}

@@ -23,12 +23,12 @@ func readersWaiting() int {
 	return n
 }
 
-// waitFor polls cond for up to 10 s.
+// waitFor polls cond for up to 30 s.
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); !cond(); time.Sleep(10 * time.Millisecond) {
+	for deadline := time.Now().Add(30 * time.Second); !cond(); time.Sleep(10 * time.Millisecond) {
 		if time.Now().After(deadline) {
-			t.Fatalf("waited 10 s for %s", what)
+			t.Fatalf("waited 30 s for %s", what)
 		}
 	}
 }

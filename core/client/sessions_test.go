@@ -1,0 +1,124 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/keyward/keyward/cluster/memory"
+	"github.com/keyward/keyward/storage"
+	"github.com/keyward/keyward/storage/sqlite"
+)
+
+// gatedCopies holds a kill's delete of the durable copies (DeleteUserClientSessions) until
+// the test lets it go: entered is closed when the delete is reached, release lets it run.
+type gatedCopies struct {
+	storage.ClientSessionStore
+	entered, release chan struct{}
+}
+
+func (g gatedCopies) DeleteUserClientSessions(ctx context.Context, appID, userID string) (int, error) {
+	close(g.entered)
+	<-g.release
+	return g.ClientSessionStore.DeleteUserClientSessions(ctx, appID, userID)
+}
+
+// gatedRestore holds the SetValue that makes a session live again from its copy until the
+// test lets it go (only when armed: the kill's other writes go through).
+type gatedRestore struct {
+	SessionEngine
+	armed            bool
+	entered, release chan struct{}
+}
+
+func (g *gatedRestore) SetValue(ctx context.Context, key string, value []byte, ttl time.Duration) error {
+	if g.armed {
+		g.armed = false
+		close(g.entered)
+		<-g.release
+	}
+	return g.SessionEngine.SetValue(ctx, key, value, ttl)
+}
+
+// TestKillBeatsAConcurrentRestore: a call on a session that a kill (a ban) is ending finds
+// the live session gone and restores it from its durable copy, read before the kill
+// deleted that copy. The session must still end: it did not (a ban in the http tests left
+// the banned user signed in on mongo+redis, where the copy's delete takes long enough for
+// the client's next call to land in between). Both orders of the restore's write and the
+// kill's end are checked, on the SQLite store and the memory engine.
+func TestKillBeatsAConcurrentRestore(t *testing.T) {
+	for _, restoreLast := range []bool{false, true} {
+		name := "restore-before-copy-delete"
+		if restoreLast {
+			name = "restore-write-after-kill"
+		}
+		t.Run(name, func(t *testing.T) {
+			ctx := t.Context()
+			st, err := sqlite.Open(ctx, sqlite.Config{Path: filepath.Join(t.TempDir(), "k.db")})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { st.Close() })
+			eng := memory.New(memory.Config{})
+			t.Cleanup(func() { eng.Close() })
+			copies := gatedCopies{ClientSessionStore: st, entered: make(chan struct{}), release: make(chan struct{})}
+			live := &gatedRestore{SessionEngine: eng, entered: make(chan struct{}), release: make(chan struct{})}
+			m := sessions{e: live, arch: newArchive(copies, slog.New(slog.DiscardHandler), time.Now), now: time.Now}
+
+			s := Session{Token: newToken(), AppID: "app-1", AccountID: "acc-1", UserID: "user-1", Username: "carol",
+				CreatedAt: time.Now(), LoginAt: time.Now()}
+			if err := m.put(ctx, s, time.Hour); err != nil {
+				t.Fatal(err)
+			}
+			if err := m.arch.flush(ctx, false, nil); err != nil { // the copy is on disk
+				t.Fatal(err)
+			}
+
+			killed := make(chan error, 1)
+			go func() {
+				_, err := m.endUser(ctx, s.AppID, s.UserID, func(int) {})
+				killed <- err
+			}()
+			<-copies.entered // the live session is gone, its copy not yet
+			if !restoreLast {
+				// The call restores the session (its copy is still there) and answers it.
+				if _, err := m.get(ctx, s.Token); err != nil {
+					t.Fatalf("a call before the copy's delete: %v", err)
+				}
+				close(copies.release)
+				if err := <-killed; err != nil {
+					t.Fatal(err)
+				}
+			} else {
+				// The call read the copy, but its write lands after the whole kill.
+				live.armed = true
+				got := make(chan error, 1)
+				go func() {
+					_, err := m.get(ctx, s.Token)
+					got <- err
+				}()
+				<-live.entered
+				close(copies.release)
+				if err := <-killed; err != nil {
+					t.Fatal(err)
+				}
+				close(live.release)
+				if err := <-got; !errors.Is(err, errSessionExpired) {
+					t.Fatalf("a call whose restore lost to the kill: %v, want the session expired", err)
+				}
+			}
+			// The kill is done: the session stays ended, call after call.
+			for range 3 {
+				if _, err := m.get(ctx, s.Token); !errors.Is(err, errSessionExpired) {
+					t.Fatalf("the killed session came back: %v", err)
+				}
+			}
+			if n, err := m.e.Members(ctx, userSessionsKey(s.AppID, s.UserID)); err != nil || len(n) != 0 {
+				t.Fatalf("the user still lists sessions: %v %v", n, err)
+			}
+		})
+	}
+}
