@@ -264,7 +264,7 @@ func hand(t *testing.T, d *Dashboard, frame string) {
 // the bound holds on a loaded machine).
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); !cond(); {
+	for deadline := time.Now().Add(30 * time.Second); !cond(); {
 		if time.Now().After(deadline) {
 			t.Fatalf("%s: not within 10 s", what)
 		}
