@@ -260,13 +260,13 @@ func hand(t *testing.T, d *Dashboard, frame string) {
 	d.Hand(t.Context(), []byte(frame))
 }
 
-// waitFor polls cond for up to 10 s (deliveries and timers arrive on the actor's goroutine;
+// waitFor polls cond for up to 30 s (deliveries and timers arrive on the actor's goroutine;
 // the bound holds on a loaded machine).
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
 	for deadline := time.Now().Add(30 * time.Second); !cond(); {
 		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within 10 s", what)
+			t.Fatalf("%s: not within 30 s", what)
 		}
 		time.Sleep(2 * time.Millisecond)
 	}

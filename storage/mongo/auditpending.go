@@ -223,22 +223,15 @@ func (s *Store) settlePending(ctx context.Context, id string, e *storage.AuditEn
 		entry := p.Entry.entry()
 		e = &entry
 	}
-	claim := claimDoc{ID: collAuditPending + "/" + id, Owner: e.AccountID, At: storage.Now()}
-	if _, err := s.claims.InsertOne(ctx, claim); err != nil {
-		if !isDuplicateKey(err) {
-			return false, err
-		}
-		return false, s.clearStaleClaim(ctx, claim.ID)
+	release, claimed, err := s.takeClaim(ctx, collAuditPending+"/"+id, e.AccountID)
+	if !claimed {
+		return false, err
 	}
-	defer func() {
-		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
-		defer cancel()
-		_, _ = s.claims.DeleteOne(rctx, bson.D{{Key: "_id", Value: claim.ID}})
-	}()
+	defer release()
 	if err := s.AppendAudit(ctx, []storage.AuditEntry{*e}); err != nil {
 		return false, err
 	}
-	_, err := s.auditPending.DeleteOne(ctx, bson.D{{Key: "_id", Value: id}})
+	_, err = s.auditPending.DeleteOne(ctx, bson.D{{Key: "_id", Value: id}})
 	return err == nil, err
 }
 
@@ -353,18 +346,11 @@ func (s *Store) SettleAuditParts(ctx context.Context, group string) (bool, error
 // a group with a part younger than minAge is left to its request, and one with an
 // unconfirmed part younger than claimLease (a write perhaps in flight) is left for later.
 func (s *Store) settleGroup(ctx context.Context, group string, minAge time.Duration, done bool) (bool, error) {
-	claim := claimDoc{ID: "auditGroup/" + group, At: storage.Now()}
-	if _, err := s.claims.InsertOne(ctx, claim); err != nil {
-		if !isDuplicateKey(err) {
-			return false, err
-		}
-		return false, s.clearStaleClaim(ctx, claim.ID)
+	release, claimed, err := s.takeClaim(ctx, "auditGroup/"+group, "")
+	if !claimed {
+		return false, err
 	}
-	defer func() {
-		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
-		defer cancel()
-		_, _ = s.claims.DeleteOne(rctx, bson.D{{Key: "_id", Value: claim.ID}})
-	}()
+	defer release()
 	cur, err := s.auditPending.Find(ctx, bson.D{{Key: "group", Value: group}}, options.Find().SetSort(bson.D{{Key: "at", Value: 1}, {Key: "_id", Value: 1}}))
 	if err != nil {
 		return false, err

@@ -130,11 +130,14 @@ func (s *Store) replaceClaimed(ctx context.Context, coll *mongo.Collection, cur 
 // behind blocks this version for the whole lease.
 func (s *Store) claimNextVersion(ctx context.Context, coll *mongo.Collection, cur versioned) (release func(), claimed bool, err error) {
 	id, version, owner := cur.claimKey()
-	claim := claimDoc{
-		ID:    fmt.Sprintf("%s/%s#%d", coll.Name(), id, version+1),
-		Owner: owner,
-		At:    storage.Now(),
-	}
+	return s.takeClaim(ctx, fmt.Sprintf("%s/%s#%d", coll.Name(), id, version+1), owner)
+}
+
+// takeClaim takes the claim named id for owner (whose deletion removes it): one holder at
+// a time. It answers false when another holds it (clearing it when it outlived
+// claimLease); release removes it even if ctx is cancelled meanwhile.
+func (s *Store) takeClaim(ctx context.Context, id, owner string) (release func(), claimed bool, err error) {
+	claim := claimDoc{ID: id, Owner: owner, At: storage.Now()}
 	if _, err := s.claims.InsertOne(ctx, claim); err != nil {
 		if !isDuplicateKey(err) {
 			return nil, false, err
