@@ -437,30 +437,35 @@ const socketMethod = "WS"
 // off the socket's actor, and waits for the entry's write; written counts it
 // (keyward_audit_entries_total, method WS, after_change).
 //
-// These entries are written after the action. For a kick, a chat line, a push and a
-// command that is the honest choice: they are deliveries to live sockets over the
-// cluster bus, not stored changes, so there is no write for an entry to ride, and a
-// socket has no answer to hold back until its entry is stored. A crash between the two
-// loses the entry of a delivery already made. A ban does write (the user's banned flag,
-// through the apps service with its user.ban event), but from the socket's actor job,
-// which the edge's context does not reach (actors/dashboard calls the Auditor after
-// the action); the REST ban (POST .../ws/users/:userId/ban) writes its entry with the
-// change.
+// A kick, a chat line, a push and a command are written after the action, the honest
+// choice: they are deliveries to live sockets over the cluster bus, not stored changes,
+// so there is no write for an entry to ride, and a socket has no answer to hold back
+// until its entry is stored. A crash between the two loses the entry of a delivery
+// already made. A ban writes (the user's banned flag, through the apps service with its
+// user.ban event): its entry rides that write (WithEntry puts it in the job's context,
+// as the edge's draft is for a REST route; with_change), as the REST ban's does.
 func socketAuditor(rec auditRecorder, log *slog.Logger, written *prometheus.CounterVec, c *gin.Context, p accounts.Principal) socketAudit {
-	return socketAudit{rec: rec, log: log, written: written, base: storage.AuditEntry{AccountID: p.Account.ID, AppID: c.Param("appId"), IP: c.ClientIP(), Method: socketMethod,
+	now := time.Now // the entries' clock: the recorder's when it has one (audit.Service)
+	if clock, ok := rec.(interface{ Now() time.Time }); ok {
+		now = clock.Now
+	}
+	return socketAudit{rec: rec, log: log, written: written, now: now, base: storage.AuditEntry{AccountID: p.Account.ID, AppID: c.Param("appId"), IP: c.ClientIP(), Method: socketMethod,
 		Route: c.FullPath(), Path: c.Request.URL.Path, Status: http.StatusSwitchingProtocols, RecordType: "realtime",
 		ActorType: storage.ActorSession, ActorID: p.TokenID, ActorName: p.Account.Username}}
 }
 
-// socketAudit is a dashboard socket's dashboard.Auditor (given through actors/sockets): base is what its entries share.
+// socketAudit is a dashboard socket's dashboard.ChangeAuditor (given through
+// actors/sockets): base is what its entries share.
 type socketAudit struct {
 	rec     auditRecorder
 	log     *slog.Logger
 	written *prometheus.CounterVec // nil: not counted
+	now     func() time.Time
 	base    storage.AuditEntry
 }
 
-func (a socketAudit) Audit(action, userID string, details map[string]any) {
+// entry is the entry of a socket action: the user acted on, the action and its details.
+func (a socketAudit) entry(action, userID string, details map[string]any) storage.AuditEntry {
 	e := a.base
 	e.RecordID = userID
 	after := map[string]any{"action": action}
@@ -470,6 +475,12 @@ func (a socketAudit) Audit(action, userID string, details map[string]any) {
 		}
 	}
 	e.After = jsonOf(after)
+	return e
+}
+
+// Audit writes the entry of an action made (after it).
+func (a socketAudit) Audit(action, userID string, details map[string]any) {
+	e := a.entry(action, userID, details)
 	ctx, cancel := context.WithTimeout(context.Background(), auditWriteTimeout)
 	defer cancel()
 	if err := a.rec.Record(ctx, e); err != nil {
@@ -479,6 +490,56 @@ func (a socketAudit) Audit(action, userID string, details map[string]any) {
 	if a.written != nil {
 		a.written.WithLabelValues(socketMethod, e.Route, "after_change").Inc()
 	}
+}
+
+// WithEntry answers ctx carrying the action's entry for the store write that makes its
+// change to take (storage.AuditOutbox: on SQLite in its transaction, on MongoDB staged
+// and confirmed by it).
+func (a socketAudit) WithEntry(ctx context.Context, action, userID string, details map[string]any) context.Context {
+	return storage.WithAuditOutbox(ctx, &socketDraft{entry: a.entry(action, userID, details), now: a.now})
+}
+
+// Audited counts the entry the action's write took, or writes it now when none did.
+func (a socketAudit) Audited(ctx context.Context, action, userID string, details map[string]any) {
+	if d, ok := storage.AuditOutboxFrom(ctx).(*socketDraft); ok && d.wasStored() {
+		if a.written != nil {
+			a.written.WithLabelValues(socketMethod, a.base.Route, "with_change").Inc()
+		}
+		return
+	}
+	a.Audit(action, userID, details)
+}
+
+// socketDraft is a socket action's entry offered to the write of its change.
+type socketDraft struct {
+	entry storage.AuditEntry
+	now   func() time.Time
+
+	mu     sync.Mutex
+	stored bool
+}
+
+func (d *socketDraft) TakeAudit() (storage.AuditEntry, bool) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.stored {
+		return storage.AuditEntry{}, false
+	}
+	e := d.entry
+	e.ID, e.CreatedAt = uuid.NewString(), storage.Truncate(d.now())
+	return e, true
+}
+
+func (d *socketDraft) AuditStored() {
+	d.mu.Lock()
+	d.stored = true
+	d.mu.Unlock()
+}
+
+func (d *socketDraft) wasStored() bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.stored
 }
 
 // auditHandlers serve the audit log: an owner's own, and any account's for administrators.

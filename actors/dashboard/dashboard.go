@@ -216,6 +216,18 @@ type Auditor interface {
 	Audit(action, userID string, details map[string]any)
 }
 
+// ChangeAuditor is an Auditor whose entry of an action that stores a change (a ban: the
+// user's banned flag, with user.ban) rides that change's own write: WithEntry answers ctx
+// carrying the entry (storage.AuditOutbox) for the write to take, and Audited, called
+// once the action succeeded with that ctx, writes the entry after only when the write
+// did not take it. The job stays data: the entry is built in the job's Work, from the
+// socket's actor (its account and token), address and app the Auditor was given.
+type ChangeAuditor interface {
+	Auditor
+	WithEntry(ctx context.Context, action, userID string, details map[string]any) context.Context
+	Audited(ctx context.Context, action, userID string, details map[string]any)
+}
+
 // WithAudit has the socket's actor tell audit of each action that changed something, once
 // it succeeded. It is part of the socket from its connection: no action goes unaudited.
 func WithAudit(audit Auditor) Option {
@@ -304,6 +316,13 @@ func (d *Dashboard) message(raw []byte) app.Job {
 func (d *Dashboard) action(ctx context.Context, j actionJob) {
 	var err error
 	n := d.node
+	details := map[string]any{"reason": j.reason, "command": j.command}
+	// A ban writes (the banned flag): its entry goes with that write when it can.
+	withChange, _ := d.audit.(ChangeAuditor)
+	if !j.audited || j.typ != "ban" {
+		withChange = nil
+	}
+	actx := ctx
 	switch j.typ {
 	case "get_online":
 		var count int
@@ -324,7 +343,10 @@ func (d *Dashboard) action(ctx context.Context, j actionJob) {
 	case "kick":
 		_, err = n.Kick(ctx, d.AppID, j.userID, j.reason)
 	case "ban":
-		err = n.Ban(ctx, d.AppID, j.userID, j.reason)
+		if withChange != nil {
+			actx = withChange.WithEntry(ctx, j.typ, j.userID, details)
+		}
+		err = n.Ban(actx, d.AppID, j.userID, j.reason)
 	case "command":
 		_, err = n.Command(ctx, d.AppID, j.userID, j.command, j.payload)
 	}
@@ -337,7 +359,10 @@ func (d *Dashboard) action(ctx context.Context, j actionJob) {
 		d.peer.Send(wire.ErrorMessage(reason))
 		return
 	}
-	if j.audited {
-		d.audit.Audit(j.typ, j.userID, map[string]any{"reason": j.reason, "command": j.command})
+	switch {
+	case withChange != nil:
+		withChange.Audited(actx, j.typ, j.userID, details)
+	case j.audited:
+		d.audit.Audit(j.typ, j.userID, details)
 	}
 }
