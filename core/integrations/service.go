@@ -322,7 +322,8 @@ func (s *Service) Test(ctx context.Context, o apps.Owner, appID, id string) (Tes
 	}
 	a := webhooks.Deliver(ctx, s.client, req)
 	rec := attemptRecord(i, "", TestEvent, 1, a, storage.Truncate(s.now()))
-	if err := s.store.AddDeliveryAttempt(ctx, rec); err != nil {
+	// The attempt's record is the test's change: its audit entry rides that insert.
+	if err := s.store.AddDeliveryAttempt(audit.Own(ctx), rec); err != nil {
 		return TestResult{}, fmt.Errorf("record test attempt: %w", err)
 	}
 	res := TestResult{Delivered: a.OK(), StatusCode: a.StatusCode, Latency: a.Latency, Error: a.Err}

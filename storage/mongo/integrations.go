@@ -471,11 +471,12 @@ func (d attemptDoc) attempt() storage.DeliveryAttempt {
 
 // AddDeliveryAttempt records a; the latency is kept in whole milliseconds. There is no
 // parent check: an attempt recorded as its integration is deleted goes with the purge.
+//
+// An attempt marked as its change's own store call (audit.Own: an integration's test) is
+// inserted by insertOwned, so the audit entry is staged before and confirmed by the
+// insert; attempts are never replaced, only purged, so the marker stays.
 func (s *Store) AddDeliveryAttempt(ctx context.Context, a storage.DeliveryAttempt) error {
-	if _, err := s.attempts.InsertOne(ctx, toAttemptDoc(a)); err != nil {
-		return wrap("add delivery attempt", err)
-	}
-	return nil
+	return s.insertOwned(ctx, "add delivery attempt", s.attempts, []any{toAttemptDoc(a)}, nil, nil)
 }
 
 // ListDeliveryAttempts answers one page of the integration's attempts, newest first, and
