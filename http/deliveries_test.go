@@ -66,6 +66,15 @@ func TestDeliveryDetailAndRedeliver(t *testing.T) {
 		if entry["recordId"] != deliveryID || entry["after"].(map[string]any)["state"] != "pending" {
 			t.Fatalf("redeliver audit entry: %v", entry)
 		}
+		// The entry rode the redelivery's write (the queue insert on MongoDB, the move in
+		// one transaction on SQLite); a second redelivery of the same delivery (whose
+		// copy carries the first one's marker) does too.
+		expectOK(t, a.do("POST", path+"/redeliver", nil), http.StatusOK)
+		rc.wait(t, 3)
+		const route = "POST /api/apps/:appId/integrations/:integrationId/deliveries/:deliveryId/redeliver"
+		if got := auditWrittenCounts(t, s); got[route+" with_change"] != 2 || got[route+" after_change"] != 0 {
+			t.Fatalf("redeliver entries: %d with the change, %d after; want 2 and 0", got[route+" with_change"], got[route+" after_change"])
+		}
 		expect(t, a.do("GET", base+"/"+hookID+"/deliveries/nope", nil), http.StatusNotFound, "NOT_FOUND")
 		stranger := api{t, s, newOwner(t, s).Token}
 		expect(t, stranger.do("POST", path+"/redeliver", nil), http.StatusNotFound, "NOT_FOUND")

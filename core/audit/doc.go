@@ -28,7 +28,12 @@
 //     outbox with no events): API keys, passkeys, the account's settings (password, API
 //     key, two-factor, plan, an administrator's change), a sign-out's revocation, an
 //     email change's confirmation token, store connections and product mappings, token
-//     edits, an integration's new signing secret. Socket hooks and file uploads ride their
+//     edits, an integration's new signing secret, an integration's test (the attempt's
+//     record), a webhook's redelivery (the delivery's write; on MongoDB the queue insert
+//     that takes it back from the history, and every later write and move of the
+//     delivery keeps the marker, which RecoverAudit looks for in both collections), a ban
+//     sent over a dashboard socket (its job's context carries the socket's entry, built
+//     from the socket's actor, address and app: dashboard.ChangeAuditor). Socket hooks and file uploads ride their
 //     events.Change (a hook's change stores app.hooks_change with it). On MongoDB a
 //     partial update carries the marker through updateAudited, a creation through
 //     insertOwned, a deletion through deleteOne.
@@ -50,16 +55,11 @@
 //
 //   - the deletion of an app's logs (DELETE .../logs: many documents at once, no one
 //     document on MongoDB to confirm the entry);
-//   - a webhook's redelivery and test (a delivery's queue and history records, which
-//     MongoDB moves between two collections, not one document);
 //   - actions that store nothing, where after the action is the honest choice:
 //     deliveries to live sockets (REST broadcast, chat, push, command, kick,
 //     force-logout, and the same sent over a dashboard socket), a license check
 //     (licenses/verify), a signed license file, an email change asked for an address
-//     that is taken (only a mail goes);
-//   - a ban sent over a dashboard socket: its write (the banned flag, with user.ban) is
-//     made in the socket's actor job, which the edge's context does not reach (the REST
-//     ban writes its entry with the change).
+//     that is taken (only a mail goes).
 //
 // Record's concurrent entries share one write (a group commit: one goroutine takes every
 // entry queued while the last write ran, up to BatchSize, without a timer). Close writes

@@ -43,7 +43,8 @@ func (s *Service) Redeliver(ctx context.Context, o apps.Owner, appID, id, delive
 		return storage.Delivery{}, err
 	}
 	now := storage.Truncate(s.now())
-	d, err := s.store.UpdateDelivery(ctx, deliveryID, audit.Track(ctx, func(d *storage.Delivery) error {
+	// The redelivery's write is its change: its audit entry rides it (audit.Own).
+	d, err := s.store.UpdateDelivery(audit.Own(ctx), deliveryID, audit.Track(ctx, func(d *storage.Delivery) error {
 		if d.State == storage.DeliveryPending && d.LeaseUntil.After(now) {
 			return core.E(core.CodeConflict, "this delivery is being attempted now")
 		}

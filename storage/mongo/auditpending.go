@@ -260,13 +260,11 @@ func (s *Store) RecoverAudit(ctx context.Context, minAge time.Duration) (int, er
 			groups[p.Group] = true
 			continue
 		}
-		marked, err := s.db.Collection(p.Coll).FindOne(ctx, bson.D{{Key: "_id", Value: p.DocID}},
-			options.FindOne().SetProjection(bson.D{{Key: auditMarker, Value: 1}})).Raw()
-		if err != nil && !errors.Is(err, mongo.ErrNoDocuments) {
+		ok, err := s.confirmed(ctx, p)
+		if err != nil {
 			return appended, wrap("recover audit: confirmation", err)
 		}
-		m, _ := marked.Lookup(auditMarker).StringValueOK()
-		if (p.Deleted && marked == nil) || (!p.Deleted && marked != nil && m == p.ID) {
+		if ok {
 			if time.Since(p.At) < minAge {
 				continue // its change is settling it now
 			}
@@ -306,6 +304,18 @@ func (s *Store) confirmed(ctx context.Context, p pendingAuditDoc) (bool, error) 
 	if err != nil && !errors.Is(err, mongo.ErrNoDocuments) {
 		return false, err
 	}
+	if other := s.deliveryTwin(p.Coll); other != nil && !p.Deleted && (marked == nil || markerOf(marked) != p.ID) {
+		// A delivery moves between the queue and the history, its marker with it
+		// (updateDelivery): the entry is confirmed by the copy in either.
+		twin, err := other.FindOne(ctx, bson.D{{Key: "_id", Value: p.DocID}},
+			options.FindOne().SetProjection(bson.D{{Key: auditMarker, Value: 1}})).Raw()
+		if err != nil && !errors.Is(err, mongo.ErrNoDocuments) {
+			return false, err
+		}
+		if twin != nil && markerOf(twin) == p.ID {
+			return true, nil
+		}
+	}
 	if p.Deleted {
 		return marked == nil, nil
 	}
@@ -325,6 +335,18 @@ func (s *Store) confirmed(ctx context.Context, p pendingAuditDoc) (bool, error) 
 		return false, err
 	}
 	return again.Vouched, nil
+}
+
+// deliveryTwin answers the other collection of a delivery's two (the queue and the
+// history) when coll is one of them, else nil.
+func (s *Store) deliveryTwin(coll string) *mongo.Collection {
+	switch coll {
+	case s.deliveries.Name():
+		return s.history
+	case s.history.Name():
+		return s.deliveries
+	}
+	return nil
 }
 
 // SettleAuditParts implements storage.AuditPartSettler: called by the request once its

@@ -168,8 +168,18 @@ func updateDelivery(ctx context.Context, s *Store, op, id string, read *delivery
 		if err != nil {
 			return deliveryDoc{}, err
 		}
+		to := s.deliveryColl(doc.State)
+		// The change's audit entry (a redelivery's, marked by audit.Own) is staged and
+		// confirmed by this write; every write and move keeps the marker the delivery
+		// carries, so a staged entry stays confirmed whichever collection holds it
+		// (confirmed reads both).
+		intent, err := s.stageAudit(ctx, to, cur.ID, cur.AuditPending)
+		if err != nil {
+			return deliveryDoc{}, wrap(op, err)
+		}
+		doc.AuditPending = intent.marker(cur.AuditPending)
 		var matched bool
-		switch to := s.deliveryColl(doc.State); {
+		switch {
 		case to == from:
 			matched, err = s.replaceClaimedByID(ctx, from, cur, doc)
 		case from == s.deliveries:
@@ -178,11 +188,13 @@ func updateDelivery(ctx context.Context, s *Store, op, id string, read *delivery
 			matched, err = s.requeueDelivery(ctx, cur, doc)
 		}
 		if err != nil {
-			return deliveryDoc{}, wrap(op, err)
+			return deliveryDoc{}, wrap(op, err) // it may be made: RecoverAudit decides
 		}
 		if matched {
+			intent.settle(ctx, s)
 			return doc, nil
 		}
+		intent.abandon(ctx, s)
 		if err := backoff(ctx, attempt); err != nil {
 			return deliveryDoc{}, wrap(op, err)
 		}

@@ -204,3 +204,92 @@ func recIDsOf(ds []storage.Delivery) []string {
 	}
 	return out
 }
+
+// TestRedeliveryEntryConfirmedAcrossMoves: a redelivery's audit entry (audit.Own) rides
+// its write (the queue insert that takes the delivery back from the history), and a
+// crash between that write and the entry's append leaves it confirmed even after the
+// delivery was claimed and finished (moved to the history again): every write keeps the
+// marker, and RecoverAudit reads both collections.
+func TestRedeliveryEntryConfirmedAcrossMoves(t *testing.T) {
+	s := openFresh(t, testenv.MongoURI(t))
+	ctx := t.Context()
+	seedDeliveryParents(t, s)
+	now := storage.Now()
+	d := storage.Delivery{ID: "d1", AppID: "app", IntegrationID: "int", EventID: "e1", Event: "user.login", State: storage.DeliveryFailed,
+		Attempts: 3, CreatedAt: now, UpdatedAt: now}
+	if err := s.CreateDeliveries(ctx, []storage.Delivery{d}); err != nil {
+		t.Fatal(err)
+	}
+	const acc = "acc"
+	chain := func(want ...string) {
+		t.Helper()
+		list, err := s.AuditChain(ctx, acc, 0, 100)
+		if err != nil || len(list) != len(want) {
+			t.Fatalf("chain: %d entries, %v; want %d", len(list), err, len(want))
+		}
+		for i, e := range list {
+			if e.ID != want[i] {
+				t.Fatalf("chain entry %d: %s, want %s", i, e.ID, want[i])
+			}
+		}
+	}
+	finish := func() {
+		t.Helper()
+		c, err := s.ClaimDeliveries(ctx, "w", storage.Now().Add(time.Second), time.Minute, 10)
+		if err != nil || len(c) != 1 {
+			t.Fatalf("ClaimDeliveries = (%v, %v), want d1", recIDsOf(c), err)
+		}
+		if _, err := s.UpdateDelivery(ctx, "d1", func(x *storage.Delivery) error {
+			x.State, x.Attempts, x.LeaseOwner, x.LeaseUntil = storage.DeliveryDelivered, x.Attempts+1, "", time.Time{}
+			return nil
+		}); err != nil {
+			t.Fatalf("finish: %v", err)
+		}
+	}
+	redeliver := func(x *storage.Delivery) error {
+		x.State, x.NextAttemptAt, x.LeaseOwner, x.LeaseUntil = storage.DeliveryPending, storage.Now(), "", time.Time{}
+		return nil
+	}
+
+	// The redelivery's own call: the entry is stored with it and appended before it returns.
+	sctx, first := draftCtx(ctx, acc, "d1")
+	if _, err := s.UpdateDelivery(sctx, "d1", redeliver); err != nil {
+		t.Fatal(err)
+	}
+	if !first.stored {
+		t.Fatal("the redelivery did not report its entry stored")
+	}
+	chain(first.e.ID)
+	finish()
+
+	// A crash after the queue insert (marked), before the append: the delivery is then
+	// claimed and finished, back in the history, still marked; RecoverAudit appends it once.
+	var h deliveryDoc
+	if err := s.history.FindOne(ctx, bson.D{{Key: "_id", Value: "d1"}}).Decode(&h); err != nil {
+		t.Fatalf("finished delivery not in the history: %v", err)
+	}
+	cctx, second := draftCtx(ctx, acc, "d1")
+	intent, err := s.stageAudit(cctx, s.deliveries, "d1", h.AuditPending)
+	if err != nil || intent == nil {
+		t.Fatalf("stageAudit: %v, %v", intent, err)
+	}
+	again := h.delivery()
+	_ = redeliver(&again)
+	doc := toDeliveryDoc(again, h.Version+1)
+	doc.AuditPending = second.e.ID
+	if _, err := s.deliveries.InsertOne(ctx, doc); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.history.DeleteOne(ctx, bson.D{{Key: "_id", Value: "d1"}}); err != nil {
+		t.Fatal(err)
+	}
+	finish()
+	if q, hn := countIn(t, s, collDeliveries, "d1"), countIn(t, s, collHistory, "d1"); q != 0 || hn != 1 {
+		t.Fatalf("after the finish: %d in the queue, %d in the history; want 0 and 1", q, hn)
+	}
+	n, err := s.RecoverAudit(ctx, 0)
+	if err != nil || n != 1 {
+		t.Fatalf("RecoverAudit = %d, %v; want 1", n, err)
+	}
+	chain(first.e.ID, second.e.ID)
+}

@@ -202,6 +202,9 @@ type deliveryDoc struct {
 	Sent          []byte    `bson:"sent,omitempty"` // see storage.Delivery.Sent
 	CreatedAt     time.Time `bson:"createdAt"`
 	UpdatedAt     time.Time `bson:"updatedAt"`
+	// AuditPending is the marker of the delivery's last audited change (auditMarker: a
+	// redelivery's entry), kept by every later write and move (updateDelivery).
+	AuditPending string `bson:"auditPending,omitempty"`
 }
 
 func toDeliveryDoc(d storage.Delivery, version int64) deliveryDoc {
