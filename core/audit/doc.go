@@ -53,8 +53,11 @@
 //
 // What is still written after the change, and why:
 //
-//   - the deletion of an app's logs (DELETE .../logs: many documents at once, no one
-//     document on MongoDB to confirm the entry);
+//   - the purge of an app's logs (DELETE .../logs): no one write makes it (SQLite
+//     deletes in transactions of at most 10,000 rows so other writers get in; MongoDB's
+//     DeleteMany is many documents, not atomic on FerretDB, and leaves none to carry a
+//     confirmation; a marker on the app written before the delete would confirm an
+//     entry for a purge a crash then cut short). See logs.Service.Purge;
 //   - actions that store nothing, where after the action is the honest choice:
 //     deliveries to live sockets (REST broadcast, chat, push, command, kick,
 //     force-logout, and the same sent over a dashboard socket), a license check

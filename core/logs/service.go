@@ -112,6 +112,15 @@ func (s *Service) Events(ctx context.Context, o apps.Owner, appID string) ([]str
 }
 
 // Purge removes the app's entries older than days (default 30).
+//
+// Its audit entry is written after the deletion (the edge's path after the change), not
+// with it: no one write makes the purge. SQLite deletes in transactions of at most
+// logDeleteChunk rows (so that a purge of millions of entries lets the other writers in),
+// and MongoDB's DeleteMany is many documents, not atomic on FerretDB, with no document
+// left to carry a confirmation. A marker written on the app before the delete would
+// confirm an entry for a purge a crash then cut short; written after, it is the path
+// after the change again. The purge is idempotent, so the entry of a purge a crash
+// interrupted (never acknowledged) is the one lost, and its retry writes it.
 func (s *Service) Purge(ctx context.Context, o apps.Owner, appID, days string) (int, error) {
 	d, err := core.IntParam("days", days, 30, 36500)
 	if err != nil {
