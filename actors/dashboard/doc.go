@@ -4,7 +4,8 @@
 // (core/realtime.Window), the deliveries held until its first messages (online_count and
 // sessions, Greet) are sent, the owner's token recheck on its timer (WithRecheck: a token
 // that no longer authenticates closes the socket) and what it audits (WithAudit: each
-// action that changed something, once it succeeded). Its actor handles a frame (Hand;
+// action that changed something, once it succeeded; a ban's entry rides the ban's own
+// write when the Auditor is a ChangeAuditor, built in the job's Work). Its actor handles a frame (Hand;
 // app.Turn keeps the order), a delivery (Delivery), the greeting, the recheck's timer
 // and answer, its leaving, one at a time; an action that needs the cluster is a typed
 // job (jobs.go) that Work does off the actor.
