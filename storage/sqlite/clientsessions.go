@@ -18,13 +18,29 @@ const clientSessionCols = `token_hash, app_id, account_id, user_id, username, hw
 
 // saveClientSession inserts a session or, when its token hash is stored, replaces every
 // other column: the last write wins.
-const saveClientSession = `INSERT INTO client_sessions (` + clientSessionCols + `)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+const saveClientSession = clientSessionInsert + clientSessionValues + clientSessionUpsert
+
+const (
+	clientSessionInsert = `INSERT INTO client_sessions (` + clientSessionCols + `)
+VALUES `
+	clientSessionValues = `(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+	clientSessionUpsert = `
 ON CONFLICT (token_hash) DO UPDATE SET
 	app_id = excluded.app_id, account_id = excluded.account_id, user_id = excluded.user_id,
 	username = excluded.username, hwid = excluded.hwid, ip = excluded.ip, country = excluded.country,
 	version = excluded.version, created_at = excluded.created_at, login_at = excluded.login_at,
 	expires_at = excluded.expires_at`
+)
+
+// sessionChunk is how many sessions one statement of SaveClientRound upserts
+// (saveClientSessionChunk; 12 parameters each: 192, well under SQLite's limit).
+const (
+	sessionChunk           = 16
+	clientSessionColCount  = 12
+	clientSessionValues4   = clientSessionValues + ", " + clientSessionValues + ", " + clientSessionValues + ", " + clientSessionValues
+	clientSessionValues16  = clientSessionValues4 + ", " + clientSessionValues4 + ", " + clientSessionValues4 + ", " + clientSessionValues4
+	saveClientSessionChunk = clientSessionInsert + clientSessionValues16 + clientSessionUpsert
+)
 
 func scanClientSession(row scanner) (storage.ClientSession, error) {
 	var c storage.ClientSession
@@ -57,10 +73,28 @@ func (s *Store) SaveClientRound(ctx context.Context, ss []storage.ClientSession,
 		return nil
 	}
 	return s.inWriteTx(ctx, op, func(tx *sql.Tx) error {
-		if len(ss) > 0 {
+		// Full chunks go as one multi-row statement each (a round of concurrent inits is
+		// tens of sessions, and one statement costs the driver's per-statement work once
+		// rather than per row); the rest row by row. The rows have distinct token hashes
+		// (the archive keeps one copy per session).
+		i := 0
+		if len(ss) >= sessionChunk {
+			saveChunk := s.txStmt(ctx, tx, saveClientSessionChunk)
+			args := make([]any, 0, sessionChunk*clientSessionColCount)
+			for ; i+sessionChunk <= len(ss); i += sessionChunk {
+				args = args[:0]
+				for _, c := range ss[i : i+sessionChunk] {
+					args = append(args, clientSessionRow(c)...)
+				}
+				if _, err := saveChunk.ExecContext(ctx, args...); err != nil {
+					return wrap(fmt.Sprintf("%s: sessions %d-%d", op, i, i+sessionChunk-1), err)
+				}
+			}
+		}
+		if i < len(ss) {
 			save := s.txStmt(ctx, tx, saveClientSession)
-			for i, c := range ss {
-				if _, err := save.ExecContext(ctx, clientSessionRow(c)...); err != nil {
+			for ; i < len(ss); i++ {
+				if _, err := save.ExecContext(ctx, clientSessionRow(ss[i])...); err != nil {
 					return wrap(fmt.Sprintf("%s: session %d", op, i), err)
 				}
 			}
