@@ -17,12 +17,7 @@ func BenchmarkSaveClientRound(b *testing.B) {
 	const perRound = 32
 	now := time.Now()
 	n := 0
-	cpu := func() time.Duration {
-		var ru syscall.Rusage
-		_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-		return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-	}
-	start := cpu()
+	start := processCPU()
 	for b.Loop() {
 		batch := make([]storage.ClientSession, perRound)
 		for i := range batch {
@@ -35,5 +30,34 @@ func BenchmarkSaveClientRound(b *testing.B) {
 		}
 	}
 	// CPU time says more than wall time on a shared machine.
-	b.ReportMetric(float64(cpu()-start)/float64(b.N), "cpu-ns/op")
+	b.ReportMetric(float64(processCPU()-start)/float64(b.N), "cpu-ns/op")
+}
+
+// BenchmarkAppendEvents times one append of 32 events of one app (a round of concurrent
+// inits' events); cpu-ns/op is the process's CPU time per append.
+func BenchmarkAppendEvents(b *testing.B) {
+	s := openTemp(b, filepath.Join(b.TempDir(), "keyward.db"))
+	const perRound = 32
+	now := time.Now()
+	n := 0
+	start := processCPU()
+	for b.Loop() {
+		evs := make([]storage.EventRecord, perRound)
+		for i := range evs {
+			n++
+			evs[i] = storage.EventRecord{ID: fmt.Sprintf("ev-%d", n), AppID: "app", Type: "user.login",
+				Payload: []byte(`{"user":"someone","ip":"127.0.0.1"}`), At: now}
+		}
+		if err := s.AppendEvents(b.Context(), evs); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(processCPU()-start)/float64(b.N), "cpu-ns/op")
+}
+
+// processCPU is the process's CPU time so far (user and system).
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"fmt"
 	"time"
 
 	"github.com/keyward/keyward/storage"
@@ -37,12 +38,28 @@ const (
 	insertEvent  = `INSERT INTO events (id, app_id, seq, type, payload, created_at) VALUES (?, ?, ?, ?, ?, ?)`
 )
 
+// eventChunk is how many events one statement of appendEventsTx inserts (6 parameters
+// each): a group-commit round of concurrent inits carries tens of events, and one
+// statement costs the driver's per-statement work once rather than per row.
+const eventChunk = 16
+
+const (
+	insertEventValues  = `(?, ?, ?, ?, ?, ?)`
+	insertEventValues4 = insertEventValues + ", " + insertEventValues + ", " + insertEventValues + ", " + insertEventValues
+	// insertEventChunk inserts eventChunk events and answers each one's position by id
+	// (RETURNING's row order is not defined; id is unique).
+	insertEventChunk = `INSERT INTO events (id, app_id, seq, type, payload, created_at) VALUES ` +
+		insertEventValues4 + ", " + insertEventValues4 + ", " + insertEventValues4 + ", " + insertEventValues4 +
+		` RETURNING id, pos`
+)
+
 // appendEventsTx inserts evs in tx, in order, setting each one's Pos and Seq: the append
 // of AppendEvents and of a change's outbox (inWriteTx).
 func (s *Store) appendEventsTx(ctx context.Context, tx *sql.Tx, evs []storage.EventRecord) error {
 	const op = "append events"
-	lastSeq, ins := s.txStmt(ctx, tx, lastEventSeq), s.txStmt(ctx, tx, insertEvent)
-	var last map[string]int64
+	// Each app's next seqs, in the batch's order (the writer is alone in tx).
+	lastSeq := s.txStmt(ctx, tx, lastEventSeq)
+	last := make(map[string]int64, 4)
 	for i := range evs {
 		e := &evs[i]
 		seq, ok := last[e.AppID]
@@ -52,25 +69,75 @@ func (s *Store) appendEventsTx(ctx context.Context, tx *sql.Tx, evs []storage.Ev
 			}
 		}
 		seq++
-		if last == nil {
-			last = make(map[string]int64, 4)
-		}
 		last[e.AppID] = seq
-		payload := e.Payload
-		if payload == nil {
-			payload = []byte{}
+		e.Seq = seq
+	}
+	i := 0
+	if len(evs) >= eventChunk {
+		chunk := s.txStmt(ctx, tx, insertEventChunk)
+		args := make([]any, 0, eventChunk*6)
+		pos := make(map[string]int64, eventChunk)
+		for ; i+eventChunk <= len(evs); i += eventChunk {
+			part := evs[i : i+eventChunk]
+			args = args[:0]
+			for _, e := range part {
+				args = append(args, e.ID, e.AppID, e.Seq, e.Type, eventPayload(e.Payload), toMillis(e.At))
+			}
+			clear(pos)
+			if err := insertReturningPos(ctx, chunk, args, pos); err != nil {
+				return wrap(op, err)
+			}
+			for j := range part {
+				p, ok := pos[part[j].ID]
+				if !ok {
+					return wrap(op, fmt.Errorf("event %s: no position returned", part[j].ID))
+				}
+				part[j].Pos = p
+			}
 		}
-		res, err := ins.ExecContext(ctx, e.ID, e.AppID, seq, e.Type, payload, toMillis(e.At))
-		if err != nil {
-			return wrap(op, err)
+	}
+	if i < len(evs) {
+		ins := s.txStmt(ctx, tx, insertEvent)
+		for ; i < len(evs); i++ {
+			e := &evs[i]
+			res, err := ins.ExecContext(ctx, e.ID, e.AppID, e.Seq, e.Type, eventPayload(e.Payload), toMillis(e.At))
+			if err != nil {
+				return wrap(op, err)
+			}
+			pos, err := res.LastInsertId()
+			if err != nil {
+				return wrap(op, err)
+			}
+			e.Pos = pos
 		}
-		pos, err := res.LastInsertId()
-		if err != nil {
-			return wrap(op, err)
-		}
-		e.Pos, e.Seq = pos, seq
 	}
 	return nil
+}
+
+// eventPayload is the stored payload: an empty one for none (the column is NOT NULL).
+func eventPayload(p []byte) []byte {
+	if p == nil {
+		return []byte{}
+	}
+	return p
+}
+
+// insertReturningPos runs a chunk's insert and puts each returned id's position in pos.
+func insertReturningPos(ctx context.Context, stmt txQuery, args []any, pos map[string]int64) error {
+	rows, err := stmt.tx.QueryContext(ctx, stmt.query, args...)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id string
+		var p int64
+		if err := rows.Scan(&id, &p); err != nil {
+			return err
+		}
+		pos[id] = p
+	}
+	return rows.Err()
 }
 
 // ReadEvents answers up to n events after the position, in order.
