@@ -44,6 +44,10 @@ type Config struct {
 	MongoClient *mongo.Client
 	RedisURL    string
 	RedisPrefix string
+	// RedisCommandTimeout bounds one Redis command as a whole (cluster/redis
+	// Config.CommandTimeout): short, so that a frozen Redis turns into "try again" within
+	// about a second instead of hanging requests behind it.
+	RedisCommandTimeout time.Duration
 
 	JWTSecret string
 	JWTTTL    time.Duration
@@ -130,6 +134,7 @@ func options() []*option {
 		{flag: "mongo-database", env: "KEYWARD_MONGO_DATABASE", usage: "MongoDB database name (default: the one in the URI, else keyward)"},
 		{flag: "redis-url", env: "KEYWARD_REDIS_URL", usage: "Redis URL: one server (redis://[:password@]host:port/db) a Sentinel group (redis://sentinel1:26379/db?master_name=NAME&addr=sentinel2:26379&addr=sentinel3:26379[&password=...]) or a Redis Cluster (redis://[:password@]node1:6379?addr=node2:6379&addr=node3:6379&cluster=true); when set, Redis replaces the single-node memory cluster engine"},
 		{flag: "redis-prefix", env: "KEYWARD_REDIS_PREFIX", def: "kw:", usage: "prefix of every Redis key, so several deployments can share one Redis"},
+		{flag: "redis-command-timeout", env: "KEYWARD_REDIS_COMMAND_TIMEOUT", def: "400ms", usage: "bound of one Redis command as a whole (waiting for a connection, a retry): past it a request answers 503 \"try again\" rather than hang behind a frozen Redis"},
 		{flag: "jwt-secret", env: "KEYWARD_JWT_SECRET", usage: "secret (32+ bytes) signing dashboard JWTs; generated once into the data dir when unset; required with --redis-url (all nodes must share it)"},
 		{flag: "secrets-key", env: "KEYWARD_SECRETS_KEY", usage: "key (32+ bytes) encrypting stored TOTP and integration signing secrets; generated once into the data dir (secrets.key) when unset; required with --redis-url (all nodes must share it); keep it with your backups"},
 		{flag: "jwt-ttl", env: "KEYWARD_JWT_TTL", def: "24h", usage: "lifetime of dashboard JWTs"},
@@ -241,7 +246,7 @@ func parse(v map[string]string) (Config, error) {
 	c := Config{
 		Addr: v["addr"], MetricsAddr: v["metrics-addr"], DataDir: v["data-dir"], PublicURL: v["public-url"],
 		MongoURI: v["mongo-uri"], MongoDatabase: v["mongo-database"], RedisURL: v["redis-url"], RedisPrefix: v["redis-prefix"],
-		JWTSecret: v["jwt-secret"], JWTTTL: dur("jwt-ttl"), SecretsKey: v["secrets-key"],
+		RedisCommandTimeout: dur("redis-command-timeout"), JWTSecret: v["jwt-secret"], JWTTTL: dur("jwt-ttl"), SecretsKey: v["secrets-key"],
 		MailOutbox: v["mail-outbox"], MailFrom: v["mail-from"],
 		SMTP: mail.SMTPConfig{Host: v["smtp-host"], Port: int(num("smtp-port", 1)), Username: v["smtp-username"],
 			Password: v["smtp-password"], TLS: v["smtp-tls"]},

@@ -107,7 +107,7 @@ func OpenStore(ctx context.Context, c Config) (storage.Store, string, error) {
 // node's supervisor; nil: one of the engine's own).
 func OpenCluster(ctx context.Context, c Config, owner supervise.Starter) (cluster.Engine, string, error) {
 	if c.RedisURL != "" {
-		e, err := clusterredis.New(ctx, clusterredis.Config{URL: c.RedisURL, Prefix: c.RedisPrefix, Goroutines: owner})
+		e, err := clusterredis.New(ctx, clusterredis.Config{URL: c.RedisURL, Prefix: c.RedisPrefix, CommandTimeout: c.RedisCommandTimeout, Goroutines: owner})
 		if err != nil {
 			return nil, "", fmt.Errorf("Redis at %s: %w", redactURL(c.RedisURL), err)
 		}

@@ -14,6 +14,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"sort"
@@ -106,12 +107,33 @@ func Env(t *testing.T, e Engines) map[string]string {
 		env["KEYWARD_MONGO_DATABASE"] = testenv.UniqueName("kwtest_")
 	}
 	if e.Redis {
-		env["KEYWARD_REDIS_URL"] = testenv.RedisURL(t)
+		env["KEYWARD_REDIS_URL"] = slowRedisURL(t, testenv.RedisURL(t))
 		env["KEYWARD_REDIS_PREFIX"] = testenv.UniqueName("kwtest:") + ":"
+		env["KEYWARD_REDIS_COMMAND_TIMEOUT"] = "2s" // see slowRedisURL
 		env["KEYWARD_JWT_SECRET"] = "test-secret-" + strings.Repeat("x", 40)
 		env["KEYWARD_SECRETS_KEY"] = "test-secrets-key-" + strings.Repeat("k", 40)
 	}
 	return env
+}
+
+// slowRedisURL is the test Redis URL with read and write timeouts of 2 s unless it sets
+// them. A loaded 2-core test machine (the suite under -race, CI beside other jobs) can hold
+// a Redis answer past the production bounds (300 ms a read, 400 ms a command); the node
+// would then answer 503 for a Redis that is only slow (seen in bursts of 50 logins at load
+// 15). The frozen-Redis tests (cmd/keyward) start their nodes with the production defaults.
+func slowRedisURL(t *testing.T, raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		t.Fatalf("test Redis URL %q: %v", raw, err)
+	}
+	q := u.Query()
+	for _, k := range []string{"read_timeout", "write_timeout"} {
+		if !q.Has(k) {
+			q.Set(k, "2s")
+		}
+	}
+	u.RawQuery = q.Encode()
+	return u.String()
 }
 
 // Start runs a node on the engine pair.
