@@ -13,44 +13,46 @@ import (
 // BenchmarkSaveClientRound times one group-commit round of 32 new client sessions (what a
 // round of concurrent inits writes), without events or logins; cpu-ns/op is the process's CPU time per round.
 func BenchmarkSaveClientRound(b *testing.B) {
-	s := openTemp(b, filepath.Join(b.TempDir(), "keyward.db"))
-	const perRound = 32
 	now := time.Now()
-	n := 0
-	start := processCPU()
-	for b.Loop() {
-		batch := make([]storage.ClientSession, perRound)
+	benchRounds(b, func(s *Store, n int) error {
+		batch := make([]storage.ClientSession, roundSize)
 		for i := range batch {
-			n++
-			batch[i] = storage.ClientSession{TokenHash: fmt.Sprintf("tok-%d", n), AppID: "app", AccountID: "acc",
+			batch[i] = storage.ClientSession{TokenHash: fmt.Sprintf("tok-%d", n+i), AppID: "app", AccountID: "acc",
 				IP: "127.0.0.1", Version: "1.0", CreatedAt: now, LoginAt: now, ExpiresAt: now.Add(time.Hour)}
 		}
-		if err := s.SaveClientRound(b.Context(), batch, nil); err != nil {
-			b.Fatal(err)
-		}
-	}
-	// CPU time says more than wall time on a shared machine.
-	b.ReportMetric(float64(processCPU()-start)/float64(b.N), "cpu-ns/op")
+		return s.SaveClientRound(b.Context(), batch, nil)
+	})
 }
 
 // BenchmarkAppendEvents times one append of 32 events of one app (a round of concurrent
 // inits' events); cpu-ns/op is the process's CPU time per append.
 func BenchmarkAppendEvents(b *testing.B) {
-	s := openTemp(b, filepath.Join(b.TempDir(), "keyward.db"))
-	const perRound = 32
 	now := time.Now()
+	benchRounds(b, func(s *Store, n int) error {
+		evs := make([]storage.EventRecord, roundSize)
+		for i := range evs {
+			evs[i] = storage.EventRecord{ID: fmt.Sprintf("ev-%d", n+i), AppID: "app", Type: "user.login",
+				Payload: []byte(`{"user":"someone","ip":"127.0.0.1"}`), At: now}
+		}
+		return s.AppendEvents(b.Context(), evs)
+	})
+}
+
+// roundSize is how many records a benchmarked round writes.
+const roundSize = 32
+
+// benchRounds runs round on a fresh store once per iteration, n being the number of
+// records written before it (so ids never repeat), and reports cpu-ns/op: CPU time says
+// more than wall time on a shared machine.
+func benchRounds(b *testing.B, round func(s *Store, n int) error) {
+	s := openTemp(b, filepath.Join(b.TempDir(), "keyward.db"))
 	n := 0
 	start := processCPU()
 	for b.Loop() {
-		evs := make([]storage.EventRecord, perRound)
-		for i := range evs {
-			n++
-			evs[i] = storage.EventRecord{ID: fmt.Sprintf("ev-%d", n), AppID: "app", Type: "user.login",
-				Payload: []byte(`{"user":"someone","ip":"127.0.0.1"}`), At: now}
-		}
-		if err := s.AppendEvents(b.Context(), evs); err != nil {
+		if err := round(s, n); err != nil {
 			b.Fatal(err)
 		}
+		n += roundSize
 	}
 	b.ReportMetric(float64(processCPU()-start)/float64(b.N), "cpu-ns/op")
 }
