@@ -35,13 +35,11 @@ func runFanoutAt(ctx context.Context, addr, proto string, lines []string, d time
 	if rate <= 0 {
 		return runFanout(ctx, addr, proto, lines, d, publish, serverCPU)
 	}
-	connect0, opening := serverCPU(), time.Now()
-	ch, err := startFanout(ctx, addr, proto, lines)
+	ch, res, err := openFanout(ctx, addr, proto, lines, serverCPU)
 	if err != nil {
 		return fanoutResult{}, err
 	}
 	defer ch.stop()
-	res := fanoutResult{sockets: len(lines), opened: time.Since(opening), connectCPU: serverCPU() - connect0}
 	defer startProfile(proto)()
 	every := time.Duration(float64(time.Second) / rate)
 	total := max(1, int(d/every))

@@ -135,6 +135,17 @@ type fanoutChild struct {
 	list  string
 }
 
+// openFanout starts the reader child on lines and answers the result so far: how long the
+// sockets took to open and the server's CPU time for it.
+func openFanout(ctx context.Context, addr, proto string, lines []string, serverCPU func() time.Duration) (*fanoutChild, fanoutResult, error) {
+	connect0, opening := serverCPU(), time.Now()
+	ch, err := startFanout(ctx, addr, proto, lines)
+	if err != nil {
+		return nil, fanoutResult{}, err
+	}
+	return ch, fanoutResult{sockets: len(lines), opened: time.Since(opening), connectCPU: serverCPU() - connect0}, nil
+}
+
 // startFanout has a child process (-fanout-client, speaking proto: keyward or centrifugo)
 // open a socket for each "token ip" line to the server at addr and answers once they are
 // open.
@@ -228,13 +239,11 @@ func startProfile(proto string) func() {
 // serverCPU is the server's CPU time so far (the readers' is the child's, not the
 // server's).
 func runFanout(ctx context.Context, addr, proto string, lines []string, d time.Duration, publish func(i int) error, serverCPU func() time.Duration) (fanoutResult, error) {
-	connect0, opening := serverCPU(), time.Now()
-	ch, err := startFanout(ctx, addr, proto, lines)
+	ch, res, err := openFanout(ctx, addr, proto, lines, serverCPU)
 	if err != nil {
 		return fanoutResult{}, err
 	}
 	defer ch.stop()
-	res := fanoutResult{sockets: len(lines), opened: time.Since(opening), connectCPU: serverCPU() - connect0}
 	defer startProfile(proto)()
 	cpu0 := serverCPU()
 	start := time.Now()
