@@ -135,14 +135,21 @@ func (c *cachingConn) take(ctx context.Context, query string) (cs *cachedStmt, o
 // evictOneLocked drops one statement (map order: as good as random, which suits a
 // cache that holds every hot query anyway), closing it unless rows still read it.
 func (c *cachingConn) evictOneLocked() {
-	for q, cs := range c.stmts {
-		delete(c.stmts, q)
-		if cs.busy {
-			cs.gone = true
-		} else {
-			_ = cs.st.Close()
-		}
+	for q := range c.stmts {
+		c.dropLocked(q)
 		return
+	}
+}
+
+// dropLocked takes query's statement out of the cache and closes it, or, when rows still
+// read it, marks it for the rows' end to close.
+func (c *cachingConn) dropLocked(query string) {
+	cs := c.stmts[query]
+	delete(c.stmts, query)
+	if cs.busy {
+		cs.gone = true
+	} else {
+		_ = cs.st.Close()
 	}
 }
 
@@ -197,13 +204,8 @@ func (c *cachingConn) QueryContext(ctx context.Context, query string, args []dri
 // Close closes the cached statements, then the connection.
 func (c *cachingConn) Close() error {
 	c.mu.Lock()
-	for q, cs := range c.stmts {
-		delete(c.stmts, q)
-		if cs.busy {
-			cs.gone = true
-		} else {
-			_ = cs.st.Close()
-		}
+	for q := range c.stmts {
+		c.dropLocked(q)
 	}
 	c.mu.Unlock()
 	return c.sqliteConn.Close()
