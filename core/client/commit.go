@@ -42,9 +42,14 @@ type commitRound struct {
 }
 
 // roundTimeout bounds one write round; the final round at shutdown gets finalTimeout.
-// gatherFor is how long a round waits for more callers once the first one woke it.
+// gatherFor is how long a round waits for more callers once the first one woke it: long
+// enough for the callers already on their way (bigger rounds, less write cost per login),
+// short enough not to hold them. With 32 clients on the embedded default, keyward-load
+// -runs init measured 6,100-7,200 inits/s with a millisecond, 7,700-8,400 with 300 µs, and
+// 7,000-7,700 with none (rounds too small); a gather that waited while callers kept coming
+// always ran to its cap and did worse than a fixed millisecond.
 const (
-	gatherFor    = time.Millisecond
+	gatherFor    = 300 * time.Microsecond
 	roundTimeout = 30 * time.Second
 	finalTimeout = 10 * time.Second
 )
