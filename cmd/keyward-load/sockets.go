@@ -15,7 +15,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -304,63 +304,12 @@ func fanoutClient(list, addr string, conc int, proto string) error {
 	}); err != nil {
 		return err
 	}
-	// One reader per socket passes on the text of each broadcast it reads.
-	got := make([]chan string, n)
-	var readers sync.WaitGroup
-	for i, conn := range conns {
-		got[i] = make(chan string, 1024)
-		readers.Add(1)
-		go func() {
-			defer readers.Done()
-			defer close(got[i])
-			for {
-				_, raw, err := conn.ReadMessage()
-				if err != nil {
-					return
-				}
-				if proto == "centrifugo" {
-					// Replies and pushes come one JSON object a line; {} is a ping.
-					for _, line := range bytes.Split(raw, []byte("\n")) {
-						if string(line) == "{}" {
-							_ = conn.WriteMessage(websocket.TextMessage, []byte("{}"))
-							continue
-						}
-						if text, ok := broadcastText(line); ok {
-							got[i] <- text
-							continue
-						}
-						var m struct {
-							Push struct {
-								Pub struct {
-									Data struct {
-										Message string `json:"message"`
-									} `json:"data"`
-								} `json:"pub"`
-							} `json:"push"`
-						}
-						if json.Unmarshal(line, &m) == nil && m.Push.Pub.Data.Message != "" {
-							got[i] <- m.Push.Pub.Data.Message
-						}
-					}
-					continue
-				}
-				if bytes.HasPrefix(raw, keywardBroadcast) {
-					if text, ok := broadcastText(raw); ok {
-						got[i] <- text
-						continue
-					}
-				}
-				var m struct {
-					Type string `json:"type"`
-					Data struct {
-						Message string `json:"message"`
-					} `json:"data"`
-				}
-				if json.Unmarshal(raw, &m) == nil && m.Type == "message" {
-					got[i] <- m.Data.Message
-				}
-			}
-		}()
+	// One reader per socket counts each broadcast it reads in a tally shared by all of
+	// them: no hand-off per message to a collecting goroutine, so the readers' own cost
+	// (which shares the machine with the server) stays small.
+	t := newTally(n)
+	for _, conn := range conns {
+		go readBroadcasts(conn, proto, t)
 	}
 	stop := make(chan struct{})
 	go func() {
@@ -369,44 +318,191 @@ func fanoutClient(list, addr string, conc int, proto string) error {
 	}()
 	fmt.Println("ready", n)
 	for i := 0; ; i++ {
-		text := fmt.Sprintf("broadcast %d", i)
-		lost := 0
-		for _, ch := range got {
-			select {
-			case m, ok := <-ch:
-				if !ok || m != text {
-					lost++
-				}
-			case <-time.After(5 * time.Second):
-				lost++
-			case <-stop:
-				return nil
-			}
+		lost, ok := t.wait(i, 5*time.Second, stop)
+		if !ok {
+			return nil
 		}
 		fmt.Printf("done %d %d\n", i, lost)
+	}
+}
+
+// tallySlots is how many broadcasts the tally follows at once (a ring: a run makes far
+// fewer in all).
+const tallySlots = 1 << 16
+
+// tally counts, per broadcast, the sockets that read it; the reader that completes one
+// says so on kick.
+type tally struct {
+	sockets int32
+	read    []atomic.Int32
+	kick    chan struct{}
+}
+
+func newTally(sockets int) *tally {
+	return &tally{sockets: int32(sockets), read: make([]atomic.Int32, tallySlots), kick: make(chan struct{}, 1)}
+}
+
+// count notes that one socket read broadcast i.
+func (t *tally) count(i int) {
+	if t.read[i%tallySlots].Add(1) == t.sockets {
+		select {
+		case t.kick <- struct{}{}:
+		default: // a kick is already pending; wait looks at every broadcast it waits for
+		}
+	}
+}
+
+// wait answers once every socket read broadcast i, or after timeout with how many did
+// not (lost); ok is false when stop closed first. Broadcasts are waited for in order.
+func (t *tally) wait(i int, timeout time.Duration, stop <-chan struct{}) (lost int, ok bool) {
+	slot := &t.read[i%tallySlots]
+	timer := time.NewTimer(timeout)
+	defer timer.Stop()
+	for slot.Load() < t.sockets {
+		select {
+		case <-t.kick:
+		case <-timer.C:
+			lost = int(t.sockets - slot.Load())
+			slot.Store(0)
+			return lost, true
+		case <-stop:
+			return 0, false
+		}
+	}
+	slot.Store(0)
+	return 0, true
+}
+
+// readBroadcasts reads conn until it closes and counts each broadcast it reads in t,
+// reusing one buffer. A socket that misses a broadcast, or reads something else in its
+// place, leaves that broadcast's count short: wait counts it lost. Broadcasts come in
+// order; one read again, or older than the last counted, is not counted.
+func readBroadcasts(conn *websocket.Conn, proto string, t *tally) {
+	buf := make([]byte, 0, 512)
+	next := 0 // the broadcasts before it were counted or are lost
+	count := func(i int) {
+		if i >= next {
+			t.count(i)
+			next = i + 1
+		}
+	}
+	for {
+		_, r, err := conn.NextReader()
+		if err != nil {
+			return
+		}
+		if buf, err = readAll(r, buf[:0]); err != nil {
+			return
+		}
+		if proto == "centrifugo" {
+			// Replies and pushes come one JSON object a line; {} is a ping.
+			for line := range bytes.SplitSeq(buf, []byte("\n")) {
+				if string(line) == "{}" {
+					_ = conn.WriteMessage(websocket.TextMessage, []byte("{}"))
+					continue
+				}
+				if i, ok := broadcastIndex(line); ok {
+					count(i)
+					continue
+				}
+				var m struct {
+					Push struct {
+						Pub struct {
+							Data struct {
+								Message string `json:"message"`
+							} `json:"data"`
+						} `json:"pub"`
+					} `json:"push"`
+				}
+				if json.Unmarshal(line, &m) == nil {
+					if i, ok := textIndex(m.Push.Pub.Data.Message); ok {
+						count(i)
+					}
+				}
+			}
+			continue
+		}
+		if bytes.HasPrefix(buf, keywardBroadcast) {
+			if i, ok := broadcastIndex(buf); ok {
+				count(i)
+				continue
+			}
+		}
+		var m struct {
+			Type string `json:"type"`
+			Data struct {
+				Message string `json:"message"`
+			} `json:"data"`
+		}
+		if json.Unmarshal(buf, &m) == nil && m.Type == "message" {
+			if i, ok := textIndex(m.Data.Message); ok {
+				count(i)
+			}
+		}
+	}
+}
+
+// readAll reads r to its end into buf (grown as needed) and answers it.
+func readAll(r io.Reader, buf []byte) ([]byte, error) {
+	for {
+		if len(buf) == cap(buf) {
+			buf = slices.Grow(buf, cap(buf))
+		}
+		n, err := r.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		if err == io.EOF {
+			return buf, nil
+		}
+		if err != nil {
+			return buf, err
+		}
 	}
 }
 
 // keywardBroadcast begins every Keyward broadcast message (wire.Encode writes type first).
 var keywardBroadcast = []byte(`{"type":"message",`)
 
-// broadcastText reads a broadcast's text, "broadcast N", from the data object a Keyward
-// message or a Centrifugo publication carries ({"message":"broadcast N"...}) without
-// decoding the JSON: the 500 readers share one core, and their work is the load's, not
-// the server's, so it is kept small. ok is false when raw holds no such text (the reader
-// decodes it then).
-func broadcastText(raw []byte) (string, bool) {
+// broadcastIndex reads a broadcast's number N from the data object a Keyward message or
+// a Centrifugo publication carries ({"message":"broadcast N"...}) without decoding the
+// JSON: the 500 readers share one core, and their work is the load's, not the server's,
+// so it is kept small. ok is false when raw holds no such text (the reader decodes it
+// then).
+func broadcastIndex(raw []byte) (int, bool) {
 	const key = `{"message":"broadcast `
 	i := bytes.Index(raw, []byte(key))
 	if i < 0 {
-		return "", false
+		return 0, false
 	}
-	rest := raw[i+len(key)-len("broadcast "):]
+	rest := raw[i+len(key):]
 	end := bytes.IndexByte(rest, '"')
 	if end < 0 {
-		return "", false
+		return 0, false
 	}
-	return string(rest[:end]), true
+	return digits(rest[:end])
+}
+
+// textIndex reads N from a decoded broadcast text, "broadcast N".
+func textIndex(text string) (int, bool) {
+	n, ok := strings.CutPrefix(text, "broadcast ")
+	if !ok {
+		return 0, false
+	}
+	return digits([]byte(n))
+}
+
+// digits reads a decimal number of at most 9 digits.
+func digits(b []byte) (int, bool) {
+	if len(b) == 0 || len(b) > 9 {
+		return 0, false
+	}
+	n := 0
+	for _, c := range b {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		n = n*10 + int(c-'0')
+	}
+	return n, true
 }
 
 // centrifugoConnect opens a Centrifugo client socket (JSON protocol) and connects it
