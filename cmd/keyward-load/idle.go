@@ -48,7 +48,22 @@ type idleOptions struct {
 // connect rate (upgrade and admission of sockets whose sessions exist) and the server's
 // CPU per socket while they open (this process is the server; the child is the client),
 // then runs then with the sockets open.
-func idleSockets(ctx context.Context, node *server.Server, c *client, owner apps.Owner, opts idleOptions, conc int, then func()) error {
+func idleSockets(ctx context.Context, node *server.Server, c *client, owner apps.Owner, opts idleOptions, conc int, then func()) (idleFigures, error) {
+	var fig idleFigures
+	err := idleSocketsInto(ctx, node, c, owner, opts, conc, then, &fig)
+	return fig, err
+}
+
+// idleFigures are an idle run's figures that a side-by-side run compares.
+type idleFigures struct {
+	opened     time.Duration
+	connectCPU time.Duration // the server's, while the sockets opened
+	// rssAfterGC is the server's resident memory growth over the sockets after a GC,
+	// its freed pages not forced back to the system (what another server allows too).
+	rssAfterGC uint64
+}
+
+func idleSocketsInto(ctx context.Context, node *server.Server, c *client, owner apps.Owner, opts idleOptions, conc int, then func(), fig *idleFigures) error {
 	core := node.Core()
 	n := opts.n
 	perApp := realtime.MaxClientsPerApp
@@ -119,8 +134,9 @@ func idleSockets(ctx context.Context, node *server.Server, c *client, owner apps
 	if err != nil {
 		return err
 	}
-	child := exec.CommandContext(ctx, self, "-idle-client", list.Name(), "-idle-addr", node.Addr(), "-concurrency", strconv.Itoa(min(conc, 16)),
+	name, args := pinned(pins.readers, self, "-idle-client", list.Name(), "-idle-addr", node.Addr(), "-concurrency", strconv.Itoa(min(conc, 16)),
 		"-idle-sources", strconv.Itoa(opts.sources))
+	child := exec.CommandContext(ctx, name, args...)
 	child.Stderr = os.Stderr
 	stdin, err := child.StdinPipe()
 	if err != nil {
@@ -162,6 +178,8 @@ func idleSockets(ctx context.Context, node *server.Server, c *client, owner apps
 		}
 	}
 	time.Sleep(idleSettle) // admissions' loose ends (dashboard messages, logs), or a round of pings
+	runtime.GC()
+	fig.opened, fig.connectCPU, fig.rssAfterGC = opened, cpu, residentBytes()-before.rss
 	after := serverMemory()
 	writeHeapProfile(idleProfile)
 	if idleProfile != "" {
@@ -324,28 +342,15 @@ func serverMemory() memory {
 		stackStart: samples[0].Value.Uint64(), scanned: samples[1].Value.Uint64(), rss: residentBytes(), classes: byName}
 }
 
-// residentBytes is the process's resident set (/proc/self/statm), 0 when unknown.
-func residentBytes() uint64 {
-	raw, err := os.ReadFile("/proc/self/statm")
-	if err != nil {
-		return 0
-	}
-	f := strings.Fields(string(raw))
-	if len(f) < 2 {
-		return 0
-	}
-	pages, err := strconv.ParseUint(f[1], 10, 64)
-	if err != nil {
-		return 0
-	}
-	return pages * uint64(os.Getpagesize())
-}
+// residentBytes is the process's resident set, 0 when unknown.
+func residentBytes() uint64 { return pidRSS(os.Getpid()) }
 
-// idleClient is the child process of idleSockets: it opens a socket for each "token ip"
-// line of list, conc at a time (from sources loopback source addresses in turn when
+// idleClient is the child process of idleSockets (and of the side-by-side idle run): it
+// opens a socket for each "token ip" line of list (proto keyward, or centrifugo: its JSON
+// protocol, connected with the token), conc at a time (from sources loopback source addresses in turn when
 // sources > 0), answers the server's pings, says "ready" and holds them until its stdin
 // closes.
-func idleClient(list, addr string, conc, sources int) error {
+func idleClient(list, addr string, conc, sources int, proto string) error {
 	raw, err := os.ReadFile(list)
 	if err != nil {
 		return err
@@ -371,18 +376,27 @@ func idleClient(list, addr string, conc, sources int) error {
 	}
 	if err := parallel(conc, len(lines)/2, func(i int) error {
 		tok, ip := lines[2*i], lines[2*i+1]
-		conn, _, err := dialers[i%len(dialers)].Dial("ws://"+addr+"/api/client/ws?token="+url.QueryEscape(tok), http.Header{"X-Forwarded-For": {ip}})
+		var conn *websocket.Conn
+		var err error
+		if proto == "centrifugo" {
+			conn, err = centrifugoConnect(dialers[i%len(dialers)], addr, tok)
+		} else {
+			conn, _, err = dialers[i%len(dialers)].Dial("ws://"+addr+"/api/client/ws?token="+url.QueryEscape(tok), http.Header{"X-Forwarded-For": {ip}})
+		}
 		if err != nil {
 			return fmt.Errorf("socket %d: %w", i, err)
 		}
 		mu.Lock()
 		conns = append(conns, conn)
 		mu.Unlock()
-		// Reading answers pings (gorilla's default handler) and notices a refusal.
+		// Reading answers pings (gorilla's default handler; Centrifugo's are {} messages,
+		// answered in kind) and notices a refusal.
 		go func() {
 			for {
 				if _, msg, err := conn.ReadMessage(); err != nil {
 					return
+				} else if proto == "centrifugo" && string(msg) == "{}" {
+					_ = conn.WriteMessage(websocket.TextMessage, msg)
 				} else if strings.Contains(string(msg), "force_logout") {
 					fmt.Fprintf(os.Stderr, "idle client: socket %d refused: %s\n", i, msg)
 				}

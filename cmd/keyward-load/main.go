@@ -30,7 +30,9 @@
 // message fails the run. The runs are pinned (-vs-pin, 0/1 by default): this process
 // (Keyward's node, the publisher) and Centrifugo on the first core, each with GOMAXPROCS
 // 1, the child reading the sockets on the second, so that neither server's latency
-// includes the 500 readers' work on its core.
+// includes the 500 readers' work on its core. With -idle-sockets N as well it makes the
+// idle run side by side instead: N sockets opened on each server by the same child, the
+// time to open them, each server's CPU per connect, and RSS per socket after a GC.
 //
 // With -idle-sockets N it only opens N idle client sockets (whose sessions exist) from a
 // child process and reports their connect rate (upgrade and admission), the server's CPU
@@ -97,7 +99,7 @@ func main() {
 	idleAddr := flag.String("idle-addr", "", "(internal) the server address for -idle-client and -fanout-client")
 	fanoutList := flag.String("fanout-client", "", "(internal) the child process of the broadcast run: open the sockets listed in this file and read the broadcasts")
 	fanoutProto := flag.String("fanout-proto", "keyward", "(internal) the protocol of -fanout-client's sockets: keyward or centrifugo")
-	flag.StringVar(&versusCentrifugo, "vs-centrifugo", "", "run only the broadcast runs side by side with the Centrifugo binary at this path (started on loopback in a temp dir): -vs-sockets sockets each, p50/p99 and server CPU per delivery")
+	flag.StringVar(&versusCentrifugo, "vs-centrifugo", "", "run only the broadcast runs side by side with the Centrifugo binary at this path (started on loopback in a temp dir): -vs-sockets sockets each, p50/p99 and server CPU per delivery; with -idle-sockets N, the idle run side by side instead: N sockets opened on each, time, CPU per connect and RSS per socket")
 	flag.StringVar(&versusSockets, "vs-sockets", "500,2000", "with -vs-centrifugo, the socket counts of the broadcast runs (Keyward: 500 per app, the per-app limit, one broadcast to each app)")
 	flag.StringVar(&versusRates, "vs-rates", "0", "with -vs-centrifugo, the broadcast rates of the runs, per second, comma-separated (0: flat out; 20,50: each server at 20 then 50 broadcasts a second, p99 at a stated load)")
 	flag.StringVar(&versusPin, "vs-pin", "0/1", "with -vs-centrifugo, SERVER/READERS: taskset core lists for the server side (this process with Keyward, and Centrifugo, each with GOMAXPROCS that many) and for the fan-out child's socket readers, so that neither server shares its cores with the readers (off: not pinned)")
@@ -109,7 +111,7 @@ func main() {
 	flag.StringVar(&mongoURI, "mongo", "", "run the node on this MongoDB (loopback) instead of SQLite")
 	flag.Parse()
 	if *idleList != "" {
-		if err := idleClient(*idleList, *idleAddr, *conc, idleSources); err != nil {
+		if err := idleClient(*idleList, *idleAddr, *conc, idleSources, *fanoutProto); err != nil {
 			fmt.Fprintln(os.Stderr, "keyward-load idle client:", err)
 			os.Exit(1)
 		}
@@ -474,6 +476,9 @@ func run(d time.Duration, conc, nSessions int) error {
 		return fmt.Errorf("prepare: %w", err)
 	}
 	c := newClient("http://"+node.Addr(), conc)
+	if versusCentrifugo != "" && idleCount > 0 {
+		return versusIdle(ctx, node, c, owner, idleOptions{n: idleCount, apps: idleApps, sources: idleSources}, conc)
+	}
 	if versusCentrifugo != "" {
 		return versusRun(ctx, core, node.Addr(), c, owner, d)
 	}
@@ -491,11 +496,12 @@ func run(d time.Duration, conc, nSessions int) error {
 		if idleApps > 0 {
 			nApps = idleApps
 		}
-		return idleSockets(ctx, node, c, owner, opts, conc, func() {
+		_, err := idleSockets(ctx, node, c, owner, opts, conc, func() {
 			if periodicWindow > 0 {
 				counts.window(periodicWindow, idleCount, nApps, redisURL != "", mongoURI != "")
 			}
 		})
+		return err
 	}
 	if signResponses {
 		if err := enableSigning(ctx, core, owner, appID, "http://"+node.Addr(), secret); err != nil {

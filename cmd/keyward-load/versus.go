@@ -149,6 +149,8 @@ func startCentrifugo(ctx context.Context, path string) (*centrifugo, error) {
 		"http_api":    map[string]string{"key": cf.apiKey},
 		"http_server": map[string]any{"address": "127.0.0.1", "port": port},
 		"log":         map[string]string{"level": "error"},
+		// pprof's heap endpoint runs a GC on request (?gc=1): the idle run's RSS after GC.
+		"debug": map[string]bool{"enabled": true},
 	}
 	raw, _ := json.Marshal(cfg)
 	cfgPath := filepath.Join(dir, "config.json")
