@@ -25,11 +25,17 @@ type ClientSession struct {
 	LoginAt   time.Time
 	// ExpiresAt is the session's expiry as of its last write.
 	ExpiresAt time.Time
+	// ExtendOnly, in a save, changes a stored copy and never creates one: a call's new
+	// expiry, marked after the call touched its live session, must not bring back a copy
+	// that an end or a kill deleted meanwhile (the kill would be undone by the next
+	// restore). It is not stored.
+	ExtendOnly bool
 }
 
 // ClientSessionStore persists the durable copies of client sessions.
 type ClientSessionStore interface {
-	// SaveClientSessions inserts or replaces the sessions (by TokenHash) in one write.
+	// SaveClientSessions inserts or replaces the sessions (by TokenHash) in one write;
+	// an ExtendOnly one only replaces a stored copy.
 	// A session of an app that does not exist may be saved; it is never answered once
 	// the app is gone (the app's delete sweeps it).
 	SaveClientSessions(ctx context.Context, ss []ClientSession) error

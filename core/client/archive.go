@@ -42,15 +42,29 @@ func newArchive(store storage.ClientSessionStore, log *slog.Logger, now func() t
 	return &archive{store: store, log: log, now: now, dirty: map[string]storage.ClientSession{}, nextCleanup: now().Add(cleanupEvery)}
 }
 
-// mark records a session change to write with the next round.
-func (a *archive) mark(s Session, expiresAt time.Time) {
+// mark records a session change to write with the next round: a new or changed session
+// (put), whose copy the round creates.
+func (a *archive) mark(s Session, expiresAt time.Time) { a.markCopy(s, expiresAt, false) }
+
+// extend records a call's new expiry to write with the next round, which changes the
+// copy only if it is still stored (storage.ClientSession.ExtendOnly): the call touched
+// its live session before an end or a kill removed it, and marks here after the copy's
+// delete, perhaps on another node; a copy written again from this mark would bring the
+// ended session back at its next restore.
+func (a *archive) extend(s Session, expiresAt time.Time) { a.markCopy(s, expiresAt, true) }
+
+func (a *archive) markCopy(s Session, expiresAt time.Time, extendOnly bool) {
 	if a == nil {
 		return
 	}
 	c := storage.ClientSession{TokenHash: secrets.Hash(s.Token), AppID: s.AppID, AccountID: s.AccountID, UserID: s.UserID,
 		Username: s.Username, HWID: s.HWID, IP: s.IP, Country: s.Country, Version: s.Version,
-		CreatedAt: storage.Truncate(s.CreatedAt), LoginAt: storage.Truncate(s.LoginAt), ExpiresAt: storage.Truncate(expiresAt)}
+		CreatedAt: storage.Truncate(s.CreatedAt), LoginAt: storage.Truncate(s.LoginAt), ExpiresAt: storage.Truncate(expiresAt),
+		ExtendOnly: extendOnly}
 	a.mu.Lock()
+	if prev, ok := a.dirty[c.TokenHash]; ok && !prev.ExtendOnly {
+		c.ExtendOnly = false // a creation not yet written stays one
+	}
 	a.dirty[c.TokenHash] = c
 	a.mu.Unlock()
 }

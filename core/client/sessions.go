@@ -148,7 +148,7 @@ func (m sessions) touch(ctx context.Context, s Session, ttl time.Duration) error
 	if !ok {
 		return errSessionExpired
 	}
-	m.arch.mark(s, m.now().Add(ttl))
+	m.arch.extend(s, m.now().Add(ttl))
 	return m.list(ctx, s, ttl)
 }
 

@@ -122,3 +122,53 @@ func TestKillBeatsAConcurrentRestore(t *testing.T) {
 		})
 	}
 }
+
+// TestLateTouchMarkDoesNotUndoAKill: a call touched its live session just before a kill
+// removed it, and its mark of the new expiry reached the archive after the kill deleted
+// the copy (on another node, the kill cannot drop that node's pending marks). The next
+// round must not write the copy back, or the killed session would come back at its next
+// restore.
+func TestLateTouchMarkDoesNotUndoAKill(t *testing.T) {
+	ctx := t.Context()
+	st, err := sqlite.Open(ctx, sqlite.Config{Path: filepath.Join(t.TempDir(), "k.db")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	eng := memory.New(memory.Config{})
+	t.Cleanup(func() { eng.Close() })
+	m := sessions{e: eng, arch: newArchive(st, slog.New(slog.DiscardHandler), time.Now), now: time.Now}
+
+	s := Session{Token: newToken(), AppID: "app-1", AccountID: "acc-1", UserID: "user-1", Username: "dave",
+		CreatedAt: time.Now(), LoginAt: time.Now()}
+	if err := m.put(ctx, s, time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.arch.flush(ctx, false, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.touch(ctx, s, time.Hour); err != nil { // a call in flight: its touch succeeded
+		t.Fatal(err)
+	}
+	if _, err := m.endUser(ctx, s.AppID, s.UserID, func(int) {}); err != nil { // the kill
+		t.Fatal(err)
+	}
+	m.arch.extend(s, time.Now().Add(time.Hour)) // the call's mark lands after the kill
+	if err := m.arch.flush(ctx, false, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.get(ctx, s.Token); !errors.Is(err, errSessionExpired) {
+		t.Fatalf("the killed session came back from a late mark: %v", err)
+	}
+
+	// A session not yet written and then touched is still created by the round.
+	fresh := Session{Token: newToken(), AppID: "app-1", AccountID: "acc-1", CreatedAt: time.Now()}
+	m.arch.mark(fresh, time.Now().Add(time.Hour))
+	m.arch.extend(fresh, time.Now().Add(2*time.Hour))
+	if err := m.arch.flush(ctx, false, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, ok, err := m.arch.restore(ctx, fresh.Token); err != nil || !ok {
+		t.Fatalf("a new session touched before its round: stored %v, %v", ok, err)
+	}
+}

@@ -75,7 +75,7 @@ func (d clientSessionDoc) session() storage.ClientSession {
 const saveSessionRounds = 3
 
 // SaveClientSessions writes the batch with one unordered BulkWrite of ReplaceOne upserts
-// by _id. There is no parent check: a copy saved as its app is deleted may outlive the
+// by _id (an ExtendOnly copy: a ReplaceOne that does not upsert). There is no parent check: a copy saved as its app is deleted may outlive the
 // app's sweep.
 //
 // An upsert is a query followed by an insert or a replace on FerretDB 1.x (and may be on
@@ -100,10 +100,13 @@ func (s *Store) SaveClientSessions(ctx context.Context, ss []storage.ClientSessi
 		if last[c.TokenHash] != i {
 			continue
 		}
+		// An ExtendOnly copy replaces a stored one and creates none: a filter of _id
+		// alone, so FerretDB's read-then-write-by-_id cannot bring back a copy deleted
+		// between the two (its write by _id finds nothing).
 		models = append(models, mongo.NewReplaceOneModel().
 			SetFilter(bson.D{{Key: "_id", Value: c.TokenHash}}).
 			SetReplacement(toClientSessionDoc(c)).
-			SetUpsert(true))
+			SetUpsert(!c.ExtendOnly))
 	}
 	for round := 0; ; round++ {
 		_, err := s.clientSessions.BulkWrite(ctx, models, options.BulkWrite().SetOrdered(false))

@@ -49,20 +49,27 @@ func scanClientSession(row scanner) (storage.ClientSession, error) {
 	return c, err
 }
 
-// SaveClientSessions upserts every session with one prepared statement in one
-// transaction: all of them or none. There is no parent check (see the table's comment).
+// SaveClientSessions upserts every session (an ExtendOnly one only updates a stored
+// copy) in one transaction: all of them or none. There is no parent check (see the
+// table's comment).
 func (s *Store) SaveClientSessions(ctx context.Context, ss []storage.ClientSession) error {
-	rows := make([][]any, len(ss))
-	for i, c := range ss {
-		rows[i] = clientSessionRow(c)
+	const op = "save client sessions"
+	if len(ss) == 0 {
+		return nil
 	}
-	return s.insertAll(ctx, "save client sessions", saveClientSession, rows)
+	return s.inWriteTx(ctx, op, func(tx *sql.Tx) error { return s.saveClientSessionsTx(ctx, tx, op, ss) })
 }
 
 func clientSessionRow(c storage.ClientSession) []any {
 	return []any{c.TokenHash, c.AppID, c.AccountID, c.UserID, c.Username, c.HWID, c.IP, c.Country, c.Version,
 		toMillis(c.CreatedAt), toMillis(c.LoginAt), toMillis(c.ExpiresAt)}
 }
+
+// extendClientSession updates a stored copy, and creates none (ExtendOnly); its
+// arguments are clientSessionRow's, token hash first.
+const extendClientSession = `UPDATE client_sessions SET app_id = ?2, account_id = ?3, user_id = ?4, username = ?5,
+	hwid = ?6, ip = ?7, country = ?8, version = ?9, created_at = ?10, login_at = ?11, expires_at = ?12
+WHERE token_hash = ?1`
 
 // SaveClientRound upserts the sessions and records the logins in one write transaction,
 // with the events of the context's outbox (a round's sign-ins: events.Bus.WritePendingWith):
@@ -73,34 +80,59 @@ func (s *Store) SaveClientRound(ctx context.Context, ss []storage.ClientSession,
 		return nil
 	}
 	return s.inWriteTx(ctx, op, func(tx *sql.Tx) error {
-		// Full chunks go as one multi-row statement each (a round of concurrent inits is
-		// tens of sessions, and one statement costs the driver's per-statement work once
-		// rather than per row); the rest row by row. The rows have distinct token hashes
-		// (the archive keeps one copy per session).
-		i := 0
-		if len(ss) >= sessionChunk {
-			saveChunk := s.txStmt(ctx, tx, saveClientSessionChunk)
-			args := make([]any, 0, sessionChunk*clientSessionColCount)
-			for ; i+sessionChunk <= len(ss); i += sessionChunk {
-				args = args[:0]
-				for _, c := range ss[i : i+sessionChunk] {
-					args = append(args, clientSessionRow(c)...)
-				}
-				if _, err := saveChunk.ExecContext(ctx, args...); err != nil {
-					return wrap(fmt.Sprintf("%s: sessions %d-%d", op, i, i+sessionChunk-1), err)
-				}
-			}
-		}
-		if i < len(ss) {
-			save := s.txStmt(ctx, tx, saveClientSession)
-			for ; i < len(ss); i++ {
-				if _, err := save.ExecContext(ctx, clientSessionRow(ss[i])...); err != nil {
-					return wrap(fmt.Sprintf("%s: session %d", op, i), err)
-				}
-			}
+		if err := s.saveClientSessionsTx(ctx, tx, op, ss); err != nil {
+			return err
 		}
 		return s.recordLoginsTx(ctx, tx, op, logins)
 	})
+}
+
+// saveClientSessionsTx upserts the sessions in tx, and updates the ExtendOnly ones that
+// are stored. Full chunks of upserts go as one multi-row statement each (a round of
+// concurrent inits is tens of sessions, and one statement costs the driver's
+// per-statement work once rather than per row); the rest row by row. The rows have
+// distinct token hashes (the archive keeps one copy per session).
+func (s *Store) saveClientSessionsTx(ctx context.Context, tx *sql.Tx, op string, all []storage.ClientSession) error {
+	ss := make([]storage.ClientSession, 0, len(all))
+	var extends []storage.ClientSession
+	for _, c := range all {
+		if c.ExtendOnly {
+			extends = append(extends, c)
+		} else {
+			ss = append(ss, c)
+		}
+	}
+	i := 0
+	if len(ss) >= sessionChunk {
+		saveChunk := s.txStmt(ctx, tx, saveClientSessionChunk)
+		args := make([]any, 0, sessionChunk*clientSessionColCount)
+		for ; i+sessionChunk <= len(ss); i += sessionChunk {
+			args = args[:0]
+			for _, c := range ss[i : i+sessionChunk] {
+				args = append(args, clientSessionRow(c)...)
+			}
+			if _, err := saveChunk.ExecContext(ctx, args...); err != nil {
+				return wrap(fmt.Sprintf("%s: sessions %d-%d", op, i, i+sessionChunk-1), err)
+			}
+		}
+	}
+	if i < len(ss) {
+		save := s.txStmt(ctx, tx, saveClientSession)
+		for ; i < len(ss); i++ {
+			if _, err := save.ExecContext(ctx, clientSessionRow(ss[i])...); err != nil {
+				return wrap(fmt.Sprintf("%s: session %d", op, i), err)
+			}
+		}
+	}
+	if len(extends) > 0 {
+		extend := s.txStmt(ctx, tx, extendClientSession)
+		for j, c := range extends {
+			if _, err := extend.ExecContext(ctx, clientSessionRow(c)...); err != nil {
+				return wrap(fmt.Sprintf("%s: extended session %d", op, j), err)
+			}
+		}
+	}
+	return nil
 }
 
 // GetClientSession reads one session by token hash, expired or not.

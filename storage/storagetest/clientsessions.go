@@ -18,6 +18,7 @@ var clientSessionTests = []subtest{
 	{"ClientSessionDeleteUser", testClientSessionDeleteUser},
 	{"ClientSessionDeleteExpired", testClientSessionDeleteExpired},
 	{"ClientSessionDeletedWithApp", testClientSessionDeletedWithApp},
+	{"ClientSessionExtendOnlyNeverCreates", testClientSessionExtendOnlyNeverCreates},
 }
 
 // fullSession returns a session copy with every field set to a distinct non-zero value.
@@ -358,4 +359,56 @@ func testClientSessionConcurrentSave(t *testing.T, s storage.Store) {
 			t.Errorf("GetClientSession: not writer %d's copy whole: %s", w, d)
 		}
 	}
+}
+
+// testClientSessionExtendOnlyNeverCreates: an ExtendOnly copy replaces a stored one and
+// never creates one, in SaveClientSessions and in SaveClientRound (mixed with upserts, more
+// than a statement's chunk of them): a call's new expiry marked after a kill deleted the
+// copy must not bring it back.
+func testClientSessionExtendOnlyNeverCreates(t *testing.T, s storage.Store) {
+	ctx := t.Context()
+	app := mustCreateApp(t, s, fullApp("acc-1", "extend"))
+	stored := fullSession(app.ID, "u-stored")
+	mustSaveSessions(t, s, stored)
+
+	extended := stored
+	extended.ExpiresAt = ms(2 * time.Hour)
+	extended.IP = "203.0.113.99"
+	extended.ExtendOnly = true
+	absent := fullSession(app.ID, "u-absent")
+	absent.ExtendOnly = true
+	mustSaveSessions(t, s, extended, absent)
+	extended.ExtendOnly = false
+	wantSession(t, s, extended)
+	wantNoSessions(t, s, "an ExtendOnly save of a copy never stored", absent)
+
+	var round []storage.ClientSession
+	var created []storage.ClientSession
+	for i := range 20 {
+		c := fullSession(app.ID, fmt.Sprintf("u-round-%d", i))
+		created = append(created, c)
+		round = append(round, c)
+		if i%5 == 0 {
+			gone := fullSession(app.ID, fmt.Sprintf("u-gone-%d", i))
+			gone.ExtendOnly = true
+			round = append(round, gone)
+			defer wantNoSessions(t, s, "an ExtendOnly copy in a round", gone)
+		}
+	}
+	if err := s.SaveClientRound(ctx, round, nil); err != nil {
+		t.Fatalf("SaveClientRound: %v", err)
+	}
+	wantSessions(t, s, created...)
+
+	// Deleted (an end or a kill), then a late mark of the call before it: still gone.
+	if err := s.DeleteClientSessions(ctx, []string{stored.TokenHash}); err != nil {
+		t.Fatalf("DeleteClientSessions: %v", err)
+	}
+	late := extended
+	late.ExpiresAt = ms(3 * time.Hour)
+	late.ExtendOnly = true
+	if err := s.SaveClientRound(ctx, []storage.ClientSession{late}, nil); err != nil {
+		t.Fatalf("SaveClientRound(late extend): %v", err)
+	}
+	wantNoSessions(t, s, "an ExtendOnly save after the delete", stored)
 }
