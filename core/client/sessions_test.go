@@ -57,13 +57,7 @@ func TestKillBeatsAConcurrentRestore(t *testing.T) {
 		}
 		t.Run(name, func(t *testing.T) {
 			ctx := t.Context()
-			st, err := sqlite.Open(ctx, sqlite.Config{Path: filepath.Join(t.TempDir(), "k.db")})
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { st.Close() })
-			eng := memory.New(memory.Config{})
-			t.Cleanup(func() { eng.Close() })
+			st, eng := sessionStores(t)
 			copies := gatedCopies{ClientSessionStore: st, entered: make(chan struct{}), release: make(chan struct{})}
 			live := &gatedRestore{SessionEngine: eng, entered: make(chan struct{}), release: make(chan struct{})}
 			m := sessions{e: live, arch: newArchive(copies, slog.New(slog.DiscardHandler), time.Now), now: time.Now}
@@ -130,13 +124,7 @@ func TestKillBeatsAConcurrentRestore(t *testing.T) {
 // restore.
 func TestLateTouchMarkDoesNotUndoAKill(t *testing.T) {
 	ctx := t.Context()
-	st, err := sqlite.Open(ctx, sqlite.Config{Path: filepath.Join(t.TempDir(), "k.db")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	eng := memory.New(memory.Config{})
-	t.Cleanup(func() { eng.Close() })
+	st, eng := sessionStores(t)
 	m := sessions{e: eng, arch: newArchive(st, slog.New(slog.DiscardHandler), time.Now), now: time.Now}
 
 	s := Session{Token: newToken(), AppID: "app-1", AccountID: "acc-1", UserID: "user-1", Username: "dave",
@@ -171,4 +159,18 @@ func TestLateTouchMarkDoesNotUndoAKill(t *testing.T) {
 	if _, _, ok, err := m.arch.restore(ctx, fresh.Token); err != nil || !ok {
 		t.Fatalf("a new session touched before its round: stored %v, %v", ok, err)
 	}
+}
+
+// sessionStores opens a SQLite store for the durable copies and a memory engine for the
+// live sessions, both closed with the test.
+func sessionStores(t *testing.T) (*sqlite.Store, *memory.Engine) {
+	t.Helper()
+	st, err := sqlite.Open(t.Context(), sqlite.Config{Path: filepath.Join(t.TempDir(), "k.db")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	eng := memory.New(memory.Config{})
+	t.Cleanup(func() { eng.Close() })
+	return st, eng
 }
