@@ -103,6 +103,12 @@ type DeliveryAttempt struct {
 	CreatedAt time.Time
 }
 
+// IntegrationRef names an integration: its app and its id.
+type IntegrationRef struct {
+	AppID         string
+	IntegrationID string
+}
+
 // DeliveryStore is the durable webhook delivery queue and the history of finished
 // deliveries.
 //
@@ -141,6 +147,16 @@ type DeliveryStore interface {
 	// PurgeDeliveries removes finished (delivered or failed) deliveries updated before
 	// before, and attempts created before before, and answers how many deliveries went.
 	PurgeDeliveries(ctx context.Context, before time.Time) (int, error)
+	// IntegrationsOverHistory answers the integrations whose history holds more than
+	// moreThan finished deliveries, sorted by app, then integration id. The count bound's
+	// sweep (TrimDeliveries) starts from it.
+	IntegrationsOverHistory(ctx context.Context, moreThan int) ([]IntegrationRef, error)
+	// TrimDeliveries removes up to n of the integration's finished deliveries that are not
+	// among its newest keep (by UpdatedAt, then id), the oldest first, and answers how
+	// many went: fewer than n once none beyond keep is left. One call is one bounded
+	// write; the caller repeats it. Pending deliveries (the queue) are never touched, nor
+	// counted.
+	TrimDeliveries(ctx context.Context, appID, integrationID string, keep, n int) (int, error)
 	// MoveFinishedDeliveries moves up to n finished deliveries that are still in the
 	// queue (written there by a version before the history existed) to the history, and
 	// answers how many it moved: fewer than n when none are left. The worker calls it in

@@ -497,3 +497,48 @@ func (s *Store) PurgeDeliveries(ctx context.Context, before time.Time) (int, err
 	}
 	return n, nil
 }
+
+// IntegrationsOverHistory answers the integrations whose history holds more than moreThan
+// finished deliveries, counted from the (app_id, integration_id, updated_at, id) index
+// alone (migration 37).
+func (s *Store) IntegrationsOverHistory(ctx context.Context, moreThan int) ([]storage.IntegrationRef, error) {
+	const op = "integrations over history"
+	rows, err := s.r.QueryContext(ctx, `SELECT app_id, integration_id FROM webhook_history
+GROUP BY app_id, integration_id HAVING count(*) > ? ORDER BY app_id, integration_id`, max(moreThan, 0))
+	if err != nil {
+		return nil, wrap(op, err)
+	}
+	out, err := scanAll(rows, func(row scanner) (storage.IntegrationRef, error) {
+		var r storage.IntegrationRef
+		return r, row.Scan(&r.AppID, &r.IntegrationID)
+	})
+	if err != nil {
+		return nil, wrap(op, err)
+	}
+	return out, nil
+}
+
+// TrimDeliveries removes up to n of the integration's finished deliveries beyond its
+// newest keep, the oldest first, in one statement (its own transaction, so the writer
+// is free again between the caller's batches). The edge is the newest delivery to go:
+// the one at position keep of the newest-first order; it and up to n-1 older ones go,
+// each found through the (app_id, integration_id, updated_at, id) index. The queue
+// (webhook_deliveries) is another table: pending deliveries are never touched.
+func (s *Store) TrimDeliveries(ctx context.Context, appID, integrationID string, keep, n int) (int, error) {
+	const op = "trim deliveries"
+	if n <= 0 {
+		return 0, nil
+	}
+	deleted, err := execCount(ctx, s.w, `WITH edge(u, i) AS (
+	SELECT updated_at, id FROM webhook_history WHERE app_id = ? AND integration_id = ?
+	ORDER BY `+orderBy("updated_at", true)+` LIMIT 1 OFFSET ?)
+DELETE FROM webhook_history WHERE rowid IN (
+	SELECT h.rowid FROM webhook_history h, edge
+	WHERE h.app_id = ? AND h.integration_id = ? AND (h.updated_at, h.id) <= (edge.u, edge.i)
+	ORDER BY h.updated_at, h.id LIMIT ?)`,
+		appID, integrationID, max(keep, 0), appID, integrationID, n)
+	if err != nil {
+		return deleted, wrap(op, err)
+	}
+	return deleted, nil
+}

@@ -17,6 +17,7 @@ var deliveryHistoryTests = []subtest{
 	{"DeliveryHistorySweptWithItsIntegration", testDeliveryHistorySweptWithItsIntegration},
 	{"DeliveryMoveFinishedFindsNone", testDeliveryMoveFinishedFindsNone},
 	{"DeliveryUpdateConcurrentAcrossMoves", testDeliveryUpdateConcurrentAcrossMoves},
+	{"DeliveryHistoryBoundedPerIntegration", testDeliveryHistoryBoundedPerIntegration},
 }
 
 // kindIDs answers the ids of the deliveries the archive reads from kind (the queue or
@@ -221,4 +222,104 @@ func testDeliveryUpdateConcurrentAcrossMoves(t *testing.T, s storage.Store) {
 	d.Attempts = workers // even: pending, in the queue
 	wantDelivery(t, s, d)
 	wantHeldIn(t, s, d.ID, false, "after the racing updates")
+}
+
+// testDeliveryHistoryBoundedPerIntegration: the count bound keeps each integration's
+// newest finished deliveries by last update (then id), removes the others oldest first
+// in batches of at most n, counts and touches only that integration's history, and never
+// a pending delivery however old.
+func testDeliveryHistoryBoundedPerIntegration(t *testing.T, s storage.Store) {
+	ctx := t.Context()
+	app := mustCreateApp(t, s, fullApp("acc-1", "app"))
+	busy := mustCreateIntegration(t, s, fullIntegration(app.ID, "busy"))
+	quiet := mustCreateIntegration(t, s, fullIntegration(app.ID, "quiet"))
+	finished := func(i storage.Integration, updated time.Time) storage.Delivery {
+		d := fullDelivery(i, time.Time{})
+		d.State, d.UpdatedAt = storage.DeliveryDelivered, updated
+		return d
+	}
+	// busy's history, oldest first: 9 deliveries; the 5th and 6th share their last
+	// update, so the id decides which is newer (the 6th, created later, has the greater).
+	var hist []storage.Delivery
+	for k := range 9 {
+		at := ms(-time.Duration(20-k) * time.Minute)
+		if k == 5 {
+			at = hist[4].UpdatedAt
+		}
+		hist = append(hist, finished(busy, at))
+	}
+	hist[1].State = storage.DeliveryFailed
+	mustCreateDeliveries(t, s, hist...)
+	// Pending ones, older than any finished: the queue is not the history.
+	var pending []storage.Delivery
+	for k := range 3 {
+		d := fullDelivery(busy, ms(time.Hour))
+		d.UpdatedAt = ms(-time.Duration(48+k) * time.Hour)
+		pending = append(pending, d)
+	}
+	mustCreateDeliveries(t, s, pending...)
+	quietHist := mustCreateDeliveries(t, s, finished(quiet, ms(-3*time.Hour)), finished(quiet, ms(-2*time.Hour)))
+	quietPending := mustCreateDeliveries(t, s, fullDelivery(quiet, ms(time.Hour)))[0]
+
+	over := func(moreThan int) []storage.IntegrationRef {
+		t.Helper()
+		refs, err := s.IntegrationsOverHistory(ctx, moreThan)
+		if err != nil {
+			t.Fatalf("IntegrationsOverHistory(%d): %v", moreThan, err)
+		}
+		return refs
+	}
+	busyRef := storage.IntegrationRef{AppID: app.ID, IntegrationID: busy.ID}
+	quietRef := storage.IntegrationRef{AppID: app.ID, IntegrationID: quiet.ID}
+	wantRefs := func(what string, want, got []storage.IntegrationRef) {
+		t.Helper()
+		if !slices.Equal(got, want) {
+			t.Errorf("%s = %v, want %v", what, got, want)
+		}
+	}
+	wantRefs("IntegrationsOverHistory(4)", []storage.IntegrationRef{busyRef}, over(4))
+	wantRefs("IntegrationsOverHistory(1)", []storage.IntegrationRef{busyRef, quietRef}, over(1))
+	wantRefs("IntegrationsOverHistory(9)", nil, over(9))
+
+	// keep 4 of 9, in batches of 2: 2, 2, 1, then none; the oldest go first.
+	const keep, batch = 4, 2
+	for round, want := range []int{2, 2, 1, 0} {
+		n, err := s.TrimDeliveries(ctx, app.ID, busy.ID, keep, batch)
+		if err != nil || n != want {
+			t.Fatalf("TrimDeliveries round %d = (%d, %v), want (%d, nil)", round, n, err, want)
+		}
+		if round == 0 {
+			wantNoDelivery(t, s, hist[0].ID, "the oldest, after the first batch")
+			wantNoDelivery(t, s, hist[1].ID, "the second oldest, after the first batch")
+			wantDelivery(t, s, hist[2]) // the third oldest waits for the next batch
+		}
+	}
+	for k, d := range hist {
+		if k < len(hist)-keep {
+			wantNoDelivery(t, s, d.ID, "beyond the newest 4")
+		} else {
+			wantDelivery(t, s, d)
+			wantHeldIn(t, s, d.ID, true, "one of the newest 4")
+		}
+	}
+	for _, d := range append(pending, quietPending) {
+		wantDelivery(t, s, d)
+		wantHeldIn(t, s, d.ID, false, "a pending delivery after TrimDeliveries")
+	}
+	for _, d := range quietHist {
+		wantDelivery(t, s, d) // another integration's history is not counted nor trimmed
+	}
+	wantRefs("IntegrationsOverHistory(4) after the trim", nil, over(4))
+
+	// keep 0 empties the history of the integration, its queue stays.
+	if n, err := s.TrimDeliveries(ctx, app.ID, quiet.ID, 0, 10); err != nil || n != 2 {
+		t.Fatalf("TrimDeliveries(keep 0) = (%d, %v), want (2, nil)", n, err)
+	}
+	for _, d := range quietHist {
+		wantNoDelivery(t, s, d.ID, "after TrimDeliveries with keep 0")
+	}
+	wantDelivery(t, s, quietPending)
+	if n, err := s.TrimDeliveries(ctx, app.ID, "no-such-integration", 0, 10); err != nil || n != 0 {
+		t.Errorf("TrimDeliveries of an unknown integration = (%d, %v), want (0, nil)", n, err)
+	}
 }
