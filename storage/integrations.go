@@ -114,7 +114,8 @@ type IntegrationRef struct {
 //
 // The queue holds only the deliveries that are pending (due, waiting for a retry, or in
 // flight); a delivery that ends (delivered, or failed for good) moves to the history,
-// which keeps it for the dashboard (detail, redeliver) until PurgeDeliveries. Claims
+// which keeps it for the dashboard (detail, redeliver) until PurgeDeliveries (by age) or
+// TrimDeliveries (beyond an integration's newest, by count) removes it. Claims
 // read the queue alone, so they cost the same however much history the retention keeps:
 // on FerretDB, which filters in Go every query but an exact {_id}, that is the
 // difference between a queue of thousands and one of the hundreds of thousands of

@@ -29,6 +29,15 @@ const (
 	DefaultLease = time.Minute
 	// DefaultRetention is how long finished deliveries and attempts stay listable.
 	DefaultRetention = 7 * 24 * time.Hour
+	// DefaultMaxPerIntegration is how many finished deliveries an integration keeps
+	// within the retention (its newest, by last update): one busy integration must not
+	// fill the disk with a week of history. Ten thousand is days of history for most
+	// integrations and a few MB each.
+	DefaultMaxPerIntegration = 10_000
+	// DefaultTrimBatch bounds one delete of the count bound's sweep
+	// (storage.DeliveryStore TrimDeliveries): on SQLite one short write transaction,
+	// after which other writers get in; the worker claims due deliveries between batches.
+	DefaultTrimBatch = 1_000
 	purgeEvery       = time.Hour
 	// moveRound bounds one round of moving an older version's finished deliveries out of
 	// the queue (storage.DeliveryStore MoveFinishedDeliveries): the worker claims between
@@ -51,8 +60,13 @@ type WorkerConfig struct {
 	Concurrency int
 	Lease       time.Duration
 	Retention   time.Duration
-	Now         func() time.Time
-	Log         *slog.Logger
+	// MaxPerIntegration bounds the finished deliveries each integration keeps (its
+	// newest by last update); the hourly sweep removes the rest in batches of TrimBatch.
+	// Pending deliveries are never counted nor removed.
+	MaxPerIntegration int
+	TrimBatch         int
+	Now               func() time.Time
+	Log               *slog.Logger
 	// Bus receives the log event of a disabled integration.
 	Bus events.Publisher
 }
@@ -92,6 +106,12 @@ func NewWorker(store Store, cfg WorkerConfig) *Worker {
 	if cfg.Retention <= 0 {
 		cfg.Retention = DefaultRetention
 	}
+	if cfg.MaxPerIntegration <= 0 {
+		cfg.MaxPerIntegration = DefaultMaxPerIntegration
+	}
+	if cfg.TrimBatch <= 0 {
+		cfg.TrimBatch = DefaultTrimBatch
+	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
@@ -118,6 +138,9 @@ func (w *Worker) Run(ctx context.Context) error {
 	defer ticker.Stop()
 	lastPurge := time.Time{}
 	moved := false // no finished delivery left in the queue by an older version
+	// over holds the integrations whose history the last sweep found over the count
+	// bound and not yet trimmed: one batch a turn, between the claims.
+	var over []storage.IntegrationRef
 	for {
 		for ctx.Err() == nil {
 			n, err := w.RunOnce(ctx)
@@ -139,6 +162,11 @@ func (w *Worker) Run(ctx context.Context) error {
 		if now := w.cfg.Now(); now.Sub(lastPurge) >= purgeEvery {
 			lastPurge = now
 			w.purge(ctx, now)
+			over = w.overBound(ctx)
+		}
+		if len(over) > 0 && ctx.Err() == nil {
+			over = w.trimRound(ctx, over)
+			continue // the next batch, after the due deliveries
 		}
 		select {
 		case <-ctx.Done():
@@ -166,6 +194,36 @@ func (w *Worker) purge(ctx context.Context, now time.Time) {
 	} else if n > 0 {
 		w.cfg.Log.Debug("webhooks: purged old deliveries", "count", n)
 	}
+}
+
+// overBound answers the integrations whose history holds more than MaxPerIntegration
+// finished deliveries; none when they cannot be read (the next sweep tries again).
+func (w *Worker) overBound(ctx context.Context) []storage.IntegrationRef {
+	over, err := w.store.IntegrationsOverHistory(ctx, w.cfg.MaxPerIntegration)
+	if err != nil && ctx.Err() == nil {
+		w.cfg.Log.Warn("webhooks: cannot count finished deliveries per integration", "err", err)
+	}
+	return over
+}
+
+// trimRound removes one batch (TrimBatch) of the first integration's finished deliveries
+// beyond MaxPerIntegration, and answers the integrations left to trim: the first goes
+// once a batch comes back short (none beyond the bound is left) or fails (the next sweep
+// tries again).
+func (w *Worker) trimRound(ctx context.Context, over []storage.IntegrationRef) []storage.IntegrationRef {
+	ref := over[0]
+	n, err := w.store.TrimDeliveries(ctx, ref.AppID, ref.IntegrationID, w.cfg.MaxPerIntegration, w.cfg.TrimBatch)
+	if n > 0 {
+		w.cfg.Log.Debug("webhooks: trimmed finished deliveries over the bound", "app", ref.AppID,
+			"integration", ref.IntegrationID, "count", n)
+	}
+	if err != nil && ctx.Err() == nil {
+		w.cfg.Log.Warn("webhooks: cannot trim finished deliveries", "app", ref.AppID, "integration", ref.IntegrationID, "err", err)
+	}
+	if err != nil || n < w.cfg.TrimBatch {
+		return over[1:]
+	}
+	return over
 }
 
 // RunOnce claims one batch of due deliveries and sends them, answering how many it

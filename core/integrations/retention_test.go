@@ -1,0 +1,168 @@
+package integrations_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/keyward/keyward/core/integrations"
+	"github.com/keyward/keyward/core/webhooks"
+	"github.com/keyward/keyward/internal/testenv"
+	"github.com/keyward/keyward/storage"
+	"github.com/keyward/keyward/storage/mongo"
+	"github.com/keyward/keyward/storage/storagetest"
+)
+
+// trimCall is one TrimDeliveries the worker made, and what it answered.
+type trimCall struct {
+	integration   string
+	keep, n, gone int
+}
+
+// trimRecorder is the real store (SQLite or FerretDB), recording the worker's
+// TrimDeliveries calls so the test sees the batches.
+type trimRecorder struct {
+	integrations.Store
+	mu    sync.Mutex
+	calls []trimCall
+}
+
+func (r *trimRecorder) TrimDeliveries(ctx context.Context, appID, integrationID string, keep, n int) (int, error) {
+	gone, err := r.Store.TrimDeliveries(ctx, appID, integrationID, keep, n)
+	r.mu.Lock()
+	r.calls = append(r.calls, trimCall{integration: integrationID, keep: keep, n: n, gone: gone})
+	r.mu.Unlock()
+	return gone, err
+}
+
+func (r *trimRecorder) recorded() []trimCall {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.calls)
+}
+
+// TestWorkerBoundsHistoryPerIntegration: the worker's hourly sweep keeps each
+// integration's newest MaxPerIntegration finished deliveries, all well inside the
+// retention, and removes the others in batches of TrimBatch; a quieter integration and
+// the pending deliveries (older than any finished one) stay. SQLite and FerretDB.
+func TestWorkerBoundsHistoryPerIntegration(t *testing.T) {
+	t.Run("sqlite", func(t *testing.T) {
+		f := newFixture(t)
+		s := f.open(t)
+		defer s.Close()
+		boundsHistory(t, f, s)
+	})
+	t.Run("ferretdb", func(t *testing.T) {
+		uri := testenv.MongoURI(t)
+		f := newFixture(t)
+		s, err := mongo.Open(t.Context(), mongo.Config{URI: uri, Database: testenv.UniqueName("kwtest_trimhook_"), Sealer: storagetest.TestSealer(t)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			_ = s.Database().Drop(ctx)
+			_ = s.Close()
+		}()
+		f.seed(t, s)
+		boundsHistory(t, f, s)
+	})
+}
+
+func boundsHistory(t *testing.T, f *fixture, s storage.Store) {
+	ctx := t.Context()
+	now := storage.Now()
+	if err := s.CreateIntegration(ctx, storage.Integration{ID: "int-2", AppID: f.appID, Name: "quiet", Kind: webhooks.KindCustom,
+		URL: f.url + "/quiet", Events: []string{"user.login"}, Enabled: true, Secret: "whsec_quiet", CreatedAt: now, UpdatedAt: now}); err != nil {
+		t.Fatal(err)
+	}
+	delivery := func(integration, id string, state string, updated time.Time) storage.Delivery {
+		return storage.Delivery{ID: id, AppID: f.appID, IntegrationID: integration, EventID: "evt-" + id, Event: "user.login",
+			Payload: []byte(`{"id":"evt-` + id + `"}`), State: state, Attempts: 1, NextAttemptAt: now.Add(time.Hour),
+			CreatedAt: updated, UpdatedAt: updated}
+	}
+	const busy, keep, batch = 25, 10, 4
+	var ds []storage.Delivery
+	var newest []string // the busy integration's finished deliveries that must stay
+	for k := range busy {
+		id := fmt.Sprintf("busy-%02d", k)
+		ds = append(ds, delivery("int-1", id, storage.DeliveryDelivered, now.Add(-time.Duration(busy-k)*time.Minute)))
+		if k >= busy-keep {
+			newest = append(newest, id)
+		}
+	}
+	var pending []string // not due for an hour; older than every finished one
+	for k := range 3 {
+		id := fmt.Sprintf("pending-%d", k)
+		ds = append(ds, delivery("int-1", id, storage.DeliveryPending, now.Add(-time.Duration(48+k)*time.Hour)))
+		pending = append(pending, id)
+	}
+	quietIDs := []string{"quiet-0", "quiet-1", "quiet-2"}
+	for k, id := range quietIDs {
+		ds = append(ds, delivery("int-2", id, storage.DeliveryFailed, now.Add(-time.Duration(k+1)*time.Hour)))
+	}
+	if err := s.CreateDeliveries(ctx, ds); err != nil {
+		t.Fatal(err)
+	}
+
+	rec := &trimRecorder{Store: s}
+	w := integrations.NewWorker(rec, integrations.WorkerConfig{Client: f.client, Log: quiet(), Poll: 20 * time.Millisecond,
+		MaxPerIntegration: keep, TrimBatch: batch})
+	runCtx, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- w.Run(runCtx) }()
+	// The sweep is done once a batch came back short.
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		calls := rec.recorded()
+		if len(calls) > 0 && calls[len(calls)-1].gone < batch {
+			break
+		}
+		if time.Now().After(deadline) {
+			stop()
+			t.Fatalf("no short batch within 60 s; calls %+v", calls)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	stop()
+	if err := <-done; err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+
+	// Bounded batches: every call asked for at most TrimBatch with the configured bound,
+	// only for the integration over it, and together they removed what was over it.
+	gone := 0
+	for _, c := range rec.recorded() {
+		if c.integration != "int-1" || c.keep != keep || c.n != batch || c.gone > batch {
+			t.Errorf("TrimDeliveries call %+v, want int-1 keeping %d in batches of %d", c, keep, batch)
+		}
+		gone += c.gone
+	}
+	if calls := len(rec.recorded()); calls < (busy-keep)/batch+1 || gone != busy-keep {
+		t.Errorf("%d calls removed %d deliveries, want %d in batches of %d", calls, gone, busy-keep, batch)
+	}
+
+	ids := func(kind string) []string {
+		var out []string
+		if err := s.(storage.ArchiveStore).ArchiveRecords(ctx, kind, func(r any) error {
+			out = append(out, r.(storage.Delivery).ID)
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		slices.Sort(out)
+		return out
+	}
+	wantHistory := slices.Sorted(slices.Values(append(slices.Clone(newest), quietIDs...)))
+	if got := ids(storage.KindDeliveryHistory); !slices.Equal(got, wantHistory) {
+		t.Errorf("history after the sweep = %v, want the busy integration's newest %d and the quiet one's %d: %v",
+			got, keep, len(quietIDs), wantHistory)
+	}
+	if got := ids(storage.KindDeliveries); !slices.Equal(got, pending) {
+		t.Errorf("queue after the sweep = %v, want the pending %v untouched", got, pending)
+	}
+}
