@@ -1,7 +1,10 @@
 package storagetest
 
 import (
+	"errors"
+	"fmt"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -18,6 +21,7 @@ var deliveryHistoryTests = []subtest{
 	{"DeliveryMoveFinishedFindsNone", testDeliveryMoveFinishedFindsNone},
 	{"DeliveryUpdateConcurrentAcrossMoves", testDeliveryUpdateConcurrentAcrossMoves},
 	{"DeliveryHistoryBoundedPerIntegration", testDeliveryHistoryBoundedPerIntegration},
+	{"DeliveryTrimRacesRedeliveries", testDeliveryTrimRacesRedeliveries},
 }
 
 // kindIDs answers the ids of the deliveries the archive reads from kind (the queue or
@@ -322,4 +326,96 @@ func testDeliveryHistoryBoundedPerIntegration(t *testing.T, s storage.Store) {
 	if n, err := s.TrimDeliveries(ctx, app.ID, "no-such-integration", 0, 10); err != nil || n != 0 {
 		t.Errorf("TrimDeliveries of an unknown integration = (%d, %v), want (0, nil)", n, err)
 	}
+}
+
+// testDeliveryTrimRacesRedeliveries runs the count bound's trim while deliveries it may
+// have picked are redelivered and finished again, which makes them the integration's
+// newest: a delivery whose redelivery went through is never lost to a trim that picked
+// its older copy (on MongoDB the trim's delete by _id must not take the copy the new
+// finish wrote), and once the trim is done the history holds exactly the newest keep.
+func testDeliveryTrimRacesRedeliveries(t *testing.T, s storage.Store) {
+	ctx := t.Context()
+	app := mustCreateApp(t, s, fullApp("acc-1", "app"))
+	i := mustCreateIntegration(t, s, fullIntegration(app.ID, "hook"))
+	const total, keep, batch = 30, 10, 3
+	var hist, targets []storage.Delivery
+	for k := range total {
+		d := fullDelivery(i, time.Time{})
+		d.State, d.UpdatedAt = storage.DeliveryDelivered, ms(-time.Duration(total-k)*time.Minute)
+		hist = append(hist, d)
+		if k%3 == 0 { // spread over the order the trim takes them in
+			targets = append(targets, d)
+		}
+	}
+	mustCreateDeliveries(t, s, hist...)
+
+	trimmed := make(chan error, 1)
+	stop := make(chan struct{})
+	go func() {
+		for {
+			select {
+			case <-stop:
+				trimmed <- nil
+				return
+			default:
+			}
+			if _, err := s.TrimDeliveries(ctx, app.ID, i.ID, keep, batch); err != nil {
+				trimmed <- err
+				return
+			}
+		}
+	}()
+	var mu sync.Mutex
+	redone := map[string]time.Time{} // the deliveries finished again, and when
+	raceUpdates(t, len(targets), func(w int) error {
+		id := targets[w].ID
+		_, err := s.UpdateDelivery(ctx, id, func(cur *storage.Delivery) error {
+			cur.State, cur.NextAttemptAt, cur.UpdatedAt = storage.DeliveryPending, base, base
+			return nil
+		})
+		if errors.Is(err, storage.ErrNotFound) {
+			return nil // trimmed before its redelivery
+		}
+		if err != nil {
+			return fmt.Errorf("redeliver %s: %w", id, err)
+		}
+		at := ms(time.Hour + time.Duration(w)*time.Second)
+		if _, err := s.UpdateDelivery(ctx, id, func(cur *storage.Delivery) error {
+			cur.State, cur.NextAttemptAt, cur.UpdatedAt = storage.DeliveryDelivered, time.Time{}, at
+			return nil
+		}); err != nil {
+			return fmt.Errorf("finish %s again: %w", id, err)
+		}
+		mu.Lock()
+		redone[id] = at
+		mu.Unlock()
+		return nil
+	})
+	close(stop)
+	if err := <-trimmed; err != nil {
+		t.Fatalf("TrimDeliveries during the redeliveries: %v", err)
+	}
+	for {
+		n, err := s.TrimDeliveries(ctx, app.ID, i.ID, keep, batch)
+		if err != nil {
+			t.Fatalf("TrimDeliveries after the redeliveries: %v", err)
+		}
+		if n < batch {
+			break
+		}
+	}
+	for id, at := range redone {
+		got, ok := readDelivery(t, s, id)
+		if !ok {
+			t.Errorf("delivery %s, finished again as one of the newest, was trimmed", id)
+			continue
+		}
+		if got.State != storage.DeliveryDelivered || !got.UpdatedAt.Equal(at) {
+			t.Errorf("delivery %s reads %s updated %v, want delivered updated %v", id, got.State, got.UpdatedAt, at)
+		}
+	}
+	if got := kindIDs(t, s, storage.KindDeliveryHistory); len(got) != keep {
+		t.Errorf("history after the trim holds %d deliveries, want %d: %v", len(got), keep, got)
+	}
+	t.Logf("%d of %d redeliveries went through before the trim took their delivery", len(redone), len(targets))
 }
