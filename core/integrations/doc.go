@@ -20,10 +20,10 @@
 //     KEYWARD_WEBHOOK_RETENTION) keeps; at start the worker moves what an older version
 //     left finished in the queue, in bounded rounds between its claims. The history is
 //     bounded by age and by count: every hour the worker removes finished deliveries
-//     older than the retention, and those of each integration beyond its newest
-//     WorkerConfig.MaxPerIntegration (KEYWARD_WEBHOOK_MAX_PER_INTEGRATION, 10,000) by
-//     last update, in batches of WorkerConfig.TrimBatch between its claims. Pending
-//     deliveries are never removed by either.
+//     and attempts older than the retention, and those of each integration beyond its
+//     newest WorkerConfig.MaxPerIntegration (KEYWARD_WEBHOOK_MAX_PER_INTEGRATION, 10,000;
+//     deliveries by last update, attempts by time), in batches of
+//     WorkerConfig.TrimBatch between its claims. Pending deliveries are never removed.
 //
 // Delivery is at least once: a node that dies after sending but before recording the
 // outcome leaves the delivery to be sent again when its lease ends. CUSTOM receivers

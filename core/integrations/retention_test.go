@@ -19,6 +19,7 @@ import (
 // trimCall is one TrimDeliveries the worker made, and what it answered.
 type trimCall struct {
 	integration   string
+	attempts      bool
 	keep, n, gone int
 }
 
@@ -38,6 +39,14 @@ func (r *trimRecorder) TrimDeliveries(ctx context.Context, appID, integrationID 
 	return gone, err
 }
 
+func (r *trimRecorder) TrimDeliveryAttempts(ctx context.Context, appID, integrationID string, keep, n int) (int, error) {
+	gone, err := r.Store.TrimDeliveryAttempts(ctx, appID, integrationID, keep, n)
+	r.mu.Lock()
+	r.calls = append(r.calls, trimCall{integration: integrationID, attempts: true, keep: keep, n: n, gone: gone})
+	r.mu.Unlock()
+	return gone, err
+}
+
 func (r *trimRecorder) recorded() []trimCall {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -45,9 +54,10 @@ func (r *trimRecorder) recorded() []trimCall {
 }
 
 // TestWorkerBoundsHistoryPerIntegration: the worker's hourly sweep keeps each
-// integration's newest MaxPerIntegration finished deliveries, all well inside the
-// retention, and removes the others in batches of TrimBatch; a quieter integration and
-// the pending deliveries (older than any finished one) stay. SQLite and FerretDB.
+// integration's newest MaxPerIntegration finished deliveries and attempts, all well
+// inside the retention, and removes the others in batches of TrimBatch; a quieter
+// integration and the pending deliveries (older than any finished one) stay. SQLite and
+// FerretDB.
 func TestWorkerBoundsHistoryPerIntegration(t *testing.T) {
 	t.Run("sqlite", func(t *testing.T) {
 		f := newFixture(t)
@@ -108,6 +118,25 @@ func boundsHistory(t *testing.T, f *fixture, s storage.Store) {
 	if err := s.CreateDeliveries(ctx, ds); err != nil {
 		t.Fatal(err)
 	}
+	// Attempts: 14 of the busy integration's (4 over the bound), 2 of the quiet one's.
+	const busyAttempts = 14
+	var newestAttempts []string
+	for k := range busyAttempts {
+		id := fmt.Sprintf("att-%02d", k)
+		if err := s.AddDeliveryAttempt(ctx, storage.DeliveryAttempt{ID: id, AppID: f.appID, IntegrationID: "int-1",
+			DeliveryID: "busy-00", Event: "user.login", Attempt: k + 1, CreatedAt: now.Add(-time.Duration(busyAttempts-k) * time.Minute)}); err != nil {
+			t.Fatal(err)
+		}
+		if k >= busyAttempts-keep {
+			newestAttempts = append(newestAttempts, id)
+		}
+	}
+	for k := range 2 {
+		if err := s.AddDeliveryAttempt(ctx, storage.DeliveryAttempt{ID: fmt.Sprintf("att-quiet-%d", k), AppID: f.appID,
+			IntegrationID: "int-2", DeliveryID: "quiet-0", Event: "user.login", Attempt: k + 1, CreatedAt: now.Add(-time.Hour)}); err != nil {
+			t.Fatal(err)
+		}
+	}
 
 	rec := &trimRecorder{Store: s}
 	w := integrations.NewWorker(rec, integrations.WorkerConfig{Client: f.client, Log: quiet(), Poll: 20 * time.Millisecond,
@@ -115,11 +144,11 @@ func boundsHistory(t *testing.T, f *fixture, s storage.Store) {
 	runCtx, stop := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	go func() { done <- w.Run(runCtx) }()
-	// The sweep is done once a batch came back short.
+	// The sweep is done once a batch of attempts came back short (they come last).
 	deadline := time.Now().Add(60 * time.Second)
 	for {
 		calls := rec.recorded()
-		if len(calls) > 0 && calls[len(calls)-1].gone < batch {
+		if len(calls) > 0 && calls[len(calls)-1].attempts && calls[len(calls)-1].gone < batch {
 			break
 		}
 		if time.Now().After(deadline) {
@@ -135,15 +164,20 @@ func boundsHistory(t *testing.T, f *fixture, s storage.Store) {
 
 	// Bounded batches: every call asked for at most TrimBatch with the configured bound,
 	// only for the integration over it, and together they removed what was over it.
-	gone := 0
+	gone := map[bool]int{}
+	calls := map[bool]int{}
 	for _, c := range rec.recorded() {
 		if c.integration != "int-1" || c.keep != keep || c.n != batch || c.gone > batch {
-			t.Errorf("TrimDeliveries call %+v, want int-1 keeping %d in batches of %d", c, keep, batch)
+			t.Errorf("trim call %+v, want int-1 keeping %d in batches of %d", c, keep, batch)
 		}
-		gone += c.gone
+		gone[c.attempts] += c.gone
+		calls[c.attempts]++
 	}
-	if calls := len(rec.recorded()); calls < (busy-keep)/batch+1 || gone != busy-keep {
-		t.Errorf("%d calls removed %d deliveries, want %d in batches of %d", calls, gone, busy-keep, batch)
+	if calls[false] != (busy-keep)/batch+1 || gone[false] != busy-keep {
+		t.Errorf("%d calls removed %d finished deliveries, want %d in batches of %d", calls[false], gone[false], busy-keep, batch)
+	}
+	if calls[true] != (busyAttempts-keep)/batch+1 || gone[true] != busyAttempts-keep {
+		t.Errorf("%d calls removed %d attempts, want %d in batches of %d", calls[true], gone[true], busyAttempts-keep, batch)
 	}
 
 	ids := func(kind string) []string {
@@ -164,5 +198,23 @@ func boundsHistory(t *testing.T, f *fixture, s storage.Store) {
 	}
 	if got := ids(storage.KindDeliveries); !slices.Equal(got, pending) {
 		t.Errorf("queue after the sweep = %v, want the pending %v untouched", got, pending)
+	}
+	attemptIDs := func(integration string) []string {
+		as, total, err := s.ListDeliveryAttempts(ctx, f.appID, integration, storage.Page{})
+		if err != nil || total != len(as) {
+			t.Fatalf("ListDeliveryAttempts(%s): %d of %d, %v", integration, len(as), total, err)
+		}
+		var out []string
+		for _, a := range as {
+			out = append(out, a.ID)
+		}
+		slices.Sort(out)
+		return out
+	}
+	if got := attemptIDs("int-1"); !slices.Equal(got, newestAttempts) {
+		t.Errorf("busy attempts after the sweep = %v, want the newest %d: %v", got, keep, newestAttempts)
+	}
+	if got := attemptIDs("int-2"); len(got) != 2 {
+		t.Errorf("quiet attempts after the sweep = %v, want its 2", got)
 	}
 }

@@ -29,10 +29,10 @@ const (
 	DefaultLease = time.Minute
 	// DefaultRetention is how long finished deliveries and attempts stay listable.
 	DefaultRetention = 7 * 24 * time.Hour
-	// DefaultMaxPerIntegration is how many finished deliveries an integration keeps
-	// within the retention (its newest, by last update): one busy integration must not
-	// fill the disk with a week of history. Ten thousand is days of history for most
-	// integrations and a few MB each.
+	// DefaultMaxPerIntegration is how many finished deliveries (its newest, by last
+	// update) and how many attempts an integration keeps within the retention: one busy
+	// integration must not fill the disk with a week of history. Ten thousand is days of
+	// history for most integrations and a few MB each.
 	DefaultMaxPerIntegration = 10_000
 	// DefaultTrimBatch bounds one delete of the count bound's sweep
 	// (storage.DeliveryStore TrimDeliveries): on SQLite one short write transaction,
@@ -61,8 +61,8 @@ type WorkerConfig struct {
 	Lease       time.Duration
 	Retention   time.Duration
 	// MaxPerIntegration bounds the finished deliveries each integration keeps (its
-	// newest by last update); the hourly sweep removes the rest in batches of TrimBatch.
-	// Pending deliveries are never counted nor removed.
+	// newest by last update), and its attempts (its newest); the hourly sweep removes the
+	// rest in batches of TrimBatch. Pending deliveries are never counted nor removed.
 	MaxPerIntegration int
 	TrimBatch         int
 	Now               func() time.Time
@@ -138,9 +138,9 @@ func (w *Worker) Run(ctx context.Context) error {
 	defer ticker.Stop()
 	lastPurge := time.Time{}
 	moved := false // no finished delivery left in the queue by an older version
-	// over holds the integrations whose history the last sweep found over the count
-	// bound and not yet trimmed: one batch a turn, between the claims.
-	var over []storage.IntegrationRef
+	// over holds what the last sweep found over the count bound and not yet trimmed: one
+	// batch a turn, between the claims.
+	var over []trimTarget
 	for {
 		for ctx.Err() == nil {
 			n, err := w.RunOnce(ctx)
@@ -196,29 +196,57 @@ func (w *Worker) purge(ctx context.Context, now time.Time) {
 	}
 }
 
+// trimTarget is an integration over the count bound: its finished deliveries, or its
+// attempts.
+type trimTarget struct {
+	storage.IntegrationRef
+	attempts bool
+}
+
+// what names the target's records in log lines.
+func (t trimTarget) what() string {
+	if t.attempts {
+		return "delivery attempts"
+	}
+	return "finished deliveries"
+}
+
 // overBound answers the integrations whose history holds more than MaxPerIntegration
-// finished deliveries; none when they cannot be read (the next sweep tries again).
-func (w *Worker) overBound(ctx context.Context) []storage.IntegrationRef {
-	over, err := w.store.IntegrationsOverHistory(ctx, w.cfg.MaxPerIntegration)
-	if err != nil && ctx.Err() == nil {
-		w.cfg.Log.Warn("webhooks: cannot count finished deliveries per integration", "err", err)
+// finished deliveries, then those with more than MaxPerIntegration attempts; what cannot
+// be read is left for the next sweep.
+func (w *Worker) overBound(ctx context.Context) []trimTarget {
+	var over []trimTarget
+	for _, attempts := range []bool{false, true} {
+		count := w.store.IntegrationsOverHistory
+		if attempts {
+			count = w.store.IntegrationsOverAttempts
+		}
+		refs, err := count(ctx, w.cfg.MaxPerIntegration)
+		if err != nil && ctx.Err() == nil {
+			w.cfg.Log.Warn("webhooks: cannot count "+trimTarget{attempts: attempts}.what()+" per integration", "err", err)
+		}
+		for _, ref := range refs {
+			over = append(over, trimTarget{IntegrationRef: ref, attempts: attempts})
+		}
 	}
 	return over
 }
 
-// trimRound removes one batch (TrimBatch) of the first integration's finished deliveries
-// beyond MaxPerIntegration, and answers the integrations left to trim: the first goes
-// once a batch comes back short (none beyond the bound is left) or fails (the next sweep
-// tries again).
-func (w *Worker) trimRound(ctx context.Context, over []storage.IntegrationRef) []storage.IntegrationRef {
-	ref := over[0]
-	n, err := w.store.TrimDeliveries(ctx, ref.AppID, ref.IntegrationID, w.cfg.MaxPerIntegration, w.cfg.TrimBatch)
+// trimRound removes one batch (TrimBatch) of the first target's records beyond
+// MaxPerIntegration, and answers the targets left: the first goes once a batch comes back
+// short (none beyond the bound is left) or fails (the next sweep tries again).
+func (w *Worker) trimRound(ctx context.Context, over []trimTarget) []trimTarget {
+	t := over[0]
+	trim := w.store.TrimDeliveries
+	if t.attempts {
+		trim = w.store.TrimDeliveryAttempts
+	}
+	n, err := trim(ctx, t.AppID, t.IntegrationID, w.cfg.MaxPerIntegration, w.cfg.TrimBatch)
 	if n > 0 {
-		w.cfg.Log.Debug("webhooks: trimmed finished deliveries over the bound", "app", ref.AppID,
-			"integration", ref.IntegrationID, "count", n)
+		w.cfg.Log.Debug("webhooks: trimmed "+t.what()+" over the bound", "app", t.AppID, "integration", t.IntegrationID, "count", n)
 	}
 	if err != nil && ctx.Err() == nil {
-		w.cfg.Log.Warn("webhooks: cannot trim finished deliveries", "app", ref.AppID, "integration", ref.IntegrationID, "err", err)
+		w.cfg.Log.Warn("webhooks: cannot trim "+t.what(), "app", t.AppID, "integration", t.IntegrationID, "err", err)
 	}
 	if err != nil || n < w.cfg.TrimBatch {
 		return over[1:]

@@ -426,11 +426,23 @@ func (s *Store) MoveFinishedDeliveries(ctx context.Context, n int) (int, error) 
 // finished deliveries, with one $group over the history (on FerretDB a pass over it in
 // Go, like the hourly PurgeDeliveries).
 func (s *Store) IntegrationsOverHistory(ctx context.Context, moreThan int) ([]storage.IntegrationRef, error) {
+	return integrationsOver(ctx, s.history, "integrations over history", moreThan)
+}
+
+// IntegrationsOverAttempts answers the integrations having more than moreThan attempts,
+// with one $group over the attempts.
+func (s *Store) IntegrationsOverAttempts(ctx context.Context, moreThan int) ([]storage.IntegrationRef, error) {
+	return integrationsOver(ctx, s.attempts, "integrations over attempts", moreThan)
+}
+
+// integrationsOver answers the (appId, integrationId) pairs of more than moreThan
+// documents of coll, sorted.
+func integrationsOver(ctx context.Context, coll *mongo.Collection, op string, moreThan int) ([]storage.IntegrationRef, error) {
 	type key struct {
 		AppID         string `bson:"appId"`
 		IntegrationID string `bson:"integrationId"`
 	}
-	groups, err := aggregate[bucketCount[key]](ctx, s.history, "integrations over history", mongo.Pipeline{
+	groups, err := aggregate[bucketCount[key]](ctx, coll, op, mongo.Pipeline{
 		countBy(bson.D{{Key: "appId", Value: "$appId"}, {Key: "integrationId", Value: "$integrationId"}}),
 		match(bson.D{{Key: "n", Value: bson.D{{Key: "$gt", Value: max(moreThan, 0)}}}}),
 		{{Key: "$sort", Value: bson.D{{Key: "_id.appId", Value: 1}, {Key: "_id.integrationId", Value: 1}}}},
@@ -593,4 +605,62 @@ func (s *Store) releaseClaims(ctx context.Context, claims []any, held []bool) {
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
 	defer cancel()
 	_, _ = s.claims.BulkWrite(rctx, models, options.BulkWrite().SetOrdered(false))
+}
+
+// TrimDeliveryAttempts removes up to n of the integration's attempts beyond its newest
+// keep, the oldest first: the edge, then the ids at or before it, then one unordered
+// BulkWrite of DeleteOne by exact _id (which FerretDB hands to SQLite by its index; a
+// DeleteMany by _id $in it would run as a scan in Go). Unlike deliveries, attempts are
+// written once and never replaced, so an id read is the attempt deleted: no claim is
+// needed.
+func (s *Store) TrimDeliveryAttempts(ctx context.Context, appID, integrationID string, keep, n int) (int, error) {
+	const op = "trim delivery attempts"
+	if n <= 0 {
+		return 0, nil
+	}
+	ofIt := bson.D{{Key: "appId", Value: appID}, {Key: "integrationId", Value: integrationID}}
+	var edge struct {
+		ID        string    `bson:"_id"`
+		CreatedAt time.Time `bson:"createdAt"`
+	}
+	err := s.attempts.FindOne(ctx, ofIt, options.FindOne().
+		SetSort(bson.D{{Key: "createdAt", Value: -1}, {Key: "_id", Value: -1}}).SetSkip(int64(max(keep, 0))).
+		SetProjection(bson.D{{Key: "createdAt", Value: 1}})).Decode(&edge)
+	if errors.Is(err, mongo.ErrNoDocuments) {
+		return 0, nil // keep attempts or fewer
+	}
+	if err != nil {
+		return 0, wrap(op, err)
+	}
+	beyond := append(ofIt, bson.E{Key: "$or", Value: bson.A{
+		bson.D{{Key: "createdAt", Value: bson.D{{Key: "$lt", Value: edge.CreatedAt}}}},
+		bson.D{{Key: "createdAt", Value: edge.CreatedAt}, {Key: "_id", Value: bson.D{{Key: "$lte", Value: edge.ID}}}},
+	}})
+	var picked []struct {
+		ID string `bson:"_id"`
+	}
+	c, err := s.attempts.Find(ctx, beyond, options.Find().
+		SetSort(bson.D{{Key: "createdAt", Value: 1}, {Key: "_id", Value: 1}}).SetLimit(int64(n)).
+		SetProjection(bson.D{{Key: "_id", Value: 1}}))
+	if err != nil {
+		return 0, wrap(op, err)
+	}
+	if err := c.All(ctx, &picked); err != nil {
+		return 0, wrap(op, err)
+	}
+	if len(picked) == 0 {
+		return 0, nil
+	}
+	deletes := make([]mongo.WriteModel, len(picked))
+	for i, p := range picked {
+		deletes[i] = mongo.NewDeleteOneModel().SetFilter(bson.D{{Key: "_id", Value: p.ID}})
+	}
+	res, err := s.attempts.BulkWrite(ctx, deletes, options.BulkWrite().SetOrdered(false))
+	if err != nil {
+		if res != nil {
+			return int(res.DeletedCount), wrap(op, err)
+		}
+		return 0, wrap(op, err)
+	}
+	return int(res.DeletedCount), nil
 }

@@ -544,3 +544,42 @@ func (s *Store) TrimDeliveries(ctx context.Context, appID, integrationID string,
 	}
 	return deleted, nil
 }
+
+// IntegrationsOverAttempts answers the integrations having more than moreThan attempts,
+// counted from the (app_id, integration_id, created_at, id) index alone.
+func (s *Store) IntegrationsOverAttempts(ctx context.Context, moreThan int) ([]storage.IntegrationRef, error) {
+	const op = "integrations over attempts"
+	rows, err := s.r.QueryContext(ctx, `SELECT app_id, integration_id FROM webhook_attempts
+GROUP BY app_id, integration_id HAVING count(*) > ? ORDER BY app_id, integration_id`, max(moreThan, 0))
+	if err != nil {
+		return nil, wrap(op, err)
+	}
+	out, err := scanAll(rows, func(row scanner) (storage.IntegrationRef, error) {
+		var r storage.IntegrationRef
+		return r, row.Scan(&r.AppID, &r.IntegrationID)
+	})
+	if err != nil {
+		return nil, wrap(op, err)
+	}
+	return out, nil
+}
+
+// TrimDeliveryAttempts removes up to n of the integration's attempts beyond its newest
+// keep, the oldest first, in one statement, as TrimDeliveries does for the history, from
+// the (app_id, integration_id, created_at, id) index.
+func (s *Store) TrimDeliveryAttempts(ctx context.Context, appID, integrationID string, keep, n int) (int, error) {
+	const op = "trim delivery attempts"
+	if n <= 0 {
+		return 0, nil
+	}
+	deleted, err := execCount(ctx, s.w, `DELETE FROM webhook_attempts WHERE rowid IN (
+	SELECT rowid FROM webhook_attempts WHERE app_id = ? AND integration_id = ? AND (created_at, id) <= (
+		SELECT created_at, id FROM webhook_attempts WHERE app_id = ? AND integration_id = ?
+		ORDER BY `+orderBy("created_at", true)+` LIMIT 1 OFFSET ?)
+	ORDER BY `+orderBy("created_at", false)+` LIMIT ?)`,
+		appID, integrationID, appID, integrationID, max(keep, 0), n)
+	if err != nil {
+		return deleted, wrap(op, err)
+	}
+	return deleted, nil
+}

@@ -22,6 +22,7 @@ var deliveryHistoryTests = []subtest{
 	{"DeliveryUpdateConcurrentAcrossMoves", testDeliveryUpdateConcurrentAcrossMoves},
 	{"DeliveryHistoryBoundedPerIntegration", testDeliveryHistoryBoundedPerIntegration},
 	{"DeliveryTrimRacesRedeliveries", testDeliveryTrimRacesRedeliveries},
+	{"DeliveryAttemptsBoundedPerIntegration", testDeliveryAttemptsBoundedPerIntegration},
 }
 
 // kindIDs answers the ids of the deliveries the archive reads from kind (the queue or
@@ -418,4 +419,57 @@ func testDeliveryTrimRacesRedeliveries(t *testing.T, s storage.Store) {
 		t.Errorf("history after the trim holds %d deliveries, want %d: %v", len(got), keep, got)
 	}
 	t.Logf("%d of %d redeliveries went through before the trim took their delivery", len(redone), len(targets))
+}
+
+// testDeliveryAttemptsBoundedPerIntegration: the count bound keeps each integration's
+// newest attempts (by CreatedAt, then id) and removes the others oldest first, in
+// batches of at most n, counting and touching only that integration's.
+func testDeliveryAttemptsBoundedPerIntegration(t *testing.T, s storage.Store) {
+	ctx := t.Context()
+	app := mustCreateApp(t, s, fullApp("acc-1", "app"))
+	busy := mustCreateIntegration(t, s, fullIntegration(app.ID, "busy"))
+	quiet := mustCreateIntegration(t, s, fullIntegration(app.ID, "quiet"))
+	d := mustCreateDeliveries(t, s, fullDelivery(busy, base))[0]
+	q := mustCreateDeliveries(t, s, fullDelivery(quiet, base))[0]
+	// busy's attempts, oldest first; the 3rd and 4th share their time, the id decides.
+	var as []storage.DeliveryAttempt
+	for k := range 7 {
+		a := fullAttempt(d, k+1, ms(-time.Duration(10-k)*time.Minute))
+		a.ID = fmt.Sprintf("att-trim-%02d", k)
+		if k == 4 {
+			a.CreatedAt = as[3].CreatedAt
+		}
+		as = append(as, a)
+	}
+	mustAddAttempts(t, s, as...)
+	quietAs := mustAddAttempts(t, s, fullAttempt(q, 1, ms(-time.Hour)), fullAttempt(q, 2, ms(-30*time.Minute)))
+
+	over, err := s.IntegrationsOverAttempts(ctx, 3)
+	if want := []storage.IntegrationRef{{AppID: app.ID, IntegrationID: busy.ID}}; err != nil || !slices.Equal(over, want) {
+		t.Fatalf("IntegrationsOverAttempts(3) = (%v, %v), want %v", over, err, want)
+	}
+	// keep 3 of 7 in batches of 3: 3, 1.
+	const keep = 3
+	for round, want := range []int{3, 1, 0} {
+		if n, err := s.TrimDeliveryAttempts(ctx, app.ID, busy.ID, keep, 3); err != nil || n != want {
+			t.Fatalf("TrimDeliveryAttempts round %d = (%d, %v), want (%d, nil)", round, n, err, want)
+		}
+	}
+	list := func(i storage.Integration) []storage.DeliveryAttempt {
+		t.Helper()
+		got, total, err := s.ListDeliveryAttempts(ctx, app.ID, i.ID, storage.Page{})
+		if err != nil || total != len(got) {
+			t.Fatalf("ListDeliveryAttempts: %d of %d, %v", len(got), total, err)
+		}
+		return got
+	}
+	newest := slices.Clone(as[len(as)-keep:])
+	slices.Reverse(newest)
+	wantSame(t, "the busy integration's attempts after the trim", newest, list(busy))
+	quietNewest := slices.Clone(quietAs)
+	slices.Reverse(quietNewest)
+	wantSame(t, "the quiet integration's attempts", quietNewest, list(quiet))
+	if over, err := s.IntegrationsOverAttempts(ctx, 3); err != nil || len(over) != 0 {
+		t.Errorf("IntegrationsOverAttempts(3) after the trim = (%v, %v), want none", over, err)
+	}
 }
