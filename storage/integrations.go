@@ -153,8 +153,8 @@ type DeliveryStore interface {
 	// sweep (TrimDeliveries) starts from it.
 	IntegrationsOverHistory(ctx context.Context, moreThan int) ([]IntegrationRef, error)
 	// TrimDeliveries removes up to n of the integration's finished deliveries that are not
-	// among its newest keep (by UpdatedAt, then id), the oldest first, and answers how
-	// many went: fewer than n once none beyond keep is left. One call is one bounded
+	// among its newest keep (by UpdatedAt, then id), the newest of those first, and
+	// answers how many went: fewer than n once none beyond keep is left. One call is one bounded
 	// write; the caller repeats it. Pending deliveries (the queue) are never touched, nor
 	// counted.
 	TrimDeliveries(ctx context.Context, appID, integrationID string, keep, n int) (int, error)
@@ -162,8 +162,9 @@ type DeliveryStore interface {
 	// recorded attempts, sorted by app, then integration id.
 	IntegrationsOverAttempts(ctx context.Context, moreThan int) ([]IntegrationRef, error)
 	// TrimDeliveryAttempts removes up to n of the integration's attempts that are not
-	// among its newest keep (by CreatedAt, then id), the oldest first, and answers how
-	// many went: fewer than n once none beyond keep is left. One call is one bounded write.
+	// among its newest keep (by CreatedAt, then id), the newest of those first, and
+	// answers how many went: fewer than n once none beyond keep is left. One call is one
+	// bounded write.
 	TrimDeliveryAttempts(ctx context.Context, appID, integrationID string, keep, n int) (int, error)
 	// MoveFinishedDeliveries moves up to n finished deliveries that are still in the
 	// queue (written there by a version before the history existed) to the history, and

@@ -3,7 +3,9 @@ package integrations_test
 import (
 	"context"
 	"fmt"
+	"os"
 	"slices"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -217,4 +219,67 @@ func boundsHistory(t *testing.T, f *fixture, s storage.Store) {
 	if got := attemptIDs("int-2"); len(got) != 2 {
 		t.Errorf("quiet attempts after the sweep = %v, want its 2", got)
 	}
+}
+
+// TestTrimFigures measures the count bound's sweep on a big history: it seeds
+// KEYWARD_TEST_TRIM_HISTORY finished deliveries of about a kilobyte to one integration
+// (skipped when unset), then trims them to DefaultMaxPerIntegration in batches of
+// DefaultTrimBatch and logs the rate and the longest batch (on SQLite, how long one batch
+// holds the writer). SQLite; FerretDB too with KEYWARD_TEST_TRIM_FERRET=1.
+func TestTrimFigures(t *testing.T) {
+	v := os.Getenv("KEYWARD_TEST_TRIM_HISTORY")
+	if v == "" {
+		t.Skip("KEYWARD_TEST_TRIM_HISTORY=N measures trimming N finished deliveries")
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n <= integrations.DefaultMaxPerIntegration {
+		t.Fatalf("KEYWARD_TEST_TRIM_HISTORY=%q: want a count over %d", v, integrations.DefaultMaxPerIntegration)
+	}
+	measure := func(t *testing.T, f *fixture, s storage.Store) {
+		t.Setenv("KEYWARD_TEST_SLOW_RECEIVER_HISTORY", v)
+		seedHistory(t, f, s)
+		var longest time.Duration
+		begun, gone, batches := time.Now(), 0, 0
+		for {
+			at := time.Now()
+			k, err := s.TrimDeliveries(t.Context(), f.appID, "int-1", integrations.DefaultMaxPerIntegration, integrations.DefaultTrimBatch)
+			if err != nil {
+				t.Fatal(err)
+			}
+			longest, gone, batches = max(longest, time.Since(at)), gone+k, batches+1
+			if k < integrations.DefaultTrimBatch {
+				break
+			}
+		}
+		took := time.Since(begun)
+		if gone != n-integrations.DefaultMaxPerIntegration {
+			t.Errorf("trimmed %d, want %d", gone, n-integrations.DefaultMaxPerIntegration)
+		}
+		t.Logf("trimmed %d of %d finished deliveries in %d batches in %v: %.0f/s, longest batch %v",
+			gone, n, batches, took.Round(time.Millisecond), float64(gone)/took.Seconds(), longest.Round(time.Millisecond))
+	}
+	t.Run("sqlite", func(t *testing.T) {
+		f := newFixture(t)
+		s := f.open(t)
+		defer s.Close()
+		measure(t, f, s)
+	})
+	t.Run("ferretdb", func(t *testing.T) {
+		if os.Getenv("KEYWARD_TEST_TRIM_FERRET") == "" {
+			t.Skip("KEYWARD_TEST_TRIM_FERRET=1 measures FerretDB too")
+		}
+		f := newFixture(t)
+		s, err := mongo.Open(t.Context(), mongo.Config{URI: testenv.MongoURI(t), Database: testenv.UniqueName("kwtest_trimfig_"), Sealer: storagetest.TestSealer(t)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			_ = s.Database().Drop(ctx)
+			_ = s.Close()
+		}()
+		f.seed(t, s)
+		measure(t, f, s)
+	})
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
@@ -458,60 +457,38 @@ func integrationsOver(ctx context.Context, coll *mongo.Collection, op string, mo
 }
 
 // TrimDeliveries removes up to n of the integration's finished deliveries beyond its
-// newest keep, the oldest first. It reads the edge (the newest delivery to go: position
-// keep of the newest-first order), then the ids and versions of up to n deliveries at or
-// before it, and deletes those by _id alone, each under its next version claim.
+// newest keep, the newest of them first. It reads the ids and versions of up to n
+// deliveries past the newest keep (newestBeyond: one indexed read on MongoDB, one pass on
+// FerretDB), and deletes those by _id alone, each under its next version claim.
 //
 // Why ids, claims and _id: FerretDB 1.24 has no multi-document transactions and runs a
 // write filtered by more than _id as a read, then a write by _id; a DeleteMany by
 // updatedAt (or by _id and version) is therefore not atomic against a redelivery and
 // the finish that follows it, which write the same _id again (see the top of this file).
 // Deleted by _id without a check, a copy that a redelivery and a new finish wrote since
-// the read would go, with it the newest history of the delivery. So each selected copy is
-// deleted only under the claim of its next version, the one requeueDelivery and
-// replaceLeftHistory take before they touch a history copy, and only when a point read
-// under that claim still finds the version selected. A redelivery that meets the claim
-// tries again (and finds the delivery trimmed, or not selected the next time). Each step
-// is one round trip for the batch: the claims one unordered InsertMany, the check one
-// find by _id $in, the delete and the release one unordered BulkWrite of DeleteOne by
-// exact _id each (which FerretDB hands to SQLite by its index). A claim another updater
-// holds leaves its delivery for the next sweep. The queue is another collection: pending
-// deliveries are never read nor touched.
+// the read would go, with it the newest history of the delivery
+// (DeliveryTrimRacesRedeliveries caught that about one run in ten). So each selected
+// copy is deleted only under the claim of its next version, the one requeueDelivery and
+// replaceLeftHistory take before they touch a history copy, and only when a read under
+// that claim still finds the version selected. A redelivery that meets the claim tries
+// again (and finds the delivery trimmed). Each step is one round trip for the batch: the
+// claims one unordered InsertMany, the check one find by _id $in, the delete and the
+// release one unordered BulkWrite of DeleteOne by exact _id each (on FerretDB a
+// DeleteMany by _id $in would be another pass over the collection in Go). A claim
+// another updater holds leaves its delivery for the next sweep. The queue is another
+// collection: pending deliveries are never read nor touched.
 func (s *Store) TrimDeliveries(ctx context.Context, appID, integrationID string, keep, n int) (int, error) {
 	const op = "trim deliveries"
 	if n <= 0 {
 		return 0, nil
 	}
-	ofIt := bson.D{{Key: "appId", Value: appID}, {Key: "integrationId", Value: integrationID}}
-	var edge struct {
-		ID        string    `bson:"_id"`
-		UpdatedAt time.Time `bson:"updatedAt"`
-	}
-	err := s.history.FindOne(ctx, ofIt, options.FindOne().
-		SetSort(bson.D{{Key: "updatedAt", Value: -1}, {Key: "_id", Value: -1}}).SetSkip(int64(max(keep, 0))).
-		SetProjection(bson.D{{Key: "updatedAt", Value: 1}})).Decode(&edge)
-	if errors.Is(err, mongo.ErrNoDocuments) {
-		return 0, nil // keep deliveries or fewer
-	}
-	if err != nil {
-		return 0, wrap(op, err)
-	}
-	beyond := append(ofIt, bson.E{Key: "$or", Value: bson.A{
-		bson.D{{Key: "updatedAt", Value: bson.D{{Key: "$lt", Value: edge.UpdatedAt}}}},
-		bson.D{{Key: "updatedAt", Value: edge.UpdatedAt}, {Key: "_id", Value: bson.D{{Key: "$lte", Value: edge.ID}}}},
-	}})
 	type idVersion struct {
 		ID      string `bson:"_id"`
 		Version int64  `bson:"version"`
 	}
-	var picked []idVersion
-	c, err := s.history.Find(ctx, beyond, options.Find().
-		SetSort(bson.D{{Key: "updatedAt", Value: 1}, {Key: "_id", Value: 1}}).SetLimit(int64(n)).
-		SetProjection(bson.D{{Key: "version", Value: 1}}))
+	picked, err := newestBeyond[idVersion](ctx, s.history, appID, integrationID, "updatedAt", keep, n,
+		bson.D{{Key: "version", Value: 1}})
 	if err != nil {
-		return 0, wrap(op, err)
-	}
-	if err := c.All(ctx, &picked); err != nil {
 		return 0, wrap(op, err)
 	}
 	if len(picked) == 0 {
@@ -559,7 +536,7 @@ func (s *Store) TrimDeliveries(ctx context.Context, appID, integrationID string,
 		return 0, nil
 	}
 	var stored []idVersion
-	c, err = s.history.Find(ctx, bson.D{{Key: "_id", Value: bson.D{{Key: "$in", Value: heldIDs}}}},
+	c, err := s.history.Find(ctx, bson.D{{Key: "_id", Value: bson.D{{Key: "$in", Value: heldIDs}}}},
 		options.Find().SetProjection(bson.D{{Key: "version", Value: 1}}))
 	if err != nil {
 		return 0, wrap(op, err)
@@ -608,44 +585,20 @@ func (s *Store) releaseClaims(ctx context.Context, claims []any, held []bool) {
 }
 
 // TrimDeliveryAttempts removes up to n of the integration's attempts beyond its newest
-// keep, the oldest first: the edge, then the ids at or before it, then one unordered
-// BulkWrite of DeleteOne by exact _id (which FerretDB hands to SQLite by its index; a
-// DeleteMany by _id $in it would run as a scan in Go). Unlike deliveries, attempts are
-// written once and never replaced, so an id read is the attempt deleted: no claim is
-// needed.
+// keep, the newest of them first: their ids (newestBeyond), then one unordered BulkWrite
+// of DeleteOne by exact _id (on FerretDB a DeleteMany by _id $in would be another pass
+// over the collection in Go). Unlike deliveries, attempts are written once and never
+// replaced, so an id read is the attempt deleted: no claim is needed.
 func (s *Store) TrimDeliveryAttempts(ctx context.Context, appID, integrationID string, keep, n int) (int, error) {
 	const op = "trim delivery attempts"
 	if n <= 0 {
 		return 0, nil
 	}
-	ofIt := bson.D{{Key: "appId", Value: appID}, {Key: "integrationId", Value: integrationID}}
-	var edge struct {
-		ID        string    `bson:"_id"`
-		CreatedAt time.Time `bson:"createdAt"`
-	}
-	err := s.attempts.FindOne(ctx, ofIt, options.FindOne().
-		SetSort(bson.D{{Key: "createdAt", Value: -1}, {Key: "_id", Value: -1}}).SetSkip(int64(max(keep, 0))).
-		SetProjection(bson.D{{Key: "createdAt", Value: 1}})).Decode(&edge)
-	if errors.Is(err, mongo.ErrNoDocuments) {
-		return 0, nil // keep attempts or fewer
-	}
-	if err != nil {
-		return 0, wrap(op, err)
-	}
-	beyond := append(ofIt, bson.E{Key: "$or", Value: bson.A{
-		bson.D{{Key: "createdAt", Value: bson.D{{Key: "$lt", Value: edge.CreatedAt}}}},
-		bson.D{{Key: "createdAt", Value: edge.CreatedAt}, {Key: "_id", Value: bson.D{{Key: "$lte", Value: edge.ID}}}},
-	}})
-	var picked []struct {
+	type id struct {
 		ID string `bson:"_id"`
 	}
-	c, err := s.attempts.Find(ctx, beyond, options.Find().
-		SetSort(bson.D{{Key: "createdAt", Value: 1}, {Key: "_id", Value: 1}}).SetLimit(int64(n)).
-		SetProjection(bson.D{{Key: "_id", Value: 1}}))
+	picked, err := newestBeyond[id](ctx, s.attempts, appID, integrationID, "createdAt", keep, n, bson.D{{Key: "_id", Value: 1}})
 	if err != nil {
-		return 0, wrap(op, err)
-	}
-	if err := c.All(ctx, &picked); err != nil {
 		return 0, wrap(op, err)
 	}
 	if len(picked) == 0 {
@@ -663,4 +616,21 @@ func (s *Store) TrimDeliveryAttempts(ctx context.Context, appID, integrationID s
 		return 0, wrap(op, err)
 	}
 	return int(res.DeletedCount), nil
+}
+
+// newestBeyond reads, with projection, up to n documents of coll belonging to the
+// integration that come after its newest keep by field (then _id), the newest of them
+// first: on MongoDB a walk of the (appId, integrationId, field, _id) index, past keep.
+func newestBeyond[T any](ctx context.Context, coll *mongo.Collection, appID, integrationID, field string, keep, n int, projection bson.D) ([]T, error) {
+	c, err := coll.Find(ctx, bson.D{{Key: "appId", Value: appID}, {Key: "integrationId", Value: integrationID}}, options.Find().
+		SetSort(bson.D{{Key: field, Value: -1}, {Key: "_id", Value: -1}}).SetSkip(int64(max(keep, 0))).SetLimit(int64(n)).
+		SetProjection(projection))
+	if err != nil {
+		return nil, err
+	}
+	var out []T
+	if err := c.All(ctx, &out); err != nil {
+		return nil, err
+	}
+	return out, nil
 }

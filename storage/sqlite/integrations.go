@@ -519,26 +519,24 @@ GROUP BY app_id, integration_id HAVING count(*) > ? ORDER BY app_id, integration
 }
 
 // TrimDeliveries removes up to n of the integration's finished deliveries beyond its
-// newest keep, the oldest first, in one statement (its own transaction, so the writer
-// is free again between the caller's batches). The edge is the newest delivery to go:
-// the one at position keep of the newest-first order; the oldest n of it and those
-// before it go, read from the (app_id, integration_id, updated_at, id) index (migration
-// 37). The queue (webhook_deliveries) is another table: pending deliveries are never
-// touched.
+// newest keep, the newest of them first, in one statement (its own transaction, so the
+// writer is free again between the caller's batches): it walks the (app_id,
+// integration_id, updated_at, id) index (migration 37) from the newest, past keep, and
+// takes the next n (EXPLAIN QUERY PLAN: no sort). The queue (webhook_deliveries) is
+// another table: pending deliveries are never touched.
 func (s *Store) TrimDeliveries(ctx context.Context, appID, integrationID string, keep, n int) (int, error) {
-	const op = "trim deliveries"
+	return s.trimNewest(ctx, "trim deliveries", "webhook_history", "updated_at", appID, integrationID, keep, n)
+}
+
+// trimNewest deletes, in one statement, up to n rows of table belonging to the
+// integration that come after its newest keep by col (then id), the newest of them first.
+func (s *Store) trimNewest(ctx context.Context, op, table, col, appID, integrationID string, keep, n int) (int, error) {
 	if n <= 0 {
 		return 0, nil
 	}
-	// The edge is a scalar subquery, not a join: with a join SQLite sorts every row
-	// beyond the edge for each batch; this way it reads the index from the oldest on and
-	// stops after n (EXPLAIN QUERY PLAN: no temporary B-tree).
-	deleted, err := execCount(ctx, s.w, `DELETE FROM webhook_history WHERE rowid IN (
-	SELECT rowid FROM webhook_history WHERE app_id = ? AND integration_id = ? AND (updated_at, id) <= (
-		SELECT updated_at, id FROM webhook_history WHERE app_id = ? AND integration_id = ?
-		ORDER BY `+orderBy("updated_at", true)+` LIMIT 1 OFFSET ?)
-	ORDER BY `+orderBy("updated_at", false)+` LIMIT ?)`,
-		appID, integrationID, appID, integrationID, max(keep, 0), n)
+	deleted, err := execCount(ctx, s.w, `DELETE FROM `+table+` WHERE rowid IN (
+	SELECT rowid FROM `+table+` WHERE app_id = ? AND integration_id = ?
+	ORDER BY `+orderBy(col, true)+` LIMIT ? OFFSET ?)`, appID, integrationID, n, max(keep, 0))
 	if err != nil {
 		return deleted, wrap(op, err)
 	}
@@ -565,21 +563,8 @@ GROUP BY app_id, integration_id HAVING count(*) > ? ORDER BY app_id, integration
 }
 
 // TrimDeliveryAttempts removes up to n of the integration's attempts beyond its newest
-// keep, the oldest first, in one statement, as TrimDeliveries does for the history, from
-// the (app_id, integration_id, created_at, id) index.
+// keep, the newest of them first, in one statement, as TrimDeliveries does for the
+// history, from the (app_id, integration_id, created_at, id) index.
 func (s *Store) TrimDeliveryAttempts(ctx context.Context, appID, integrationID string, keep, n int) (int, error) {
-	const op = "trim delivery attempts"
-	if n <= 0 {
-		return 0, nil
-	}
-	deleted, err := execCount(ctx, s.w, `DELETE FROM webhook_attempts WHERE rowid IN (
-	SELECT rowid FROM webhook_attempts WHERE app_id = ? AND integration_id = ? AND (created_at, id) <= (
-		SELECT created_at, id FROM webhook_attempts WHERE app_id = ? AND integration_id = ?
-		ORDER BY `+orderBy("created_at", true)+` LIMIT 1 OFFSET ?)
-	ORDER BY `+orderBy("created_at", false)+` LIMIT ?)`,
-		appID, integrationID, appID, integrationID, max(keep, 0), n)
-	if err != nil {
-		return deleted, wrap(op, err)
-	}
-	return deleted, nil
+	return s.trimNewest(ctx, "trim delivery attempts", "webhook_attempts", "created_at", appID, integrationID, keep, n)
 }

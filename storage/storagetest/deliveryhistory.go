@@ -230,8 +230,8 @@ func testDeliveryUpdateConcurrentAcrossMoves(t *testing.T, s storage.Store) {
 }
 
 // testDeliveryHistoryBoundedPerIntegration: the count bound keeps each integration's
-// newest finished deliveries by last update (then id), removes the others oldest first
-// in batches of at most n, counts and touches only that integration's history, and never
+// newest finished deliveries by last update (then id), removes the others, the newest of
+// them first, in batches of at most n, counts and touches only that integration's history, and never
 // a pending delivery however old.
 func testDeliveryHistoryBoundedPerIntegration(t *testing.T, s storage.Store) {
 	ctx := t.Context()
@@ -286,7 +286,7 @@ func testDeliveryHistoryBoundedPerIntegration(t *testing.T, s storage.Store) {
 	wantRefs("IntegrationsOverHistory(1)", []storage.IntegrationRef{busyRef, quietRef}, over(1))
 	wantRefs("IntegrationsOverHistory(9)", nil, over(9))
 
-	// keep 4 of 9, in batches of 2: 2, 2, 1, then none; the oldest go first.
+	// keep 4 of 9, in batches of 2: 2, 2, 1, then none; the newest beyond the 4 go first.
 	const keep, batch = 4, 2
 	for round, want := range []int{2, 2, 1, 0} {
 		n, err := s.TrimDeliveries(ctx, app.ID, busy.ID, keep, batch)
@@ -294,9 +294,10 @@ func testDeliveryHistoryBoundedPerIntegration(t *testing.T, s storage.Store) {
 			t.Fatalf("TrimDeliveries round %d = (%d, %v), want (%d, nil)", round, n, err, want)
 		}
 		if round == 0 {
-			wantNoDelivery(t, s, hist[0].ID, "the oldest, after the first batch")
-			wantNoDelivery(t, s, hist[1].ID, "the second oldest, after the first batch")
-			wantDelivery(t, s, hist[2]) // the third oldest waits for the next batch
+			// hist[5] shares hist[4]'s last update and has the greater id: it is kept.
+			wantNoDelivery(t, s, hist[4].ID, "the newest beyond the bound, after the first batch")
+			wantNoDelivery(t, s, hist[3].ID, "the second newest beyond the bound, after the first batch")
+			wantDelivery(t, s, hist[2]) // it waits for the next batch
 		}
 	}
 	for k, d := range hist {
@@ -422,8 +423,8 @@ func testDeliveryTrimRacesRedeliveries(t *testing.T, s storage.Store) {
 }
 
 // testDeliveryAttemptsBoundedPerIntegration: the count bound keeps each integration's
-// newest attempts (by CreatedAt, then id) and removes the others oldest first, in
-// batches of at most n, counting and touching only that integration's.
+// newest attempts (by CreatedAt, then id) and removes the others, the newest of them
+// first, in batches of at most n, counting and touching only that integration's.
 func testDeliveryAttemptsBoundedPerIntegration(t *testing.T, s storage.Store) {
 	ctx := t.Context()
 	app := mustCreateApp(t, s, fullApp("acc-1", "app"))
@@ -431,7 +432,7 @@ func testDeliveryAttemptsBoundedPerIntegration(t *testing.T, s storage.Store) {
 	quiet := mustCreateIntegration(t, s, fullIntegration(app.ID, "quiet"))
 	d := mustCreateDeliveries(t, s, fullDelivery(busy, base))[0]
 	q := mustCreateDeliveries(t, s, fullDelivery(quiet, base))[0]
-	// busy's attempts, oldest first; the 3rd and 4th share their time, the id decides.
+	// busy's attempts, oldest first; the 4th and 5th share their time, the id decides.
 	var as []storage.DeliveryAttempt
 	for k := range 7 {
 		a := fullAttempt(d, k+1, ms(-time.Duration(10-k)*time.Minute))
