@@ -154,7 +154,8 @@ type DeliveryStore interface {
 	IntegrationsOverHistory(ctx context.Context, moreThan int) ([]IntegrationRef, error)
 	// TrimDeliveries removes up to n of the integration's finished deliveries that are not
 	// among its newest keep (by UpdatedAt, then id), the newest of those first, and
-	// answers how many went: fewer than n once none beyond keep is left. One call is one bounded
+	// answers how many went: fewer than n once none beyond keep is left, or when some
+	// were being changed at that moment (the next sweep takes them). One call is one bounded
 	// write; the caller repeats it. Pending deliveries (the queue) are never touched, nor
 	// counted.
 	TrimDeliveries(ctx context.Context, appID, integrationID string, keep, n int) (int, error)

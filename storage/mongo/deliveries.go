@@ -475,7 +475,8 @@ func integrationsOver(ctx context.Context, coll *mongo.Collection, op string, mo
 // claims one unordered InsertMany, the check one find by _id $in, the delete and the
 // release one unordered BulkWrite of DeleteOne by exact _id each (on FerretDB a
 // DeleteMany by _id $in would be another pass over the collection in Go). A claim
-// another updater holds leaves its delivery for the next sweep. The queue is another
+// another updater holds (or one a dead updater left, until a reader clears it) leaves
+// its delivery for the next sweep, or for the age bound. The queue is another
 // collection: pending deliveries are never read nor touched.
 func (s *Store) TrimDeliveries(ctx context.Context, appID, integrationID string, keep, n int) (int, error) {
 	const op = "trim deliveries"
