@@ -93,8 +93,12 @@ type Config struct {
 	// WebhookRetention is how long finished webhook deliveries (the history) and their
 	// attempts are kept (integrations.WorkerConfig Retention).
 	WebhookRetention time.Duration
-	LogMaxPerApp     int
-	MaxUploadBytes   int64
+	// WebhookMaxPerIntegration bounds the finished webhook deliveries (its newest by last
+	// update) and the attempts each integration keeps within WebhookRetention
+	// (integrations.WorkerConfig MaxPerIntegration).
+	WebhookMaxPerIntegration int
+	LogMaxPerApp             int
+	MaxUploadBytes           int64
 
 	// Backup says where and how often the node backs itself up (backup.go).
 	Backup BackupConfig
@@ -161,6 +165,7 @@ func options() []*option {
 		{flag: "audit-retention", env: "KEYWARD_AUDIT_RETENTION", def: "2160h", usage: "audit log entries older than this are removed"},
 		{flag: "event-retention", env: "KEYWARD_EVENT_RETENTION", def: "1h", usage: "events every consumer (log, webhooks, sockets) handled are kept this long in the event log"},
 		{flag: "webhook-retention", env: "KEYWARD_WEBHOOK_RETENTION", def: "168h", usage: "finished webhook deliveries and their attempts older than this are removed (hourly)"},
+		{flag: "webhook-max-per-integration", env: "KEYWARD_WEBHOOK_MAX_PER_INTEGRATION", def: "10000", usage: "finished webhook deliveries, and delivery attempts, kept per integration within the retention (the oldest go first, hourly, in batches; pending deliveries are never removed)"},
 		{flag: "event-max-age", env: "KEYWARD_EVENT_MAX_AGE", def: "168h", usage: "events older than this leave the event log even if a consumer has not handled them"},
 		{flag: "log-max-per-app", env: "KEYWARD_LOG_MAX_PER_APP", def: "1000000", usage: "application log entries kept per application (the oldest go first)"},
 		{flag: "max-upload-bytes", env: "KEYWARD_MAX_UPLOAD_BYTES", def: "104857600", usage: "largest file upload accepted"},
@@ -255,7 +260,8 @@ func parse(v map[string]string) (Config, error) {
 		LogFormat: v["log-format"],
 		GeoIPDB:   v["geoip-db"], CountryHeader: v["country-header"], LogMaxAge: dur("log-max-age"), AuditRetention: dur("audit-retention"),
 		EventRetention: dur("event-retention"), EventMaxAge: dur("event-max-age"), WebhookRetention: dur("webhook-retention"),
-		LogMaxPerApp: int(num("log-max-per-app", 1000)), MaxUploadBytes: num("max-upload-bytes", 1),
+		WebhookMaxPerIntegration: int(num("webhook-max-per-integration", 1)),
+		LogMaxPerApp:             int(num("log-max-per-app", 1000)), MaxUploadBytes: num("max-upload-bytes", 1),
 		WebhooksCAFile: v["webhooks-ca-file"],
 		Argon2: passwords.Params{MemoryKiB: uint32(num("argon2-memory-kib", 64)), Iterations: uint32(num("argon2-iterations", 1)),
 			Parallelism: 1},

@@ -103,12 +103,19 @@ type DeliveryAttempt struct {
 	CreatedAt time.Time
 }
 
+// IntegrationRef names an integration: its app and its id.
+type IntegrationRef struct {
+	AppID         string
+	IntegrationID string
+}
+
 // DeliveryStore is the durable webhook delivery queue and the history of finished
 // deliveries.
 //
 // The queue holds only the deliveries that are pending (due, waiting for a retry, or in
 // flight); a delivery that ends (delivered, or failed for good) moves to the history,
-// which keeps it for the dashboard (detail, redeliver) until PurgeDeliveries. Claims
+// which keeps it for the dashboard (detail, redeliver) until PurgeDeliveries (by age) or
+// TrimDeliveries (beyond an integration's newest, by count) removes it. Claims
 // read the queue alone, so they cost the same however much history the retention keeps:
 // on FerretDB, which filters in Go every query but an exact {_id}, that is the
 // difference between a queue of thousands and one of the hundreds of thousands of
@@ -141,6 +148,25 @@ type DeliveryStore interface {
 	// PurgeDeliveries removes finished (delivered or failed) deliveries updated before
 	// before, and attempts created before before, and answers how many deliveries went.
 	PurgeDeliveries(ctx context.Context, before time.Time) (int, error)
+	// IntegrationsOverHistory answers the integrations whose history holds more than
+	// moreThan finished deliveries, sorted by app, then integration id. The count bound's
+	// sweep (TrimDeliveries) starts from it.
+	IntegrationsOverHistory(ctx context.Context, moreThan int) ([]IntegrationRef, error)
+	// TrimDeliveries removes up to n of the integration's finished deliveries that are not
+	// among its newest keep (by UpdatedAt, then id), the newest of those first, and
+	// answers how many went: fewer than n once none beyond keep is left, or when some
+	// were being changed at that moment (the next sweep takes them). One call is one bounded
+	// write; the caller repeats it. Pending deliveries (the queue) are never touched, nor
+	// counted.
+	TrimDeliveries(ctx context.Context, appID, integrationID string, keep, n int) (int, error)
+	// IntegrationsOverAttempts answers the integrations having more than moreThan
+	// recorded attempts, sorted by app, then integration id.
+	IntegrationsOverAttempts(ctx context.Context, moreThan int) ([]IntegrationRef, error)
+	// TrimDeliveryAttempts removes up to n of the integration's attempts that are not
+	// among its newest keep (by CreatedAt, then id), the newest of those first, and
+	// answers how many went: fewer than n once none beyond keep is left. One call is one
+	// bounded write.
+	TrimDeliveryAttempts(ctx context.Context, appID, integrationID string, keep, n int) (int, error)
 	// MoveFinishedDeliveries moves up to n finished deliveries that are still in the
 	// queue (written there by a version before the history existed) to the history, and
 	// answers how many it moved: fewer than n when none are left. The worker calls it in

@@ -18,7 +18,12 @@
 //     delivery leaves the queue for the store's history (storage.DeliveryStore), so
 //     claims cost the same whatever the retention (WorkerConfig.Retention,
 //     KEYWARD_WEBHOOK_RETENTION) keeps; at start the worker moves what an older version
-//     left finished in the queue, in bounded rounds between its claims.
+//     left finished in the queue, in bounded rounds between its claims. The history is
+//     bounded by age and by count: every hour the worker removes finished deliveries
+//     and attempts older than the retention, and those of each integration beyond its
+//     newest WorkerConfig.MaxPerIntegration (KEYWARD_WEBHOOK_MAX_PER_INTEGRATION, 10,000;
+//     deliveries by last update, attempts by time), in batches of
+//     WorkerConfig.TrimBatch between its claims. Pending deliveries are never removed.
 //
 // Delivery is at least once: a node that dies after sending but before recording the
 // outcome leaves the delivery to be sent again when its lease ends. CUSTOM receivers

@@ -29,6 +29,15 @@ const (
 	DefaultLease = time.Minute
 	// DefaultRetention is how long finished deliveries and attempts stay listable.
 	DefaultRetention = 7 * 24 * time.Hour
+	// DefaultMaxPerIntegration is how many finished deliveries (its newest, by last
+	// update) and how many attempts an integration keeps within the retention: one busy
+	// integration must not fill the disk with a week of history. Ten thousand is days of
+	// history for most integrations and a few MB each.
+	DefaultMaxPerIntegration = 10_000
+	// DefaultTrimBatch bounds one delete of the count bound's sweep
+	// (storage.DeliveryStore TrimDeliveries): on SQLite one short write transaction,
+	// after which other writers get in; the worker claims due deliveries between batches.
+	DefaultTrimBatch = 1_000
 	purgeEvery       = time.Hour
 	// moveRound bounds one round of moving an older version's finished deliveries out of
 	// the queue (storage.DeliveryStore MoveFinishedDeliveries): the worker claims between
@@ -51,8 +60,13 @@ type WorkerConfig struct {
 	Concurrency int
 	Lease       time.Duration
 	Retention   time.Duration
-	Now         func() time.Time
-	Log         *slog.Logger
+	// MaxPerIntegration bounds the finished deliveries each integration keeps (its
+	// newest by last update), and its attempts (its newest); the hourly sweep removes the
+	// rest in batches of TrimBatch. Pending deliveries are never counted nor removed.
+	MaxPerIntegration int
+	TrimBatch         int
+	Now               func() time.Time
+	Log               *slog.Logger
 	// Bus receives the log event of a disabled integration.
 	Bus events.Publisher
 }
@@ -92,6 +106,12 @@ func NewWorker(store Store, cfg WorkerConfig) *Worker {
 	if cfg.Retention <= 0 {
 		cfg.Retention = DefaultRetention
 	}
+	if cfg.MaxPerIntegration <= 0 {
+		cfg.MaxPerIntegration = DefaultMaxPerIntegration
+	}
+	if cfg.TrimBatch <= 0 {
+		cfg.TrimBatch = DefaultTrimBatch
+	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
@@ -118,6 +138,9 @@ func (w *Worker) Run(ctx context.Context) error {
 	defer ticker.Stop()
 	lastPurge := time.Time{}
 	moved := false // no finished delivery left in the queue by an older version
+	// over holds what the last sweep found over the count bound and not yet trimmed: one
+	// batch a turn, between the claims.
+	var over []trimTarget
 	for {
 		for ctx.Err() == nil {
 			n, err := w.RunOnce(ctx)
@@ -139,6 +162,11 @@ func (w *Worker) Run(ctx context.Context) error {
 		if now := w.cfg.Now(); now.Sub(lastPurge) >= purgeEvery {
 			lastPurge = now
 			w.purge(ctx, now)
+			over = w.overBound(ctx)
+		}
+		if len(over) > 0 && ctx.Err() == nil {
+			over = w.trimRound(ctx, over)
+			continue // the next batch, after the due deliveries
 		}
 		select {
 		case <-ctx.Done():
@@ -166,6 +194,64 @@ func (w *Worker) purge(ctx context.Context, now time.Time) {
 	} else if n > 0 {
 		w.cfg.Log.Debug("webhooks: purged old deliveries", "count", n)
 	}
+}
+
+// trimTarget is an integration over the count bound: its finished deliveries, or its
+// attempts.
+type trimTarget struct {
+	storage.IntegrationRef
+	attempts bool
+}
+
+// what names the target's records in log lines.
+func (t trimTarget) what() string {
+	if t.attempts {
+		return "delivery attempts"
+	}
+	return "finished deliveries"
+}
+
+// overBound answers the integrations whose history holds more than MaxPerIntegration
+// finished deliveries, then those with more than MaxPerIntegration attempts; what cannot
+// be read is left for the next sweep.
+func (w *Worker) overBound(ctx context.Context) []trimTarget {
+	var over []trimTarget
+	for _, attempts := range []bool{false, true} {
+		count := w.store.IntegrationsOverHistory
+		if attempts {
+			count = w.store.IntegrationsOverAttempts
+		}
+		refs, err := count(ctx, w.cfg.MaxPerIntegration)
+		if err != nil && ctx.Err() == nil {
+			w.cfg.Log.Warn("webhooks: cannot count "+trimTarget{attempts: attempts}.what()+" per integration", "err", err)
+		}
+		for _, ref := range refs {
+			over = append(over, trimTarget{IntegrationRef: ref, attempts: attempts})
+		}
+	}
+	return over
+}
+
+// trimRound removes one batch (TrimBatch) of the first target's records beyond
+// MaxPerIntegration, and answers the targets left: the first goes once a batch comes back
+// short (none beyond the bound is left) or fails (the next sweep tries again).
+func (w *Worker) trimRound(ctx context.Context, over []trimTarget) []trimTarget {
+	t := over[0]
+	trim := w.store.TrimDeliveries
+	if t.attempts {
+		trim = w.store.TrimDeliveryAttempts
+	}
+	n, err := trim(ctx, t.AppID, t.IntegrationID, w.cfg.MaxPerIntegration, w.cfg.TrimBatch)
+	if n > 0 {
+		w.cfg.Log.Debug("webhooks: trimmed "+t.what()+" over the bound", "app", t.AppID, "integration", t.IntegrationID, "count", n)
+	}
+	if err != nil && ctx.Err() == nil {
+		w.cfg.Log.Warn("webhooks: cannot trim "+t.what(), "app", t.AppID, "integration", t.IntegrationID, "err", err)
+	}
+	if err != nil || n < w.cfg.TrimBatch {
+		return over[1:]
+	}
+	return over
 }
 
 // RunOnce claims one batch of due deliveries and sends them, answering how many it

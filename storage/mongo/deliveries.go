@@ -420,3 +420,218 @@ func (s *Store) MoveFinishedDeliveries(ctx context.Context, n int) (int, error) 
 	}
 	return moved, nil
 }
+
+// IntegrationsOverHistory answers the integrations whose history holds more than moreThan
+// finished deliveries, with one $group over the history (on FerretDB a pass over it in
+// Go, like the hourly PurgeDeliveries).
+func (s *Store) IntegrationsOverHistory(ctx context.Context, moreThan int) ([]storage.IntegrationRef, error) {
+	return integrationsOver(ctx, s.history, "integrations over history", moreThan)
+}
+
+// IntegrationsOverAttempts answers the integrations having more than moreThan attempts,
+// with one $group over the attempts.
+func (s *Store) IntegrationsOverAttempts(ctx context.Context, moreThan int) ([]storage.IntegrationRef, error) {
+	return integrationsOver(ctx, s.attempts, "integrations over attempts", moreThan)
+}
+
+// integrationsOver answers the (appId, integrationId) pairs of more than moreThan
+// documents of coll, sorted.
+func integrationsOver(ctx context.Context, coll *mongo.Collection, op string, moreThan int) ([]storage.IntegrationRef, error) {
+	type key struct {
+		AppID         string `bson:"appId"`
+		IntegrationID string `bson:"integrationId"`
+	}
+	groups, err := aggregate[bucketCount[key]](ctx, coll, op, mongo.Pipeline{
+		countBy(bson.D{{Key: "appId", Value: "$appId"}, {Key: "integrationId", Value: "$integrationId"}}),
+		match(bson.D{{Key: "n", Value: bson.D{{Key: "$gt", Value: max(moreThan, 0)}}}}),
+		{{Key: "$sort", Value: bson.D{{Key: "_id.appId", Value: 1}, {Key: "_id.integrationId", Value: 1}}}},
+	})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]storage.IntegrationRef, 0, len(groups))
+	for _, g := range groups {
+		out = append(out, storage.IntegrationRef{AppID: g.ID.AppID, IntegrationID: g.ID.IntegrationID})
+	}
+	return out, nil
+}
+
+// TrimDeliveries removes up to n of the integration's finished deliveries beyond its
+// newest keep, the newest of them first. It reads the ids and versions of up to n
+// deliveries past the newest keep (newestBeyond: one indexed read on MongoDB, one pass on
+// FerretDB), and deletes those by _id alone, each under its next version claim.
+//
+// Why ids, claims and _id: FerretDB 1.24 has no multi-document transactions and runs a
+// write filtered by more than _id as a read, then a write by _id; a DeleteMany by
+// updatedAt (or by _id and version) is therefore not atomic against a redelivery and
+// the finish that follows it, which write the same _id again (see the top of this file).
+// Deleted by _id without a check, a copy that a redelivery and a new finish wrote since
+// the read would go, with it the newest history of the delivery
+// (DeliveryTrimRacesRedeliveries caught that about one run in ten). So each selected
+// copy is deleted only under the claim of its next version, the one requeueDelivery and
+// replaceLeftHistory take before they touch a history copy, and only when a read under
+// that claim still finds the version selected. A redelivery that meets the claim tries
+// again (and finds the delivery trimmed). Each step is one round trip for the batch: the
+// claims one unordered InsertMany, the check one find by _id $in, the delete and the
+// release one unordered BulkWrite of DeleteOne by exact _id each (on FerretDB a
+// DeleteMany by _id $in would be another pass over the collection in Go). A claim
+// another updater holds (or one a dead updater left, until a reader clears it) leaves
+// its delivery for the next sweep, or for the age bound. The queue is another
+// collection: pending deliveries are never read nor touched.
+func (s *Store) TrimDeliveries(ctx context.Context, appID, integrationID string, keep, n int) (int, error) {
+	const op = "trim deliveries"
+	if n <= 0 {
+		return 0, nil
+	}
+	type idVersion struct {
+		ID      string `bson:"_id"`
+		Version int64  `bson:"version"`
+	}
+	picked, err := newestBeyond[idVersion](ctx, s.history, appID, integrationID, "updatedAt", keep, n,
+		bson.D{{Key: "version", Value: 1}})
+	if err != nil {
+		return 0, wrap(op, err)
+	}
+	if len(picked) == 0 {
+		return 0, nil
+	}
+
+	// The claims: one each, of the version after the one read.
+	now := storage.Now()
+	claims := make([]any, len(picked))
+	for i, p := range picked {
+		claims[i] = claimDoc{ID: fmt.Sprintf("%s/%s#%d", s.history.Name(), p.ID, p.Version+1), Owner: appID, At: now}
+	}
+	_, err = s.claims.InsertMany(ctx, claims, options.InsertMany().SetOrdered(false))
+	held := make([]bool, len(picked))
+	for i := range held {
+		held[i] = true
+	}
+	if err != nil {
+		var bwe mongo.BulkWriteException
+		if !errors.As(err, &bwe) || bwe.WriteConcernError != nil {
+			// Which claims were taken is not known: they lapse after claimLease.
+			return 0, wrap(op+": claims", err)
+		}
+		failed := false
+		for _, we := range bwe.WriteErrors {
+			// A duplicate is another updater's claim: its delivery is left for the next sweep.
+			failed = failed || !mongo.IsDuplicateKeyError(we)
+			held[we.Index] = false
+		}
+		if failed {
+			s.releaseClaims(ctx, claims, held)
+			return 0, wrap(op+": claims", err)
+		}
+	}
+	defer s.releaseClaims(ctx, claims, held)
+
+	// Under the claims: the versions now stored, by _id.
+	var heldIDs bson.A
+	for i, p := range picked {
+		if held[i] {
+			heldIDs = append(heldIDs, p.ID)
+		}
+	}
+	if len(heldIDs) == 0 {
+		return 0, nil
+	}
+	var stored []idVersion
+	c, err := s.history.Find(ctx, bson.D{{Key: "_id", Value: bson.D{{Key: "$in", Value: heldIDs}}}},
+		options.Find().SetProjection(bson.D{{Key: "version", Value: 1}}))
+	if err != nil {
+		return 0, wrap(op, err)
+	}
+	if err := c.All(ctx, &stored); err != nil {
+		return 0, wrap(op, err)
+	}
+	storedVersion := make(map[string]int64, len(stored))
+	for _, st := range stored {
+		storedVersion[st.ID] = st.Version
+	}
+	var deletes []mongo.WriteModel
+	for i, p := range picked {
+		if v, ok := storedVersion[p.ID]; held[i] && ok && v == p.Version {
+			deletes = append(deletes, mongo.NewDeleteOneModel().SetFilter(bson.D{{Key: "_id", Value: p.ID}}))
+		}
+	}
+	if len(deletes) == 0 {
+		return 0, nil
+	}
+	res, err := s.history.BulkWrite(ctx, deletes, options.BulkWrite().SetOrdered(false))
+	if res != nil && err != nil {
+		return int(res.DeletedCount), wrap(op, err)
+	}
+	if err != nil {
+		return 0, wrap(op, err)
+	}
+	return int(res.DeletedCount), nil
+}
+
+// releaseClaims deletes the claims marked held, by exact _id, in one unordered BulkWrite, even when ctx was cancelled: a
+// claim left behind blocks its version for claimLease.
+func (s *Store) releaseClaims(ctx context.Context, claims []any, held []bool) {
+	var models []mongo.WriteModel
+	for i, c := range claims {
+		if held[i] {
+			models = append(models, mongo.NewDeleteOneModel().SetFilter(bson.D{{Key: "_id", Value: c.(claimDoc).ID}}))
+		}
+	}
+	if len(models) == 0 {
+		return
+	}
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
+	defer cancel()
+	_, _ = s.claims.BulkWrite(rctx, models, options.BulkWrite().SetOrdered(false))
+}
+
+// TrimDeliveryAttempts removes up to n of the integration's attempts beyond its newest
+// keep, the newest of them first: their ids (newestBeyond), then one unordered BulkWrite
+// of DeleteOne by exact _id (on FerretDB a DeleteMany by _id $in would be another pass
+// over the collection in Go). Unlike deliveries, attempts are written once and never
+// replaced, so an id read is the attempt deleted: no claim is needed.
+func (s *Store) TrimDeliveryAttempts(ctx context.Context, appID, integrationID string, keep, n int) (int, error) {
+	const op = "trim delivery attempts"
+	if n <= 0 {
+		return 0, nil
+	}
+	type id struct {
+		ID string `bson:"_id"`
+	}
+	picked, err := newestBeyond[id](ctx, s.attempts, appID, integrationID, "createdAt", keep, n, bson.D{{Key: "_id", Value: 1}})
+	if err != nil {
+		return 0, wrap(op, err)
+	}
+	if len(picked) == 0 {
+		return 0, nil
+	}
+	deletes := make([]mongo.WriteModel, len(picked))
+	for i, p := range picked {
+		deletes[i] = mongo.NewDeleteOneModel().SetFilter(bson.D{{Key: "_id", Value: p.ID}})
+	}
+	res, err := s.attempts.BulkWrite(ctx, deletes, options.BulkWrite().SetOrdered(false))
+	if err != nil {
+		if res != nil {
+			return int(res.DeletedCount), wrap(op, err)
+		}
+		return 0, wrap(op, err)
+	}
+	return int(res.DeletedCount), nil
+}
+
+// newestBeyond reads, with projection, up to n documents of coll belonging to the
+// integration that come after its newest keep by field (then _id), the newest of them
+// first: on MongoDB a walk of the (appId, integrationId, field, _id) index, past keep.
+func newestBeyond[T any](ctx context.Context, coll *mongo.Collection, appID, integrationID, field string, keep, n int, projection bson.D) ([]T, error) {
+	c, err := coll.Find(ctx, bson.D{{Key: "appId", Value: appID}, {Key: "integrationId", Value: integrationID}}, options.Find().
+		SetSort(bson.D{{Key: field, Value: -1}, {Key: "_id", Value: -1}}).SetSkip(int64(max(keep, 0))).SetLimit(int64(n)).
+		SetProjection(projection))
+	if err != nil {
+		return nil, err
+	}
+	var out []T
+	if err := c.All(ctx, &out); err != nil {
+		return nil, err
+	}
+	return out, nil
+}

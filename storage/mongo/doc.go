@@ -60,6 +60,11 @@
 //     claimers (on two nodes) never both get one delivery. DeleteIntegration removes the
 //     integration, then its deliveries and attempts; a delivery queued meanwhile is
 //     removed by ClaimDeliveries (its integration is gone), an attempt by PurgeDeliveries.
+//   - The count bound of the history (TrimDeliveries) cannot delete by a filter on
+//     updatedAt: run as a read, then a delete by _id, it could take a copy a redelivery
+//     and a new finish wrote meanwhile. It reads ids and versions, takes each one's next
+//     version claim (as a redelivery does), checks the version under it and deletes by
+//     exact _id in one BulkWrite. Attempts, never rewritten, are deleted by _id unclaimed.
 //   - Upserts are a query then an insert or replace, so two concurrent upserts of one new
 //     _id can both insert and one fails on the unique index: SaveClientSessions (a
 //     BulkWrite of ReplaceOne upserts, whole-document and idempotent) writes its batch

@@ -488,10 +488,13 @@ func (s *Store) createIndexes(ctx context.Context) error {
 			{Keys: bson.D{{Key: "appId", Value: 1}, {Key: "integrationId", Value: 1}}, Options: plain("appId_integrationId")},
 		}},
 		// The history of finished deliveries: PurgeDeliveries removes them by last update,
-		// DeleteIntegration and DeleteApp sweep an integration's and an app's.
+		// DeleteIntegration and DeleteApp sweep an integration's and an app's;
+		// TrimDeliveries keeps an integration's newest by last update, then _id.
 		{s.history, []mongo.IndexModel{
 			{Keys: bson.D{{Key: "updatedAt", Value: 1}}, Options: plain("updatedAt")},
 			{Keys: bson.D{{Key: "appId", Value: 1}, {Key: "integrationId", Value: 1}}, Options: plain("appId_integrationId")},
+			{Keys: bson.D{{Key: "appId", Value: 1}, {Key: "integrationId", Value: 1}, {Key: "updatedAt", Value: 1}, {Key: "_id", Value: 1}},
+				Options: plain("appId_integrationId_updatedAt_id")},
 		}},
 		// Attempts are listed newest first per integration (the index also serves the
 		// sweeps); PurgeDeliveries removes them by age.

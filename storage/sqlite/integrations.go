@@ -497,3 +497,74 @@ func (s *Store) PurgeDeliveries(ctx context.Context, before time.Time) (int, err
 	}
 	return n, nil
 }
+
+// IntegrationsOverHistory answers the integrations whose history holds more than moreThan
+// finished deliveries, counted from the (app_id, integration_id, updated_at, id) index
+// alone (migration 37).
+func (s *Store) IntegrationsOverHistory(ctx context.Context, moreThan int) ([]storage.IntegrationRef, error) {
+	const op = "integrations over history"
+	rows, err := s.r.QueryContext(ctx, `SELECT app_id, integration_id FROM webhook_history
+GROUP BY app_id, integration_id HAVING count(*) > ? ORDER BY app_id, integration_id`, max(moreThan, 0))
+	if err != nil {
+		return nil, wrap(op, err)
+	}
+	out, err := scanAll(rows, func(row scanner) (storage.IntegrationRef, error) {
+		var r storage.IntegrationRef
+		return r, row.Scan(&r.AppID, &r.IntegrationID)
+	})
+	if err != nil {
+		return nil, wrap(op, err)
+	}
+	return out, nil
+}
+
+// TrimDeliveries removes up to n of the integration's finished deliveries beyond its
+// newest keep, the newest of them first, in one statement (its own transaction, so the
+// writer is free again between the caller's batches): it walks the (app_id,
+// integration_id, updated_at, id) index (migration 37) from the newest, past keep, and
+// takes the next n (EXPLAIN QUERY PLAN: no sort). The queue (webhook_deliveries) is
+// another table: pending deliveries are never touched.
+func (s *Store) TrimDeliveries(ctx context.Context, appID, integrationID string, keep, n int) (int, error) {
+	return s.trimNewest(ctx, "trim deliveries", "webhook_history", "updated_at", appID, integrationID, keep, n)
+}
+
+// trimNewest deletes, in one statement, up to n rows of table belonging to the
+// integration that come after its newest keep by col (then id), the newest of them first.
+func (s *Store) trimNewest(ctx context.Context, op, table, col, appID, integrationID string, keep, n int) (int, error) {
+	if n <= 0 {
+		return 0, nil
+	}
+	deleted, err := execCount(ctx, s.w, `DELETE FROM `+table+` WHERE rowid IN (
+	SELECT rowid FROM `+table+` WHERE app_id = ? AND integration_id = ?
+	ORDER BY `+orderBy(col, true)+` LIMIT ? OFFSET ?)`, appID, integrationID, n, max(keep, 0))
+	if err != nil {
+		return deleted, wrap(op, err)
+	}
+	return deleted, nil
+}
+
+// IntegrationsOverAttempts answers the integrations having more than moreThan attempts,
+// counted from the (app_id, integration_id, created_at, id) index alone.
+func (s *Store) IntegrationsOverAttempts(ctx context.Context, moreThan int) ([]storage.IntegrationRef, error) {
+	const op = "integrations over attempts"
+	rows, err := s.r.QueryContext(ctx, `SELECT app_id, integration_id FROM webhook_attempts
+GROUP BY app_id, integration_id HAVING count(*) > ? ORDER BY app_id, integration_id`, max(moreThan, 0))
+	if err != nil {
+		return nil, wrap(op, err)
+	}
+	out, err := scanAll(rows, func(row scanner) (storage.IntegrationRef, error) {
+		var r storage.IntegrationRef
+		return r, row.Scan(&r.AppID, &r.IntegrationID)
+	})
+	if err != nil {
+		return nil, wrap(op, err)
+	}
+	return out, nil
+}
+
+// TrimDeliveryAttempts removes up to n of the integration's attempts beyond its newest
+// keep, the newest of them first, in one statement, as TrimDeliveries does for the
+// history, from the (app_id, integration_id, created_at, id) index.
+func (s *Store) TrimDeliveryAttempts(ctx context.Context, appID, integrationID string, keep, n int) (int, error) {
+	return s.trimNewest(ctx, "trim delivery attempts", "webhook_attempts", "created_at", appID, integrationID, keep, n)
+}

@@ -777,6 +777,18 @@ CREATE TABLE audit_parts (
 CREATE INDEX audit_parts_group ON audit_parts (group_id, created_at);
 `,
 	},
+	{
+		version: 37,
+		name:    "the history of finished webhook deliveries is bounded per integration by count",
+		sql: `
+-- TrimDeliveries keeps an integration's newest finished deliveries by last update (then
+-- id) and removes the rest in bounded batches; IntegrationsOverHistory counts them per
+-- integration. Both read this index alone. It also serves the sweeps of DeleteIntegration
+-- and DeleteApp, which the narrower index it replaces served.
+CREATE INDEX webhook_history_integration_updated ON webhook_history (app_id, integration_id, updated_at, id);
+DROP INDEX webhook_history_integration;
+`,
+	},
 }
 
 // migrate brings the database at db (the writer pool) to the last migration, and answers
