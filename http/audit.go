@@ -256,12 +256,11 @@ func newAuditDraft(c *gin.Context, policy Audit, changes *audit.Changes, now fun
 		status = r.op.status
 	}
 	e := auditEntryOf(c, status, map[string]any{}, policy)
-	// The record is named in the path, or is the app of a change to the app itself or of
-	// a deletion of the app's records (a logs purge: its entry names the app); else it is
-	// being created, and the creation's store call names it (audit.Created) when it takes
-	// the draft.
+	// The record is named in the path, or is the app of a change to the app itself or to
+	// the app's records as a whole (OfApp: a logs purge); else it is being created, and
+	// the creation's store call names it (audit.Created) when it takes the draft.
 	creation := false
-	if !recordInPath(c) && !policy.Bulk && !accountCommand(policy) && policy.Action != AuditDelete &&
+	if !recordInPath(c) && !policy.Bulk && !policy.OfApp && !accountCommand(policy) &&
 		(policy.Record != "apps" || e.AppID == "" || policy.Action == AuditCreate) {
 		e.RecordID, creation = "", true
 	}
