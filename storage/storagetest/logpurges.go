@@ -155,3 +155,42 @@ func LogPurgeChunks(t *testing.T, s storage.Store, chunk int) {
 	wantLogs(t, s, app.ID, "after the purge in chunks", storage.LogQuery{}, kept)
 	wantLogPurges(t, s, "in chunks")
 }
+
+// BenchLogPurge times a purge of n entries of one app: "intent" stores the intent (no
+// audit entry: the edge's is one insert more) and runs it; "direct" is DeleteLogsBefore,
+// the purge before intents. The entries are inserted with the timer stopped.
+func BenchLogPurge(b *testing.B, s storage.Store, n int) {
+	app := uniq("bench-app")
+	fill := func(b *testing.B) {
+		b.StopTimer()
+		batch := make([]storage.LogEntry, 0, n)
+		for i := range n {
+			batch = append(batch, storage.LogEntry{ID: uniq("bench-log-"), AppID: app, Event: "user.login",
+				CreatedAt: ms(time.Duration(i) * time.Millisecond)})
+		}
+		if err := s.InsertLogs(b.Context(), batch); err != nil {
+			b.Fatal(err)
+		}
+		b.StartTimer()
+	}
+	b.Run("intent", func(b *testing.B) {
+		for range b.N {
+			fill(b)
+			p := newLogPurge(app, 1, ms(time.Hour))
+			if err := s.BeginLogPurge(b.Context(), p); err != nil {
+				b.Fatal(err)
+			}
+			if got, err := s.RunLogPurge(b.Context(), p); err != nil || got != n {
+				b.Fatalf("RunLogPurge = %d, %v", got, err)
+			}
+		}
+	})
+	b.Run("direct", func(b *testing.B) {
+		for range b.N {
+			fill(b)
+			if got, err := s.DeleteLogsBefore(b.Context(), app, ms(time.Hour)); err != nil || got != n {
+				b.Fatalf("DeleteLogsBefore = %d, %v", got, err)
+			}
+		}
+	})
+}
