@@ -7,6 +7,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/keyward/keyward/core/analytics"
+	"github.com/keyward/keyward/core/apikeys"
 	"github.com/keyward/keyward/core/logs"
 	"github.com/keyward/keyward/core/rules"
 	"github.com/keyward/keyward/core/variables"
@@ -244,8 +245,18 @@ func (h *appDataHandlers) logEvents(c *gin.Context) {
 }
 
 func (h *appDataHandlers) purgeLogs(c *gin.Context) {
-	n, err := h.logs.Purge(c.Request.Context(), ownerOf(c), c.Param("appId"), c.Query("days"))
+	n, err := h.logs.Purge(c.Request.Context(), ownerOf(c), c.Param("appId"), c.Query("days"), askerOf(c))
 	reply(c, http.StatusOK, gin.H{"deleted": n}, err)
+}
+
+// askerOf names who asked for a change stored as an intent (a logs purge): the scoped
+// key's name, else the account's username, and the request's id.
+func askerOf(c *gin.Context) logs.Asker {
+	name := principal(c).Account.Username
+	if k, ok := c.Get(ctxAPIKey); ok && k != nil {
+		name = k.(*apikeys.Key).Name
+	}
+	return logs.Asker{Actor: name, RequestID: c.GetString(ctxRequestID)}
 }
 
 // analyticsHandlers serves SPEC 4.8's analytics.

@@ -256,11 +256,12 @@ func newAuditDraft(c *gin.Context, policy Audit, changes *audit.Changes, now fun
 		status = r.op.status
 	}
 	e := auditEntryOf(c, status, map[string]any{}, policy)
-	// The record is named in the path, or is the app of a change to the app itself; else
-	// it is being created, and the creation's store call names it (audit.Created) when it
-	// takes the draft.
+	// The record is named in the path, or is the app of a change to the app itself or to
+	// the app's records as a whole (OfApp: a logs purge); else it is being created, and
+	// the creation's store call names it (audit.Created) when it takes the draft.
 	creation := false
-	if !recordInPath(c) && !policy.Bulk && !accountCommand(policy) && (policy.Record != "apps" || e.AppID == "" || policy.Action == AuditCreate) {
+	if !recordInPath(c) && !policy.Bulk && !policy.OfApp && !accountCommand(policy) &&
+		(policy.Record != "apps" || e.AppID == "" || policy.Action == AuditCreate) {
 		e.RecordID, creation = "", true
 	}
 	return &auditDraft{base: e, status: status, creation: creation, bulk: policy.Bulk, changes: changes, now: now}

@@ -240,7 +240,7 @@ func routeTable(h *handlerSet) []route {
 				obj{"type": "object", "required": []string{"total", "byLevel", "byEvent"}, "properties": obj{"total": obj{"type": "integer"},
 					"byLevel": obj{"type": "object", "additionalProperties": obj{"type": "integer"}}, "byEvent": obj{"type": "object", "additionalProperties": obj{"type": "integer"}}}})},
 			{get, "/api/apps/:appId/logs/events", "logs:read", notAudited, h.data.logEvents, op("The event names seen", noBody, typeOf("strings"))},
-			{del, "/api/apps/:appId/logs", "logs:delete", auditDelete("logs"), h.data.purgeLogs, op("Purge logs older than some days (query: days)", noBody, deleted)},
+			{del, "/api/apps/:appId/logs", "logs:delete", auditPurge("logs"), h.data.purgeLogs, op("Purge logs older than some days (query: days)", noBody, deleted)},
 		}},
 
 		{tag: "Analytics", access: accessOwner, rows: []row{

@@ -64,6 +64,10 @@ type Audit struct {
 	// record in a call of its own (auditRow), which stores that record's part of the one
 	// entry (storage.AuditParts), merged once the handler is done (audit_bulk.go).
 	OneWrite bool
+	// OfApp marks a route that changes the app's records as a whole with no record named
+	// in its path (a logs purge): its entry names the app, and is written with the
+	// change's own store call (the purge's intent), not after it.
+	OfApp bool
 }
 
 // Audited reports whether changes through the route are recorded.
@@ -75,6 +79,9 @@ func auditCreate(record string) Audit  { return Audit{Action: AuditCreate, Recor
 func auditUpdate(record string) Audit  { return Audit{Action: AuditUpdate, Record: record} }
 func auditDelete(record string) Audit  { return Audit{Action: AuditDelete, Record: record} }
 func auditCommand(record string) Audit { return Audit{Action: AuditCommand, Record: record} }
+
+// auditPurge is the policy of a deletion of the app's records by age (OfApp).
+func auditPurge(record string) Audit { return Audit{Action: AuditDelete, Record: record, OfApp: true} }
 
 // methodUpdate declares a route served on PATCH and, as ROUTES.md allows, PUT with the
 // same body: one row, two gin routes, two operations alike.

@@ -31,6 +31,7 @@ const (
 	KindDeliveryAttempts = "webhook_attempts"   // DeliveryAttempt
 	KindClientSessions   = "client_sessions"    // ClientSession
 	KindLogs             = "logs"               // LogEntry
+	KindLogPurges        = "log_purges"         // LogPurge (purges asked, not finished yet)
 	KindAudit            = "audit_log"          // AuditEntry (the chain kept: seq, hashes)
 	KindEvents           = "events"             // EventRecord (positions and seqs kept)
 	KindEventCursors     = "event_cursors"      // EventCursor

@@ -68,6 +68,7 @@ type Store interface {
 	FileStore
 	RuleStore
 	LogStore
+	LogPurgeStore
 	IntegrationStore
 	DeliveryStore
 	ClientSessionStore

@@ -54,3 +54,47 @@ func TestJanitorRunSweepsAndStops(t *testing.T) {
 		t.Fatalf("Run = %v, want nil", err)
 	}
 }
+
+// TestResumePurgesSparesRunningOnes: the janitor's periodic resumption runs only the
+// purges not touched for the stale age (a node still running one touches it after each
+// chunk), to their own cutoff; at start (stale 0) it runs every one.
+func TestResumePurgesSparesRunningOnes(t *testing.T) {
+	store, err := sqlite.Open(t.Context(), sqlite.Config{Path: filepath.Join(t.TempDir(), "k.db")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = store.Close() })
+	now := storage.Now()
+	var entries []storage.LogEntry
+	for i, app := range []string{"stale", "running", "stale", "running"} {
+		entries = append(entries, storage.LogEntry{ID: string(rune('a' + i)), AppID: app, Event: "user.login", Level: "INFO", CreatedAt: now.Add(-48 * time.Hour)})
+	}
+	if err := store.InsertLogs(t.Context(), entries); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []storage.LogPurge{
+		{ID: "p-stale", AppID: "stale", Days: 1, Before: now.Add(-24 * time.Hour), CreatedAt: now.Add(-time.Hour), TouchedAt: now.Add(-10 * time.Minute)},
+		{ID: "p-running", AppID: "running", Days: 1, Before: now.Add(-24 * time.Hour), CreatedAt: now, TouchedAt: now},
+	} {
+		if err := store.BeginLogPurge(t.Context(), p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	j := logs.NewJanitor(store, logs.RetentionConfig{}, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	left := func(app string) int {
+		_, total, err := store.ListLogs(t.Context(), app, storage.LogQuery{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return total
+	}
+	if n, err := j.ResumePurges(t.Context(), 2*time.Minute); err != nil || n != 1 || left("stale") != 0 || left("running") != 2 {
+		t.Fatalf("periodic ResumePurges = %d, %v; entries left %d (stale) and %d (running); want 1 finished, 0 and 2", n, err, left("stale"), left("running"))
+	}
+	if n, err := j.ResumePurges(t.Context(), 0); err != nil || n != 1 || left("running") != 0 {
+		t.Fatalf("ResumePurges at start = %d, %v; %d entries left; want 1 and 0", n, err, left("running"))
+	}
+	if list, err := store.LogPurges(t.Context()); err != nil || len(list) != 0 {
+		t.Fatalf("intents left: %v, %v", list, err)
+	}
+}

@@ -5,8 +5,11 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/google/uuid"
+
 	"github.com/keyward/keyward/core"
 	"github.com/keyward/keyward/core/apps"
+	"github.com/keyward/keyward/core/audit"
 	"github.com/keyward/keyward/core/events"
 	"github.com/keyward/keyward/storage"
 )
@@ -16,15 +19,21 @@ type AppAccess interface {
 	GetApp(ctx context.Context, o apps.Owner, appID string) (storage.App, error)
 }
 
-// Service answers the owner's log queries.
+// Store is what the logs package keeps its entries and purges in.
+type Store interface {
+	storage.LogStore
+	storage.LogPurgeStore
+}
+
+// Service answers the owner's log queries and purges.
 type Service struct {
-	store storage.LogStore
+	store Store
 	apps  AppAccess
 	now   func() time.Time
 }
 
 // NewService builds the service; now defaults to time.Now.
-func NewService(store storage.LogStore, access AppAccess, now func() time.Time) *Service {
+func NewService(store Store, access AppAccess, now func() time.Time) *Service {
 	if now == nil {
 		now = time.Now
 	}
@@ -111,17 +120,26 @@ func (s *Service) Events(ctx context.Context, o apps.Owner, appID string) ([]str
 	return names, nil
 }
 
-// Purge removes the app's entries older than days (default 30).
+// Asker names who asked for a purge, for its stored intent: the account's user or the
+// key's name, and the request's id.
+type Asker struct {
+	Actor     string
+	RequestID string
+}
+
+// Purge removes the app's entries older than days (default 30) and answers how many it
+// removed (SPEC 4.8: data.deleted).
 //
-// Its audit entry is written after the deletion (the edge's path after the change), not
-// with it: no one write makes the purge. SQLite deletes in transactions of at most
-// logDeleteChunk rows (so that a purge of millions of entries lets the other writers in),
-// and MongoDB's DeleteMany is many documents, not atomic on FerretDB, with no document
-// left to carry a confirmation. A marker written on the app before the delete would
-// confirm an entry for a purge a crash then cut short; written after, it is the path
-// after the change again. The purge is idempotent, so the entry of a purge a crash
-// interrupted (never acknowledged) is the one lost, and its retry writes it.
-func (s *Service) Purge(ctx context.Context, o apps.Owner, appID, days string) (int, error) {
+// The purge is stored first, as an intent (storage.LogPurge: the app, the cutoff computed
+// here once, who asked), and its audit entry is stored in the same write (audit.Own: the
+// intent's insert is the change's own store call; SQLite appends the entry in its
+// transaction, MongoDB stages it and the inserted intent confirms it). Only then do the
+// entries go, in chunks (storage.LogPurgeStore.RunLogPurge), and the intent with the
+// last. A purge cut short (a crash, a database lost midway) is finished by the janitor of
+// a node (ResumePurges, at start and then every PurgeEvery), to the same cutoff: an
+// acknowledged purge always completes, and its entry exists once. The deletion does not
+// end with the request's context (a client that goes away does not stop it midway).
+func (s *Service) Purge(ctx context.Context, o apps.Owner, appID, days string, by Asker) (int, error) {
 	d, err := core.IntParam("days", days, 30, 36500)
 	if err != nil {
 		return 0, err
@@ -129,9 +147,18 @@ func (s *Service) Purge(ctx context.Context, o apps.Owner, appID, days string) (
 	if _, err := s.apps.GetApp(ctx, o, appID); err != nil {
 		return 0, err
 	}
-	n, err := s.store.DeleteLogsBefore(ctx, appID, s.now().AddDate(0, 0, -d))
-	if err != nil {
+	now := s.now()
+	p := storage.LogPurge{ID: uuid.NewString(), AppID: appID, Days: d, Before: storage.Truncate(now.AddDate(0, 0, -d)),
+		AccountID: o.AccountID, Actor: by.Actor, RequestID: by.RequestID, CreatedAt: storage.Truncate(now), TouchedAt: storage.Now()}
+	audit.Created(ctx, p) // the entry's after: the days asked and the cutoff
+	if err := s.store.BeginLogPurge(audit.Own(ctx), p); err != nil {
 		return 0, fmt.Errorf("logs: purge: %w", err)
+	}
+	n, err := s.store.RunLogPurge(storage.WithoutEventOutbox(context.WithoutCancel(ctx)), p)
+	if err != nil {
+		e := core.E(core.CodeUnavailable, "the purge is stored and the server will finish it, but it could not be completed now")
+		e.Cause = fmt.Errorf("logs: purge %s: %w", p.ID, err)
+		return 0, e
 	}
 	return n, nil
 }

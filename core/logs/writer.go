@@ -1,7 +1,3 @@
-// Package logs owns application logs (SPEC 4.8): the writer that turns the event log's
-// events into log entries (a consumer of core/events, in batches, idempotent by event
-// id); the retention janitor; and the owner's log queries (list, stats, event types,
-// purge).
 package logs
 
 import (

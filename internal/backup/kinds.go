@@ -55,6 +55,9 @@ var kinds = []kind{
 	each(storage.KindDeliveryAttempts, storage.Store.AddDeliveryAttempt),
 	batch(storage.KindClientSessions, storage.Store.SaveClientSessions),
 	batch(storage.KindLogs, storage.Store.InsertLogs),
+	// A purge not finished when the backup was taken: the node that opens the restored
+	// data finishes it, to its cutoff.
+	each(storage.KindLogPurges, storage.Store.BeginLogPurge),
 	batch(storage.KindAudit, archived(storage.ArchiveStore.RestoreAudit)),
 	batch(storage.KindEvents, archived(storage.ArchiveStore.RestoreEvents)),
 	each(storage.KindEventCursors, func(st storage.Store, ctx context.Context, c storage.EventCursor) error {

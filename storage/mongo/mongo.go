@@ -169,6 +169,7 @@ type Store struct {
 	eventHeads     *mongo.Collection // hints of the log's last position and seqs
 	sealer         storage.Sealer
 	sharedClient   bool // Config.Client: Close does not disconnect it
+	purgeChunk     int  // the entries a chunk of a log purge deletes (0: logPurgeChunk); tests set it small
 }
 
 var _ storage.Store = (*Store)(nil)

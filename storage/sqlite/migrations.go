@@ -778,6 +778,27 @@ CREATE INDEX audit_parts_group ON audit_parts (group_id, created_at);
 `,
 	},
 	{
+		version: 36,
+		name:    "purges of app logs stored as intents with their audit entry",
+		sql: `
+-- A purge of an app's logs (DELETE .../logs) is stored here, with its audit entry in the
+-- same transaction, before any entry is deleted; the logs then go in chunks and the row
+-- goes when they are gone. A row left by a stopped node is resumed (logs.Janitor) to the
+-- same cutoff (before_at).
+CREATE TABLE log_purges (
+	id         TEXT    NOT NULL PRIMARY KEY,
+	app_id     TEXT    NOT NULL,
+	days       INTEGER NOT NULL,
+	before_at  INTEGER NOT NULL,
+	account_id TEXT    NOT NULL,
+	actor      TEXT    NOT NULL,
+	request_id TEXT    NOT NULL,
+	created_at INTEGER NOT NULL,
+	touched_at INTEGER NOT NULL
+) STRICT;
+`,
+	},
+	{
 		version: 37,
 		name:    "the history of finished webhook deliveries is bounded per integration by count",
 		sql: `

@@ -51,6 +51,9 @@ type Store struct {
 	sealer storage.Sealer
 	path   string // the database file, for Snapshot's own connection
 	mig    Migration
+	// purgeChunk is the rows a chunk of a log purge deletes (0: logDeleteChunk); tests
+	// set it small.
+	purgeChunk int
 }
 
 var _ storage.Store = (*Store)(nil)

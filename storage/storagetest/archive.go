@@ -85,6 +85,10 @@ func PopulateEveryKind(t testing.TB, s storage.Store, n int) Populated {
 			Payload: []byte(`{"id":"evt"}`), ReceivedAt: ms(time.Second)}))
 		must("client session", s.SaveClientSessions(ctx, []storage.ClientSession{fullSession(app.ID, u.ID)}))
 		must("log", s.InsertLogs(ctx, []storage.LogEntry{fullLog(app.ID, "user.login", "info", u.Username, ms(0))}))
+		// A purge not finished, whose cutoff is before every entry (a node that opens the
+		// restored data finishes it, and must not take the entries the comparison reads).
+		must("log purge", s.BeginLogPurge(ctx, storage.LogPurge{ID: uniq("purge-"), AppID: app.ID, Days: 30, Before: ms(-time.Hour),
+			AccountID: acc.ID, Actor: acc.Username, RequestID: uniq("req-"), CreatedAt: ms(0), TouchedAt: ms(time.Second)}))
 		must("audit", s.AppendAudit(ctx, []storage.AuditEntry{auditEntry(acc.ID, app.ID, "owner", u.ID, ms(0))}))
 		must("events", s.AppendEvents(ctx, []storage.EventRecord{newEvent(app.ID, "user.login", ms(0))}))
 	}

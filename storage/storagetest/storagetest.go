@@ -46,6 +46,7 @@ func Run(t *testing.T, newStore func(t *testing.T) storage.Store) {
 	tests = append(tests, fileTests...)
 	tests = append(tests, ruleTests...)
 	tests = append(tests, logTests...)
+	tests = append(tests, logPurgeTests...)
 	tests = append(tests, integrationTests...)
 	tests = append(tests, deliveryHistoryTests...)
 	tests = append(tests, clientSessionTests...)
