@@ -75,6 +75,14 @@ func (s *Store) UpdateOwnerSession(ctx context.Context, id string, ch storage.Ow
 		_, err := s.GetOwnerSession(ctx, id)
 		return err
 	}
+	// Held while the $set runs: on FerretDB 1.x a touch writing the session as it read it
+	// could otherwise put back the AuthAt or ExpiresAt a re-authentication or a refresh
+	// had just written (see ATOMICITY.md).
+	release, err := s.lockDoc(ctx, s.ownerSessions, id, "")
+	if err != nil {
+		return wrap("update owner session", err)
+	}
+	defer release()
 	res, err := s.ownerSessions.UpdateOne(ctx, bson.D{{Key: "_id", Value: id}}, bson.D{{Key: "$set", Value: set}})
 	if err != nil {
 		return wrap("update owner session", err)

@@ -1,0 +1,241 @@
+package storagetest
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/keyward/keyward/storage"
+)
+
+// atomicityTests race a write that an engine could make from a stale read against the
+// changes it must never undo. FerretDB 1.x runs every update as a read of the whole
+// document followed by a write of the whole document by _id, so any two writes of one
+// document that are not serialised by the engine can lose one of them; these tests fail
+// there unless the engine serialises them (see storage/mongo/ATOMICITY.md).
+var atomicityTests = []subtest{
+	{"AtomicLoginsKeepUserUpdates", testAtomicLoginsKeepUserUpdates},
+	{"AtomicAPIKeyTouchKeepsUpdates", testAtomicAPIKeyTouchKeepsUpdates},
+	{"AtomicOwnerSessionTouchKeepsAuth", testAtomicOwnerSessionTouchKeepsAuth},
+	{"AtomicEventHeadAfterConcurrentAppends", testAtomicEventHeadAfterConcurrentAppends},
+}
+
+// hammer runs fn in a loop on n goroutines until stop; fn gets the goroutine and a call
+// number unique across them.
+type hammer struct {
+	stopped atomic.Bool
+	wg      sync.WaitGroup
+	calls   []atomic.Int64 // completed calls, per goroutine
+	next    atomic.Int64
+	mu      sync.Mutex
+	err     error
+}
+
+func startHammer(n int, fn func(g int, call int64) error) *hammer {
+	h := &hammer{calls: make([]atomic.Int64, n)}
+	for g := range n {
+		h.wg.Go(func() {
+			for !h.stopped.Load() {
+				if err := fn(g, h.next.Add(1)); err != nil {
+					h.mu.Lock()
+					h.err = errors.Join(h.err, fmt.Errorf("hammer %d: %w", g, err))
+					h.mu.Unlock()
+					return
+				}
+				h.calls[g].Add(1)
+			}
+		})
+	}
+	return h
+}
+
+// settle waits until every goroutine has completed two more calls than now: a call that
+// read the record before the caller's last write is then written too.
+func (h *hammer) settle(t *testing.T) {
+	t.Helper()
+	want := make([]int64, len(h.calls))
+	for g := range h.calls {
+		want[g] = h.calls[g].Load() + 2
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for g := range h.calls {
+		for h.calls[g].Load() < want[g] {
+			h.mu.Lock()
+			err := h.err
+			h.mu.Unlock()
+			if err != nil {
+				t.Fatalf("racing writer failed: %v", err)
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("racing writer %d made no progress in 30 s", g)
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}
+}
+
+// stop ends the loops and reports a failure of any.
+func (h *hammer) stop(t *testing.T) {
+	t.Helper()
+	h.stopped.Store(true)
+	h.wg.Wait()
+	if h.err != nil {
+		t.Fatalf("racing writer failed: %v", h.err)
+	}
+}
+
+// testAtomicLoginsKeepUserUpdates: RecordLogins racing UpdateUser never puts back what an
+// acknowledged update wrote. Each update adds one to a counter, so a lost one shows in the
+// final count; the contract lets an update put back an older login, not the reverse.
+func testAtomicLoginsKeepUserUpdates(t *testing.T, s storage.Store) {
+	ctx := t.Context()
+	app := mustCreateApp(t, s, fullApp("acc-1", "app"))
+	u := mustCreateUser(t, s, fullUser(app.ID, "racer"))
+	bystander := mustCreateUser(t, s, fullUser(app.ID, "bystander"))
+	const updates = 25
+	h := startHammer(2, func(g int, call int64) error {
+		return s.RecordLogins(ctx, []storage.UserLogin{
+			{AppID: app.ID, UserID: u.ID, IP: fmt.Sprintf("192.0.2.%d", g+1), At: ms(time.Duration(call) * time.Millisecond)},
+			{AppID: app.ID, UserID: bystander.ID, IP: "192.0.2.9", At: ms(time.Duration(call) * time.Millisecond)},
+		})
+	})
+	for i := range updates {
+		if _, err := s.UpdateUser(ctx, app.ID, u.ID, func(x *storage.AppUser) error {
+			x.HwidResets++
+			x.DisplayName = fmt.Sprintf("update %d", i)
+			return nil
+		}); err != nil {
+			h.stop(t)
+			t.Fatalf("UpdateUser %d: %v", i, err)
+		}
+		h.settle(t)
+		got, err := s.GetUser(ctx, app.ID, u.ID)
+		if err != nil {
+			h.stop(t)
+			t.Fatalf("GetUser: %v", err)
+		}
+		if want := fmt.Sprintf("update %d", i); got.DisplayName != want || got.HwidResets != u.HwidResets+i+1 {
+			h.stop(t)
+			t.Fatalf("after update %d and racing logins: DisplayName %q, HwidResets %d; want %q, %d (an acknowledged update was undone)",
+				i, got.DisplayName, got.HwidResets, want, u.HwidResets+i+1)
+		}
+	}
+	h.stop(t)
+	last := h.next.Load()
+	got, err := s.GetUser(ctx, app.ID, bystander.ID)
+	if err != nil || got.LastLoginAt.IsZero() || got.LastLoginAt.After(ms(time.Duration(last)*time.Millisecond)) {
+		t.Errorf("bystander's last login = %v, %v; want one of the racing logins", got.LastLoginAt, err)
+	}
+}
+
+// testAtomicAPIKeyTouchKeepsUpdates: TouchAPIKey (a key's use) racing UpdateAPIKey (the
+// owner narrowing its scopes) never puts back the scopes the update replaced.
+func testAtomicAPIKeyTouchKeepsUpdates(t *testing.T, s storage.Store) {
+	ctx := t.Context()
+	a := apiKeyAccount(t, s)
+	k := apiKeyOf(a.ID)
+	if err := s.CreateAPIKey(ctx, k); err != nil {
+		t.Fatalf("CreateAPIKey: %v", err)
+	}
+	const updates = 25
+	h := startHammer(2, func(g int, call int64) error {
+		return s.TouchAPIKey(ctx, k.ID, ms(time.Duration(call)*time.Millisecond), fmt.Sprintf("198.51.100.%d", g+1))
+	})
+	for i := range updates {
+		change := k
+		change.Name = fmt.Sprintf("update %d", i)
+		change.Scopes = []string{fmt.Sprintf("users:read%d", i)}
+		if _, err := s.UpdateAPIKey(ctx, change); err != nil {
+			h.stop(t)
+			t.Fatalf("UpdateAPIKey %d: %v", i, err)
+		}
+		h.settle(t)
+		got, err := s.GetAPIKey(ctx, a.ID, k.ID)
+		if err != nil {
+			h.stop(t)
+			t.Fatalf("GetAPIKey: %v", err)
+		}
+		if got.Name != change.Name || len(got.Scopes) != 1 || got.Scopes[0] != change.Scopes[0] {
+			h.stop(t)
+			t.Fatalf("after update %d and racing touches: %q %v; want %q %v (an acknowledged update was undone)",
+				i, got.Name, got.Scopes, change.Name, change.Scopes)
+		}
+	}
+	h.stop(t)
+	got, err := s.GetAPIKey(ctx, a.ID, k.ID)
+	if err != nil || !got.LastUsedAt.After(k.LastUsedAt) {
+		t.Errorf("last use = %v, %v; want one of the racing touches", got.LastUsedAt, err)
+	}
+}
+
+// testAtomicOwnerSessionTouchKeepsAuth: a session's touch (its use recorded) racing a
+// re-authentication never puts back the older AuthAt, which would ask the owner to prove
+// who they are again right after it was acknowledged.
+func testAtomicOwnerSessionTouchKeepsAuth(t *testing.T, s storage.Store) {
+	ctx := t.Context()
+	a := mustCreate(t, s, fullAccount("toucher"))
+	o := mustCreateOwnerSession(t, s, newOwnerSession(a.ID))
+	const updates = 25
+	h := startHammer(2, func(g int, call int64) error {
+		return s.UpdateOwnerSession(ctx, o.ID, storage.OwnerSessionChange{
+			LastUsedAt: ms(time.Duration(call) * time.Millisecond), IP: fmt.Sprintf("203.0.113.%d", g+1)})
+	})
+	for i := range updates {
+		auth := ms(time.Duration(i+1) * time.Hour)
+		if err := s.UpdateOwnerSession(ctx, o.ID, storage.OwnerSessionChange{AuthAt: auth, ExpiresAt: auth.Add(time.Hour)}); err != nil {
+			h.stop(t)
+			t.Fatalf("UpdateOwnerSession %d: %v", i, err)
+		}
+		h.settle(t)
+		got, err := s.GetOwnerSession(ctx, o.ID)
+		if err != nil {
+			h.stop(t)
+			t.Fatalf("GetOwnerSession: %v", err)
+		}
+		if !got.AuthAt.Equal(auth) || !got.ExpiresAt.Equal(auth.Add(time.Hour)) {
+			h.stop(t)
+			t.Fatalf("after re-authentication %d and racing touches: AuthAt %v, ExpiresAt %v; want %v, %v (an acknowledged change was undone)",
+				i, got.AuthAt, got.ExpiresAt, auth, auth.Add(time.Hour))
+		}
+	}
+	h.stop(t)
+}
+
+// testAtomicEventHeadAfterConcurrentAppends: once concurrent appends have all returned,
+// the log's head is the last of them and every event can be read: a head that fell back
+// (two raises racing) would hide acknowledged events from every consumer until the next
+// append.
+func testAtomicEventHeadAfterConcurrentAppends(t *testing.T, s storage.Store) {
+	const workers, rounds, batches = 8, 3, 4
+	total := 0
+	for r := range rounds {
+		var wg sync.WaitGroup
+		errs := make(chan error, workers*batches)
+		for w := range workers {
+			wg.Go(func() {
+				for b := range batches {
+					ev := newEvent(fmt.Sprintf("app-%d", (w+b)%3), "user.login", ms(time.Duration(r)*time.Millisecond))
+					if err := s.AppendEvents(t.Context(), []storage.EventRecord{ev}); err != nil {
+						errs <- err
+						return
+					}
+				}
+			})
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			t.Fatalf("AppendEvents: %v", err)
+		}
+		total += workers * batches
+		if p, err := s.LastEventPos(t.Context()); err != nil || p != int64(total) {
+			t.Fatalf("round %d: LastEventPos = %d, %v after %d acknowledged events", r, p, err, total)
+		}
+		if all := readAll(t, s, 0); len(all) != total {
+			t.Fatalf("round %d: read %d events after %d acknowledged", r, len(all), total)
+		}
+	}
+}
