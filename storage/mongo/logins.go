@@ -3,9 +3,7 @@ package mongo
 import (
 	"context"
 	"crypto/rand"
-	"errors"
 	"fmt"
-	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
@@ -66,15 +64,6 @@ func (s *Store) RecordLogins(ctx context.Context, logins []storage.UserLogin) er
 	return nil
 }
 
-// loginClaimDoc is a claim (claimDoc) taken by recordLoginsRound, with the round's holder
-// so that the claims the round got are told from others' by one read.
-type loginClaimDoc struct {
-	ID     string    `bson:"_id"`
-	Owner  string    `bson:"owner"`
-	At     time.Time `bson:"at"`
-	Holder string    `bson:"holder"`
-}
-
 // recordLoginsRound writes the logins (one per user) whose user's next version it can
 // claim, and answers the others, to be tried again: read the versions, claim each next
 // version (one unordered insert), read the versions again (a user updated between the two
@@ -109,10 +98,10 @@ func (s *Store) recordLoginsRound(ctx context.Context, logins []storage.UserLogi
 	if err != nil {
 		return nil, err
 	}
-	holder := rand.Text()
+	holder := rand.Text() // tells this round's claims from others' (takeClaims)
 	now := storage.Now()
 	claimOf := make(map[string]string, len(logins)) // user id → claim id
-	var claims []any
+	var claims []heldClaimDoc
 	var known []storage.UserLogin
 	for _, l := range logins {
 		d, ok := read[l.UserID]
@@ -120,13 +109,13 @@ func (s *Store) recordLoginsRound(ctx context.Context, logins []storage.UserLogi
 			continue // unknown user, or one of another app: skipped
 		}
 		claimOf[l.UserID] = fmt.Sprintf("%s/%s#%d", s.users.Name(), l.UserID, d.Version+1)
-		claims = append(claims, loginClaimDoc{ID: claimOf[l.UserID], Owner: l.AppID, At: now, Holder: holder})
+		claims = append(claims, heldClaimDoc{ID: claimOf[l.UserID], Owner: l.AppID, At: now, Holder: holder})
 		known = append(known, l)
 	}
 	if len(claims) == 0 {
 		return nil, nil
 	}
-	mine, err := s.takeClaims(ctx, claims, holder)
+	mine, err := s.takeClaims(ctx, claims)
 	if len(mine) > 0 {
 		defer s.releaseClaims(ctx, mine)
 	}
@@ -190,51 +179,4 @@ func (s *Store) recordLoginsRound(ctx context.Context, logins []storage.UserLogi
 		}
 	}
 	return rest, nil
-}
-
-// takeClaims inserts claims (loginClaimDoc of holder) with one unordered insert and
-// answers the ids of those it got: all, or when some were held by others, the ones a read
-// finds under holder. On any failure, what it got is in the answer, to be released.
-func (s *Store) takeClaims(ctx context.Context, claims []any, holder string) (map[string]bool, error) {
-	mine := make(map[string]bool, len(claims))
-	_, insErr := s.claims.InsertMany(ctx, claims, options.InsertMany().SetOrdered(false))
-	if insErr == nil {
-		for _, c := range claims {
-			mine[c.(loginClaimDoc).ID] = true
-		}
-		return mine, nil
-	}
-	ids := make([]string, len(claims))
-	for i, c := range claims {
-		ids[i] = c.(loginClaimDoc).ID
-	}
-	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
-	defer cancel()
-	cur, err := s.claims.Find(rctx, bson.D{{Key: "_id", Value: bson.D{{Key: "$in", Value: ids}}}, {Key: "holder", Value: holder}},
-		options.Find().SetProjection(bson.D{{Key: "_id", Value: 1}}))
-	if err != nil {
-		return mine, errors.Join(insErr, err)
-	}
-	var got []claimDoc
-	if err := cur.All(rctx, &got); err != nil {
-		return mine, errors.Join(insErr, err)
-	}
-	for _, c := range got {
-		mine[c.ID] = true
-	}
-	if !isDuplicateKey(insErr) {
-		return mine, insErr
-	}
-	return mine, nil
-}
-
-// releaseClaims removes the claims ids, even if ctx was cancelled meanwhile.
-func (s *Store) releaseClaims(ctx context.Context, ids map[string]bool) {
-	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
-	defer cancel()
-	in := make([]string, 0, len(ids))
-	for id := range ids {
-		in = append(in, id)
-	}
-	_, _ = s.claims.DeleteMany(rctx, bson.D{{Key: "_id", Value: bson.D{{Key: "$in", Value: in}}}})
 }

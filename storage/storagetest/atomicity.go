@@ -21,6 +21,7 @@ var atomicityTests = []subtest{
 	{"AtomicAPIKeyTouchKeepsUpdates", testAtomicAPIKeyTouchKeepsUpdates},
 	{"AtomicOwnerSessionTouchKeepsAuth", testAtomicOwnerSessionTouchKeepsAuth},
 	{"AtomicEventHeadAfterConcurrentAppends", testAtomicEventHeadAfterConcurrentAppends},
+	{"AtomicDeleteWhereKeepsChanged", testAtomicDeleteWhereKeepsChanged},
 }
 
 // hammer runs fn in a loop on n goroutines until stop; fn gets the goroutine and a call
@@ -238,4 +239,46 @@ func testAtomicEventHeadAfterConcurrentAppends(t *testing.T, s storage.Store) {
 			t.Fatalf("round %d: read %d events after %d acknowledged", r, len(all), total)
 		}
 	}
+}
+
+// testAtomicDeleteWhereKeepsChanged: DeleteLicensesWhere(banned) racing the unban of a
+// license never deletes a license whose unban was acknowledged: either the delete came
+// first (the unban answers ErrNotFound) or the license no longer matched.
+func testAtomicDeleteWhereKeepsChanged(t *testing.T, s storage.Store) {
+	ctx := t.Context()
+	app := mustCreateApp(t, s, fullApp("acc-1", "app"))
+	const rounds = 30
+	kept := 0
+	for r := range rounds {
+		l := mustCreateLicenses(t, s, fullLicense(app.ID, fmt.Sprintf("BAN-%02d", r)))[0]
+		var unbanErr error
+		raceUpdates(t, 2, func(i int) error {
+			if i == 0 {
+				_, err := s.DeleteLicensesWhere(ctx, app.ID, storage.LicenseFilterBanned, ms(0))
+				return err
+			}
+			_, unbanErr = s.UpdateLicense(ctx, app.ID, l.ID, func(x *storage.License) error {
+				x.Banned = false
+				return nil
+			})
+			if errors.Is(unbanErr, storage.ErrNotFound) {
+				return nil // the delete came first
+			}
+			return unbanErr
+		})
+		if t.Failed() {
+			return
+		}
+		got, err := s.GetLicense(ctx, app.ID, l.ID)
+		switch {
+		case unbanErr == nil && (err != nil || got.Banned):
+			t.Fatalf("round %d: license unbanned (acknowledged) while a delete of the banned ones ran, then: banned %v, %v; want it kept",
+				r, got.Banned, err)
+		case unbanErr != nil && !errors.Is(err, storage.ErrNotFound):
+			t.Fatalf("round %d: license deleted first (the unban answered %v), then GetLicense: %v", r, unbanErr, err)
+		case err == nil:
+			kept++
+		}
+	}
+	t.Logf("%d of %d rounds unbanned first", kept, rounds)
 }
