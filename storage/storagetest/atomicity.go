@@ -22,6 +22,7 @@ var atomicityTests = []subtest{
 	{"AtomicOwnerSessionTouchKeepsAuth", testAtomicOwnerSessionTouchKeepsAuth},
 	{"AtomicEventHeadAfterConcurrentAppends", testAtomicEventHeadAfterConcurrentAppends},
 	{"AtomicDeleteWhereKeepsChanged", testAtomicDeleteWhereKeepsChanged},
+	{"AtomicDeviceDeletedOnce", testAtomicDeviceDeletedOnce},
 }
 
 // hammer runs fn in a loop on n goroutines until stop; fn gets the goroutine and a call
@@ -281,4 +282,34 @@ func testAtomicDeleteWhereKeepsChanged(t *testing.T, s storage.Store) {
 		}
 	}
 	t.Logf("%d of %d rounds unbanned first", kept, rounds)
+}
+
+// testAtomicDeviceDeletedOnce: of two racing DeleteDevice calls of one device, one answers
+// the device and the other ErrNotFound, as of two deletes one after the other (the caller
+// clears the user's hwid and reports the deletion once).
+func testAtomicDeviceDeletedOnce(t *testing.T, s storage.Store) {
+	ctx := t.Context()
+	app := mustCreateApp(t, s, fullApp("acc-1", "app"))
+	u := mustCreateUser(t, s, fullUser(app.ID, "owner"))
+	const rounds = 20
+	for r := range rounds {
+		d := mustCreateDevice(t, s, fullDevice(u, fmt.Sprintf("HWID-%02d", r)))
+		var deleted atomic.Int32
+		raceUpdates(t, 2, func(int) error {
+			got, err := s.DeleteDevice(ctx, app.ID, d.ID)
+			switch {
+			case errors.Is(err, storage.ErrNotFound):
+				return nil
+			case err != nil:
+				return err
+			case got.ID != d.ID:
+				return fmt.Errorf("DeleteDevice answered device %q, want %q", got.ID, d.ID)
+			}
+			deleted.Add(1)
+			return nil
+		})
+		if n := deleted.Load(); n != 1 {
+			t.Fatalf("round %d: %d of 2 racing DeleteDevice calls answered the device, want 1", r, n)
+		}
+	}
 }
