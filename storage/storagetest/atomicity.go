@@ -97,7 +97,7 @@ func testAtomicLoginsKeepUserUpdates(t *testing.T, s storage.Store) {
 	app := mustCreateApp(t, s, fullApp("acc-1", "app"))
 	u := mustCreateUser(t, s, fullUser(app.ID, "racer"))
 	bystander := mustCreateUser(t, s, fullUser(app.ID, "bystander"))
-	const updates = 25
+	const updates = 15
 	h := startHammer(2, func(g int, call int64) error {
 		return s.RecordLogins(ctx, []storage.UserLogin{
 			{AppID: app.ID, UserID: u.ID, IP: fmt.Sprintf("192.0.2.%d", g+1), At: ms(time.Duration(call) * time.Millisecond)},
@@ -142,7 +142,7 @@ func testAtomicAPIKeyTouchKeepsUpdates(t *testing.T, s storage.Store) {
 	if err := s.CreateAPIKey(ctx, k); err != nil {
 		t.Fatalf("CreateAPIKey: %v", err)
 	}
-	const updates = 25
+	const updates = 15
 	h := startHammer(2, func(g int, call int64) error {
 		return s.TouchAPIKey(ctx, k.ID, ms(time.Duration(call)*time.Millisecond), fmt.Sprintf("198.51.100.%d", g+1))
 	})
@@ -180,7 +180,7 @@ func testAtomicOwnerSessionTouchKeepsAuth(t *testing.T, s storage.Store) {
 	ctx := t.Context()
 	a := mustCreate(t, s, fullAccount("toucher"))
 	o := mustCreateOwnerSession(t, s, newOwnerSession(a.ID))
-	const updates = 25
+	const updates = 15
 	h := startHammer(2, func(g int, call int64) error {
 		return s.UpdateOwnerSession(ctx, o.ID, storage.OwnerSessionChange{
 			LastUsedAt: ms(time.Duration(call) * time.Millisecond), IP: fmt.Sprintf("203.0.113.%d", g+1)})
@@ -211,7 +211,7 @@ func testAtomicOwnerSessionTouchKeepsAuth(t *testing.T, s storage.Store) {
 // (two raises racing) would hide acknowledged events from every consumer until the next
 // append.
 func testAtomicEventHeadAfterConcurrentAppends(t *testing.T, s storage.Store) {
-	const workers, rounds, batches = 8, 3, 4
+	const workers, rounds, batches = 6, 2, 4
 	total := 0
 	for r := range rounds {
 		var wg sync.WaitGroup
