@@ -25,8 +25,23 @@ import (
 // (see ATOMICITY.md). owner sweeps a lock left by a writer that died (deleteClaims); ""
 // leaves it to be cleared as stale (claimLease) by the next writer.
 func (s *Store) lockDoc(ctx context.Context, coll *mongo.Collection, id, owner string) (release func(), err error) {
+	release, err = s.tryLockDoc(ctx, coll, id, owner, maxAttempts, 6)
+	if err == nil && release == nil {
+		err = fmt.Errorf("lock %s/%s: gave up after %d attempts under contention", coll.Name(), id, maxAttempts)
+	}
+	return release, err
+}
+
+// tryLockDoc is lockDoc giving up after attempts tries (answering a nil release and no
+// error), its waits growing to at most 2^maxShift ms.
+func (s *Store) tryLockDoc(ctx context.Context, coll *mongo.Collection, id, owner string, attempts, maxShift int) (release func(), err error) {
 	name := fmt.Sprintf("%s/%s#lock", coll.Name(), id)
-	for attempt := 0; ; attempt++ {
+	for attempt := 0; attempt < attempts; attempt++ {
+		if attempt > 0 {
+			if err := backoff(ctx, min(attempt, maxShift)); err != nil {
+				return nil, fmt.Errorf("lock %s: %w", name, err)
+			}
+		}
 		release, claimed, err := s.takeClaim(ctx, name, owner)
 		if err != nil {
 			return nil, err
@@ -34,10 +49,8 @@ func (s *Store) lockDoc(ctx context.Context, coll *mongo.Collection, id, owner s
 		if claimed {
 			return release, nil
 		}
-		if err := backoff(ctx, attempt); err != nil {
-			return nil, fmt.Errorf("lock %s: %w", name, err)
-		}
 	}
+	return nil, nil
 }
 
 // heldClaimDoc is a claim (claimDoc) taken with others in one insert (takeClaims), with
