@@ -62,3 +62,25 @@ func TestStaleClaimClearedOnce(t *testing.T) {
 		t.Fatalf("takeover documents of the stale claim = %d, %v; want 1", n, err)
 	}
 }
+
+// TestEventAppendPastHeldHintLock: an append whose position hint's lock another node
+// holds (or a dead one left, for its whole lease) still succeeds and raises the hint: it
+// waits a bounded while, then raises without the lock.
+func TestEventAppendPastHeldHintLock(t *testing.T) {
+	s := openFresh(t, testenv.MongoURI(t))
+	ctx := t.Context()
+	held := claimDoc{ID: s.eventHeads.Name() + "/" + posHead + "#lock", At: storage.Now()}
+	if _, err := s.claims.InsertOne(ctx, held); err != nil {
+		t.Fatal(err)
+	}
+	ev := storage.EventRecord{ID: "evt-1", AppID: "app-1", Type: "user.login", Payload: []byte(`{}`), At: storage.Now()}
+	if err := s.AppendEvents(ctx, []storage.EventRecord{ev}); err != nil {
+		t.Fatalf("AppendEvents while the hint's lock is held: %v", err)
+	}
+	if p, err := s.LastEventPos(ctx); err != nil || p != 1 {
+		t.Fatalf("LastEventPos = %d, %v; want 1", p, err)
+	}
+	if n, err := s.claims.CountDocuments(ctx, bson.D{{Key: "_id", Value: held.ID}}); err != nil || n != 1 {
+		t.Fatalf("the held lock = %d, %v; want it left to its holder", n, err)
+	}
+}
