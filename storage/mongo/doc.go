@@ -54,7 +54,8 @@
 //     claim of the record's next version ("<collection>/<id>#<version>"), partial updates
 //     of unversioned documents (API keys, passkeys, owner sessions, the event log's
 //     position hint) the document's lock (lockDoc); DeleteLicensesWhere deletes under the
-//     next-version claims (deleteWhereClaimed); ConsumeAccountToken and DeleteDevice
+//     next-version claims (deleteWhereClaimed), PurgeOwnerSessions under the sessions'
+//     locks (deleteWhereLocked); ConsumeAccountToken and DeleteDevice
 //     trust the delete count. All stay correct on MongoDB, where they cost a little more
 //     than the native form. Versions start at a random value, so a record deleted and
 //     created again under the same id never matches an old reader. ATOMICITY.md lists

@@ -223,3 +223,41 @@ func (s *Store) deleteClaimedRound(ctx context.Context, coll *mongo.Collection, 
 	}
 	return int(res.DeletedCount), retry, nil
 }
+
+// deleteWhereLocked deletes those of ids (read as matching filter) that still match filter
+// under their documents' locks (lockDoc), and answers how many it deleted: the conditional
+// delete of documents whose writers hold the lock (deleteWhereClaimed for versioned
+// records). A document whose lock another writer holds is being written: it is left, for
+// the next delete to judge.
+func (s *Store) deleteWhereLocked(ctx context.Context, coll *mongo.Collection, filter bson.D, ids []string) (int, error) {
+	holder := rand.Text()
+	now := storage.Now()
+	claims := make([]heldClaimDoc, len(ids))
+	for i, id := range ids {
+		claims[i] = heldClaimDoc{ID: fmt.Sprintf("%s/%s#lock", coll.Name(), id), At: now, Holder: holder}
+	}
+	mine, err := s.takeClaims(ctx, claims)
+	defer s.releaseClaims(ctx, mine)
+	if err != nil {
+		return 0, err
+	}
+	var locked []string
+	for i, id := range ids {
+		if mine[claims[i].ID] {
+			locked = append(locked, id)
+		}
+	}
+	if len(locked) == 0 {
+		return 0, nil
+	}
+	in := bson.E{Key: "_id", Value: bson.D{{Key: "$in", Value: locked}}}
+	still, err := findIDs(ctx, coll, append(append(bson.D{}, filter...), in))
+	if err != nil || len(still) == 0 {
+		return 0, err
+	}
+	res, err := coll.DeleteMany(ctx, bson.D{{Key: "_id", Value: bson.D{{Key: "$in", Value: still}}}})
+	if err != nil {
+		return 0, err
+	}
+	return int(res.DeletedCount), nil
+}

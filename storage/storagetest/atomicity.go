@@ -23,6 +23,7 @@ var atomicityTests = []subtest{
 	{"AtomicEventHeadAfterConcurrentAppends", testAtomicEventHeadAfterConcurrentAppends},
 	{"AtomicDeleteWhereKeepsChanged", testAtomicDeleteWhereKeepsChanged},
 	{"AtomicDeviceDeletedOnce", testAtomicDeviceDeletedOnce},
+	{"AtomicOwnerSessionPurgeKeepsRefreshed", testAtomicOwnerSessionPurgeKeepsRefreshed},
 }
 
 // hammer runs fn in a loop on n goroutines until stop; fn gets the goroutine and a call
@@ -310,6 +311,45 @@ func testAtomicDeviceDeletedOnce(t *testing.T, s storage.Store) {
 		})
 		if n := deleted.Load(); n != 1 {
 			t.Fatalf("round %d: %d of 2 racing DeleteDevice calls answered the device, want 1", r, n)
+		}
+	}
+}
+
+// testAtomicOwnerSessionPurgeKeepsRefreshed: PurgeOwnerSessions racing the refresh of a
+// session it finds expired never removes the session once the refresh was acknowledged:
+// either the purge came first (the refresh answers ErrNotFound) or the session no longer
+// expired.
+func testAtomicOwnerSessionPurgeKeepsRefreshed(t *testing.T, s storage.Store) {
+	ctx := t.Context()
+	a := mustCreate(t, s, fullAccount("purged"))
+	const rounds = 20
+	for r := range rounds {
+		o := newOwnerSession(a.ID)
+		o.ExpiresAt = ms(0)
+		mustCreateOwnerSession(t, s, o)
+		var refreshErr error
+		raceUpdates(t, 2, func(i int) error {
+			if i == 0 {
+				_, err := s.PurgeOwnerSessions(ctx, ms(time.Second))
+				return err
+			}
+			refreshErr = s.UpdateOwnerSession(ctx, o.ID, storage.OwnerSessionChange{LastUsedAt: ms(time.Second), ExpiresAt: ms(time.Hour)})
+			if errors.Is(refreshErr, storage.ErrNotFound) {
+				return nil // the purge came first
+			}
+			return refreshErr
+		})
+		if t.Failed() {
+			return
+		}
+		got, err := s.GetOwnerSession(ctx, o.ID)
+		if refreshErr == nil && (err != nil || !got.ExpiresAt.Equal(ms(time.Hour))) {
+			t.Fatalf("round %d: session refreshed (acknowledged) while a purge ran, then: expires %v, %v; want it kept", r, got.ExpiresAt, err)
+		}
+		if err == nil {
+			if err := s.DeleteOwnerSession(ctx, a.ID, o.ID); err != nil {
+				t.Fatalf("DeleteOwnerSession: %v", err)
+			}
 		}
 	}
 }
