@@ -110,9 +110,17 @@ func (s *Store) UpdateAPIKey(ctx context.Context, k storage.APIKey) (storage.API
 	return d.key(), nil
 }
 
-// TouchAPIKey implements storage.APIKeyStore.
+// TouchAPIKey implements storage.APIKeyStore. It holds the key's lock (lockDoc), as its
+// edit does (updateAudited): on FerretDB 1.x an unlocked $set could write back the key as
+// it was before an edit made meanwhile (its old scopes). Touches are rare (once per
+// touchEvery and address), so the lock's two writes cost little.
 func (s *Store) TouchAPIKey(ctx context.Context, id string, at time.Time, ip string) error {
-	_, err := s.apiKeys.UpdateOne(ctx, bson.D{{Key: "_id", Value: id}},
+	release, err := s.lockDoc(ctx, s.apiKeys, id, "")
+	if err != nil {
+		return wrap("touch API key", err)
+	}
+	defer release()
+	_, err = s.apiKeys.UpdateOne(ctx, bson.D{{Key: "_id", Value: id}},
 		bson.D{{Key: "$set", Value: bson.D{{Key: "lastUsedAt", Value: storage.Truncate(at)}, {Key: "lastUsedIp", Value: ip}}}})
 	if err != nil {
 		return wrap("touch API key", err)

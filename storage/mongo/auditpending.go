@@ -453,7 +453,26 @@ func markerOf(raw bson.Raw) string {
 // write, which sets the marker. The marker the document carried is settled first, and
 // the write is made only while the document still carries it (else it is tried again),
 // so no other change's confirmation is overwritten.
+//
+// Every write holds the document's lock (lockDoc), whose id and owner (its account) are
+// the filter's _id and accountId: FerretDB 1.x writes the whole document as it read it,
+// so the marker check and the $set are a compare-and-swap only while no other writer of
+// the document runs (see ATOMICITY.md). The lock is released before the entry is settled.
 func (s *Store) updateAudited(ctx context.Context, coll *mongo.Collection, filter, update bson.D) (bson.Raw, error) {
+	id, _ := filterString(filter, "_id")
+	owner, _ := filterString(filter, "accountId")
+	release, err := s.lockDoc(ctx, coll, id, owner)
+	if err != nil {
+		return nil, err
+	}
+	locked := true
+	unlock := func() {
+		if locked {
+			locked = false
+			release()
+		}
+	}
+	defer unlock()
 	after := options.FindOneAndUpdate().SetReturnDocument(options.After)
 	if storage.EventOutboxFrom(ctx) == nil || storage.AuditOutboxFrom(ctx) == nil {
 		return coll.FindOneAndUpdate(ctx, filter, update, after).Raw()
@@ -487,6 +506,7 @@ func (s *Store) updateAudited(ctx context.Context, coll *mongo.Collection, filte
 		if err != nil {
 			return nil, err // it may be made: RecoverAudit decides by the document
 		}
+		unlock()
 		intent.settle(ctx, s)
 		return doc, nil
 	}
@@ -503,4 +523,15 @@ func setMarker(update bson.D, id string) bson.D {
 		}
 	}
 	return append(out, bson.E{Key: "$set", Value: bson.D{{Key: auditMarker, Value: id}}})
+}
+
+// filterString answers the string value filter sets key to (an equality).
+func filterString(filter bson.D, key string) (string, bool) {
+	for _, e := range filter {
+		if e.Key == key {
+			v, ok := e.Value.(string)
+			return v, ok
+		}
+	}
+	return "", false
 }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
 
 	"github.com/keyward/keyward/storage"
 )
@@ -76,11 +77,23 @@ func (s *Store) ListDevices(ctx context.Context, appID string, q storage.DeviceQ
 	return listDocs(ctx, s.devices, "list devices", filter, sortBy("createdAt", true), q.Page, deviceDoc.device)
 }
 
-// DeleteDevice removes the app's device and answers it.
+// DeleteDevice removes the app's device and answers it. It reads the device, then deletes
+// it and trusts the delete's count, not FindOneAndDelete: FerretDB 1.x runs that as a read
+// and a delete by _id, so two racing deletes would both answer the device (and both
+// clear its user's hwid and report it). Devices are never updated, so the read is the
+// device deleted.
 func (s *Store) DeleteDevice(ctx context.Context, appID, id string) (storage.Device, error) {
-	var doc deviceDoc
-	if err := s.devices.FindOneAndDelete(ctx, byApp(appID, id)).Decode(&doc); err != nil {
-		return storage.Device{}, wrap("delete device", err)
+	const op = "delete device"
+	doc, err := findDoc[deviceDoc](ctx, s.devices, op, byApp(appID, id))
+	if err != nil {
+		return storage.Device{}, err
+	}
+	res, err := s.devices.DeleteOne(ctx, byApp(appID, id))
+	if err != nil {
+		return storage.Device{}, wrap(op, err)
+	}
+	if res.DeletedCount == 0 {
+		return storage.Device{}, wrap(op, mongo.ErrNoDocuments) // another delete took it
 	}
 	return doc.device(), nil
 }

@@ -44,14 +44,22 @@
 //     lower-cased copies (per account for app names, per app for usernames).
 //   - Sparse and partial indexes are unreliable, so every unique index is on fields each
 //     document has, and the API key and app secret hash indexes are not unique.
-//   - Updates and findAndModify are a query followed by an unconditional write, so a
-//     filter on {_id, version} is not a compare-and-swap and FindOneAndDelete can hand one
-//     document to two callers. Only inserts into a unique index and the count a delete
-//     reports are atomic. Every Update method therefore goes through updateDoc, which
-//     claims each version by inserting a claim document ("<collection>/<id>#<version>"),
-//     and ConsumeAccountToken trusts the delete count; both stay correct on MongoDB, where
-//     they cost a little more than the native form. Versions start at a random value, so a
-//     record deleted and created again under the same id never matches an old reader.
+//   - Updates and findAndModify are a query followed by an unconditional write of the
+//     whole document as read, so a filter on {_id, version} is not a compare-and-swap,
+//     two updates of different fields of one document can lose one, a conditional delete
+//     removes what matched at its read, and FindOneAndDelete can hand one document to two
+//     callers. Only inserts into a unique index and the count a delete reports are
+//     atomic. So every writer of a document other than its insert and delete holds a
+//     claim on it, a claim document: Update methods (updateDoc) and RecordLogins the
+//     claim of the record's next version ("<collection>/<id>#<version>"), partial updates
+//     of unversioned documents (API keys, passkeys, owner sessions, the event log's
+//     position hint) the document's lock (lockDoc); DeleteLicensesWhere deletes under the
+//     next-version claims (deleteWhereClaimed), PurgeOwnerSessions under the sessions'
+//     locks (deleteWhereLocked); ConsumeAccountToken and DeleteDevice
+//     trust the delete count. All stay correct on MongoDB, where they cost a little more
+//     than the native form. Versions start at a random value, so a record deleted and
+//     created again under the same id never matches an old reader. ATOMICITY.md lists
+//     every conditional write and why it is safe.
 //   - Unique violations of an update come back as an InternalError quoting the backend's
 //     constraint message, mapped to ErrConflict like the standard E11000.
 //   - ClaimDeliveries cannot lease with one conditional update or findAndModify either: it
@@ -75,8 +83,9 @@
 //
 // A claim whose updater died before releasing it blocks updates of that record version
 // for claimLease (30 s) and is then cleared; the lease assumes node clocks agree to well
-// within that. On FerretDB, two updaters clearing the same stale claim at the same instant
-// could in theory both proceed; that needs a crashed updater first. Claims carry an owner
+// within that. Of several updaters finding the same stale claim, only the one that inserts
+// its takeover document ("<claim id>~<claim time>") clears it (clearStaleClaim), so a
+// slower one never deletes a fresh claim taken meanwhile. Claims carry an owner
 // (the account, or the app of an app's record) and are swept with it. Claims used to live
 // in accountClaims under "<account id>#<version>"; nodes of that older build and of this
 // one must not update the same accounts at once on FerretDB.

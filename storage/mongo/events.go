@@ -55,6 +55,9 @@ const posHead = "pos"
 
 func appHead(appID string) string { return "app:" + appID }
 
+// raiseLockAttempts bounds the tries for the position hint's lock (see raiseHeads).
+const raiseLockAttempts = 40
+
 // appendAttempts bounds the rounds of one AppendEvents when other appenders keep taking
 // the positions it chose; each lost round means another node appended meanwhile.
 const appendAttempts = 50
@@ -145,7 +148,24 @@ func (s *Store) heads(ctx context.Context, apps []string, exact bool) (int64, ma
 }
 
 // raiseHeads raises the hints to what evs (stored) reached.
+//
+// The raises hold the position hint's lock (tryLockDoc). FerretDB 1.x runs a $max as a
+// read of the hint and a write of it, so two unlocked raises racing can leave the lower
+// one: the hint would then fall below events already acknowledged, and no consumer would
+// read them (ReadEvents stops at the hint) until the next append raised it again. An
+// app's seq hint falling back is harmless (an appender trusting it gets a duplicate key
+// and reads the truth; compaction keeps more), but it is raised in the same write. The
+// lock is one for the whole log, so an appender waits for it at most raiseLockAttempts
+// short rounds (well under a second) and then raises without it, as before the lock:
+// an append is never failed or held long for the hint's sake.
 func (s *Store) raiseHeads(ctx context.Context, evs []storage.EventRecord) error {
+	release, err := s.tryLockDoc(ctx, s.eventHeads, posHead, "", raiseLockAttempts, 3)
+	if err != nil {
+		return err
+	}
+	if release != nil {
+		defer release()
+	}
 	top := map[string]int64{posHead: evs[len(evs)-1].Pos}
 	for _, e := range evs {
 		top[appHead(e.AppID)] = max(top[appHead(e.AppID)], e.Seq)
@@ -155,7 +175,7 @@ func (s *Store) raiseHeads(ctx context.Context, evs []storage.EventRecord) error
 		models = append(models, mongo.NewUpdateOneModel().SetFilter(bson.D{{Key: "_id", Value: id}}).
 			SetUpdate(bson.D{{Key: "$max", Value: bson.D{{Key: "max", Value: v}}}}).SetUpsert(true))
 	}
-	_, err := s.eventHeads.BulkWrite(ctx, models, options.BulkWrite().SetOrdered(false))
+	_, err = s.eventHeads.BulkWrite(ctx, models, options.BulkWrite().SetOrdered(false))
 	if err != nil && isDuplicateKey(err) {
 		// Two first upserts of one hint raced; the other made it. Raise it again.
 		_, err = s.eventHeads.BulkWrite(ctx, models, options.BulkWrite().SetOrdered(false))

@@ -246,20 +246,25 @@ func (s *Store) DeleteLicensesWhere(ctx context.Context, appID, filter string, n
 	}
 	op := "delete licenses where " + filter
 	// The matching licenses are found first, so that their variables can follow them:
-	// each chunk of ids is deleted under the filter again (a license that stopped matching
-	// meanwhile stays), then the variables of the ids no longer there are swept.
-	ids, err := findIDs(ctx, s.licenses, f)
+	// each chunk is deleted under the filter again (a license that stopped matching
+	// meanwhile stays: deleteWhereClaimed, as FerretDB 1.x alone would delete it), then
+	// the variables of the ids no longer there are swept.
+	found, err := findVersioned(ctx, s.licenses, f)
 	if err != nil {
 		return 0, wrap(op, err)
 	}
 	total := 0
-	for chunk := range slices.Chunk(ids, licenseDeleteChunk) {
+	for part := range slices.Chunk(found, licenseDeleteChunk) {
+		chunk := make([]string, len(part))
+		for i, d := range part {
+			chunk[i] = d.ID
+		}
 		in := bson.E{Key: "_id", Value: bson.D{{Key: "$in", Value: chunk}}}
-		res, err := s.licenses.DeleteMany(ctx, append(slices.Clone(f), in))
+		n, err := s.deleteWhereClaimed(ctx, s.licenses, f, part)
+		total += n
 		if err != nil {
 			return total, wrap(op, err)
 		}
-		total += int(res.DeletedCount)
 		kept, err := findIDs(ctx, s.licenses, bson.D{{Key: "appId", Value: appID}, in})
 		if err != nil {
 			return total, wrap(op, err)

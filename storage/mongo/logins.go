@@ -2,6 +2,8 @@ package mongo
 
 import (
 	"context"
+	"crypto/rand"
+	"fmt"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
@@ -11,27 +13,25 @@ import (
 )
 
 // RecordLogins sets lastLoginAt and lastLoginIp (and hwid and pcName when the login carries
-// them) of each login's user with one unordered
-// BulkWrite of UpdateOne models. Each filter carries the app (a user of another app is not
-// matched) and requires the stored lastLoginAt to be absent (a zero time is left out of the
-// document) or before the login, so an older login is skipped; an unknown user matches
-// nothing and is skipped too. The absent case is its own $exists branch of an $or because
-// a range comparison never matches a missing field, on MongoDB as on FerretDB.
+// them) of each login's user. Each write's filter carries the app (a user of another app
+// is not matched) and requires the stored lastLoginAt to be absent (a zero time is left
+// out of the document) or before the login, so an older login is skipped; an unknown user
+// matches nothing and is skipped too. The absent case is its own $exists branch of an $or
+// because a range comparison never matches a missing field, on MongoDB as on FerretDB.
 //
-// The update does not go through updateDoc and does not bump the version. The contract
-// makes these login fields best effort against a concurrent UpdateUser, and they are the
-// only ones written: an UpdateUser that read the user before this $set replaces the whole
-// document at its next version and so may put back the previous login, which the contract
-// allows. Bumping the version here instead would write a version no one claimed, breaking
-// the claim protocol (another updater could claim and write that same version), and would
-// cost a claim round trip per user in a write meant to be cheap. On FerretDB 1.x the
-// conditional $set is itself a query then a write, so two RecordLogins racing on one user
-// may also let the older login win; the next login corrects it.
+// The write does not bump the version, but it holds the claim of the user's next version
+// (see updateDoc), as an update does: FerretDB 1.x runs a $set as a read of the whole
+// document and a write of the whole document, so an unclaimed login written from a read
+// made just before an UpdateUser would put back the user as it was before that update (a
+// ban undone). Under the claim no update of the user runs, and the version is checked
+// again after claiming. The reverse stays allowed by the contract: an UpdateUser that read
+// the user before the login replaces it at its next version and may put back the previous
+// login. A batch costs the same few round trips whatever its size (recordLoginsRound); a
+// user whose claim another writer holds is tried again in the next round.
 func (s *Store) RecordLogins(ctx context.Context, logins []storage.UserLogin) error {
 	const op = "record logins"
-	// An unordered bulk write may apply its models in any order (and a FerretDB update is
-	// not atomic), so the batch keeps one login per user here: the latest, the first of
-	// equal ones, as the SQLite engine's in-order updates do.
+	// The batch keeps one login per user: the latest, the first of equal ones, as the
+	// SQLite engine's in-order updates do.
 	type key struct{ app, user string }
 	latest := make(map[key]int, len(logins))
 	for i, l := range logins {
@@ -43,12 +43,114 @@ func (s *Store) RecordLogins(ctx context.Context, logins []storage.UserLogin) er
 			latest[k] = i
 		}
 	}
-	if len(latest) == 0 {
-		return nil
-	}
-	models := make([]mongo.WriteModel, 0, len(latest))
+	pending := make([]storage.UserLogin, 0, len(latest))
 	for i, l := range logins {
-		if j, ok := latest[key{l.AppID, l.UserID}]; !ok || j != i {
+		if j, ok := latest[key{l.AppID, l.UserID}]; ok && j == i {
+			pending = append(pending, l)
+		}
+	}
+	for attempt := 0; len(pending) > 0; attempt++ {
+		if attempt > 0 {
+			if err := backoff(ctx, attempt); err != nil {
+				return wrap(op, err)
+			}
+		}
+		rest, err := s.recordLoginsRound(ctx, pending)
+		if err != nil {
+			return wrap(op, err)
+		}
+		pending = rest
+	}
+	return nil
+}
+
+// recordLoginsRound writes the logins (one per user) whose user's next version it can
+// claim, and answers the others, to be tried again: read the versions, claim each next
+// version (one unordered insert), read the versions again (a user updated between the two
+// reads is tried again), write, release the claims.
+func (s *Store) recordLoginsRound(ctx context.Context, logins []storage.UserLogin) ([]storage.UserLogin, error) {
+	type userVersion struct {
+		ID      string `bson:"_id"`
+		AppID   string `bson:"appId"`
+		Version int64  `bson:"version"`
+	}
+	versions := func(ids []string) (map[string]userVersion, error) {
+		cur, err := s.users.Find(ctx, bson.D{{Key: "_id", Value: bson.D{{Key: "$in", Value: ids}}}},
+			options.Find().SetProjection(bson.D{{Key: "_id", Value: 1}, {Key: "appId", Value: 1}, {Key: "version", Value: 1}}))
+		if err != nil {
+			return nil, err
+		}
+		var docs []userVersion
+		if err := cur.All(ctx, &docs); err != nil {
+			return nil, err
+		}
+		out := make(map[string]userVersion, len(docs))
+		for _, d := range docs {
+			out[d.ID] = d
+		}
+		return out, nil
+	}
+	ids := make([]string, len(logins))
+	for i, l := range logins {
+		ids[i] = l.UserID
+	}
+	read, err := versions(ids)
+	if err != nil {
+		return nil, err
+	}
+	holder := rand.Text() // tells this round's claims from others' (takeClaims)
+	now := storage.Now()
+	claimOf := make(map[string]string, len(logins)) // user id → claim id
+	var claims []heldClaimDoc
+	var known []storage.UserLogin
+	for _, l := range logins {
+		d, ok := read[l.UserID]
+		if !ok || d.AppID != l.AppID {
+			continue // unknown user, or one of another app: skipped
+		}
+		claimOf[l.UserID] = fmt.Sprintf("%s/%s#%d", s.users.Name(), l.UserID, d.Version+1)
+		claims = append(claims, heldClaimDoc{ID: claimOf[l.UserID], Owner: l.AppID, At: now, Holder: holder})
+		known = append(known, l)
+	}
+	if len(claims) == 0 {
+		return nil, nil
+	}
+	mine, err := s.takeClaims(ctx, claims)
+	if len(mine) > 0 {
+		defer s.releaseClaims(ctx, mine)
+	}
+	if err != nil {
+		return nil, err
+	}
+	var claimedIDs []string
+	for _, l := range known {
+		if mine[claimOf[l.UserID]] {
+			claimedIDs = append(claimedIDs, l.UserID)
+		}
+	}
+	var again map[string]userVersion
+	if len(claimedIDs) > 0 {
+		if again, err = versions(claimedIDs); err != nil {
+			return nil, err
+		}
+	}
+	var rest []storage.UserLogin
+	var models []mongo.WriteModel
+	for _, l := range known {
+		if !mine[claimOf[l.UserID]] {
+			// Another writer holds it: try again, after clearing it if it outlived its lease.
+			if err := s.clearStaleClaim(ctx, claimOf[l.UserID]); err != nil {
+				return nil, err
+			}
+			rest = append(rest, l)
+			continue
+		}
+		d, ok := again[l.UserID]
+		if !ok {
+			continue // deleted meanwhile
+		}
+		if d.Version != read[l.UserID].Version {
+			rest = append(rest, l) // updated between the reads: claim its new version
 			continue
 		}
 		at := storage.Truncate(l.At)
@@ -63,6 +165,7 @@ func (s *Store) RecordLogins(ctx context.Context, logins []storage.UserLogin) er
 			SetFilter(bson.D{
 				{Key: "_id", Value: l.UserID},
 				{Key: "appId", Value: l.AppID},
+				{Key: "version", Value: d.Version},
 				{Key: "$or", Value: bson.A{
 					bson.D{{Key: "lastLoginAt", Value: bson.D{{Key: "$exists", Value: false}}}},
 					bson.D{{Key: "lastLoginAt", Value: bson.D{{Key: "$lt", Value: at}}}},
@@ -70,8 +173,10 @@ func (s *Store) RecordLogins(ctx context.Context, logins []storage.UserLogin) er
 			}).
 			SetUpdate(bson.D{{Key: "$set", Value: set}}))
 	}
-	if _, err := s.users.BulkWrite(ctx, models, options.BulkWrite().SetOrdered(false)); err != nil {
-		return wrap(op, err)
+	if len(models) > 0 {
+		if _, err := s.users.BulkWrite(ctx, models, options.BulkWrite().SetOrdered(false)); err != nil {
+			return nil, err
+		}
 	}
-	return nil
+	return rest, nil
 }

@@ -2,6 +2,7 @@ package mongo
 
 import (
 	"context"
+	"slices"
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -75,6 +76,14 @@ func (s *Store) UpdateOwnerSession(ctx context.Context, id string, ch storage.Ow
 		_, err := s.GetOwnerSession(ctx, id)
 		return err
 	}
+	// Held while the $set runs: on FerretDB 1.x a touch writing the session as it read it
+	// could otherwise put back the AuthAt or ExpiresAt a re-authentication or a refresh
+	// had just written (see ATOMICITY.md).
+	release, err := s.lockDoc(ctx, s.ownerSessions, id, "")
+	if err != nil {
+		return wrap("update owner session", err)
+	}
+	defer release()
 	res, err := s.ownerSessions.UpdateOne(ctx, bson.D{{Key: "_id", Value: id}}, bson.D{{Key: "$set", Value: set}})
 	if err != nil {
 		return wrap("update owner session", err)
@@ -124,11 +133,28 @@ func (s *Store) DeleteOwnerSessions(ctx context.Context, accountID, keepID strin
 	return int(res.DeletedCount), nil
 }
 
-// PurgeOwnerSessions implements storage.OwnerSessionStore.
+// ownerSessionPurgeChunk bounds the sessions one step of PurgeOwnerSessions locks.
+const ownerSessionPurgeChunk = 500
+
+// PurgeOwnerSessions implements storage.OwnerSessionStore. The expired sessions are found,
+// then deleted under their locks (deleteWhereLocked) if still expired: on FerretDB 1.x a
+// delete filtered by expiresAt removes what matched at its read, so a refresh acknowledged
+// in between (the session moved on) would be lost. A session being written at that
+// instant is left for the next purge.
 func (s *Store) PurgeOwnerSessions(ctx context.Context, now time.Time) (int, error) {
-	res, err := s.ownerSessions.DeleteMany(ctx, bson.D{{Key: "expiresAt", Value: bson.D{{Key: "$lte", Value: now}}}})
+	const op = "purge owner sessions"
+	expired := bson.D{{Key: "expiresAt", Value: bson.D{{Key: "$lte", Value: now}}}}
+	ids, err := findIDs(ctx, s.ownerSessions, expired)
 	if err != nil {
-		return 0, wrap("purge owner sessions", err)
+		return 0, wrap(op, err)
 	}
-	return int(res.DeletedCount), nil
+	total := 0
+	for chunk := range slices.Chunk(ids, ownerSessionPurgeChunk) {
+		n, err := s.deleteWhereLocked(ctx, s.ownerSessions, expired, chunk)
+		total += n
+		if err != nil {
+			return total, wrap(op, err)
+		}
+	}
+	return total, nil
 }

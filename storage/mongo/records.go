@@ -152,7 +152,12 @@ func (s *Store) takeClaim(ctx context.Context, id, owner string) (release func()
 }
 
 // clearStaleClaim removes the claim id if it has outlived claimLease. The delete is
-// filtered by the claim's time, so a fresh claim made under the same id meanwhile stays.
+// filtered by the claim's time, so a fresh claim made under the same id meanwhile stays;
+// on FerretDB 1.x that filter is checked by a read before a delete by _id, so two clearers
+// of one stale claim could have the slower one delete a fresh claim taken in between.
+// Only one clearer of a stale claim goes on: the one that inserts its takeover document
+// ("<id>~<its time>", left in place, swept with the owner; one per claim an updater left
+// behind).
 func (s *Store) clearStaleClaim(ctx context.Context, id string) error {
 	var c claimDoc
 	err := s.claims.FindOne(ctx, bson.D{{Key: "_id", Value: id}}).Decode(&c)
@@ -164,6 +169,13 @@ func (s *Store) clearStaleClaim(ctx context.Context, id string) error {
 	}
 	if time.Since(c.At) < claimLease {
 		return nil
+	}
+	takeover := claimDoc{ID: fmt.Sprintf("%s~%d", id, c.At.UnixMilli()), Owner: c.Owner, At: storage.Now()}
+	if _, err := s.claims.InsertOne(ctx, takeover); err != nil {
+		if isDuplicateKey(err) {
+			return nil // another clearer has it
+		}
+		return err
 	}
 	_, err = s.claims.DeleteOne(ctx, bson.D{{Key: "_id", Value: id}, {Key: "at", Value: c.At}})
 	return err

@@ -53,6 +53,7 @@ func Run(t *testing.T, newStore func(t *testing.T) storage.Store) {
 	tests = append(tests, wsHookTests...)
 	tests = append(tests, eventTests...)
 	tests = append(tests, commerceTests...)
+	tests = append(tests, atomicityTests...)
 	tests = append(tests, subtest{"Ping", testPing})
 
 	for _, tc := range tests {
