@@ -520,11 +520,11 @@ func (s *Store) TrimDeliveries(ctx context.Context, appID, integrationID string,
 			held[we.Index] = false
 		}
 		if failed {
-			s.releaseClaims(ctx, claims, held)
+			s.releaseClaims(ctx, heldClaims(claims, held))
 			return 0, wrap(op+": claims", err)
 		}
 	}
-	defer s.releaseClaims(ctx, claims, held)
+	defer s.releaseClaims(ctx, heldClaims(claims, held))
 
 	// Under the claims: the versions now stored, by _id.
 	var heldIDs bson.A
@@ -568,21 +568,15 @@ func (s *Store) TrimDeliveries(ctx context.Context, appID, integrationID string,
 	return int(res.DeletedCount), nil
 }
 
-// releaseClaims deletes the claims marked held, by exact _id, in one unordered BulkWrite, even when ctx was cancelled: a
-// claim left behind blocks its version for claimLease.
-func (s *Store) releaseClaims(ctx context.Context, claims []any, held []bool) {
-	var models []mongo.WriteModel
+// heldClaims answers the ids of the claims marked held, for releaseClaims.
+func heldClaims(claims []any, held []bool) map[string]bool {
+	ids := make(map[string]bool, len(claims))
 	for i, c := range claims {
 		if held[i] {
-			models = append(models, mongo.NewDeleteOneModel().SetFilter(bson.D{{Key: "_id", Value: c.(claimDoc).ID}}))
+			ids[c.(claimDoc).ID] = true
 		}
 	}
-	if len(models) == 0 {
-		return
-	}
-	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
-	defer cancel()
-	_, _ = s.claims.BulkWrite(rctx, models, options.BulkWrite().SetOrdered(false))
+	return ids
 }
 
 // TrimDeliveryAttempts removes up to n of the integration's attempts beyond its newest

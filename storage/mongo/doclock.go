@@ -102,18 +102,20 @@ func (s *Store) takeClaims(ctx context.Context, claims []heldClaimDoc) (map[stri
 	return mine, nil
 }
 
-// releaseClaims removes the claims ids, even if ctx was cancelled meanwhile.
+// releaseClaims removes the claims ids, even if ctx was cancelled meanwhile (a claim left
+// behind blocks its record for claimLease): one unordered BulkWrite of DeleteOne by exact
+// _id (on FerretDB a DeleteMany by _id $in is a pass over the collection in Go).
 func (s *Store) releaseClaims(ctx context.Context, ids map[string]bool) {
 	if len(ids) == 0 {
 		return
 	}
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
 	defer cancel()
-	in := make([]string, 0, len(ids))
+	models := make([]mongo.WriteModel, 0, len(ids))
 	for id := range ids {
-		in = append(in, id)
+		models = append(models, mongo.NewDeleteOneModel().SetFilter(bson.D{{Key: "_id", Value: id}}))
 	}
-	_, _ = s.claims.DeleteMany(rctx, bson.D{{Key: "_id", Value: bson.D{{Key: "$in", Value: in}}}})
+	_, _ = s.claims.BulkWrite(rctx, models, options.BulkWrite().SetOrdered(false))
 }
 
 // versionedID is the identity of a stored record as a claim needs it.
