@@ -2,7 +2,6 @@ package client
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"time"
 
@@ -197,7 +196,7 @@ func (s *Service) socketSessions(ctx context.Context, socks []SocketCheck, errs 
 			out[i], errs[i] = s.sessions.get(ctx, sk.Token)
 			continue
 		}
-		if err := json.Unmarshal(raw, &out[i]); err != nil {
+		if err := decodeSession(raw, &out[i]); err != nil {
 			errs[i] = fmt.Errorf("decode session: %w", err)
 			continue
 		}
