@@ -40,15 +40,15 @@ func (s *Service) CheckSocket(ctx context.Context, c Caller, token string) (Sock
 		return SocketUser{}, err
 	}
 	// The user's standing alone (banned, enabled, expiry), not the whole record: read at
-	// every upgrade, it is the costliest read of an admission.
-	users, err := s.d.Store.GetUserStandings(ctx, sess.AppID, []string{sess.UserID})
+	// every upgrade, it is the costliest read of an admission, and concurrent ones of
+	// an app are gathered (standings.go).
+	u, ok, err := s.standings.read(ctx, s.d.Store, sess.AppID, sess.UserID)
 	if err != nil {
 		return SocketUser{}, fmt.Errorf("read socket user: %w", err)
 	}
-	if len(users) == 0 {
+	if !ok {
 		return SocketUser{}, errUserGone
 	}
-	u := users[0]
 	if err := checkStanding(u, s.now()); err != nil {
 		return SocketUser{}, err
 	}
