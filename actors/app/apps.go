@@ -79,6 +79,8 @@ type Apps[S any] struct {
 	propsOpts      []actor.PropsOption
 	dispatch       *workers
 	stopDeadLetter func()
+	// stopDeadAdmits ends the answering of admissions that reached no actor.
+	stopDeadAdmits func()
 }
 
 // appKind is the kind label of AppActors in the metrics.
@@ -105,7 +107,30 @@ func NewApps[S any](load Loader[S], cfg AppsConfig) *Apps[S] {
 	a.dispatch = newWorkers(0, cfg.Log, func(any) { cfg.Metrics.WorkPanicked(appKind) })
 	a.propsOpts = append(cfg.Metrics.Props(appKind), actor.WithDispatcher(a.dispatch))
 	a.stopDeadLetter = cfg.Metrics.WatchDeadLetters(system)
+	a.stopDeadAdmits = answerDeadAdmits(system)
 	return a
+}
+
+// answerDeadAdmits answers, as dead, an admission that reached no actor (protoactor hands
+// it to its dead letters: the actor stopped between the lookup and the send), so that its
+// caller asks again at once, as a future's ErrDeadLetter made it do. It runs on the
+// sender's goroutine, within its send.
+func answerDeadAdmits(system *actor.ActorSystem) func() {
+	sub := system.EventStream.SubscribeWithPredicate(func(evt any) {
+		m := evt.(*actor.DeadLetterEvent).Message.(admitReq)
+		select {
+		case m.reply <- admitReply{dead: true}:
+		default: // answered already (never: a request is delivered or dead, once)
+		}
+	}, func(evt any) bool {
+		d, ok := evt.(*actor.DeadLetterEvent)
+		if !ok {
+			return false
+		}
+		_, ok = d.Message.(admitReq)
+		return ok
+	})
+	return func() { system.EventStream.Unsubscribe(sub) }
 }
 
 // ErrUnavailable wraps the errors of a request an actor could not answer (the directory
@@ -214,6 +239,7 @@ func (a *Apps[S]) Close() {
 	}
 	a.work.Wait()
 	a.stopDeadLetter()
+	a.stopDeadAdmits()
 	a.system.Shutdown()
 	a.dispatch.stop()
 }
@@ -222,6 +248,22 @@ func (a *Apps[S]) Close() {
 func (a *Apps[S]) panicked(what, appID string, p any) {
 	a.cfg.Metrics.WorkPanicked(appKind)
 	a.cfg.Log.Error("actors: panic in "+what, "app", appID, "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
+}
+
+// post sends msg to appID's actor, spawning it if needed, under mu as send does; msg
+// carries its own way to be answered.
+func (a *Apps[S]) post(appID string, msg any) (*actor.PID, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.closed {
+		return nil, ErrClosed
+	}
+	pid := a.pids[appID]
+	if pid == nil {
+		pid = a.spawn(appID)
+	}
+	a.system.Root.Send(pid, msg)
+	return pid, nil
 }
 
 // send sends msg to appID's actor, spawning it if needed, as a request answered through
@@ -433,7 +475,7 @@ func (s *appActor[S]) Receive(ctx actor.Context) {
 			ctx.Send(j.sender, joinReply{err: ErrClosed})
 		}
 		for _, a := range s.reg.pendingAdmits {
-			ctx.Send(a.sender, admitReply{err: ErrClosed})
+			a.answer(ErrClosed)
 		}
 		s.reg.pendingJoins, s.reg.pendingAdmits = nil, nil
 		s.answerPlans(ctx, ErrClosed)

@@ -92,13 +92,10 @@ type (
 		sub *subscription
 		err error
 	}
-	// pendingJoin and pendingAdmit are registrations waiting for the subscription.
+	// pendingJoin is a registration waiting for the subscription (an admission waits as
+	// its admitReq).
 	pendingJoin struct {
 		m      join
-		sender *actor.PID
-	}
-	pendingAdmit struct {
-		m      admitReq
 		sender *actor.PID
 	}
 )
@@ -158,7 +155,7 @@ func (s *appActor[S]) receiveBus(ctx actor.Context) bool {
 				ctx.Send(j.sender, joinReply{err: m.err})
 			}
 			for _, a := range admits {
-				ctx.Send(a.sender, admitReply{err: m.err})
+				a.answer(m.err)
 			}
 			return true
 		}
@@ -169,7 +166,7 @@ func (s *appActor[S]) receiveBus(ctx actor.Context) bool {
 			ctx.Send(j.sender, joinReply{})
 		}
 		for _, a := range admits {
-			s.runAdmission(ctx, a.m, a.sender)
+			s.runAdmission(ctx, a)
 		}
 		s.maybeUnsubscribe() // every registration that waited may have gone meanwhile
 	default:

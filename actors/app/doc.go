@@ -29,7 +29,8 @@
 // The AppActor also holds the registry of its application's sockets on this node
 // (sockets.go), each a Member: a client socket's admission runs through it (Admit: the
 // socket, an Admittee, travels in the message as data; its Admit, the admission's I/O,
-// runs off the actor, and the socket is registered in the same step as the answer), a
+// runs off the actor, and the socket is registered in the same step as the answer, given
+// on the request's reply channel rather than through a protoactor future), a
 // socket joins and leaves with a message to it (Join, Leave), it owns the app's
 // subscription to the cluster bus (bus.go, SetBus: made before its first socket
 // registers, a registration waiting for it; ended with its last socket; one subscription

@@ -62,7 +62,7 @@ type registry struct {
 	sub           *subscription
 	subscribing   bool
 	pendingJoins  []pendingJoin
-	pendingAdmits []pendingAdmit
+	pendingAdmits []admitReq
 	admitting     int
 	// renewing is true while a renewal of the leases is under way; renewWaiters wait for
 	// the next one (leases.go).
@@ -92,21 +92,29 @@ type (
 		id     string
 		socket Member
 	}
+	// admitReq is answered on reply (made with room for one answer, so the actor never
+	// waits on it): every socket's upgrade makes one, and a channel is far cheaper than
+	// a protoactor future (a process registered and removed, a timer, an envelope).
 	admitReq struct {
 		ctx    context.Context
 		id     string
 		socket Admittee
+		reply  chan<- admitReply
 	}
 	admitted struct {
-		req    admitReq
-		err    error
-		waiter *actor.PID
+		req admitReq
+		err error
 	}
-	admitReply struct{ err error }
-	leave      struct{ id string }
-	left       struct{ held bool }
-	members    struct{}
-	tickNow    struct{ i int }
+	// admitReply answers an admitReq; dead is set when the request reached no actor (it
+	// had stopped: deadLetters), and the caller asks again.
+	admitReply struct {
+		err  error
+		dead bool
+	}
+	leave   struct{ id string }
+	left    struct{ held bool }
+	members struct{}
+	tickNow struct{ i int }
 	// toSocket is the end of a job of socket id (SocketContext.Pipe): what its Work
 	// answered, or why it panicked.
 	toSocket struct {
@@ -180,13 +188,39 @@ type Admittee interface {
 // error (the caller's ctx ended too) the caller calls Leave, which undoes a registration
 // that raced with the end of ctx.
 func (a *Apps[S]) Admit(ctx context.Context, appID, id string, socket Admittee) error {
-	res, err := a.ask(ctx, appID, admitReq{ctx: ctx, id: id, socket: socket})
-	if err != nil {
-		return err
+	reply := make(chan admitReply, 1)
+	for try := 0; try < 3; try++ {
+		timeout := askTimeout
+		if d, ok := ctx.Deadline(); ok {
+			timeout = min(timeout, time.Until(d))
+		}
+		if timeout <= 0 {
+			return context.DeadlineExceeded
+		}
+		pid, err := a.post(appID, admitReq{ctx: ctx, id: id, socket: socket, reply: reply})
+		if err != nil {
+			return err
+		}
+		t := time.NewTimer(timeout)
+		select {
+		case r := <-reply:
+			t.Stop()
+			if r.dead {
+				// The actor passivated between the lookup and the request.
+				a.forget(appID, pid)
+				continue
+			}
+			return r.err
+		case <-t.C:
+			return fmt.Errorf("app actor %s: %w: %w", appID, ErrUnavailable, actor.ErrTimeout)
+		}
 	}
-	r, _ := res.(admitReply)
-	return r.err
+	return fmt.Errorf("app actor %s: stopped repeatedly: %w", appID, ErrUnavailable)
 }
+
+// answer answers an admission; it never waits (the reply channel has room for the one
+// answer a request gets).
+func (m admitReq) answer(err error) { m.reply <- admitReply{err: err} }
 
 // Leave unregisters a socket; it answers whether the actor held it.
 func (a *Apps[S]) Leave(appID, id string) bool {
@@ -264,10 +298,10 @@ func (s *appActor[S]) receiveSockets(ctx actor.Context) bool {
 		ctx.Respond(joinReply{})
 	case admitReq:
 		if s.needsSubscription(ctx) {
-			r.pendingAdmits = append(r.pendingAdmits, pendingAdmit{m: m, sender: ctx.Sender()})
+			r.pendingAdmits = append(r.pendingAdmits, m)
 			return true
 		}
-		s.runAdmission(ctx, m, ctx.Sender())
+		s.runAdmission(ctx, m)
 	case admitted:
 		r.admitting--
 		err := m.err
@@ -280,7 +314,7 @@ func (s *appActor[S]) receiveSockets(ctx actor.Context) bool {
 			// The admission may have put a lease in place that no registered socket holds.
 			s.releaseLeases([]string{m.req.id})
 		}
-		ctx.Send(m.waiter, admitReply{err: err})
+		m.req.answer(err)
 		s.maybeUnsubscribe()
 	case leave:
 		socket, held := r.sockets[m.id]
@@ -390,12 +424,12 @@ func (s *appActor[S]) stopTimers() {
 
 // runAdmission runs an admission off the actor, under the caller's ctx; its answer comes
 // back as admitted (to this actor, or to the incarnation that replaced it after a restart).
-func (s *appActor[S]) runAdmission(ctx actor.Context, m admitReq, waiter *actor.PID) {
+func (s *appActor[S]) runAdmission(ctx actor.Context, m admitReq) {
 	s.reg.admitting++
 	actorkit.Pipe(s.dir.work, ctx.ActorSystem().Root, ctx.Self(), "an admission", []any{"app", s.appID}, 0,
-		func(context.Context) admitted { return admitted{req: m, err: m.socket.Admit(m.ctx), waiter: waiter} },
+		func(context.Context) admitted { return admitted{req: m, err: m.socket.Admit(m.ctx)} },
 		func(any) admitted {
-			return admitted{req: m, err: errors.New("actors: the admission failed"), waiter: waiter}
+			return admitted{req: m, err: errors.New("actors: the admission failed")}
 		})
 }
 

@@ -144,6 +144,45 @@ func TestAdmissionRunsOutsideTheActor(t *testing.T) {
 	}
 }
 
+// TestAdmissionToAStoppedActorAsksAgain: an admission sent to an actor that stopped
+// after the directory looked it up reaches no one (protoactor's dead letters); it is
+// answered as dead at once and made again with a new actor, not left to time out.
+func TestAdmissionToAStoppedActorAsksAgain(t *testing.T) {
+	f := &fakeApps{version: map[string]int{"a": 1}}
+	dir := NewApps(f.load, AppsConfig{})
+	defer dir.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if _, err := dir.Snapshot(ctx, "a"); err != nil {
+		t.Fatal(err)
+	}
+	dir.mu.Lock()
+	stale := dir.pids["a"]
+	dir.mu.Unlock()
+	// Stopped, and listed again as if the lookup had raced with its stop.
+	if err := dir.system.Root.StopFuture(stale).Wait(); err != nil {
+		t.Fatal(err)
+	}
+	dir.mu.Lock()
+	dir.pids["a"] = stale
+	dir.mu.Unlock()
+	if err := dir.Admit(ctx, "a", "s", admittee{"s", func(context.Context) error { return nil }}); err != nil {
+		t.Fatalf("admission after the actor stopped: %v", err)
+	}
+	if ctx.Err() != nil {
+		t.Fatal("the admission waited for its timeout")
+	}
+	dir.mu.Lock()
+	fresh := dir.pids["a"]
+	dir.mu.Unlock()
+	if fresh == nil || fresh.Equal(stale) {
+		t.Fatalf("the admission went to %v, not to a new actor (the stopped one was %v)", fresh, stale)
+	}
+	if got := socketIDs(t, dir, "a"); len(got) != 1 || got[0] != "s" {
+		t.Fatalf("sockets after the admission: %v", got)
+	}
+}
+
 // admittee is a test socket, named, whose admission is the given function.
 type admittee struct {
 	name  string

@@ -9,7 +9,10 @@
 // session from the cluster engine: a session is a value with an idle ttl (cluster.Values),
 // listed in expiring sets per app and per user (cluster.ExpiringSets) for counting and
 // killing, and its open nonces are an expiring set of their own, bounded per session. A
-// heartbeat therefore costs cluster-engine operations only, never a storage write.
+// heartbeat therefore costs cluster-engine operations only, never a storage write. A
+// stored session is decoded by hand (session_decode.go; any other shape by
+// encoding/json). A socket's upgrade reads its user's standing, and the concurrent
+// upgrades of an app share that read (standings.go).
 //
 // Durability. Sessions have durable copies in storage (archive.go), read only for a token
 // the cluster engine does not know. init and the logins answer only once their session's

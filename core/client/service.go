@@ -62,7 +62,9 @@ type Service struct {
 	commit   *groupCommit
 	// secretApps remembers the app each secret opened (openApp).
 	secretApps secretApps
-	endHooks   []func(ctx context.Context, appID, userID, token string)
+	// standings gathers the sockets' concurrent user reads (standings.go).
+	standings standingReads
+	endHooks  []func(ctx context.Context, appID, userID, token string)
 }
 
 // writeEvery is how often changes nobody waits for (sessions' new expiries) are written.

@@ -132,7 +132,7 @@ func (m sessions) get(ctx context.Context, token string) (Session, error) {
 		return m.restore(ctx, token)
 	}
 	var s Session
-	if err := json.Unmarshal(b, &s); err != nil {
+	if err := decodeSession(b, &s); err != nil {
 		return Session{}, fmt.Errorf("decode session: %w", err)
 	}
 	s.Token = token

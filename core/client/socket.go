@@ -2,7 +2,6 @@ package client
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"time"
 
@@ -41,15 +40,15 @@ func (s *Service) CheckSocket(ctx context.Context, c Caller, token string) (Sock
 		return SocketUser{}, err
 	}
 	// The user's standing alone (banned, enabled, expiry), not the whole record: read at
-	// every upgrade, it is the costliest read of an admission.
-	users, err := s.d.Store.GetUserStandings(ctx, sess.AppID, []string{sess.UserID})
+	// every upgrade, it is the costliest read of an admission, and concurrent ones of
+	// an app are gathered (standings.go).
+	u, ok, err := s.standings.read(ctx, s.d.Store, sess.AppID, sess.UserID)
 	if err != nil {
 		return SocketUser{}, fmt.Errorf("read socket user: %w", err)
 	}
-	if len(users) == 0 {
+	if !ok {
 		return SocketUser{}, errUserGone
 	}
-	u := users[0]
 	if err := checkStanding(u, s.now()); err != nil {
 		return SocketUser{}, err
 	}
@@ -197,7 +196,7 @@ func (s *Service) socketSessions(ctx context.Context, socks []SocketCheck, errs 
 			out[i], errs[i] = s.sessions.get(ctx, sk.Token)
 			continue
 		}
-		if err := json.Unmarshal(raw, &out[i]); err != nil {
+		if err := decodeSession(raw, &out[i]); err != nil {
 			errs[i] = fmt.Errorf("decode session: %w", err)
 			continue
 		}
