@@ -91,10 +91,15 @@ func newCluster(t *testing.T, n int, redisURL string, extra ...string) *cluster 
 
 // ownFerretDB starts a FerretDB of the test's own (testenv.StartFerretDB: in memory, with a
 // rarer garbage collection), so that a test that loads the database does not share it.
+// Its nodes reach it with the test settings of the shared one (testenv.RelaxMongoURI):
+// with the production connect timeout (250 ms, which also bounds the driver's monitor
+// checks) a FerretDB busy with the test's own load on a loaded machine missed two checks
+// in a row, so each node called it down, failed its requests in flight with 503 and made
+// its pool of 128 connections again, which loaded FerretDB further.
 func ownFerretDB(t *testing.T) string {
 	t.Helper()
 	uri, _ := testenv.StartFerretDB(t)
-	return uri
+	return testenv.RelaxMongoURI(t, uri)
 }
 
 // newClusterOn is newCluster over the MongoDB-wire server at mongoURI.
@@ -256,6 +261,12 @@ type req struct {
 // answered as status 0 with the error in body["transport"].
 func send(t *testing.T, nd *node, method, path string, r req, body any) reply {
 	t.Helper()
+	return sendVia(httpClient, t, nd, method, path, r, body)
+}
+
+// sendVia is send on the given client (one with another timeout).
+func sendVia(client *http.Client, t *testing.T, nd *node, method, path string, r req, body any) reply {
+	t.Helper()
 	raw, _ := json.Marshal(body)
 	hr, _ := http.NewRequest(method, nd.url+path, bytes.NewReader(raw)) // valid by construction
 	hr.Header.Set("Content-Type", "application/json")
@@ -269,7 +280,7 @@ func send(t *testing.T, nd *node, method, path string, r req, body any) reply {
 		hr.Header.Set("X-Nonce", r.nonce)
 	}
 	what := fmt.Sprintf("%s %s on %s", method, path, nd.name)
-	resp, err := httpClient.Do(hr)
+	resp, err := client.Do(hr)
 	if err != nil {
 		return reply{t: t, what: what, body: map[string]any{"transport": err.Error()}}
 	}
