@@ -2,7 +2,6 @@ package clusterproof_test
 
 import (
 	"fmt"
-	"net/http"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -35,42 +34,14 @@ func (c *cluster) crowd(appID, secret, prefix string, n int) []program {
 	})
 }
 
-// importedCrowd has n programs sign in, each from its own address, on a few workers, as
-// users made beforehand by the dashboard's users/import (importUsers): each program runs
-// init, nonce and login. It is the crowd of TestAppSocketLimitAcrossThreeNodes, far
-// cheaper for FerretDB than n registrations spread over the nodes:
-//   - an import request creates its users one after another, where each of n racing
-//     registrations also counted the app's users and looked its name up (a whole-collection
-//     scan on FerretDB) while the others wrote;
-//   - every program signs in on node A: a node appends the events of its concurrent calls
-//     in one round at a time, while nodes appending at once race for the event log's next
-//     positions, and each lost race reads the log's head by a whole-collection scan and
-//     sort on FerretDB (see storage/mongo AppendEvents), which grew with every sign-in.
-//
-// Sessions are the cluster's: the test then opens the sockets on A and B. Everything,
-// retries included, ends within the given time.
-func (c *cluster) importedCrowd(appID, secret, prefix string, n, workers int, within time.Duration) []program {
-	c.t.Helper()
-	deadline := time.Now().Add(within)
-	names := make([]string, n)
-	for i := range names {
-		names[i] = fmt.Sprintf("%s-%d", prefix, i)
-	}
-	began := time.Now()
-	c.importUsers(appID, names, deadline)
-	c.t.Logf("%d users imported: %.1f s", n, time.Since(began).Seconds())
-	return c.crowdWith(prefix, n, workers, time.Until(deadline), func(_ *node, name string, p program) (program, error) {
-		return logIn(c.t, c.nodes[0], secret, name, p)
-	})
-}
-
 // crowdWith has n programs named prefix-i run step (given node i%nodes), from address
 // clientIP(i), on the given number of workers. A program whose storage was too busy to
 // answer (503 UNAVAILABLE, "retry shortly", or no answer in time) tries again as an SDK
 // would, for up to three minutes and while the crowd's time (within) lasts (a FerretDB
 // starved on a loaded machine may not answer for many seconds, again and again): init at
 // most 5 times per address (SPEC 8 allows 5 in 5 minutes), and not again once a try got
-// a session.
+// a session; a registration that was made before its answer failed shows as CONFLICT on
+// the next try, and the program then logs in instead (enrol).
 func (c *cluster) crowdWith(prefix string, n, workers int, within time.Duration, step func(nd *node, name string, p program) (program, error)) []program {
 	t := c.t
 	t.Helper()
@@ -109,76 +80,9 @@ func (c *cluster) crowdWith(prefix string, n, workers int, within time.Duration,
 		}
 	})
 	if len(errs) > 0 {
-		t.Fatalf("%d of %d programs could not sign in; first: %s", len(errs), n, errs[0])
+		t.Fatalf("%d of %d programs could not register; first: %s", len(errs), n, errs[0])
 	}
 	return progs
-}
-
-// crowdPassword is the password of a crowd's user name.
-func crowdPassword(name string) string { return "pw-" + name + "-1" }
-
-// importChunk is the users one import request makes (the route takes up to 200), and
-// importClient the client that sends it: on a loaded machine a chunk can take far longer
-// than one client call's 15 s, and a chunk sent again while the first is still at work
-// only adds to the load.
-const importChunk = 100
-
-var importClient = &http.Client{Timeout: 2 * time.Minute}
-
-// importUsers makes the app's users names (password crowdPassword) by users/import, a
-// chunk a request. A chunk refused as busy (503, or no answer in time) is sent again until
-// deadline; a row answered CONFLICT then is a user an earlier try made before its answer
-// was lost. Any other refusal of a row fails the test.
-func (c *cluster) importUsers(appID string, names []string, deadline time.Time) {
-	t := c.t
-	t.Helper()
-	for from := 0; from < len(names); from += importChunk {
-		chunk := names[from:min(from+importChunk, len(names))]
-		rows := make([]map[string]string, len(chunk))
-		for i, name := range chunk {
-			rows[i] = map[string]string{"username": name, "password": crowdPassword(name)}
-		}
-		for try := 1; ; try++ {
-			nd := c.nodes[0] // with the sign-ins: see importedCrowd
-			d, err := sendVia(importClient, t, nd, "POST", "/api/apps/"+appID+"/users/import", req{ip: "192.0.2.1", token: c.token},
-				map[string]any{"users": rows}).tryData(200)
-			if err == nil {
-				results, _ := d["results"].([]any)
-				if len(results) != len(chunk) {
-					t.Fatalf("import of %d users answered %d rows: %v", len(chunk), len(results), d)
-				}
-				for i, r := range results {
-					row, _ := r.(map[string]any)
-					e, _ := row["error"].(map[string]any)
-					if row["ok"] != true && !(try > 1 && e["code"] == "CONFLICT") {
-						t.Fatalf("import of user %s (try %d): %v", chunk[i], try, row)
-					}
-				}
-				break
-			}
-			if !busy(err) || time.Now().After(deadline) {
-				t.Fatalf("import of users %s..%s (try %d): %v", chunk[0], chunk[len(chunk)-1], try, err)
-			}
-			time.Sleep(time.Duration(min(2*try, 10)) * time.Second)
-		}
-	}
-}
-
-// logIn has program p sign in as user name on nd (init unless an earlier try got a
-// session, nonce, login).
-func logIn(t *testing.T, nd *node, secret, name string, p program) (program, error) {
-	p, err := initOnce(t, nd, secret, name, p)
-	if err != nil {
-		return p, err
-	}
-	d, err := p.nonce(t, nd).tryData(200)
-	if err != nil {
-		return p, err
-	}
-	nonce, _ := d["nonce"].(string)
-	_, err = send(t, nd, "POST", "/api/client/login", req{ip: p.ip, nonce: nonce},
-		map[string]string{"sessionToken": p.session, "username": name, "password": crowdPassword(name)}).tryData(200)
-	return p, err
 }
 
 // enrol has program p register user name on nd (init unless an earlier try got a session,
@@ -186,11 +90,14 @@ func logIn(t *testing.T, nd *node, secret, name string, p program) (program, err
 // could not answer).
 func enrol(t *testing.T, nd *node, secret, name string, p program) (program, error) {
 	ip := p.ip
-	p, err := initOnce(t, nd, secret, name, p)
-	if err != nil {
-		return p, err
+	if p.session == "" {
+		d, err := send(t, nd, "POST", "/api/client/init", req{ip: ip}, map[string]string{"secret": secret, "version": "1.0.0", "hwid": "hw-" + name}).tryData(200)
+		if err != nil {
+			return p, err
+		}
+		p.session, _ = d["sessionToken"].(string)
 	}
-	password := crowdPassword(name)
+	password := "pw-" + name + "-1"
 	path := "/api/client/register"
 	for {
 		d, err := p.nonce(t, nd).tryData(200)
@@ -206,20 +113,6 @@ func enrol(t *testing.T, nd *node, secret, name string, p program) (program, err
 		_, err = r.tryData(200)
 		return p, err
 	}
-}
-
-// initOnce runs program p's init on nd (as device hw-name) unless an earlier try got a
-// session.
-func initOnce(t *testing.T, nd *node, secret, name string, p program) (program, error) {
-	if p.session != "" {
-		return p, nil
-	}
-	d, err := send(t, nd, "POST", "/api/client/init", req{ip: p.ip}, map[string]string{"secret": secret, "version": "1.0.0", "hwid": "hw-" + name}).tryData(200)
-	if err != nil {
-		return p, err
-	}
-	p.session, _ = d["sessionToken"].(string)
-	return p, nil
 }
 
 // busy answers whether err is a node's "try again" (503, or no answer in time) rather
@@ -278,21 +171,32 @@ func socketRetrying(t *testing.T, nd *node, p program, until time.Time) (*sock, 
 // the app's 500; the 501st, on node C, is refused; once one socket on A closes, C admits it.
 //
 // It is the heaviest test here (501 users on FerretDB, whose SQLite backend scans the whole
-// users collection for each lookup by name and each socket's check): it runs on a FerretDB
-// of its own, in memory and with a rarer garbage collection (ownFerretDB); its users are
-// made by a few users/import requests and each program then logs in (importedCrowd), on 8
-// workers, and connects on 6, enough to keep FerretDB busy without its queue outgrowing
-// the nodes' storage timeouts; a program or socket that still meets a busy node tries
-// again, as an SDK does. Each phase has a bound of its own (crowdWithin, socketsWithin), so
-// that a machine too loaded for it fails the test with what it saw, well within the
-// package's timeout.
+// users collection for each registration and each socket's check): it runs on a FerretDB of
+// its own, in memory and with a rarer garbage collection (ownFerretDB), and registers on 8
+// workers and connects on 6, enough to keep FerretDB busy without its queue outgrowing the
+// nodes' storage timeouts; a program or socket that still meets a busy node tries again, as
+// an SDK does.
+//
+// Every program registers on node A (sessions are the cluster's; the sockets then open on
+// A and B): a node appends the events of its concurrent calls in one round at a time, while
+// nodes appending at once race for the event log's next positions, and each lost race reads
+// the log's head by a whole-collection scan and sort on FerretDB (storage/mongo
+// AppendEvents), which grows with every registration. Each phase has a bound of its own
+// (crowdWithin, socketsWithin), so that a machine too loaded for it fails the test with
+// what it saw, well within the package's timeout.
+//
+// Made by users/import and a login each, the crowd was no cheaper: the import counts the
+// app's users for each row, and each login then looks its user up and records the login,
+// every one a scan of the whole collection, already 501 users long.
 func TestAppSocketLimitAcrossThreeNodes(t *testing.T) {
 	const crowdWithin, socketsWithin = 7 * time.Minute, 6 * time.Minute
 	c := newClusterOn(t, ownFerretDB(t), 3, testenv.RedisURL(t))
 	appID, secret := c.newApp("Crowd")
 	began := time.Now()
-	progs := c.importedCrowd(appID, secret, "u", 501, 8, crowdWithin)
-	t.Logf("501 users made and signed in: %.1f s", time.Since(began).Seconds())
+	progs := c.crowdWith("u", 501, 8, crowdWithin, func(_ *node, name string, p program) (program, error) {
+		return enrol(t, c.nodes[0], secret, name, p)
+	})
+	t.Logf("501 users registered and signed in: %.1f s", time.Since(began).Seconds())
 	began = time.Now()
 	a, b, cc := c.nodes[0], c.nodes[1], c.nodes[2]
 
