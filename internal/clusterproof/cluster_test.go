@@ -27,21 +27,25 @@ func (c *cluster) sessions(nd *node, appID string) []any {
 
 // crowd has n programs register a user each through the client API (init, nonce,
 // register: the user is made and signed in), each from its own address, spread over the
-// nodes, on a few workers.
+// nodes, on a few workers (see crowdWith for a busy node).
 func (c *cluster) crowd(appID, secret, prefix string, n int) []program {
-	return c.crowdOn(appID, secret, prefix, n, 6)
+	return c.crowdWith(prefix, n, 6, 3*time.Minute, func(nd *node, name string, p program) (program, error) {
+		return enrol(c.t, nd, secret, name, p)
+	})
 }
 
-// crowdOn is crowd on the given number of workers. A program whose storage was too busy
-// to answer (503 UNAVAILABLE, "retry shortly", or no answer in time) tries again as an SDK
-// would, for up to three minutes (a FerretDB starved on a loaded machine may not answer
-// for many seconds, again and again): init at most 5 times per address (SPEC 8 allows 5 in
-// 5 minutes), and not again once a try got a session; a registration that was made before
-// its answer failed shows as CONFLICT on the next try, and the program then logs in
-// instead.
-func (c *cluster) crowdOn(appID, secret, prefix string, n, workers int) []program {
+// crowdWith has n programs named prefix-i run step (given node i%nodes), from address
+// clientIP(i), on the given number of workers. A program whose storage was too busy to
+// answer (503 UNAVAILABLE, "retry shortly", or no answer in time) tries again as an SDK
+// would, for up to three minutes and while the crowd's time (within) lasts (a FerretDB
+// starved on a loaded machine may not answer for many seconds, again and again): init at
+// most 5 times per address (SPEC 8 allows 5 in 5 minutes), and not again once a try got
+// a session; a registration that was made before its answer failed shows as CONFLICT on
+// the next try, and the program then logs in instead (enrol).
+func (c *cluster) crowdWith(prefix string, n, workers int, within time.Duration, step func(nd *node, name string, p program) (program, error)) []program {
 	t := c.t
 	t.Helper()
+	crowdEnd := time.Now().Add(within)
 	progs := make([]program, n)
 	var mu sync.Mutex
 	var errs []string
@@ -51,11 +55,18 @@ func (c *cluster) crowdOn(appID, secret, prefix string, n, workers int) []progra
 		p := program{ip: clientIP(i)}
 		var err error
 		deadline := time.Now().Add(3 * time.Minute)
-		for try, inits := 1, 0; ; try++ {
+		if deadline.After(crowdEnd) {
+			deadline = crowdEnd
+		}
+		late := time.Now().After(crowdEnd)
+		if late {
+			err = fmt.Errorf("program %s not started: the crowd's %v are over", name, within)
+		}
+		for try, inits := 1, 0; !late; try++ {
 			if p.session == "" {
 				inits++
 			}
-			p, err = enrol(t, nd, secret, name, p)
+			p, err = step(nd, name, p)
 			if err == nil || !busy(err) || time.Now().After(deadline) || (p.session == "" && inits == 5) {
 				break
 			}
@@ -127,12 +138,16 @@ func mustSocket(t *testing.T, nd *node, p program) *sock {
 // socketRetrying opens p's socket on nd as an SDK would: a node that cannot reach its
 // storage in time refuses with "try again" (the shared test machine, or FerretDB under 500
 // sockets' revalidations, can be that slow: its single SQLite writer serves all nodes),
-// and the program tries again, for up to three minutes; a refusal for the app's limit (PLAN_LIMIT) is final. It answers the admitted
-// socket and the number of tries, or the last refusal.
-func socketRetrying(t *testing.T, nd *node, p program) (*sock, int, error) {
+// and the program tries again, for up to three minutes and not past until; a refusal for
+// the app's limit (PLAN_LIMIT) is final. It answers the admitted socket and the number of
+// tries, or the last refusal.
+func socketRetrying(t *testing.T, nd *node, p program, until time.Time) (*sock, int, error) {
 	t.Helper()
 	var err error
 	deadline := time.Now().Add(3 * time.Minute)
+	if deadline.After(until) {
+		deadline = until
+	}
 	try := 1
 	for ; ; try++ {
 		var s *sock
@@ -161,11 +176,26 @@ func socketRetrying(t *testing.T, nd *node, p program) (*sock, int, error) {
 // workers and connects on 6, enough to keep FerretDB busy without its queue outgrowing the
 // nodes' storage timeouts; a program or socket that still meets a busy node tries again, as
 // an SDK does.
+//
+// Every program registers on node A (sessions are the cluster's; the sockets then open on
+// A and B): a node appends the events of its concurrent calls in one round at a time, while
+// nodes appending at once race for the event log's next positions, and each lost race reads
+// the log's head by a whole-collection scan and sort on FerretDB (storage/mongo
+// AppendEvents), which grows with every registration. Each phase has a bound of its own
+// (crowdWithin, socketsWithin), so that a machine too loaded for it fails the test with
+// what it saw, well within the package's timeout.
+//
+// Made by users/import and a login each, the crowd was no cheaper: the import counts the
+// app's users for each row, and each login then looks its user up and records the login,
+// every one a scan of the whole collection, already 501 users long.
 func TestAppSocketLimitAcrossThreeNodes(t *testing.T) {
+	const crowdWithin, socketsWithin = 7 * time.Minute, 6 * time.Minute
 	c := newClusterOn(t, ownFerretDB(t), 3, testenv.RedisURL(t))
 	appID, secret := c.newApp("Crowd")
 	began := time.Now()
-	progs := c.crowdOn(appID, secret, "u", 501, 8)
+	progs := c.crowdWith("u", 501, 8, crowdWithin, func(_ *node, name string, p program) (program, error) {
+		return enrol(t, c.nodes[0], secret, name, p)
+	})
 	t.Logf("501 users registered and signed in: %.1f s", time.Since(began).Seconds())
 	began = time.Now()
 	a, b, cc := c.nodes[0], c.nodes[1], c.nodes[2]
@@ -174,12 +204,13 @@ func TestAppSocketLimitAcrossThreeNodes(t *testing.T) {
 	var mu sync.Mutex
 	var errs []string
 	var retried atomic.Int64
+	socketsEnd := time.Now().Add(socketsWithin)
 	parallel(500, 6, func(i int) {
 		nd := a // even programs on A, odd ones on B: the two nodes admit at the same time
 		if i%2 == 1 {
 			nd = b
 		}
-		s, tries, err := socketRetrying(t, nd, progs[i])
+		s, tries, err := socketRetrying(t, nd, progs[i], socketsEnd)
 		retried.Add(int64(tries - 1))
 		mu.Lock()
 		defer mu.Unlock()
@@ -197,7 +228,7 @@ func TestAppSocketLimitAcrossThreeNodes(t *testing.T) {
 	}
 
 	// Refused for the limit (PLAN_LIMIT), not for a busy node.
-	if _, _, err := socketRetrying(t, cc, progs[500]); err == nil || !strings.Contains(err.Error(), "PLAN_LIMIT") {
+	if _, _, err := socketRetrying(t, cc, progs[500], time.Now().Add(3*time.Minute)); err == nil || !strings.Contains(err.Error(), "PLAN_LIMIT") {
 		t.Fatalf("the 501st socket on node C: %v, want a PLAN_LIMIT refusal", err)
 	} else {
 		t.Logf("the 501st socket on C: %v", err)
@@ -208,7 +239,7 @@ func TestAppSocketLimitAcrossThreeNodes(t *testing.T) {
 	if !waitUntil(15*time.Second, func() bool { return c.online(cc, appID) == 499 }) {
 		t.Fatalf("a closed socket still counts: %v", c.online(cc, appID))
 	}
-	if _, _, err := socketRetrying(t, cc, progs[500]); err != nil {
+	if _, _, err := socketRetrying(t, cc, progs[500], time.Now().Add(3*time.Minute)); err != nil {
 		t.Fatalf("the 501st socket once a place is free: %v", err)
 	}
 	if n := c.online(a, appID); n != 500 {

@@ -50,10 +50,16 @@ func RedisURL(t testing.TB) string { return need(t, EnvRedisURL, "Redis") }
 // must find a connection each, and at 16 the connections made during the burst of a
 // heavily loaded machine waited past the checkout bound and answered 503.
 func MongoURI(t testing.TB) string {
-	uri := need(t, EnvMongoURI, "MongoDB-wire")
+	return RelaxMongoURI(t, need(t, EnvMongoURI, "MongoDB-wire"))
+}
+
+// RelaxMongoURI answers uri with MongoURI's test settings (connectTimeoutMS=2000 and
+// minPoolSize=64 unless uri sets them), for a server a test started itself
+// (StartFerretDB) to load rather than to stop or freeze.
+func RelaxMongoURI(t testing.TB, uri string) string {
 	u, err := url.Parse(uri)
 	if err != nil {
-		t.Fatalf("%s: %v", EnvMongoURI, err)
+		t.Fatalf("MongoDB-wire URI %q: %v", uri, err)
 	}
 	q := u.Query()
 	if !q.Has("connectTimeoutMS") {
