@@ -98,7 +98,7 @@ func (s *Store) stageDelete(ctx context.Context, coll *mongo.Collection, filter 
 	if storage.EventOutboxFrom(ctx) == nil || storage.AuditOutboxFrom(ctx) == nil {
 		return nil, nil
 	}
-	raw, err := coll.FindOne(ctx, filter, options.FindOne().SetProjection(bson.D{{Key: "_id", Value: 1}, {Key: auditMarker, Value: 1}})).Raw()
+	raw, err := findOneRaw(ctx, coll, filter, bson.D{{Key: "_id", Value: 1}, {Key: auditMarker, Value: 1}})
 	if errors.Is(err, mongo.ErrNoDocuments) {
 		return nil, nil
 	}
@@ -478,7 +478,7 @@ func (s *Store) updateAudited(ctx context.Context, coll *mongo.Collection, filte
 		return coll.FindOneAndUpdate(ctx, filter, update, after).Raw()
 	}
 	for attempt := 0; ; attempt++ {
-		raw, err := coll.FindOne(ctx, filter, options.FindOne().SetProjection(bson.D{{Key: "_id", Value: 1}, {Key: auditMarker, Value: 1}})).Raw()
+		raw, err := findOneRaw(ctx, coll, filter, bson.D{{Key: "_id", Value: 1}, {Key: auditMarker, Value: 1}})
 		if err != nil {
 			return nil, err
 		}

@@ -312,11 +312,11 @@ func (s *Store) ClaimDeliveries(ctx context.Context, owner string, now time.Time
 			key := [2]string{c.AppID, c.IntegrationID}
 			ok, seen := alive[key]
 			if !seen {
-				m, err := s.integrations.CountDocuments(ctx, byApp(c.AppID, c.IntegrationID), options.Count().SetLimit(1))
+				var err error
+				ok, err = exists(ctx, s.integrations, byApp(c.AppID, c.IntegrationID))
 				if err != nil {
 					return finish(wrap(op+": check integration", err))
 				}
-				ok = m > 0
 				alive[key] = ok
 			}
 			if !ok {

@@ -2,9 +2,11 @@ package mongo
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
 	"github.com/keyward/keyward/storage"
@@ -39,10 +41,22 @@ func (s *Store) GetUserStandings(ctx context.Context, appID string, ids []string
 	if len(ids) == 0 {
 		return nil, nil
 	}
-	filter := bson.D{{Key: "appId", Value: appID}, {Key: "_id", Value: bson.D{{Key: "$in", Value: ids}}}}
 	if len(ids) == 1 {
-		filter = byApp(appID, ids[0])
+		// One user (a socket's admission): by _id, as findOneRaw reads (see there).
+		raw, err := findOneRaw(ctx, s.users, byApp(appID, ids[0]), standingProjection)
+		if errors.Is(err, mongo.ErrNoDocuments) {
+			return nil, nil
+		}
+		var d standingDoc
+		if err == nil {
+			err = bson.Unmarshal(raw, &d)
+		}
+		if err != nil {
+			return nil, wrap("get user standings", err)
+		}
+		return []storage.UserStanding{d.standing()}, nil
 	}
+	filter := bson.D{{Key: "appId", Value: appID}, {Key: "_id", Value: bson.D{{Key: "$in", Value: ids}}}}
 	cur, err := s.users.Find(ctx, filter, options.Find().SetProjection(standingProjection))
 	if err != nil {
 		return nil, wrap("get user standings", err)
@@ -53,8 +67,12 @@ func (s *Store) GetUserStandings(ctx context.Context, appID string, ids []string
 	}
 	out := make([]storage.UserStanding, len(docs))
 	for i, d := range docs {
-		out[i] = storage.UserStanding{ID: d.ID, Username: d.Username, Enabled: d.Enabled, Banned: d.Banned, BanReason: d.BanReason,
-			ExpiresAt: fromDate(d.ExpiresAt)}
+		out[i] = d.standing()
 	}
 	return out, nil
+}
+
+func (d standingDoc) standing() storage.UserStanding {
+	return storage.UserStanding{ID: d.ID, Username: d.Username, Enabled: d.Enabled, Banned: d.Banned, BanReason: d.BanReason,
+		ExpiresAt: fromDate(d.ExpiresAt)}
 }
