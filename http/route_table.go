@@ -178,7 +178,7 @@ func routeTable(h *handlerSet) []route {
 			// A read sent as POST (the key stays out of URLs and logs); recorded as any POST was.
 			{post, "/api/apps/:appId/licenses/verify", "licenses:read", auditCommand("licenses"), h.apps.verifyLicense,
 				op("Find a license by its key", props("key!:string"), ref("License"))},
-			{post, "/api/apps/:appId/licenses/bulk-delete", "licenses:delete", auditDelete("licenses"), h.apps.bulkDeleteLicenses,
+			{post, "/api/apps/:appId/licenses/bulk-delete", "licenses:delete", auditPurge("licenses"), h.apps.bulkDeleteLicenses,
 				op("Delete licenses by id or by filter (used, unused, expired, banned, all)", props("ids:strings", "filter:string"), deleted)},
 			{get, "/api/apps/:appId/licenses/:licenseId", "licenses:read", notAudited, h.apps.getLicense, op("A license", noBody, ref("License"))},
 			{update, "/api/apps/:appId/licenses/:licenseId", "licenses:update", auditUpdate("licenses"), h.apps.updateLicense, op("Change a license",

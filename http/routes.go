@@ -65,8 +65,9 @@ type Audit struct {
 	// entry (storage.AuditParts), merged once the handler is done (audit_bulk.go).
 	OneWrite bool
 	// OfApp marks a route that changes the app's records as a whole with no record named
-	// in its path (a logs purge): its entry names the app, and is written with the
-	// change's own store call (the purge's intent), not after it.
+	// in its path (a logs purge, a bulk deletion of licenses): its entry names the app,
+	// and is written with the change's own store call (the purge's intent, the
+	// deletions), not after it.
 	OfApp bool
 }
 
@@ -80,7 +81,9 @@ func auditUpdate(record string) Audit  { return Audit{Action: AuditUpdate, Recor
 func auditDelete(record string) Audit  { return Audit{Action: AuditDelete, Record: record} }
 func auditCommand(record string) Audit { return Audit{Action: AuditCommand, Record: record} }
 
-// auditPurge is the policy of a deletion of the app's records by age (OfApp).
+// auditPurge is the policy of a deletion of the app's records as a whole, with none
+// named in the path (OfApp): a logs purge by age, a bulk deletion of licenses by ids or
+// by filter.
 func auditPurge(record string) Audit { return Audit{Action: AuditDelete, Record: record, OfApp: true} }
 
 // methodUpdate declares a route served on PATCH and, as ROUTES.md allows, PUT with the

@@ -9,6 +9,25 @@ import (
 	"time"
 )
 
+// AuditAfterCount answers after (an entry's After: a JSON object, "" for none) with its
+// member "count" set to n: what a bulk deletion's entry says of how many records went,
+// known to an engine that stages the entry before the deletions only once they are done
+// (MongoDB: DeleteLicenses, DeleteLicensesWhere, and their recovery).
+func AuditAfterCount(after string, n int) string {
+	m := map[string]any{}
+	if after != "" {
+		if err := json.Unmarshal([]byte(after), &m); err != nil {
+			return after
+		}
+	}
+	m["count"] = n
+	b, err := json.Marshal(m)
+	if err != nil {
+		return after
+	}
+	return string(b)
+}
+
 // Actor types of an audit entry: how the caller authenticated.
 const (
 	ActorSession    = "session"

@@ -77,6 +77,10 @@ type LicenseStore interface {
 	UpdateLicense(ctx context.Context, appID, id string, fn func(*License) error) (License, error)
 	DeleteLicense(ctx context.Context, appID, id string) error
 	// DeleteLicenses removes the app's licenses with these ids and answers how many went.
+	// Both bulk deletions are a change's own store call (issue 21): the context's audit
+	// entry (AuditOutbox, the route's draft, naming the app) goes with the deletions, its
+	// After's member "count" the number deleted (AuditAfterCount; an engine that stages the
+	// entry before the deletions sets it once they are done).
 	DeleteLicenses(ctx context.Context, appID string, ids []string) (int, error)
 	// DeleteLicensesWhere removes the app's licenses matching a LicenseFilter* (expired
 	// judged at now) and answers how many went.

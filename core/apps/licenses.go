@@ -242,6 +242,14 @@ func (s *Service) DeleteLicense(ctx context.Context, o Owner, appID, id string) 
 	return nil
 }
 
+// bulkDeletion is what the audit entry of a bulk deletion of licenses holds (its after):
+// the filter or the ids asked for, and how many were deleted.
+type bulkDeletion struct {
+	Filter string
+	IDs    []string `audit:"ids"`
+	Count  int
+}
+
 // BulkDeleteLicenses removes licenses by ids or by a filter (used, expired, banned).
 func (s *Service) BulkDeleteLicenses(ctx context.Context, o Owner, appID string, ids []string, filter string) (int, error) {
 	switch {
@@ -263,10 +271,17 @@ func (s *Service) BulkDeleteLicenses(ctx context.Context, o Owner, appID string,
 	if _, err := s.app(ctx, o, appID); err != nil {
 		return 0, err
 	}
+	// The audit entry (issue 21) names the app and says what was asked and how many went:
+	// the store call takes it with the deletions (SQLite: in their transaction, the count
+	// told below before it is taken; MongoDB: staged before them, the count set by the
+	// engine once they are done).
+	asked := &bulkDeletion{Filter: filter, IDs: ids}
+	audit.Changed(ctx, nil, asked)
 	// The event names how many were deleted: the engine tells the count in the delete's
 	// transaction (SQLite: the event is stored with the delete), else Counted below does.
 	octx, ch := s.begin(ctx)
 	ch.OnCount(func(n int) []events.Event {
+		asked.Count = n
 		if n == 0 {
 			return nil
 		}

@@ -35,10 +35,11 @@
 //     sent over a dashboard socket (its job's context carries the socket's entry, built
 //     from the socket's actor, address and app: dashboard.ChangeAuditor), the purge of an
 //     app's logs (its intent, storage.LogPurge: the entry goes with the intent's insert,
-//     before any log entry is deleted; see below). Socket hooks and file uploads ride their
-//     events.Change (a hook's change stores app.hooks_change with it). On MongoDB a
-//     partial update carries the marker through updateAudited, a creation through
-//     insertOwned, a deletion through deleteOne.
+//     before any log entry is deleted; see below), a bulk deletion of licenses (by ids
+//     or by filter; see below). Socket hooks and file uploads ride their events.Change
+//     (a hook's change stores app.hooks_change with it). On MongoDB a partial update
+//     carries the marker through updateAudited, a creation through insertOwned, a
+//     deletion through deleteOne, a bulk deletion through stageDeleteMany.
 //   - With the change, in parts (storage.AuditParts): the bulk routes that change each
 //     record in a write of its own (users bulk and import, licenses add-time). Each
 //     record's write stores its part of the request's one entry as above (SQLite: in its
@@ -63,12 +64,19 @@
 // of the next node at start and by every node's sweep every 30 s (logs.Janitor
 // ResumePurges): an acknowledged purge always completes, and its entry exists once.
 //
+// A bulk deletion of licenses (licenses/bulk-delete) names the app as its record (the
+// route is OfApp) and says what was asked (ids or filter) and how many went (count). Its
+// store call (DeleteLicenses, DeleteLicensesWhere) takes the draft: on SQLite in the
+// deletions' transaction, the count told before it is taken. On MongoDB the deletions are
+// many writes and leave no document to carry a marker, so the entry is staged once before
+// any of them with the ids of the licenses found to delete; the absence of any of them
+// confirms it. The request appends it once the deletions are done, its count set; a node
+// stopped in between leaves it to RecoverAudit, which appends it, counting the listed
+// licenses gone, or drops it (older than the claim lease) when none is gone. A deletion
+// that finds nothing to delete on MongoDB stages nothing and is written after (no change).
+//
 // What is still written after the change, and why:
 //
-//   - a bulk deletion of licenses (licenses/bulk-delete, by ids or by filter): its store
-//     call takes the draft, but the draft names no record (no id in the path, none
-//     created), so the edge writes it after; on MongoDB its DeleteMany leaves no document
-//     to confirm an entry. (Found while moving the purge; not changed yet.)
 //   - actions that store nothing, where after the action is the honest choice:
 //     deliveries to live sockets (REST broadcast, chat, push, command, kick,
 //     force-logout, and the same sent over a dashboard socket), a license check

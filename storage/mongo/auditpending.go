@@ -73,6 +73,9 @@ type pendingAuditDoc struct {
 	// carries its id: a later change of the document, which read the id there (so the
 	// part's write was made), sets it before its own write replaces the id.
 	Vouched bool `bson:"vouched,omitempty"`
+	// DocIDs lists the documents of a bulk deletion's entry (auditbulkdelete.go): it is
+	// confirmed when any of them is gone (DocID is empty).
+	DocIDs []string `bson:"docIds,omitempty"`
 }
 
 // auditIntent is one change's staged entry, nil when the change has none to write.
@@ -269,6 +272,13 @@ func (s *Store) RecoverAudit(ctx context.Context, minAge time.Duration) (int, er
 				continue // its change is settling it now
 			}
 			e := p.Entry.entry()
+			if len(p.DocIDs) > 0 {
+				gone, err := s.goneOf(ctx, p)
+				if err != nil {
+					return appended, wrap("recover audit: confirmation", err)
+				}
+				e.After = storage.AuditAfterCount(e.After, gone)
+			}
 			settled, err := s.settlePending(ctx, p.ID, &e)
 			if err != nil {
 				return appended, wrap("recover audit", err)
@@ -299,6 +309,10 @@ func (s *Store) RecoverAudit(ctx context.Context, minAge time.Duration) (int, er
 // confirmed reports whether the write p was staged for was made: the document carries
 // p's id, or (a deletion) is gone.
 func (s *Store) confirmed(ctx context.Context, p pendingAuditDoc) (bool, error) {
+	if len(p.DocIDs) > 0 { // a bulk deletion's: any listed document gone
+		gone, err := s.goneOf(ctx, p)
+		return gone > 0, err
+	}
 	marked, err := s.db.Collection(p.Coll).FindOne(ctx, bson.D{{Key: "_id", Value: p.DocID}},
 		options.FindOne().SetProjection(bson.D{{Key: auditMarker, Value: 1}})).Raw()
 	if err != nil && !errors.Is(err, mongo.ErrNoDocuments) {

@@ -217,14 +217,22 @@ func (s *Store) DeleteLicenses(ctx context.Context, appID string, ids []string) 
 	if len(ids) == 0 {
 		return 0, nil
 	}
+	// The request's audit entry is staged first, confirmed by the deletions
+	// (auditbulkdelete.go), and appended once they are done.
+	intent, err := s.stageDeleteMany(ctx, s.licenses, appID, ids)
+	if err != nil {
+		return 0, wrap(op+": audit", err)
+	}
 	res, err := s.licenses.DeleteMany(ctx, bson.D{{Key: "appId", Value: appID}, {Key: "_id", Value: bson.D{{Key: "$in", Value: ids}}}})
 	if err != nil {
-		return 0, wrap(op, err)
+		return 0, wrap(op, err) // it may be made: RecoverAudit decides by the documents
 	}
+	n := int(res.DeletedCount)
+	intent.settleDeleted(ctx, s, n, nil)
 	if err := s.deleteOwnedVariables(ctx, appID, storage.ScopeLicense, ids); err != nil {
 		return 0, wrap(op+": variables", err)
 	}
-	return int(res.DeletedCount), nil
+	return n, nil
 }
 
 // licenseDeleteChunk bounds the ids of one step of DeleteLicensesWhere.
@@ -253,6 +261,25 @@ func (s *Store) DeleteLicensesWhere(ctx context.Context, appID, filter string, n
 	if err != nil {
 		return 0, wrap(op, err)
 	}
+	// The request's audit entry is staged with the ids found, confirmed by their
+	// deletions (auditbulkdelete.go), and appended once they are all done.
+	ids := make([]string, len(found))
+	for i, d := range found {
+		ids[i] = d.ID
+	}
+	intent, err := s.stageDeleteMany(ctx, s.licenses, appID, ids)
+	if err != nil {
+		return 0, wrap(op+": audit", err)
+	}
+	total, err := s.deleteLicensesFound(ctx, appID, f, found, op, intent)
+	intent.settleDeleted(ctx, s, total, err)
+	return total, err
+}
+
+// deleteLicensesFound deletes found (the app's licenses read as matching f) in chunks,
+// each under f again, then the variables of those gone; intent, the request's staged
+// audit entry, is touched after each chunk.
+func (s *Store) deleteLicensesFound(ctx context.Context, appID string, f bson.D, found []versionedID, op string, intent *auditIntent) (int, error) {
 	total := 0
 	for part := range slices.Chunk(found, licenseDeleteChunk) {
 		chunk := make([]string, len(part))
@@ -277,6 +304,7 @@ func (s *Store) DeleteLicensesWhere(ctx context.Context, appID, filter string, n
 		if err := s.deleteOwnedVariables(ctx, appID, storage.ScopeLicense, gone); err != nil {
 			return total, wrap(op+": variables", err)
 		}
+		intent.touch(ctx, s)
 	}
 	return total, nil
 }
