@@ -117,17 +117,5 @@ func (s *Store) RunLogPurge(ctx context.Context, p storage.LogPurge) (int, error
 
 // LogPurges implements storage.LogPurgeStore.
 func (s *Store) LogPurges(ctx context.Context) ([]storage.LogPurge, error) {
-	cur, err := s.logPurges().Find(ctx, bson.D{}, options.Find().SetSort(bson.D{{Key: "createdAt", Value: 1}, {Key: "_id", Value: 1}}))
-	if err != nil {
-		return nil, wrap("log purges", err)
-	}
-	var docs []logPurgeDoc
-	if err := cur.All(ctx, &docs); err != nil {
-		return nil, wrap("log purges", err)
-	}
-	out := make([]storage.LogPurge, len(docs))
-	for i, d := range docs {
-		out[i] = d.purge()
-	}
-	return out, nil
+	return findAll(ctx, s.logPurges(), "log purges", bson.D{}, bson.D{{Key: "createdAt", Value: 1}, {Key: "_id", Value: 1}}, logPurgeDoc.purge)
 }

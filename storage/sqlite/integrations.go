@@ -502,8 +502,13 @@ func (s *Store) PurgeDeliveries(ctx context.Context, before time.Time) (int, err
 // finished deliveries, counted from the (app_id, integration_id, updated_at, id) index
 // alone (migration 37).
 func (s *Store) IntegrationsOverHistory(ctx context.Context, moreThan int) ([]storage.IntegrationRef, error) {
-	const op = "integrations over history"
-	rows, err := s.r.QueryContext(ctx, `SELECT app_id, integration_id FROM webhook_history
+	return s.integrationsOver(ctx, "integrations over history", "webhook_history", moreThan)
+}
+
+// integrationsOver answers the integrations having more than moreThan rows in table,
+// grouped on its leading (app_id, integration_id) index columns.
+func (s *Store) integrationsOver(ctx context.Context, op, table string, moreThan int) ([]storage.IntegrationRef, error) {
+	rows, err := s.r.QueryContext(ctx, `SELECT app_id, integration_id FROM `+table+`
 GROUP BY app_id, integration_id HAVING count(*) > ? ORDER BY app_id, integration_id`, max(moreThan, 0))
 	if err != nil {
 		return nil, wrap(op, err)
@@ -546,20 +551,7 @@ func (s *Store) trimNewest(ctx context.Context, op, table, col, appID, integrati
 // IntegrationsOverAttempts answers the integrations having more than moreThan attempts,
 // counted from the (app_id, integration_id, created_at, id) index alone.
 func (s *Store) IntegrationsOverAttempts(ctx context.Context, moreThan int) ([]storage.IntegrationRef, error) {
-	const op = "integrations over attempts"
-	rows, err := s.r.QueryContext(ctx, `SELECT app_id, integration_id FROM webhook_attempts
-GROUP BY app_id, integration_id HAVING count(*) > ? ORDER BY app_id, integration_id`, max(moreThan, 0))
-	if err != nil {
-		return nil, wrap(op, err)
-	}
-	out, err := scanAll(rows, func(row scanner) (storage.IntegrationRef, error) {
-		var r storage.IntegrationRef
-		return r, row.Scan(&r.AppID, &r.IntegrationID)
-	})
-	if err != nil {
-		return nil, wrap(op, err)
-	}
-	return out, nil
+	return s.integrationsOver(ctx, "integrations over attempts", "webhook_attempts", moreThan)
 }
 
 // TrimDeliveryAttempts removes up to n of the integration's attempts beyond its newest
