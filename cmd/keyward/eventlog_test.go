@@ -456,6 +456,7 @@ func startNodeTB(tb testing.TB, env []string) *node {
 	tb.Helper()
 	addr := freeAddrTB(tb)
 	cmd := exec.Command(binary, "serve")
+	testenv.DiesWithTest(cmd)
 	cmd.Env = append(append(os.Environ(), env...), "KEYWARD_ADDR="+addr, "KEYWARD_ARGON2_MEMORY_KIB=1024", "KEYWARD_ARGON2_ITERATIONS=1")
 	n := &node{cmd: cmd, url: "http://" + addr, stderr: &testenv.LogBuffer{}, done: make(chan error, 1)}
 	cmd.Stderr = n.stderr

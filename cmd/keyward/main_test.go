@@ -44,6 +44,7 @@ func startNode(t *testing.T, env []string) *node {
 	t.Helper()
 	addr := freeAddr(t)
 	cmd := exec.Command(binary, "serve")
+	testenv.DiesWithTest(cmd)
 	// Cheap password hashes unless the test asks for others (env comes last: it wins).
 	cmd.Env = append(append(os.Environ(), "KEYWARD_ARGON2_MEMORY_KIB=1024", "KEYWARD_ARGON2_ITERATIONS=1"), append(env, "KEYWARD_ADDR="+addr)...)
 	n := &node{cmd: cmd, url: "http://" + addr, stderr: &testenv.LogBuffer{}, done: make(chan error, 1)}
@@ -146,6 +147,7 @@ func TestServeHelpAndBadConfiguration(t *testing.T) {
 		t.Fatalf("help: %v\n%s", err, out)
 	}
 	cmd := exec.Command(binary, "serve")
+	testenv.DiesWithTest(cmd)
 	cmd.Env = append(os.Environ(), "KEYWARD_LOG_LEVEL=shouting", "KEYWARD_DATA_DIR="+t.TempDir())
 	out, err = cmd.CombinedOutput()
 	if err == nil || !strings.Contains(string(out), "log-level") {

@@ -146,6 +146,7 @@ func (c *cluster) start(nd *node) {
 	t.Helper()
 	nd.log = &syncBuffer{}
 	nd.cmd = exec.Command(binary, "serve")
+	testenv.DiesWithTest(nd.cmd)
 	nd.cmd.Env = nd.env
 	nd.cmd.Stdout, nd.cmd.Stderr = nd.log, nd.log
 	if err := nd.cmd.Start(); err != nil {

@@ -29,6 +29,7 @@ func StartFerretDB(t testing.TB) (string, *exec.Cmd) {
 	}
 	cmd := exec.Command(bin, "-listen", "127.0.0.1:0", "-dir", MemDir(t))
 	cmd.Env = append(os.Environ(), "GOGC=400")
+	DiesWithTest(cmd)
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)

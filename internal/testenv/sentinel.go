@@ -163,6 +163,7 @@ func startRedisServer(t testing.TB, bin, dir, name string, portArgs func() []str
 			"--loglevel", "warning", "--daemonize", "no")...)
 		var out bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &out, &out
+		DiesWithTest(cmd)
 		if err := cmd.Start(); err != nil {
 			t.Fatalf("start %s: %v", name, err)
 		}

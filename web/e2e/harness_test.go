@@ -75,6 +75,7 @@ func startNodeAt(t *testing.T, addr, dataDir string, env ...string) *node {
 	t.Helper()
 	n := &node{url: "http://" + addr, dataDir: dataDir, stderr: &testenv.LogBuffer{}, addr: addr, env: env}
 	cmd := exec.Command(binary, "serve")
+	testenv.DiesWithTest(cmd)
 	cmd.Env = append(os.Environ(), "KEYWARD_ADDR="+addr, "KEYWARD_DATA_DIR="+n.dataDir, "KEYWARD_PUBLIC_URL="+n.url,
 		"KEYWARD_ARGON2_MEMORY_KIB=1024", "KEYWARD_ARGON2_ITERATIONS=1", "KEYWARD_MONGO_URI=", "KEYWARD_REDIS_URL=", "KEYWARD_SMTP_HOST=")
 	cmd.Env = append(cmd.Env, env...)
