@@ -17,6 +17,7 @@ import (
 
 	"github.com/keyward/keyward/cluster/redis"
 	"github.com/keyward/keyward/core/accounts"
+	"github.com/keyward/keyward/core/integrations"
 	"github.com/keyward/keyward/core/passwords"
 	"github.com/keyward/keyward/core/plans"
 	"github.com/keyward/keyward/core/realtime"
@@ -97,8 +98,11 @@ type Config struct {
 	// update) and the attempts each integration keeps within WebhookRetention
 	// (integrations.WorkerConfig MaxPerIntegration).
 	WebhookMaxPerIntegration int
-	LogMaxPerApp             int
-	MaxUploadBytes           int64
+	// WebhookLease is how long a node holds the webhook deliveries it claimed: those of a
+	// node that died are sent again when it ends (integrations.WorkerConfig Lease).
+	WebhookLease   time.Duration
+	LogMaxPerApp   int
+	MaxUploadBytes int64
 
 	// Backup says where and how often the node backs itself up (backup.go).
 	Backup BackupConfig
@@ -164,6 +168,7 @@ func options() []*option {
 		{flag: "log-max-age", env: "KEYWARD_LOG_MAX_AGE", def: "2160h", usage: "application log entries older than this are removed"},
 		{flag: "audit-retention", env: "KEYWARD_AUDIT_RETENTION", def: "2160h", usage: "audit log entries older than this are removed"},
 		{flag: "event-retention", env: "KEYWARD_EVENT_RETENTION", def: "1h", usage: "events every consumer (log, webhooks, sockets) handled are kept this long in the event log"},
+		{flag: "webhook-lease", env: "KEYWARD_WEBHOOK_LEASE", def: "1m", usage: "how long a node holds the webhook deliveries it claimed: those of a node that died are sent again when it ends (at least 15s: one attempt and its record)"},
 		{flag: "webhook-retention", env: "KEYWARD_WEBHOOK_RETENTION", def: "168h", usage: "finished webhook deliveries and their attempts older than this are removed (hourly)"},
 		{flag: "webhook-max-per-integration", env: "KEYWARD_WEBHOOK_MAX_PER_INTEGRATION", def: "10000", usage: "finished webhook deliveries, and delivery attempts, kept per integration within the retention (the oldest go first, hourly, in batches; pending deliveries are never removed)"},
 		{flag: "event-max-age", env: "KEYWARD_EVENT_MAX_AGE", def: "168h", usage: "events older than this leave the event log even if a consumer has not handled them"},
@@ -281,6 +286,7 @@ func parse(v map[string]string) (Config, error) {
 	c.Backup, errs = parseBackup(v, errs)
 	c.ClientSessionTTL = dur("client-session-ttl")
 	c.WSLeaseTTL = dur("ws-lease-ttl")
+	c.WebhookLease = dur("webhook-lease")
 	if b, err := strconv.ParseBool(v["client-file-encryption"]); err != nil {
 		errs = append(errs, fmt.Errorf("--client-file-encryption: %q is not true or false", v["client-file-encryption"]))
 	} else {
@@ -308,6 +314,9 @@ func parse(v map[string]string) (Config, error) {
 	}
 	if c.WSLeaseTTL > 0 && c.WSLeaseTTL < realtime.MinLeaseTTL {
 		errs = append(errs, fmt.Errorf("--ws-lease-ttl must be at least %s", realtime.MinLeaseTTL))
+	}
+	if c.WebhookLease > 0 && c.WebhookLease < integrations.MinLease {
+		errs = append(errs, fmt.Errorf("--webhook-lease must be at least %s", integrations.MinLease))
 	}
 	if c.MailOutbox == "" {
 		c.MailOutbox = filepath.Join(c.DataDir, "outbox")

@@ -75,6 +75,9 @@ func TestDefaultsAreTheEmbeddedMode(t *testing.T) {
 		c.JWTTTL != 24*time.Hour || c.JWTLeeway != 5*time.Second || c.TrustedProxies != nil {
 		t.Fatalf("defaults: %+v", c)
 	}
+	if c.WebhookLease != time.Minute {
+		t.Fatalf("webhook lease: %v, want 1m", c.WebhookLease)
+	}
 	if c.WebhookRetention != 7*24*time.Hour || c.WebhookMaxPerIntegration != 10_000 {
 		t.Fatalf("webhook history bounds: %v, %d; want 168h, 10000", c.WebhookRetention, c.WebhookMaxPerIntegration)
 	}
@@ -107,6 +110,7 @@ func TestBadConfigurationIsRefusedClearly(t *testing.T) {
 		"body size":              {"KEYWARD_MAX_BODY_BYTES": "ten"},
 		"short lease":            {"KEYWARD_WS_LEASE_TTL": "1s"},
 		"no webhook history":     {"KEYWARD_WEBHOOK_MAX_PER_INTEGRATION": "0"},
+		"short webhook lease":    {"KEYWARD_WEBHOOK_LEASE": "5s"},
 		"redis url": {"KEYWARD_REDIS_URL": "redis://s1:26379/0?master_name=main&addr=nohostport",
 			"KEYWARD_JWT_SECRET": strings.Repeat("x", 40), "KEYWARD_SECRETS_KEY": strings.Repeat("s", 40)},
 	}

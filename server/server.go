@@ -423,7 +423,7 @@ func openCore(ctx context.Context, c Config, log *slog.Logger, wrap wrapFunc) (_
 		return nil, err
 	}
 	worker := integrations.NewWorker(store, integrations.WorkerConfig{Client: hooksClient, Now: c.Clock, Log: log, Bus: bus,
-		Retention: c.WebhookRetention, MaxPerIntegration: c.WebhookMaxPerIntegration})
+		Retention: c.WebhookRetention, MaxPerIntegration: c.WebhookMaxPerIntegration, Lease: c.WebhookLease})
 	dispatcher := integrations.NewDispatcher(store, worker.Wake, log, c.Clock)
 	bus.Consume(events.ConsumerConfig{Name: "webhooks", Shared: true, Handle: dispatcher.HandleBatch})
 	appActors, err := startAppActors(ctx, store, engine, bus, svc, catalogue, actorkit.NewMetrics(reg), client.SnapshotDefaults{

@@ -22,6 +22,7 @@ import (
 
 	"github.com/gorilla/websocket"
 
+	"github.com/keyward/keyward/core/integrations"
 	"github.com/keyward/keyward/internal/testenv"
 )
 
@@ -100,8 +101,8 @@ func (r *webhookReceiver) counts() (distinct map[string]int, repeats int) {
 //
 // The two pairs run at once, but only one makes its changes at a time (changing): each spends
 // most of its time waiting for the webhook deliveries the killed node had claimed, which
-// are sent again only when their lease (integrations.DefaultLease, a minute) ends, while
-// both making changes at once on a loaded machine left a login answered 503.
+// are sent again only when their lease (KEYWARD_WEBHOOK_LEASE, integrations.MinLease here)
+// ends, while both making changes at once on a loaded machine left a login answered 503.
 func TestAcknowledgedChangesSurviveSIGKILL(t *testing.T) {
 	var changing sync.Mutex
 	if b := os.Getenv("KEYWARD_TEST_SIGKILL_BINARY"); b != "" {
@@ -142,7 +143,10 @@ func testChangesSurviveSIGKILL(t *testing.T, each int, changing *sync.Mutex, env
 		}
 	}()
 	rc := startReceiver(t)
-	env = append(env, "KEYWARD_TRUSTED_PROXIES=127.0.0.1/32", "KEYWARD_WEBHOOKS_ALLOW_PRIVATE=true", "KEYWARD_WEBHOOKS_CA_FILE="+rc.caFile)
+	// The deliveries the killed node had claimed are sent again when their lease ends: the
+	// shortest a node may be given, not the default minute.
+	env = append(env, "KEYWARD_TRUSTED_PROXIES=127.0.0.1/32", "KEYWARD_WEBHOOKS_ALLOW_PRIVATE=true", "KEYWARD_WEBHOOKS_CA_FILE="+rc.caFile,
+		"KEYWARD_WEBHOOK_LEASE="+integrations.MinLease.String())
 	admin := exec.Command(binary, "admin", "create", "--username", "owner", "--email", "owner@example.com",
 		"--password", "Owner-Pass-12", "--role", "admin")
 	admin.Env = append(os.Environ(), env...)

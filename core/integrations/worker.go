@@ -27,6 +27,10 @@ const (
 	// DefaultLease outlasts one attempt (webhooks.DefaultTimeout) with room for recording
 	// it; a node that dies holding a delivery releases it when the lease ends.
 	DefaultLease = time.Minute
+	// MinLease is the shortest lease a node may be given (KEYWARD_WEBHOOK_LEASE): one
+	// attempt with a few seconds to record it, or another node would send it again while
+	// it is still being sent.
+	MinLease = webhooks.DefaultTimeout + 5*time.Second
 	// DefaultRetention is how long finished deliveries and attempts stay listable.
 	DefaultRetention = 7 * 24 * time.Hour
 	// DefaultMaxPerIntegration is how many finished deliveries (its newest, by last
