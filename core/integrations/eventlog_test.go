@@ -51,18 +51,8 @@ func TestSlowReceiverLosesNothing(t *testing.T) {
 		if os.Getenv("KEYWARD_TEST_SLOW_RECEIVER_FERRET") != "" {
 			def = 1_000
 		}
-		uri := testenv.MongoURI(t)
 		f := newFixture(t)
-		s, err := mongo.Open(t.Context(), mongo.Config{URI: uri, Database: testenv.UniqueName("kwtest_slowhook_"), Sealer: storagetest.TestSealer(t)})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer func() {
-			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-			defer cancel()
-			_ = s.Database().Drop(ctx)
-			_ = s.Close()
-		}()
+		s := openFerretStore(t, "kwtest_slowhook_")
 		f.seed(t, s)
 		slowReceiver(t, f, s, count(def))
 	})
@@ -124,4 +114,21 @@ func slowReceiver(t *testing.T, f *fixture, s storage.Store, n int) {
 			t.Errorf("event %s delivered %d times", id, c)
 		}
 	}
+}
+
+// openFerretStore opens a store of its own on the shared FerretDB (a database named from
+// prefix), dropped and closed when the test ends.
+func openFerretStore(t *testing.T, prefix string) *mongo.Store {
+	t.Helper()
+	s, err := mongo.Open(t.Context(), mongo.Config{URI: testenv.MongoURI(t), Database: testenv.UniqueName(prefix), Sealer: storagetest.TestSealer(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		_ = s.Database().Drop(ctx)
+		_ = s.Close()
+	})
+	return s
 }

@@ -12,10 +12,7 @@ import (
 
 	"github.com/keyward/keyward/core/integrations"
 	"github.com/keyward/keyward/core/webhooks"
-	"github.com/keyward/keyward/internal/testenv"
 	"github.com/keyward/keyward/storage"
-	"github.com/keyward/keyward/storage/mongo"
-	"github.com/keyward/keyward/storage/storagetest"
 )
 
 // trimCall is one TrimDeliveries the worker made, and what it answered.
@@ -68,18 +65,8 @@ func TestWorkerBoundsHistoryPerIntegration(t *testing.T) {
 		boundsHistory(t, f, s)
 	})
 	t.Run("ferretdb", func(t *testing.T) {
-		uri := testenv.MongoURI(t)
 		f := newFixture(t)
-		s, err := mongo.Open(t.Context(), mongo.Config{URI: uri, Database: testenv.UniqueName("kwtest_trimhook_"), Sealer: storagetest.TestSealer(t)})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer func() {
-			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-			defer cancel()
-			_ = s.Database().Drop(ctx)
-			_ = s.Close()
-		}()
+		s := openFerretStore(t, "kwtest_trimhook_")
 		f.seed(t, s)
 		boundsHistory(t, f, s)
 	})
@@ -269,16 +256,7 @@ func TestTrimFigures(t *testing.T) {
 			t.Skip("KEYWARD_TEST_TRIM_FERRET=1 measures FerretDB too")
 		}
 		f := newFixture(t)
-		s, err := mongo.Open(t.Context(), mongo.Config{URI: testenv.MongoURI(t), Database: testenv.UniqueName("kwtest_trimfig_"), Sealer: storagetest.TestSealer(t)})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer func() {
-			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-			defer cancel()
-			_ = s.Database().Drop(ctx)
-			_ = s.Close()
-		}()
+		s := openFerretStore(t, "kwtest_trimfig_")
 		f.seed(t, s)
 		measure(t, f, s)
 	})
