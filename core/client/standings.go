@@ -2,6 +2,7 @@ package client
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"time"
 
@@ -63,26 +64,18 @@ func (r *standingReads) read(ctx context.Context, store standingStore, appID, us
 	if !a.busy {
 		a.busy = true
 		r.mu.Unlock()
-		users, err := store.GetUserStandings(ctx, appID, []string{userID})
-		r.finish(appID, a)
-		if err != nil || len(users) == 0 {
-			return storage.UserStanding{}, false, err
-		}
-		return users[0], true, nil
+		defer r.finish(appID, a) // also if the store panics: the batch gathered meanwhile gets its turn
+		return readOne(ctx, store, appID, userID)
 	}
 	b := a.next
-	lead := b == nil || len(b.ids) >= standingBatchMax
+	if b != nil && len(b.ids) >= standingBatchMax {
+		// A full batch waits for its turn; this caller reads alone, at once, as before
+		// gathering existed.
+		r.mu.Unlock()
+		return readOne(ctx, store, appID, userID)
+	}
+	lead := b == nil
 	if lead {
-		if b != nil {
-			// A full batch waits for its turn; this caller reads alone, at once, as
-			// before gathering existed.
-			r.mu.Unlock()
-			users, err := store.GetUserStandings(ctx, appID, []string{userID})
-			if err != nil || len(users) == 0 {
-				return storage.UserStanding{}, false, err
-			}
-			return users[0], true, nil
-		}
 		b = &standingBatch{turn: make(chan struct{}), done: make(chan struct{})}
 		a.next = b
 	}
@@ -92,15 +85,10 @@ func (r *standingReads) read(ctx context.Context, store standingStore, appID, us
 		// The turn comes when the read under way ends (finish), whatever this caller's
 		// context: the others of the batch wait for this read.
 		<-b.turn
-		readCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), standingReadTimeout)
-		users, err := store.GetUserStandings(readCtx, appID, b.ids)
-		cancel()
-		b.got, b.err = make(map[string]storage.UserStanding, len(users)), err
-		for _, u := range users {
-			b.got[u.ID] = u
-		}
-		close(b.done)
-		r.finish(appID, a)
+		func() {
+			defer r.finish(appID, a) // also if the store panics
+			b.read(ctx, store, appID)
+		}()
 	} else {
 		select {
 		case <-b.done:
@@ -113,6 +101,29 @@ func (r *standingReads) read(ctx context.Context, store standingStore, appID, us
 	}
 	u, ok = b.got[userID]
 	return u, ok, nil
+}
+
+// readOne reads one user's standing alone.
+func readOne(ctx context.Context, store standingStore, appID, userID string) (storage.UserStanding, bool, error) {
+	users, err := store.GetUserStandings(ctx, appID, []string{userID})
+	if err != nil || len(users) == 0 {
+		return storage.UserStanding{}, false, err
+	}
+	return users[0], true, nil
+}
+
+// read makes the batch's query and closes done, also if the store panics (its waiters
+// get an error instead of waiting for good; the panic goes on to the caller's recover).
+func (b *standingBatch) read(ctx context.Context, store standingStore, appID string) {
+	readCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), standingReadTimeout)
+	defer cancel()
+	b.err = errors.New("client: the standing read failed")
+	defer close(b.done)
+	users, err := store.GetUserStandings(readCtx, appID, b.ids)
+	b.got, b.err = make(map[string]storage.UserStanding, len(users)), err
+	for _, u := range users {
+		b.got[u.ID] = u
+	}
 }
 
 // finish ends a read of app a: the batch gathered meanwhile gets its turn, or the app

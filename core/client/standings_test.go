@@ -221,3 +221,59 @@ func TestStandingReadsShareAnErrorButNotACancel(t *testing.T) {
 		})
 	}
 }
+
+// panickyStandings panics in its first standing read while gate is held, then reads.
+type panickyStandings struct {
+	storage.Store
+	entered, gate chan struct{}
+	once          sync.Once
+}
+
+func (p *panickyStandings) GetUserStandings(ctx context.Context, appID string, ids []string) ([]storage.UserStanding, error) {
+	first := false
+	p.once.Do(func() { first = true })
+	if first {
+		close(p.entered)
+		<-p.gate
+		panic("store blew up")
+	}
+	return p.Store.GetUserStandings(ctx, appID, ids)
+}
+
+// TestStandingReadsSurviveAPanickingStore: a store that panics in a read under way still
+// hands the turn to the batch gathered meanwhile (which reads and answers), and the app's
+// reads go on afterwards; nothing waits for good.
+func TestStandingReadsSurviveAPanickingStore(t *testing.T) {
+	p := &panickyStandings{Store: standingsStore(t, 3), entered: make(chan struct{}), gate: make(chan struct{})}
+	var r standingReads
+	panicked := make(chan any, 1)
+	go func() {
+		defer func() { panicked <- recover() }()
+		_, _, _ = r.read(t.Context(), p, "app", "u0")
+	}()
+	<-p.entered
+	got := make(chan error, 1)
+	go func() {
+		u, ok, err := r.read(t.Context(), p, "app", "u2")
+		if err == nil && (!ok || u.ID != "u2") {
+			err = fmt.Errorf("u2: %+v %v", u, ok)
+		}
+		got <- err
+	}()
+	waitGathered(t, &r, "app", 1)
+	close(p.gate)
+	if v := <-panicked; v == nil {
+		t.Fatal("the store's panic did not reach its caller")
+	}
+	select {
+	case err := <-got:
+		if err != nil {
+			t.Fatalf("the gathered read after a panic: %v", err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("the gathered read waited for good after the read under way panicked")
+	}
+	if u, ok, err := r.read(t.Context(), p, "app", "u0"); err != nil || !ok || u.ID != "u0" {
+		t.Fatalf("a read after the panic: %+v %v %v", u, ok, err)
+	}
+}
