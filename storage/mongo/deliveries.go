@@ -470,11 +470,11 @@ func integrationsOver(ctx context.Context, coll *mongo.Collection, op string, mo
 // (DeliveryTrimRacesRedeliveries caught that about one run in ten). So each selected
 // copy is deleted only under the claim of its next version, the one requeueDelivery and
 // replaceLeftHistory take before they touch a history copy, and only when a read under
-// that claim still finds the version selected. A redelivery that meets the claim tries
-// again (and finds the delivery trimmed). Each step is one round trip for the batch: the
-// claims one unordered InsertMany, the check one find by _id $in, the delete and the
-// release one unordered BulkWrite of DeleteOne by exact _id each (on FerretDB a
-// DeleteMany by _id $in would be another pass over the collection in Go). A claim
+// that claim still finds the version selected (deleteClaimedRound, the conditional delete
+// of versioned records). A redelivery that meets the claim tries again (and finds the
+// delivery trimmed). Each step is one round trip for the batch: the claims one unordered
+// InsertMany, the check one find, the delete and the release one unordered BulkWrite of
+// DeleteOne by exact _id each. A claim
 // another updater holds (or one a dead updater left, until a reader clears it) leaves
 // its delivery for the next sweep, or for the age bound. The queue is another
 // collection: pending deliveries are never read nor touched.
@@ -483,100 +483,21 @@ func (s *Store) TrimDeliveries(ctx context.Context, appID, integrationID string,
 	if n <= 0 {
 		return 0, nil
 	}
-	type idVersion struct {
-		ID      string `bson:"_id"`
-		Version int64  `bson:"version"`
-	}
-	picked, err := newestBeyond[idVersion](ctx, s.history, appID, integrationID, "updatedAt", keep, n,
-		bson.D{{Key: "version", Value: 1}})
+	picked, err := newestBeyond[versionedID](ctx, s.history, appID, integrationID, "updatedAt", keep, n,
+		bson.D{{Key: "appId", Value: 1}, {Key: "version", Value: 1}})
 	if err != nil {
 		return 0, wrap(op, err)
 	}
 	if len(picked) == 0 {
 		return 0, nil
 	}
-
-	// The claims: one each, of the version after the one read.
-	now := storage.Now()
-	claims := make([]any, len(picked))
-	for i, p := range picked {
-		claims[i] = claimDoc{ID: fmt.Sprintf("%s/%s#%d", s.history.Name(), p.ID, p.Version+1), Owner: appID, At: now}
-	}
-	_, err = s.claims.InsertMany(ctx, claims, options.InsertMany().SetOrdered(false))
-	held := make([]bool, len(picked))
-	for i := range held {
-		held[i] = true
-	}
+	// Under the claims of the next versions, what is still at the version read goes; a
+	// copy whose claim is held elsewhere (or that changed) is left for the next sweep.
+	deleted, _, err := s.deleteClaimedRound(ctx, s.history, bson.D{{Key: "appId", Value: appID}, {Key: "integrationId", Value: integrationID}}, picked)
 	if err != nil {
-		var bwe mongo.BulkWriteException
-		if !errors.As(err, &bwe) || bwe.WriteConcernError != nil {
-			// Which claims were taken is not known: they lapse after claimLease.
-			return 0, wrap(op+": claims", err)
-		}
-		failed := false
-		for _, we := range bwe.WriteErrors {
-			// A duplicate is another updater's claim: its delivery is left for the next sweep.
-			failed = failed || !mongo.IsDuplicateKeyError(we)
-			held[we.Index] = false
-		}
-		if failed {
-			s.releaseClaims(ctx, heldClaims(claims, held))
-			return 0, wrap(op+": claims", err)
-		}
+		return deleted, wrap(op, err)
 	}
-	defer s.releaseClaims(ctx, heldClaims(claims, held))
-
-	// Under the claims: the versions now stored, by _id.
-	var heldIDs bson.A
-	for i, p := range picked {
-		if held[i] {
-			heldIDs = append(heldIDs, p.ID)
-		}
-	}
-	if len(heldIDs) == 0 {
-		return 0, nil
-	}
-	var stored []idVersion
-	c, err := s.history.Find(ctx, bson.D{{Key: "_id", Value: bson.D{{Key: "$in", Value: heldIDs}}}},
-		options.Find().SetProjection(bson.D{{Key: "version", Value: 1}}))
-	if err != nil {
-		return 0, wrap(op, err)
-	}
-	if err := c.All(ctx, &stored); err != nil {
-		return 0, wrap(op, err)
-	}
-	storedVersion := make(map[string]int64, len(stored))
-	for _, st := range stored {
-		storedVersion[st.ID] = st.Version
-	}
-	var deletes []mongo.WriteModel
-	for i, p := range picked {
-		if v, ok := storedVersion[p.ID]; held[i] && ok && v == p.Version {
-			deletes = append(deletes, mongo.NewDeleteOneModel().SetFilter(bson.D{{Key: "_id", Value: p.ID}}))
-		}
-	}
-	if len(deletes) == 0 {
-		return 0, nil
-	}
-	res, err := s.history.BulkWrite(ctx, deletes, options.BulkWrite().SetOrdered(false))
-	if res != nil && err != nil {
-		return int(res.DeletedCount), wrap(op, err)
-	}
-	if err != nil {
-		return 0, wrap(op, err)
-	}
-	return int(res.DeletedCount), nil
-}
-
-// heldClaims answers the ids of the claims marked held, for releaseClaims.
-func heldClaims(claims []any, held []bool) map[string]bool {
-	ids := make(map[string]bool, len(claims))
-	for i, c := range claims {
-		if held[i] {
-			ids[c.(claimDoc).ID] = true
-		}
-	}
-	return ids
+	return deleted, nil
 }
 
 // TrimDeliveryAttempts removes up to n of the integration's attempts beyond its newest
@@ -599,18 +520,15 @@ func (s *Store) TrimDeliveryAttempts(ctx context.Context, appID, integrationID s
 	if len(picked) == 0 {
 		return 0, nil
 	}
-	deletes := make([]mongo.WriteModel, len(picked))
+	ids := make([]string, len(picked))
 	for i, p := range picked {
-		deletes[i] = mongo.NewDeleteOneModel().SetFilter(bson.D{{Key: "_id", Value: p.ID}})
+		ids[i] = p.ID
 	}
-	res, err := s.attempts.BulkWrite(ctx, deletes, options.BulkWrite().SetOrdered(false))
+	deleted, err := deleteByIDs(ctx, s.attempts, ids)
 	if err != nil {
-		if res != nil {
-			return int(res.DeletedCount), wrap(op, err)
-		}
-		return 0, wrap(op, err)
+		return deleted, wrap(op, err)
 	}
-	return int(res.DeletedCount), nil
+	return deleted, nil
 }
 
 // newestBeyond reads, with projection, up to n documents of coll belonging to the

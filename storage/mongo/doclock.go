@@ -219,11 +219,23 @@ func (s *Store) deleteClaimedRound(ctx context.Context, coll *mongo.Collection, 
 	if len(doomed) == 0 {
 		return 0, retry, nil
 	}
-	res, err := coll.DeleteMany(ctx, bson.D{{Key: "_id", Value: bson.D{{Key: "$in", Value: doomed}}}})
-	if err != nil {
-		return 0, nil, err
+	n, err := deleteByIDs(ctx, coll, doomed)
+	return n, retry, err
+}
+
+// deleteByIDs deletes the documents ids of coll with one unordered BulkWrite of DeleteOne
+// by exact _id (on FerretDB a DeleteMany by _id $in is a pass over the collection in Go),
+// and answers how many went.
+func deleteByIDs(ctx context.Context, coll *mongo.Collection, ids []string) (int, error) {
+	models := make([]mongo.WriteModel, len(ids))
+	for i, id := range ids {
+		models[i] = mongo.NewDeleteOneModel().SetFilter(bson.D{{Key: "_id", Value: id}})
 	}
-	return int(res.DeletedCount), retry, nil
+	res, err := coll.BulkWrite(ctx, models, options.BulkWrite().SetOrdered(false))
+	if res == nil {
+		return 0, err
+	}
+	return int(res.DeletedCount), err
 }
 
 // deleteWhereLocked deletes those of ids (read as matching filter) that still match filter
