@@ -107,15 +107,9 @@ func TestMoveStoppedBetweenItsWrites(t *testing.T) {
 // before deleting the history copy leaves both; the queue's (newer) wins, is claimed and
 // its finish replaces the history copy.
 func TestRequeueStoppedBetweenItsWrites(t *testing.T) {
-	s := openFresh(t, testenv.MongoURI(t))
+	s, d := openWithFailedDelivery(t)
 	ctx := t.Context()
-	seedDeliveryParents(t, s)
-	now := storage.Now()
-	d := storage.Delivery{ID: "d1", AppID: "app", IntegrationID: "int", EventID: "e1", Event: "user.login", State: storage.DeliveryFailed,
-		Attempts: 3, CreatedAt: now, UpdatedAt: now}
-	if err := s.CreateDeliveries(ctx, []storage.Delivery{d}); err != nil {
-		t.Fatal(err)
-	}
+	now := d.UpdatedAt
 	var h deliveryDoc
 	if err := s.history.FindOne(ctx, bson.D{{Key: "_id", Value: "d1"}}).Decode(&h); err != nil {
 		t.Fatalf("finished delivery not in the history: %v", err)
@@ -211,15 +205,8 @@ func recIDsOf(ds []storage.Delivery) []string {
 // delivery was claimed and finished (moved to the history again): every write keeps the
 // marker, and RecoverAudit reads both collections.
 func TestRedeliveryEntryConfirmedAcrossMoves(t *testing.T) {
-	s := openFresh(t, testenv.MongoURI(t))
+	s, _ := openWithFailedDelivery(t)
 	ctx := t.Context()
-	seedDeliveryParents(t, s)
-	now := storage.Now()
-	d := storage.Delivery{ID: "d1", AppID: "app", IntegrationID: "int", EventID: "e1", Event: "user.login", State: storage.DeliveryFailed,
-		Attempts: 3, CreatedAt: now, UpdatedAt: now}
-	if err := s.CreateDeliveries(ctx, []storage.Delivery{d}); err != nil {
-		t.Fatal(err)
-	}
 	const acc = "acc"
 	chain := func(want ...string) {
 		t.Helper()
@@ -292,4 +279,19 @@ func TestRedeliveryEntryConfirmedAcrossMoves(t *testing.T) {
 		t.Fatalf("RecoverAudit = %d, %v; want 1", n, err)
 	}
 	chain(first.e.ID, second.e.ID)
+}
+
+// openWithFailedDelivery opens a fresh store holding the delivery parents and one delivery,
+// d1, failed for good after three attempts (so in the history).
+func openWithFailedDelivery(t *testing.T) (*Store, storage.Delivery) {
+	t.Helper()
+	s := openFresh(t, testenv.MongoURI(t))
+	seedDeliveryParents(t, s)
+	now := storage.Now()
+	d := storage.Delivery{ID: "d1", AppID: "app", IntegrationID: "int", EventID: "e1", Event: "user.login", State: storage.DeliveryFailed,
+		Attempts: 3, CreatedAt: now, UpdatedAt: now}
+	if err := s.CreateDeliveries(t.Context(), []storage.Delivery{d}); err != nil {
+		t.Fatal(err)
+	}
+	return s, d
 }
