@@ -501,9 +501,8 @@ func (s *Store) TrimDeliveries(ctx context.Context, appID, integrationID string,
 }
 
 // TrimDeliveryAttempts removes up to n of the integration's attempts beyond its newest
-// keep, the newest of them first: their ids (newestBeyond), then one unordered BulkWrite
-// of DeleteOne by exact _id (on FerretDB a DeleteMany by _id $in would be another pass
-// over the collection in Go). Unlike deliveries, attempts are written once and never
+// keep, the newest of them first: their ids (newestBeyond), then deleteByIDs. Unlike
+// deliveries, attempts are written once and never
 // replaced, so an id read is the attempt deleted: no claim is needed.
 func (s *Store) TrimDeliveryAttempts(ctx context.Context, appID, integrationID string, keep, n int) (int, error) {
 	const op = "trim delivery attempts"
