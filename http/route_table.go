@@ -341,7 +341,7 @@ func routeTable(h *handlerSet) []route {
 		// The sockets authenticate in their handlers (the token in the URL) before the
 		// upgrade.
 		{tag: "Client API", access: accessOpen, rows: []row{
-			{get, "/api/client/ws", scopeClient, notAudited, h.clientSocket, op("The program's socket (WebSocket)", noBody, nil).socket("WSClient")},
+			{get, clientSocketPath, scopeClient, notAudited, h.clientSocket, op("The program's socket (WebSocket)", noBody, nil).socket("WSClient")},
 		}},
 		{tag: "WebSocket", access: accessOpen, rows: []row{
 			{get, "/api/apps/:appId/ws/connect", scopeSession, notAudited, h.ws.dashboard,

@@ -280,3 +280,47 @@ func prepareFrame(msg []byte) any { return ws.NewFrame(msg) }
 
 // Close closes the socket with the disconnect's code and reason.
 func (p socketPeer) Close(d wire.Disconnect) { p.Conn.Close(d.Code, d.FrameReason()) }
+
+// SocketPath reports whether path is a socket route's (the table's rows whose operation
+// is a socket: the program's and an app's dashboard socket). The server's listener serves
+// those requests off net/http's connection machinery (transport/ws.Listener), through
+// the same router.
+func SocketPath(path string) bool {
+	for _, pattern := range socketPatterns {
+		if matchPattern(pattern, path) {
+			return true
+		}
+	}
+	return false
+}
+
+// socketPatterns are the socket routes' paths, read from the route table.
+var socketPatterns = func() [][]string {
+	var out [][]string
+	for _, r := range routeIndex.sorted {
+		if r.op.sock != "" && r.method == http.MethodGet {
+			out = append(out, strings.Split(r.path, "/"))
+		}
+	}
+	return out
+}()
+
+// matchPattern reports whether path matches a route's path split at its slashes (a
+// ":param" segment matches any non-empty segment).
+func matchPattern(pattern []string, path string) bool {
+	more := true
+	for _, seg := range pattern {
+		if !more {
+			return false
+		}
+		var got string
+		got, path, more = strings.Cut(path, "/")
+		if got != seg && (!strings.HasPrefix(seg, ":") || got == "") {
+			return false
+		}
+	}
+	return !more
+}
+
+// clientSocketPath is the program's socket route.
+const clientSocketPath = "/api/client/ws"

@@ -42,6 +42,9 @@ const (
 	// kindBackups (backup.go) starts after the log janitor: internal/backup.Scheduler.Run.
 	kindHTTPAPI     = "http-api"     // the API listener (Server.Run)
 	kindHTTPMetrics = "http-metrics" // the metrics listener, when apart (Server.Run)
+	// kindHTTPUpgrades counts the panics of the API's upgrade listener's workers (they
+	// serve one connection at a time and recover themselves: transport/ws.Listener).
+	kindHTTPUpgrades = "http-upgrades"
 
 	// Kinds the services name themselves (they start through the node's starter).
 	kindEventsWriter     = "events-writer"

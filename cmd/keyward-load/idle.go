@@ -153,6 +153,11 @@ func idleSocketsInto(ctx context.Context, node *server.Server, c *client, owner 
 			stopProfile = func() { pprof.StopCPUProfile(); _ = f.Close() }
 		}
 	}
+	if profileRun == "connect" && allocProfileFile != "" {
+		stopCPU := stopProfile
+		stopAllocs := startAllocProfile()
+		stopProfile = func() { stopCPU(); stopAllocs() }
+	}
 	start, cpu0 := time.Now(), cpuTime()
 	if err := child.Start(); err != nil {
 		stopProfile()

@@ -14,7 +14,7 @@ import (
 var allocProfileFile string
 
 func init() {
-	flag.StringVar(&allocProfileFile, "allocprofile", "", "with -profile-run, write the allocations of that run to this file (pprof allocs profile, as a diff against the run's start)")
+	flag.StringVar(&allocProfileFile, "allocprofile", "", "with -profile-run (connect too), write the allocations of that run to this file (pprof allocs profile, as a diff against the run's start)")
 }
 
 // allocProfiled records the allocations fn makes, when -allocprofile is set: a profile
@@ -24,17 +24,26 @@ func allocProfiled(fn func() result) result {
 	if allocProfileFile == "" {
 		return fn()
 	}
+	stop := startAllocProfile()
+	r := fn()
+	stop()
+	return r
+}
+
+// startAllocProfile writes the allocations made so far to -allocprofile + ".before" and
+// answers the function that writes them again, to -allocprofile, at the run's end.
+func startAllocProfile() (stop func()) {
 	runtime.MemProfileRate = 4096
 	runtime.GC()
 	if err := writeAllocs(allocProfileFile + ".before"); err != nil {
 		fmt.Fprintln(os.Stderr, "keyward-load:", err)
 	}
-	r := fn()
-	runtime.GC()
-	if err := writeAllocs(allocProfileFile); err != nil {
-		fmt.Fprintln(os.Stderr, "keyward-load:", err)
+	return func() {
+		runtime.GC()
+		if err := writeAllocs(allocProfileFile); err != nil {
+			fmt.Fprintln(os.Stderr, "keyward-load:", err)
+		}
 	}
-	return r
 }
 
 func writeAllocs(path string) error {

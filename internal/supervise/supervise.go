@@ -253,6 +253,14 @@ func (s *Supervisor) runOnce(ctx context.Context, c *child, run Func) (err error
 	return run(ctx)
 }
 
+// Recovered records a panic that the owner of short-lived goroutines recovered itself (the
+// API's upgrade listener, whose workers serve one connection at a time): logged with its
+// stack and counted under kind, as a supervised goroutine's panic is.
+func (s *Supervisor) Recovered(kind string, v any, stack []byte) {
+	s.panics.WithLabelValues(kind).Inc()
+	s.log.Error("goroutine panicked", "kind", kind, "panic", fmt.Sprint(v), "stack", string(stack))
+}
+
 // Failures answers the failures of Report goroutines so far, oldest first.
 func (s *Supervisor) Failures() []error {
 	s.mu.Lock()

@@ -225,18 +225,23 @@ func (s *Store) txStmt(_ context.Context, tx *sql.Tx, query string) txQuery {
 	return txQuery{tx: tx, query: query}
 }
 
-// txQuery is one statement of a transaction, run as often as needed.
+// txQuery is one statement of a transaction, run as often as needed: a row's (or a
+// bounded chunk's) read or write by key, never a scan. It runs without its context's
+// cancellation (the transaction keeps it: database/sql rolls the transaction back once
+// the context ends): the driver watches a cancellable context with a goroutine of its
+// own per statement (modernc.org/sqlite's interruptOnDone), which cost more than the
+// statement itself for a row, and there is nothing long to interrupt.
 type txQuery struct {
 	tx    *sql.Tx
 	query string
 }
 
 func (q txQuery) ExecContext(ctx context.Context, args ...any) (sql.Result, error) {
-	return q.tx.ExecContext(ctx, q.query, args...)
+	return q.tx.ExecContext(context.WithoutCancel(ctx), q.query, args...)
 }
 
 func (q txQuery) QueryRowContext(ctx context.Context, args ...any) *sql.Row {
-	return q.tx.QueryRowContext(ctx, q.query, args...)
+	return q.tx.QueryRowContext(context.WithoutCancel(ctx), q.query, args...)
 }
 
 // wrap adds the operation to err and maps driver errors onto the storage sentinels. The

@@ -45,6 +45,10 @@ const standingCols = `id, username, enabled, banned, ban_reason, expires_at`
 // GetUserStandings reads the standing of the app's users with the given ids in one query.
 // One id (a socket's admission) is a statement prepared once.
 func (s *Store) GetUserStandings(ctx context.Context, appID string, ids []string) ([]storage.UserStanding, error) {
+	// Lookups by key, at most a gathered batch of them: nothing long to interrupt, so no
+	// cancellation watch (a goroutine per statement in the driver: see txQuery). Read at
+	// every socket's admission.
+	ctx = context.WithoutCancel(ctx)
 	switch len(ids) {
 	case 0:
 		return nil, nil

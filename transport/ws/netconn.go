@@ -49,9 +49,18 @@ func (w *socketWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	// The socket's frames skip a wrapper of net/http's answers: they are never those.
-	if e, ok := conn.(SocketConner); ok {
-		conn = e.SocketConn()
+	// The socket's frames skip the wrappers of net/http's answers (the http package's
+	// envelope, the upgrade listener's replay): they are never those.
+	for {
+		e, ok := conn.(SocketConner)
+		if !ok {
+			break
+		}
+		inner := e.SocketConn()
+		if inner == conn {
+			break
+		}
+		conn = inner
 	}
 	sc := newSocketConn(conn)
 	if brw.Reader.Buffered() > 0 {
