@@ -1,6 +1,7 @@
 package storagetest
 
 import (
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -13,6 +14,7 @@ import (
 var logTests = []subtest{
 	{"LogRoundTrip", testLogRoundTrip},
 	{"LogInsertThousand", testLogInsertThousand},
+	{"LogInsertConflictWritesNothing", testLogInsertConflictWritesNothing},
 	{"LogListFilters", testLogListFilters},
 	{"LogStatsEventsCount", testLogStatsEventsCount},
 	{"LogSeries", testLogSeries},
@@ -138,6 +140,32 @@ func testLogInsertThousand(t *testing.T, s storage.Store) {
 			t.Errorf("ListLogs total = %d, want %d", total, len(batch))
 		}
 		wantSame(t, fmt.Sprintf("ListLogs(offset %d)", off), window(want, off, storage.MaxPageSize), got)
+	}
+}
+
+// testLogInsertConflictWritesNothing: a batch with an entry already stored (a log
+// writer's batch written again after a crash) fails whole with ErrConflict, wherever the
+// entry is in it (in a statement of several rows or alone), and writes none of the others;
+// the log writer then writes them one by one.
+func testLogInsertConflictWritesNothing(t *testing.T, s storage.Store) {
+	ctx := t.Context()
+	app := mustCreateApp(t, s, fullApp("acc-1", "app"))
+	stored := mustInsertLogs(t, s, fullLog(app.ID, "user.login", levelInfo, "alice", ms(0)))[0]
+	for _, at := range []int{0, 10, 35} {
+		var batch []storage.LogEntry
+		for i := range 36 {
+			if i == at {
+				batch = append(batch, stored)
+				continue
+			}
+			batch = append(batch, fullLog(app.ID, "user.login", levelInfo, fmt.Sprintf("user%d", i), ms(time.Duration(i)*time.Second)))
+		}
+		if err := s.InsertLogs(ctx, batch); !errors.Is(err, storage.ErrConflict) {
+			t.Fatalf("InsertLogs with a stored entry at %d = %v, want ErrConflict", at, err)
+		}
+		if n, err := s.CountLogs(ctx, app.ID, "", time.Time{}); err != nil || n != 1 {
+			t.Fatalf("after the refused batch (stored entry at %d): CountLogs = (%d, %v), want 1", at, n, err)
+		}
 	}
 }
 

@@ -1,6 +1,10 @@
 // Package ws is Keyward's WebSocket transport: what a socket is on the wire, and nothing
 // of what it means. It owns
 //
+//   - the sockets' side of the API's listener (Listener, listener.go): a socket's
+//     request (a bodiless GET of a socket route) is read and served on a pooled worker
+//     goroutine, through the same handler, without net/http's per-connection buffers
+//     and goroutine; every other connection goes on to net/http unchanged;
 //   - the upgrade (Transport.Upgrade): gorilla/websocket's Upgrader with hardened
 //     settings (Config: no compression, no subprotocol, a bounded handshake, an origin
 //     check the caller decides) and an upgrade it refuses answered with the body the
