@@ -9,17 +9,22 @@ import (
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/keyward/keyward/internal/workpool"
 )
 
 // Runner runs the work actors hand off so as never to block in Receive (a load, an
-// admission, a read, a tick, a socket's job): each piece on a goroutine the Runner owns,
-// under a context that ends with Close, which then waits for them all. A piece that
-// panics is recovered, logged with its attributes and counted (Metrics.WorkPanicked under
-// the Runner's kind); the process goes on.
+// admission, a read, a tick, a socket's job): each piece on a goroutine the Runner owns
+// (a pooled worker, internal/workpool: an admission's depth, the presence engine's and
+// the storage driver's, no longer grows a new goroutine's stack each time), under a
+// context that ends with Close, which then waits for them all and ends the workers. A
+// piece that panics is recovered, logged with its attributes and counted
+// (Metrics.WorkPanicked under the Runner's kind); the process goes on.
 type Runner struct {
 	base    context.Context
 	cancel  context.CancelFunc
-	wg      sync.WaitGroup
+	wg      sync.WaitGroup // the pieces under way
+	workers *workpool.Pool
 	log     *slog.Logger
 	metrics *Metrics
 	kind    string
@@ -29,18 +34,26 @@ type Runner struct {
 // metrics (nil: not counted).
 func NewRunner(kind string, log *slog.Logger, metrics *Metrics) *Runner {
 	ctx, cancel := context.WithCancel(context.Background())
-	return &Runner{base: ctx, cancel: cancel, log: log, metrics: metrics, kind: kind}
+	return &Runner{base: ctx, cancel: cancel, log: log, metrics: metrics, kind: kind,
+		// Go recovers each piece's panic itself: the pool's recover never sees one.
+		workers: workpool.New(workpool.Config{MaxIdle: runnerIdleWorkers})}
 }
+
+// runnerIdleWorkers bounds a Runner's parked workers.
+const runnerIdleWorkers = 64
 
 // Context is the Runner's context: it ends with Close.
 func (r *Runner) Context() context.Context { return r.base }
 
-// Cancel ends the Runner's context; Wait waits for the work under way; Close does both.
+// Cancel ends the Runner's context; Wait waits for the work under way; Close does both
+// and waits for its workers to end.
 func (r *Runner) Cancel() { r.cancel() }
 func (r *Runner) Wait()   { r.wg.Wait() }
 func (r *Runner) Close() {
 	r.cancel()
 	r.wg.Wait()
+	r.workers.Close()
+	r.workers.Wait()
 }
 
 // Go runs fn on a goroutine of the Runner. what names it in the log line of a panic, with
@@ -48,7 +61,7 @@ func (r *Runner) Close() {
 // the panicking goroutine, after it was logged and counted.
 func (r *Runner) Go(what string, attrs []any, fn func(ctx context.Context), onPanic func(p any)) {
 	r.wg.Add(1)
-	go func() {
+	r.workers.Go(func() {
 		defer r.wg.Done()
 		defer func() {
 			if p := recover(); p != nil {
@@ -60,7 +73,7 @@ func (r *Runner) Go(what string, attrs []any, fn func(ctx context.Context), onPa
 			}
 		}()
 		fn(r.base)
-	}()
+	})
 }
 
 // Pipe runs fn on a goroutine of the Runner, with a deadline of timeout (0: none), and

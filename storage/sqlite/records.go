@@ -153,43 +153,6 @@ func (s *Store) insertChecked(ctx context.Context, op, query string, rows [][]an
 	})
 }
 
-// insertChunk is how many rows one statement of insertChunked inserts.
-const insertChunk = 16
-
-// insertChunked is insertAll for many rows of cols columns each: insertChunk rows per
-// statement (into is the statement up to its VALUES), then the rest one by one, all in
-// one write transaction. The driver's work per statement (arguments, binding, reset) is
-// then paid once for insertChunk rows; a conflict fails the whole, as insertAll's does.
-func (s *Store) insertChunked(ctx context.Context, op, into string, cols int, rows [][]any) error {
-	if len(rows) == 0 {
-		return nil
-	}
-	row := "(" + placeholders(cols) + ")"
-	return s.inWriteTx(ctx, op, func(tx *sql.Tx) error {
-		i := 0
-		if len(rows) >= insertChunk {
-			chunk := s.txStmt(ctx, tx, into+strings.TrimSuffix(strings.Repeat(row+", ", insertChunk), ", "))
-			args := make([]any, 0, insertChunk*cols)
-			for ; i+insertChunk <= len(rows); i += insertChunk {
-				args = args[:0]
-				for _, r := range rows[i : i+insertChunk] {
-					args = append(args, r...)
-				}
-				if _, err := chunk.ExecContext(ctx, args...); err != nil {
-					return wrap(fmt.Sprintf("%s: records %d-%d", op, i, i+insertChunk-1), err)
-				}
-			}
-		}
-		one := s.txStmt(ctx, tx, into+row)
-		for ; i < len(rows); i++ {
-			if _, err := one.ExecContext(ctx, rows[i]...); err != nil {
-				return wrap(fmt.Sprintf("%s: record %d", op, i), err)
-			}
-		}
-		return nil
-	})
-}
-
 // execCount runs a write statement and answers how many rows it changed.
 func execCount(ctx context.Context, ex interface {
 	ExecContext(context.Context, string, ...any) (sql.Result, error)

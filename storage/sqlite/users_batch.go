@@ -54,7 +54,7 @@ func (s *Store) GetUserStandings(ctx context.Context, appID string, ids []string
 		return nil, nil
 	case 1:
 		var u storage.UserStanding
-		err := s.readRow(ctx, `SELECT `+standingCols+` FROM app_users WHERE app_id = ? AND id = ?`, appID, ids[0]).
+		err := s.readRow(ctx, `SELECT `+standingCols+` FROM app_users INDEXED BY app_users_standing WHERE app_id = ? AND id = ?`, appID, ids[0]).
 			Scan(&u.ID, &u.Username, &u.Enabled, &u.Banned, &u.BanReason, timeCol{&u.ExpiresAt})
 		if errors.Is(err, sql.ErrNoRows) {
 			return nil, nil
@@ -69,7 +69,7 @@ func (s *Store) GetUserStandings(ctx context.Context, appID string, ids []string
 	for _, id := range ids {
 		args = append(args, id)
 	}
-	rows, err := s.r.QueryContext(ctx, `SELECT `+standingCols+` FROM app_users WHERE app_id = ? AND id IN (?`+
+	rows, err := s.r.QueryContext(ctx, `SELECT `+standingCols+` FROM app_users INDEXED BY app_users_standing WHERE app_id = ? AND id IN (?`+
 		strings.Repeat(",?", len(ids)-1)+`)`, args...)
 	if err != nil {
 		return nil, wrap("get user standings", err)

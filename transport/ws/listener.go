@@ -15,6 +15,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/keyward/keyward/internal/workpool"
 )
 
 // Listener is the API's listener with the sockets' upgrades taken off net/http's
@@ -35,7 +37,8 @@ import (
 // and the head's buffers go back to their pools.
 //
 // The Listener owns its goroutines: the accept loop, started by the first Accept, and the
-// workers; Close stops them (a worker ends the request it serves) and Wait waits for them.
+// workers (internal/workpool); Close stops them (a worker ends the request it serves) and
+// Wait waits for them.
 // A panic in a worker closes its connection and is reported (ListenerConfig.Recovered);
 // the node keeps serving.
 type Listener struct {
@@ -47,10 +50,8 @@ type Listener struct {
 	errs      chan error    // the accept loop's last error
 	done      chan struct{} // closed by Close
 	closeOnce sync.Once
-	wg        sync.WaitGroup // the accept loop and the workers
-
-	mu   sync.Mutex
-	idle []*upgradeWorker // parked workers, the most recently used last
+	loop      sync.WaitGroup // the accept loop
+	workers   *workpool.Pool // each serves one connection at a time
 
 	heads   sync.Pool // *[headBuffer]byte: a request head as read
 	readers sync.Pool // *bufio.Reader: the request head's parser
@@ -77,8 +78,6 @@ const (
 	headBuffer = 4096
 	// maxIdleWorkers bounds the parked workers; more end once done.
 	maxIdleWorkers = 128
-	// workerIdle is how long a parked worker waits for a connection before it ends.
-	workerIdle = 30 * time.Second
 	// defaultHeadTimeout is ListenerConfig.HeadTimeout's default.
 	defaultHeadTimeout = 10 * time.Second
 )
@@ -91,13 +90,16 @@ func NewListener(ln net.Listener, cfg ListenerConfig) *Listener {
 	if cfg.Log == nil {
 		cfg.Log = slog.Default()
 	}
-	return &Listener{inner: ln, cfg: cfg, handoff: make(chan net.Conn), errs: make(chan error, 1), done: make(chan struct{})}
+	l := &Listener{inner: ln, cfg: cfg, handoff: make(chan net.Conn), errs: make(chan error, 1), done: make(chan struct{})}
+	// serveConn recovers its own panics; the pool's recover is the last resort.
+	l.workers = workpool.New(workpool.Config{MaxIdle: maxIdleWorkers, Recovered: l.recovered})
+	return l
 }
 
 // Accept answers the next connection for net/http.
 func (l *Listener) Accept() (net.Conn, error) {
 	l.start.Do(func() {
-		l.wg.Add(1)
+		l.loop.Add(1)
 		go l.acceptLoop()
 	})
 	select {
@@ -118,6 +120,7 @@ func (l *Listener) Close() error {
 	l.closeOnce.Do(func() {
 		close(l.done)
 		err = l.inner.Close()
+		l.workers.Close()
 	})
 	return err
 }
@@ -129,7 +132,8 @@ func (l *Listener) Addr() net.Addr { return l.inner.Addr() }
 func (l *Listener) Wait(ctx context.Context) error {
 	ended := make(chan struct{})
 	go func() {
-		l.wg.Wait()
+		l.loop.Wait()
+		l.workers.Wait()
 		close(ended)
 	}()
 	select {
@@ -144,7 +148,7 @@ func (l *Listener) Wait(ctx context.Context) error {
 // which Accept then answers (net/http's Serve returns it). Errors that pass (too many
 // open files, an aborted connection) are waited out, as net/http does.
 func (l *Listener) acceptLoop() {
-	defer l.wg.Done()
+	defer l.loop.Done()
 	defer func() {
 		if r := recover(); r != nil {
 			l.recovered(r, debug.Stack())
@@ -174,7 +178,7 @@ func (l *Listener) acceptLoop() {
 			continue
 		}
 		pause = 0
-		l.dispatch(c)
+		l.workers.Go(func() { l.serveConn(c) })
 	}
 }
 
@@ -186,79 +190,6 @@ func passing(err error) bool {
 	}
 	return errors.Is(err, syscall.EMFILE) || errors.Is(err, syscall.ENFILE) || errors.Is(err, syscall.ECONNABORTED) ||
 		errors.Is(err, syscall.ENOBUFS) || errors.Is(err, syscall.ENOMEM)
-}
-
-// upgradeWorker is a worker goroutine's mailbox: the next connection it serves.
-type upgradeWorker struct {
-	conns chan net.Conn
-}
-
-// dispatch hands c to a parked worker, or to a new one.
-func (l *Listener) dispatch(c net.Conn) {
-	l.mu.Lock()
-	if n := len(l.idle); n > 0 {
-		w := l.idle[n-1]
-		l.idle = l.idle[:n-1]
-		l.mu.Unlock()
-		w.conns <- c // buffered: never blocks
-		return
-	}
-	l.mu.Unlock()
-	l.wg.Add(1)
-	go l.work(&upgradeWorker{conns: make(chan net.Conn, 1)}, c)
-}
-
-// work serves c, then the connections handed to w while it is parked.
-func (l *Listener) work(w *upgradeWorker, c net.Conn) {
-	defer l.wg.Done()
-	idle := time.NewTimer(workerIdle)
-	defer idle.Stop()
-	for {
-		l.serveConn(c)
-		if !l.park(w) {
-			return
-		}
-		idle.Reset(workerIdle)
-		select {
-		case c = <-w.conns:
-			continue
-		case <-idle.C:
-		case <-l.done:
-		}
-		if l.unpark(w) {
-			return
-		}
-		c = <-w.conns // dispatch took w before it could leave: its connection is on the way
-	}
-}
-
-// park puts w among the idle workers; false when there is no room or the listener closed.
-func (l *Listener) park(w *upgradeWorker) bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	select {
-	case <-l.done:
-		return false
-	default:
-	}
-	if len(l.idle) >= maxIdleWorkers {
-		return false
-	}
-	l.idle = append(l.idle, w)
-	return true
-}
-
-// unpark takes w out of the idle workers; false when dispatch took it first.
-func (l *Listener) unpark(w *upgradeWorker) bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	for i, x := range l.idle {
-		if x == w {
-			l.idle = append(l.idle[:i], l.idle[i+1:]...)
-			return true
-		}
-	}
-	return false
 }
 
 func (l *Listener) recovered(v any, stack []byte) {
