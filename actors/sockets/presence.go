@@ -41,7 +41,7 @@ func (s *Service) describe(ctx context.Context, appID string, info realtime.Sess
 // it with its app's actor when the close reached that node misses the close; the next
 // renewal finds it superseded and closes it (within a third of the lease).
 func (s *Service) admitPresence(ctx context.Context, appID string, si realtime.SessionInfo) error {
-	info, err := json.Marshal(si)
+	info, err := si.AppendJSON(make([]byte, 0, 160))
 	if err != nil {
 		return fmt.Errorf("realtime: encode presence: %w", err)
 	}

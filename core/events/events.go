@@ -459,8 +459,11 @@ func splitNotes(es []Event) (stored, notes []Event) {
 			n++
 		}
 	}
-	if n == 0 {
+	switch n {
+	case 0:
 		return es, nil
+	case len(es):
+		return nil, es
 	}
 	stored, notes = make([]Event, 0, len(es)-n), make([]Event, 0, n)
 	for _, e := range es {

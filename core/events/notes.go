@@ -36,6 +36,11 @@ const (
 // publishNotes queues notes (stamped like any event) for the notes loop and answers those
 // beyond noteMax, which the caller stores in the durable log instead.
 func (b *Bus) publishNotes(es []Event) (over []Event, err error) {
+	if len(es) == 1 {
+		// A socket's connect, the common case: stamped in place and queued, without a
+		// slice of its own (an Event is some 600 bytes).
+		return b.queueNote(b.stamp(es[0]))
+	}
 	stamped := make([]Event, len(es))
 	for i, e := range es {
 		stamped[i] = b.stamp(e)
@@ -52,11 +57,34 @@ func (b *Bus) publishNotes(es []Event) (over []Event, err error) {
 	}
 	b.notes = append(b.notes, stamped...)
 	b.mu.Unlock()
+	b.wakeNotes()
+	return over, nil
+}
+
+// queueNote is publishNotes of one stamped note.
+func (b *Bus) queueNote(e Event) (over []Event, err error) {
+	b.mu.Lock()
+	if b.closed {
+		b.mu.Unlock()
+		return nil, ErrClosed
+	}
+	if len(b.notes) >= noteMax {
+		b.mu.Unlock()
+		b.notesStored.Add(1)
+		return []Event{e}, nil
+	}
+	b.notes = append(b.notes, e)
+	b.mu.Unlock()
+	b.wakeNotes()
+	return nil, nil
+}
+
+// wakeNotes wakes the notes loop.
+func (b *Bus) wakeNotes() {
 	select {
 	case b.noteWake <- struct{}{}:
 	default:
 	}
-	return over, nil
 }
 
 // NotesStored counts the notes that went to the durable log instead: queued beyond

@@ -46,3 +46,44 @@ func SessionsOf(live []cluster.PresentSocket) []SessionInfo {
 
 // ErrAppFull refuses a client socket over the app's limit.
 var ErrAppFull = core.E(core.CodePlanLimit, "this application already has %d connected clients", MaxClientsPerApp)
+
+// AppendJSON appends s encoded as encoding/json encodes it. A socket's admission
+// encodes one for its presence (actors/sockets): by hand it costs a fraction of the
+// reflection's (which was 3 % of a socket's opening CPU). Metadata, and a time
+// encoding/json refuses, go through encoding/json.
+func (s SessionInfo) AppendJSON(b []byte) ([]byte, error) {
+	if y := s.ConnectedAt.Year(); len(s.Metadata) > 0 || y < 0 || y > 9999 {
+		out, err := json.Marshal(s)
+		return append(b, out...), err
+	}
+	b = append(b, `{"id":`...)
+	b = appendJSONString(b, s.ID)
+	b = append(b, `,"userId":`...)
+	b = appendJSONString(b, s.UserID)
+	b = append(b, `,"username":`...)
+	b = appendJSONString(b, s.Username)
+	b = append(b, `,"ip":`...)
+	b = appendJSONString(b, s.IP)
+	b = append(b, `,"connectedAt":"`...)
+	b = s.ConnectedAt.AppendFormat(b, time.RFC3339Nano)
+	b = append(b, '"')
+	if s.Status != "" {
+		b = append(b, `,"status":`...)
+		b = appendJSONString(b, s.Status)
+	}
+	return append(b, '}'), nil
+}
+
+// appendJSONString appends v as a JSON string, as encoding/json writes it: printable
+// ASCII that needs no escape as it is, anything else through encoding/json.
+func appendJSONString(b []byte, v string) []byte {
+	for i := 0; i < len(v); i++ {
+		if c := v[i]; c < 0x20 || c > 0x7e || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			out, _ := json.Marshal(v) // a string always encodes
+			return append(b, out...)
+		}
+	}
+	b = append(b, '"')
+	b = append(b, v...)
+	return append(b, '"')
+}

@@ -283,10 +283,10 @@ func (l *Listener) serveRequest(c net.Conn, read []byte, end int) {
 		return
 	}
 	req.RemoteAddr = c.RemoteAddr().String()
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel() // as net/http: the request's context ends with its handler
+	// The request keeps ReadRequest's background context: the handler serves it whole
+	// before serveRequest returns, and a socket's admission has deadlines of its own.
 	w := &responseWriter{l: l, conn: c, header: make(http.Header, 4)}
-	l.cfg.Handler.ServeHTTP(w, req.WithContext(ctx))
+	l.cfg.Handler.ServeHTTP(w, req)
 	w.finish()
 }
 
