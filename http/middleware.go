@@ -104,6 +104,9 @@ func accessLog(log *slog.Logger) gin.HandlerFunc {
 		case "/healthz", "/readyz", "/metrics":
 			level = slog.LevelDebug
 		}
+		if !log.Enabled(c.Request.Context(), level) {
+			return // not even the line's attributes (a dozen allocations a request)
+		}
 		log.Log(c.Request.Context(), level, "http request",
 			"method", c.Request.Method, "path", c.Request.URL.Path, "route", routeOf(c),
 			"status", c.Writer.Status(), "bytes", c.Writer.Size(), "duration", time.Since(start),

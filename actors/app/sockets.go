@@ -201,17 +201,25 @@ func (a *Apps[S]) Admit(ctx context.Context, appID, id string, socket Admittee) 
 		if err != nil {
 			return err
 		}
-		t := time.NewTimer(timeout)
+		// The caller's deadline, when it comes first (a socket's admission has one), is
+		// the wait's: no timer of its own.
+		var expired <-chan time.Time
+		if d, ok := ctx.Deadline(); !ok || time.Until(d) > timeout {
+			t := time.NewTimer(timeout)
+			defer t.Stop()
+			expired = t.C
+		}
 		select {
 		case r := <-reply:
-			t.Stop()
 			if r.dead {
 				// The actor passivated between the lookup and the request.
 				a.forget(appID, pid)
 				continue
 			}
 			return r.err
-		case <-t.C:
+		case <-expired:
+			return fmt.Errorf("app actor %s: %w: %w", appID, ErrUnavailable, actor.ErrTimeout)
+		case <-ctx.Done():
 			return fmt.Errorf("app actor %s: %w: %w", appID, ErrUnavailable, actor.ErrTimeout)
 		}
 	}
