@@ -304,14 +304,16 @@ func fanoutClient(list, addr string, conc int, proto string) error {
 	}); err != nil {
 		return err
 	}
-	// One reader per socket counts each broadcast it reads in a tally shared by all of
-	// them: no hand-off per message to a collecting goroutine, so the readers' own cost
-	// (which shares the machine with the server) stays small.
+	// The readers (one epoll loop, or a goroutine per socket) count each broadcast they
+	// read in a tally shared by all: no hand-off per message to a collecting goroutine,
+	// so the readers' own cost (which shares the machine with the server) stays small.
 	t := newTally(n)
-	for _, conn := range conns {
-		go readBroadcasts(conn, proto, t)
-	}
 	stop := make(chan struct{})
+	if !readEpoll(conns, proto, t, stop) {
+		for _, conn := range conns {
+			go readBroadcasts(conn, proto, t)
+		}
+	}
 	go func() {
 		_, _ = bufio.NewReader(os.Stdin).ReadString('\n') // until stdin closes
 		close(stop)
@@ -374,72 +376,90 @@ func (t *tally) wait(i int, timeout time.Duration, stop <-chan struct{}) (lost i
 }
 
 // readBroadcasts reads conn until it closes and counts each broadcast it reads in t,
-// reusing one buffer. A socket that misses a broadcast, or reads something else in its
-// place, leaves that broadcast's count short: wait counts it lost. Broadcasts come in
-// order; one read again, or older than the last counted, is not counted.
+// reusing one buffer (the readers' driver where readEpoll is not: a goroutine each).
 func readBroadcasts(conn *websocket.Conn, proto string, t *tally) {
 	buf := make([]byte, 0, 512)
-	next := 0 // the broadcasts before it were counted or are lost
-	count := func(i int) {
-		if i >= next {
-			t.count(i)
-			next = i + 1
-		}
-	}
+	r := &broadcastReader{proto: proto, t: t}
 	for {
-		_, r, err := conn.NextReader()
+		_, rd, err := conn.NextReader()
 		if err != nil {
 			return
 		}
-		if buf, err = readAll(r, buf[:0]); err != nil {
+		if buf, err = readAll(rd, buf[:0]); err != nil {
 			return
 		}
-		if proto == "centrifugo" {
-			// Replies and pushes come one JSON object a line; {} is a ping.
-			for line := range bytes.SplitSeq(buf, []byte("\n")) {
-				if string(line) == "{}" {
-					_ = conn.WriteMessage(websocket.TextMessage, []byte("{}"))
-					continue
-				}
-				if i, ok := broadcastIndex(line); ok {
-					count(i)
-					continue
-				}
-				var m struct {
-					Push struct {
-						Pub struct {
-							Data struct {
-								Message string `json:"message"`
-							} `json:"data"`
-						} `json:"pub"`
-					} `json:"push"`
-				}
-				if json.Unmarshal(line, &m) == nil {
-					if i, ok := textIndex(m.Push.Pub.Data.Message); ok {
-						count(i)
-					}
-				}
-			}
-			continue
-		}
-		if bytes.HasPrefix(buf, keywardBroadcast) {
-			if i, ok := broadcastIndex(buf); ok {
-				count(i)
-				continue
-			}
-		}
-		var m struct {
-			Type string `json:"type"`
-			Data struct {
-				Message string `json:"message"`
-			} `json:"data"`
-		}
-		if json.Unmarshal(buf, &m) == nil && m.Type == "message" {
-			if i, ok := textIndex(m.Data.Message); ok {
-				count(i)
-			}
+		if r.message(buf) {
+			_ = conn.WriteMessage(websocket.TextMessage, []byte("{}"))
 		}
 	}
+}
+
+// broadcastReader is one socket's reading of the broadcasts. A socket that misses a
+// broadcast, or reads something else in its place, leaves that broadcast's count short:
+// wait counts it lost. Broadcasts come in order; one read again, or older than the last
+// counted, is not counted.
+type broadcastReader struct {
+	proto string
+	t     *tally
+	next  int // the broadcasts before it were counted or are lost
+}
+
+func (r *broadcastReader) count(i int) {
+	if i >= r.next {
+		r.t.count(i)
+		r.next = i + 1
+	}
+}
+
+// message handles one message the socket read; pong reports a Centrifugo ping ({}),
+// which the caller answers with {}.
+func (r *broadcastReader) message(buf []byte) (pong bool) {
+	if r.proto == "centrifugo" {
+		// Replies and pushes come one JSON object a line; {} is a ping.
+		for line := range bytes.SplitSeq(buf, []byte("\n")) {
+			if string(line) == "{}" {
+				pong = true
+				continue
+			}
+			if i, ok := broadcastIndex(line); ok {
+				r.count(i)
+				continue
+			}
+			var m struct {
+				Push struct {
+					Pub struct {
+						Data struct {
+							Message string `json:"message"`
+						} `json:"data"`
+					} `json:"pub"`
+				} `json:"push"`
+			}
+			if json.Unmarshal(line, &m) == nil {
+				if i, ok := textIndex(m.Push.Pub.Data.Message); ok {
+					r.count(i)
+				}
+			}
+		}
+		return pong
+	}
+	if bytes.HasPrefix(buf, keywardBroadcast) {
+		if i, ok := broadcastIndex(buf); ok {
+			r.count(i)
+			return false
+		}
+	}
+	var m struct {
+		Type string `json:"type"`
+		Data struct {
+			Message string `json:"message"`
+		} `json:"data"`
+	}
+	if json.Unmarshal(buf, &m) == nil && m.Type == "message" {
+		if i, ok := textIndex(m.Data.Message); ok {
+			r.count(i)
+		}
+	}
+	return false
 }
 
 // readAll reads r to its end into buf (grown as needed) and answers it.
