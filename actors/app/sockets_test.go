@@ -183,6 +183,31 @@ func TestAdmissionToAStoppedActorAsksAgain(t *testing.T) {
 	}
 }
 
+// TestAdmissionAnswersAtTheCallersDeadline: an admission that outlives its caller's
+// deadline is answered at the deadline (ErrUnavailable), and its socket is not registered
+// when it passes afterwards.
+func TestAdmissionAnswersAtTheCallersDeadline(t *testing.T) {
+	f := &fakeApps{version: map[string]int{"a": 1}}
+	dir := NewApps(f.load, AppsConfig{})
+	defer dir.Close()
+	gate := make(chan struct{})
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	err := dir.Admit(ctx, "a", "late", admittee{"late", func(context.Context) error { <-gate; return nil }})
+	if !errors.Is(err, ErrUnavailable) {
+		t.Fatalf("an admission past its deadline answered %v, want ErrUnavailable", err)
+	}
+	if waited := time.Since(start); waited > 5*time.Second {
+		t.Fatalf("answered after %v, the deadline was 100ms", waited)
+	}
+	close(gate)
+	time.Sleep(50 * time.Millisecond) // the admission's end reaches the actor
+	if got := socketIDs(t, dir, "a"); len(got) != 0 {
+		t.Fatalf("registered after its caller gave up: %v", got)
+	}
+}
+
 // admittee is a test socket, named, whose admission is the given function.
 type admittee struct {
 	name  string

@@ -274,3 +274,18 @@ func TestGroupCarriesAPanicToWait(t *testing.T) {
 	quiet.Go(func() {})
 	quiet.Wait() // no panic
 }
+
+// TestRecoveredCountsUnderItsKind: a panic its owner recovered itself (one per connection,
+// as the API's upgrade listener's workers do) is counted under its kind, and no
+// goroutine is restarted or reported failed for it.
+func TestRecoveredCountsUnderItsKind(t *testing.T) {
+	s := newSupervisor(t, prometheus.NewRegistry())
+	s.Recovered("http-upgrades", "on purpose", []byte("stack"))
+	s.Recovered("http-upgrades", "again", []byte("stack"))
+	if got := s.Panics("http-upgrades"); got != 2 {
+		t.Fatalf("Panics(http-upgrades) = %d, want 2", got)
+	}
+	if s.Restarts("http-upgrades") != 0 || len(s.Failures()) != 0 {
+		t.Fatalf("restarts %d, failures %v: a recovered panic is only counted", s.Restarts("http-upgrades"), s.Failures())
+	}
+}

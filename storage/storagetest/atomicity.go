@@ -215,23 +215,17 @@ func testAtomicEventHeadAfterConcurrentAppends(t *testing.T, s storage.Store) {
 	const workers, rounds, batches = 6, 2, 4
 	total := 0
 	for r := range rounds {
-		var wg sync.WaitGroup
-		errs := make(chan error, workers*batches)
-		for w := range workers {
-			wg.Go(func() {
-				for b := range batches {
-					ev := newEvent(fmt.Sprintf("app-%d", (w+b)%3), "user.login", ms(time.Duration(r)*time.Millisecond))
-					if err := s.AppendEvents(t.Context(), []storage.EventRecord{ev}); err != nil {
-						errs <- err
-						return
-					}
+		raceUpdates(t, workers, func(w int) error {
+			for b := range batches {
+				ev := newEvent(fmt.Sprintf("app-%d", (w+b)%3), "user.login", ms(time.Duration(r)*time.Millisecond))
+				if err := s.AppendEvents(t.Context(), []storage.EventRecord{ev}); err != nil {
+					return fmt.Errorf("AppendEvents: %w", err)
 				}
-			})
-		}
-		wg.Wait()
-		close(errs)
-		for err := range errs {
-			t.Fatalf("AppendEvents: %v", err)
+			}
+			return nil
+		})
+		if t.Failed() {
+			t.FailNow()
 		}
 		total += workers * batches
 		if p, err := s.LastEventPos(t.Context()); err != nil || p != int64(total) {

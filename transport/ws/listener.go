@@ -24,10 +24,10 @@ import (
 // path ListenerConfig.Match takes) is served here, on a pooled worker goroutine: its
 // request head is read into a pooled buffer and handed, as an *http.Request, to the same
 // handler net/http would call (the API's router, with every middleware), through a
-// ResponseWriter whose Hijack answers the connection with the least buffers. Every other connection, and any
-// request this reading finds unusual (a body, a head past headBuffer bytes, a parse
-// error, data after the head), goes to net/http (Accept) with the bytes read so far put
-// back in front of it, and is served as before.
+// ResponseWriter whose Hijack answers the connection with the least buffers. Every other
+// connection, and any request this reading finds unusual (a body, a head past headBuffer
+// bytes, a parse error, data after the head), goes to net/http (Accept) with the bytes
+// read so far put back in front of it, and is served as before.
 //
 // Why: a socket's upgrade is the whole life of the connection's HTTP side, and net/http
 // spends on it what a connection of many requests needs: 8 KiB of buffers it never takes
@@ -38,9 +38,8 @@ import (
 //
 // The Listener owns its goroutines: the accept loop, started by the first Accept, and the
 // workers (internal/workpool); Close stops them (a worker ends the request it serves) and
-// Wait waits for them.
-// A panic in a worker closes its connection and is reported (ListenerConfig.Recovered);
-// the node keeps serving.
+// Wait waits for them. A panic in a worker closes its connection and is reported
+// (ListenerConfig.Recovered); the node keeps serving.
 type Listener struct {
 	inner net.Listener
 	cfg   ListenerConfig
@@ -285,7 +284,7 @@ func (l *Listener) serveRequest(c net.Conn, read []byte, end int) {
 	req.RemoteAddr = c.RemoteAddr().String()
 	// The request keeps ReadRequest's background context: the handler serves it whole
 	// before serveRequest returns, and a socket's admission has deadlines of its own.
-	w := &responseWriter{l: l, conn: c, header: make(http.Header, 4)}
+	w := &responseWriter{conn: c, header: make(http.Header, 4)}
 	l.cfg.Handler.ServeHTTP(w, req)
 	w.finish()
 }
@@ -307,7 +306,6 @@ func (l *Listener) putReader(br *bufio.Reader) {
 // written whole with the connection's close when the handler returns; a hijacker (the
 // upgrade) takes the connection with buffers of its own.
 type responseWriter struct {
-	l        *Listener
 	conn     net.Conn
 	header   http.Header
 	status   int
