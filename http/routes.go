@@ -65,9 +65,9 @@ type Audit struct {
 	// entry (storage.AuditParts), merged once the handler is done (audit_bulk.go).
 	OneWrite bool
 	// OfApp marks a route that changes the app's records as a whole with no record named
-	// in its path (a logs purge, a bulk deletion of licenses): its entry names the app,
-	// and is written with the change's own store call (the purge's intent, the
-	// deletions), not after it.
+	// in its path (a logs purge, a bulk deletion of licenses): its entry names the app as
+	// its record. Its store calls write it with the change (the purge's intent, the
+	// deletions): the flag itself decides only the record.
 	OfApp bool
 }
 

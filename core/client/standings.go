@@ -45,13 +45,8 @@ const standingBatchMax = 256
 // one caller's context may cancel it.
 const standingReadTimeout = 10 * time.Second
 
-// standingStore is what the gathered reads query.
-type standingStore interface {
-	GetUserStandings(ctx context.Context, appID string, ids []string) ([]storage.UserStanding, error)
-}
-
 // read answers the standing of user userID of app appID (ok false: there is none).
-func (r *standingReads) read(ctx context.Context, store standingStore, appID, userID string) (u storage.UserStanding, ok bool, err error) {
+func (r *standingReads) read(ctx context.Context, store storage.UserStandingStore, appID, userID string) (u storage.UserStanding, ok bool, err error) {
 	r.mu.Lock()
 	if r.apps == nil {
 		r.apps = map[string]*appStandings{}
@@ -104,7 +99,7 @@ func (r *standingReads) read(ctx context.Context, store standingStore, appID, us
 }
 
 // readOne reads one user's standing alone.
-func readOne(ctx context.Context, store standingStore, appID, userID string) (storage.UserStanding, bool, error) {
+func readOne(ctx context.Context, store storage.UserStandingStore, appID, userID string) (storage.UserStanding, bool, error) {
 	users, err := store.GetUserStandings(ctx, appID, []string{userID})
 	if err != nil || len(users) == 0 {
 		return storage.UserStanding{}, false, err
@@ -114,7 +109,7 @@ func readOne(ctx context.Context, store standingStore, appID, userID string) (st
 
 // read makes the batch's query and closes done, also if the store panics (its waiters
 // get an error instead of waiting for good; the panic goes on to the caller's recover).
-func (b *standingBatch) read(ctx context.Context, store standingStore, appID string) {
+func (b *standingBatch) read(ctx context.Context, store storage.UserStandingStore, appID string) {
 	readCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), standingReadTimeout)
 	defer cancel()
 	b.err = errors.New("client: the standing read failed")

@@ -101,7 +101,7 @@ func (j *Janitor) ResumePurges(ctx context.Context, stale time.Duration) (int, e
 	}
 	done := 0
 	for _, p := range list {
-		if stale > 0 && time.Since(p.TouchedAt) < stale {
+		if stale > 0 && j.cfg.Now().Sub(p.TouchedAt) < stale {
 			continue // its node is running it
 		}
 		n, err := j.store.RunLogPurge(ctx, p)

@@ -85,11 +85,8 @@ func (s *Store) settleMarkers(ctx context.Context, markers []string) error {
 			return err
 		}
 		for _, id := range left {
-			sctx, cancel := context.WithTimeout(ctx, claimLease/2)
-			err := s.awaitSettled(sctx, id, nil)
-			cancel()
-			if err != nil {
-				return fmt.Errorf("settle the audit entry of the last change: %w", err)
+			if err := s.settlePrior(ctx, id); err != nil {
+				return err
 			}
 		}
 	}

@@ -127,11 +127,8 @@ func (s *Store) stageAuditOf(ctx context.Context, coll *mongo.Collection, docID,
 	if prior != "" {
 		// Settled (by this call, or by the change that made it, waited for) before the
 		// write replaces its confirmation.
-		sctx, cancel := context.WithTimeout(ctx, claimLease/2)
-		err := s.awaitSettled(sctx, prior, nil)
-		cancel()
-		if err != nil {
-			return nil, fmt.Errorf("settle the audit entry of the last change: %w", err)
+		if err := s.settlePrior(ctx, prior); err != nil {
+			return nil, err
 		}
 	}
 	e.CreatedAt = storage.Truncate(e.CreatedAt)
@@ -181,6 +178,18 @@ func (i *auditIntent) settle(ctx context.Context, s *Store) {
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), claimLease/2)
 	defer cancel()
 	_ = s.awaitSettled(sctx, i.e.ID, &i.e) // on failure left pending: RecoverAudit appends it
+}
+
+// settlePrior waits, at most half a claim's lease, until the pending audit entry id of
+// an earlier change is settled (appended or dropped, by its change or by this call):
+// what replaces or removes that change's marker comes after its entry.
+func (s *Store) settlePrior(ctx context.Context, id string) error {
+	sctx, cancel := context.WithTimeout(ctx, claimLease/2)
+	defer cancel()
+	if err := s.awaitSettled(sctx, id, nil); err != nil {
+		return fmt.Errorf("settle the audit entry of the last change: %w", err)
+	}
+	return nil
 }
 
 // awaitSettled settles the pending entry id (settlePending) or, when another settler

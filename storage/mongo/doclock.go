@@ -5,7 +5,6 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
-	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
@@ -53,19 +52,10 @@ func (s *Store) tryLockDoc(ctx context.Context, coll *mongo.Collection, id, owne
 	return nil, nil
 }
 
-// heldClaimDoc is a claim (claimDoc) taken with others in one insert (takeClaims), with
-// its holder, so that the claims one insert got are told from others' by one read.
-type heldClaimDoc struct {
-	ID     string    `bson:"_id"`
-	Owner  string    `bson:"owner"`
-	At     time.Time `bson:"at"`
-	Holder string    `bson:"holder"`
-}
-
 // takeClaims inserts claims (all of one holder) with one unordered insert and answers the
 // ids of those it got: all, or when some were held by others, the ones a read finds under
 // the holder. On any failure, what it got is in the answer, to be released.
-func (s *Store) takeClaims(ctx context.Context, claims []heldClaimDoc) (map[string]bool, error) {
+func (s *Store) takeClaims(ctx context.Context, claims []claimDoc) (map[string]bool, error) {
 	mine := make(map[string]bool, len(claims))
 	if len(claims) == 0 {
 		return mine, nil
@@ -176,12 +166,12 @@ func (s *Store) deleteWhereClaimed(ctx context.Context, coll *mongo.Collection, 
 func (s *Store) deleteClaimedRound(ctx context.Context, coll *mongo.Collection, filter bson.D, cands []versionedID) (int, []string, error) {
 	holder := rand.Text()
 	now := storage.Now()
-	claims := make([]heldClaimDoc, len(cands))
+	claims := make([]claimDoc, len(cands))
 	claimOf := make(map[string]string, len(cands))
 	read := make(map[string]int64, len(cands))
 	for i, c := range cands {
 		claimOf[c.ID] = fmt.Sprintf("%s/%s#%d", coll.Name(), c.ID, c.Version+1)
-		claims[i] = heldClaimDoc{ID: claimOf[c.ID], Owner: c.AppID, At: now, Holder: holder}
+		claims[i] = claimDoc{ID: claimOf[c.ID], Owner: c.AppID, At: now, Holder: holder}
 		read[c.ID] = c.Version
 	}
 	mine, err := s.takeClaims(ctx, claims)
@@ -246,9 +236,9 @@ func deleteByIDs(ctx context.Context, coll *mongo.Collection, ids []string) (int
 func (s *Store) deleteWhereLocked(ctx context.Context, coll *mongo.Collection, filter bson.D, ids []string) (int, error) {
 	holder := rand.Text()
 	now := storage.Now()
-	claims := make([]heldClaimDoc, len(ids))
+	claims := make([]claimDoc, len(ids))
 	for i, id := range ids {
-		claims[i] = heldClaimDoc{ID: fmt.Sprintf("%s/%s#lock", coll.Name(), id), At: now, Holder: holder}
+		claims[i] = claimDoc{ID: fmt.Sprintf("%s/%s#lock", coll.Name(), id), At: now, Holder: holder}
 	}
 	mine, err := s.takeClaims(ctx, claims)
 	defer s.releaseClaims(ctx, mine)
@@ -269,9 +259,7 @@ func (s *Store) deleteWhereLocked(ctx context.Context, coll *mongo.Collection, f
 	if err != nil || len(still) == 0 {
 		return 0, err
 	}
-	res, err := coll.DeleteMany(ctx, bson.D{{Key: "_id", Value: bson.D{{Key: "$in", Value: still}}}})
-	if err != nil {
-		return 0, err
-	}
-	return int(res.DeletedCount), nil
+	// By exact _id, as deleteByIDs says why (an _id $in is a pass over the collection on
+	// FerretDB).
+	return deleteByIDs(ctx, coll, still)
 }

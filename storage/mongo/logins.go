@@ -101,7 +101,7 @@ func (s *Store) recordLoginsRound(ctx context.Context, logins []storage.UserLogi
 	holder := rand.Text() // tells this round's claims from others' (takeClaims)
 	now := storage.Now()
 	claimOf := make(map[string]string, len(logins)) // user id → claim id
-	var claims []heldClaimDoc
+	var claims []claimDoc
 	var known []storage.UserLogin
 	for _, l := range logins {
 		d, ok := read[l.UserID]
@@ -109,16 +109,14 @@ func (s *Store) recordLoginsRound(ctx context.Context, logins []storage.UserLogi
 			continue // unknown user, or one of another app: skipped
 		}
 		claimOf[l.UserID] = fmt.Sprintf("%s/%s#%d", s.users.Name(), l.UserID, d.Version+1)
-		claims = append(claims, heldClaimDoc{ID: claimOf[l.UserID], Owner: l.AppID, At: now, Holder: holder})
+		claims = append(claims, claimDoc{ID: claimOf[l.UserID], Owner: l.AppID, At: now, Holder: holder})
 		known = append(known, l)
 	}
 	if len(claims) == 0 {
 		return nil, nil
 	}
 	mine, err := s.takeClaims(ctx, claims)
-	if len(mine) > 0 {
-		defer s.releaseClaims(ctx, mine)
-	}
+	defer s.releaseClaims(ctx, mine)
 	if err != nil {
 		return nil, err
 	}

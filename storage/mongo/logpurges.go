@@ -102,11 +102,8 @@ func (s *Store) RunLogPurge(ctx context.Context, p storage.LogPurge) (int, error
 		return total, wrap(op, err)
 	}
 	if marker := markerOf(raw); marker != "" {
-		sctx, cancel := context.WithTimeout(ctx, claimLease/2)
-		err := s.awaitSettled(sctx, marker, nil)
-		cancel()
-		if err != nil {
-			return total, wrap(op+": settle its audit entry", err)
+		if err := s.settlePrior(ctx, marker); err != nil {
+			return total, wrap(op, err)
 		}
 	}
 	if _, err := s.logPurges().DeleteOne(ctx, bson.D{{Key: "_id", Value: p.ID}}); err != nil {

@@ -98,6 +98,9 @@ type claimDoc struct {
 	ID    string    `bson:"_id"`   // "<collection>/<document id>#<version>"
 	Owner string    `bson:"owner"` // see versioned.claimKey
 	At    time.Time `bson:"at"`
+	// Holder names the insert that took the claim with others (takeClaims), so that
+	// the claims one insert got are told from others' by one read; empty for one alone.
+	Holder string `bson:"holder,omitempty"`
 }
 
 // claimLease is how long a claim protects its version. A claim older than this is taken to
@@ -259,7 +262,7 @@ func (s *Store) insertOwned(ctx context.Context, op string, coll *mongo.Collecti
 		want := max(p.want, 1)
 		var n int64
 		var err error
-		if _, _, one := ofApp(p.filter); one && want == 1 {
+		if want == 1 {
 			var ok bool
 			ok, err = exists(ctx, p.coll, p.filter)
 			if ok {
