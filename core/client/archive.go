@@ -161,8 +161,17 @@ func (a *archive) flush(ctx context.Context, final bool, logins []storage.UserLo
 		a.log.Warn("client: cannot archive sessions; retrying", "count", len(batch), "err", err)
 		a.mu.Lock()
 		for _, c := range batch {
-			if _, newer := a.dirty[c.TokenHash]; !newer {
+			newer, ok := a.dirty[c.TokenHash]
+			switch {
+			case !ok:
 				a.dirty[c.TokenHash] = c
+			case newer.ExtendOnly && !c.ExtendOnly:
+				// A call's new expiry came after this round's creation of the copy: the
+				// creation is still to write, or the newer mark would only change a copy
+				// that was never stored. (No end can have come between: forget waits for
+				// writing, which this round holds.)
+				newer.ExtendOnly = false
+				a.dirty[c.TokenHash] = newer
 			}
 		}
 		a.mu.Unlock()

@@ -161,6 +161,55 @@ func TestLateTouchMarkDoesNotUndoAKill(t *testing.T) {
 	}
 }
 
+// TestFailedRoundKeepsACreationAfterALaterExtend: a round that was to create a session's
+// copy failed, and a call marked the session's new expiry while the round was out. The
+// retry must still create the copy: the newer mark only extends a stored copy, and there
+// is none yet.
+func TestFailedRoundKeepsACreationAfterALaterExtend(t *testing.T) {
+	ctx := t.Context()
+	st, _ := sessionStores(t)
+	flaky := &failingRounds{ClientSessionStore: st, fail: 1}
+	arch := newArchive(flaky, slog.New(slog.DiscardHandler), time.Now)
+
+	s := Session{Token: newToken(), AppID: "app-1", AccountID: "acc-1", UserID: "user-1", Username: "erin",
+		CreatedAt: time.Now(), LoginAt: time.Now()}
+	arch.mark(s, time.Now().Add(time.Hour))
+	flaky.during = func() { arch.extend(s, time.Now().Add(2*time.Hour)) } // a call while the round is out
+	if err := arch.flush(ctx, false, nil); err == nil {
+		t.Fatal("the failing round answered no error")
+	}
+	flaky.during = nil
+	if err := arch.flush(ctx, false, nil); err != nil {
+		t.Fatal(err)
+	}
+	_, exp, ok, err := arch.restore(ctx, s.Token)
+	if err != nil || !ok {
+		t.Fatalf("the session whose creating round failed was never stored: %v, %v", ok, err)
+	}
+	if exp.Before(time.Now().Add(90 * time.Minute)) {
+		t.Fatalf("the stored copy expires %v: the later extend's expiry was lost", exp)
+	}
+}
+
+// failingRounds fails the next fail calls of SaveClientRound, after running during (a
+// change that lands while the round is being written).
+type failingRounds struct {
+	storage.ClientSessionStore
+	fail   int
+	during func()
+}
+
+func (f *failingRounds) SaveClientRound(ctx context.Context, ss []storage.ClientSession, logins []storage.UserLogin) error {
+	if f.during != nil {
+		f.during()
+	}
+	if f.fail > 0 {
+		f.fail--
+		return errors.New("the store is unreachable")
+	}
+	return f.ClientSessionStore.SaveClientRound(ctx, ss, logins)
+}
+
 // sessionStores opens a SQLite store for the durable copies and a memory engine for the
 // live sessions, both closed with the test.
 func sessionStores(t *testing.T) (*sqlite.Store, *memory.Engine) {
