@@ -25,17 +25,19 @@ type ClientSession struct {
 	LoginAt   time.Time
 	// ExpiresAt is the session's expiry as of its last write.
 	ExpiresAt time.Time
-	// ExtendOnly, in a save, changes a stored copy and never creates one: a call's new
-	// expiry, marked after the call touched its live session, must not bring back a copy
-	// that an end or a kill deleted meanwhile (the kill would be undone by the next
-	// restore). It is not stored.
+	// ExtendOnly, in a save, moves a stored copy's ExpiresAt later and never creates a
+	// copy nor changes its other fields: a call's new expiry, marked after the call
+	// touched its live session, must not bring back a copy that an end or a kill deleted
+	// meanwhile (the kill would be undone by the next restore), nor undo a sign-in written
+	// since the call read its session, nor shorten an expiry another node wrote later. It
+	// is not stored.
 	ExtendOnly bool
 }
 
 // ClientSessionStore persists the durable copies of client sessions.
 type ClientSessionStore interface {
 	// SaveClientSessions inserts or replaces the sessions (by TokenHash) in one write;
-	// an ExtendOnly one only replaces a stored copy.
+	// an ExtendOnly one only moves a stored copy's ExpiresAt later.
 	// A session of an app that does not exist may be saved; it is never answered once
 	// the app is gone (the app's delete sweeps it).
 	SaveClientSessions(ctx context.Context, ss []ClientSession) error
@@ -59,4 +61,34 @@ type ClientSessionStore interface {
 	// DeleteExpiredClientSessions removes sessions with ExpiresAt <= now and answers how
 	// many went.
 	DeleteExpiredClientSessions(ctx context.Context, now time.Time) (int, error)
+}
+
+// Then answers the one save that stands for c followed by later: a later full copy
+// replaces c; a later ExtendOnly one only moves c's expiry later (c stays a creation if it
+// was one). The archive merges its marks with it, and the engines a batch that names a
+// token hash twice.
+func (c ClientSession) Then(later ClientSession) ClientSession {
+	if !later.ExtendOnly {
+		return later
+	}
+	if later.ExpiresAt.After(c.ExpiresAt) {
+		c.ExpiresAt = later.ExpiresAt
+	}
+	return c
+}
+
+// CoalesceClientSessions answers ss with one save per token hash (Then, in order), in
+// the order of each hash's first save.
+func CoalesceClientSessions(ss []ClientSession) []ClientSession {
+	out := make([]ClientSession, 0, len(ss))
+	at := make(map[string]int, len(ss))
+	for _, c := range ss {
+		if i, seen := at[c.TokenHash]; seen {
+			out[i] = out[i].Then(c)
+			continue
+		}
+		at[c.TokenHash] = len(out)
+		out = append(out, c)
+	}
+	return out
 }

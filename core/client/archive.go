@@ -46,11 +46,12 @@ func newArchive(store storage.ClientSessionStore, log *slog.Logger, now func() t
 // (put), whose copy the round creates.
 func (a *archive) mark(s Session, expiresAt time.Time) { a.markCopy(s, expiresAt, false) }
 
-// extend records a call's new expiry to write with the next round, which changes the
-// copy only if it is still stored (storage.ClientSession.ExtendOnly): the call touched
-// its live session before an end or a kill removed it, and marks here after the copy's
-// delete, perhaps on another node; a copy written again from this mark would bring the
-// ended session back at its next restore.
+// extend records a call's new expiry to write with the next round, which moves the
+// copy's expiry later only if it is still stored, and changes nothing else
+// (storage.ClientSession.ExtendOnly): the call touched its live session before an end or
+// a kill removed it, and marks here after the copy's delete, perhaps on another node; a
+// copy written again from this mark would bring the ended session back at its next
+// restore. And the call may have read its session before a sign-in changed it.
 func (a *archive) extend(s Session, expiresAt time.Time) { a.markCopy(s, expiresAt, true) }
 
 func (a *archive) markCopy(s Session, expiresAt time.Time, extendOnly bool) {
@@ -62,8 +63,10 @@ func (a *archive) markCopy(s Session, expiresAt time.Time, extendOnly bool) {
 		CreatedAt: storage.Truncate(s.CreatedAt), LoginAt: storage.Truncate(s.LoginAt), ExpiresAt: storage.Truncate(expiresAt),
 		ExtendOnly: extendOnly}
 	a.mu.Lock()
-	if prev, ok := a.dirty[c.TokenHash]; ok && !prev.ExtendOnly {
-		c.ExtendOnly = false // a creation not yet written stays one
+	if prev, ok := a.dirty[c.TokenHash]; ok {
+		// A creation not yet written stays one, and a call's extend changes only its
+		// expiry: the call may have read the session before a sign-in marked here.
+		c = prev.Then(c)
 	}
 	a.dirty[c.TokenHash] = c
 	a.mu.Unlock()
@@ -161,18 +164,13 @@ func (a *archive) flush(ctx context.Context, final bool, logins []storage.UserLo
 		a.log.Warn("client: cannot archive sessions; retrying", "count", len(batch), "err", err)
 		a.mu.Lock()
 		for _, c := range batch {
-			newer, ok := a.dirty[c.TokenHash]
-			switch {
-			case !ok:
-				a.dirty[c.TokenHash] = c
-			case newer.ExtendOnly && !c.ExtendOnly:
-				// A call's new expiry came after this round's creation of the copy: the
-				// creation is still to write, or the newer mark would only change a copy
-				// that was never stored. (No end can have come between: forget waits for
+			if newer, ok := a.dirty[c.TokenHash]; ok {
+				// A call's new expiry after this round's creation of the copy leaves the
+				// creation to write. (No end can have come between: forget waits for
 				// writing, which this round holds.)
-				newer.ExtendOnly = false
-				a.dirty[c.TokenHash] = newer
+				c = c.Then(newer)
 			}
+			a.dirty[c.TokenHash] = c
 		}
 		a.mu.Unlock()
 		return fmt.Errorf("archive sessions: %w", err)

@@ -20,9 +20,10 @@
 // background writer (commit.go), which writes everything pending in one batch, so the
 // logins made meanwhile share a write (group commit) and an acknowledged session survives
 // a crash. A session's new expiry after a call is only marked, and written with the next
-// round (at the latest every 5 s); that mark only updates a stored copy and never
-// re-creates one an end or a kill removed (storage.ClientSession.ExtendOnly). An end or a kill removes the live session first and
-// its copies last, in one write with its event (session.end, user.session_kill; on SQLite
+// round (at the latest every 5 s); that mark only moves a stored copy's expiry later: it
+// never re-creates a copy an end or a kill removed, nor undoes a sign-in written since the
+// call read its session (storage.ClientSession.ExtendOnly). An end or a kill removes the
+// live session first and its copies last, in one write with its event (session.end, user.session_kill; on SQLite
 // one transaction): that write is the change's point of no return. init finds its app
 // through the secret's remembered app, checked against the app's snapshot
 // (secretcache.go), so it reads no table.

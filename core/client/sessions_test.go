@@ -149,15 +149,35 @@ func TestLateTouchMarkDoesNotUndoAKill(t *testing.T) {
 		t.Fatalf("the killed session came back from a late mark: %v", err)
 	}
 
-	// A session not yet written and then touched is still created by the round.
+	// A session not yet written and then touched is still created by the round, and a
+	// call that read it before its sign-in extends it without undoing the sign-in.
 	fresh := Session{Token: newToken(), AppID: "app-1", AccountID: "acc-1", CreatedAt: time.Now()}
-	m.arch.mark(fresh, time.Now().Add(time.Hour))
+	signedIn := fresh
+	signedIn.UserID, signedIn.Username, signedIn.LoginAt = "user-2", "frank", time.Now()
+	m.arch.mark(signedIn, time.Now().Add(time.Hour))
 	m.arch.extend(fresh, time.Now().Add(2*time.Hour))
 	if err := m.arch.flush(ctx, false, nil); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, ok, err := m.arch.restore(ctx, fresh.Token); err != nil || !ok {
+	got, exp, ok, err := m.arch.restore(ctx, fresh.Token)
+	if err != nil || !ok {
 		t.Fatalf("a new session touched before its round: stored %v, %v", ok, err)
+	}
+	if got.UserID != "user-2" || got.Username != "frank" {
+		t.Fatalf("a call's extend undid the sign-in marked before it: %+v", got)
+	}
+	if exp.Before(time.Now().Add(90 * time.Minute)) {
+		t.Fatalf("the copy expires %v: the extend's later expiry was lost", exp)
+	}
+
+	// A later full mark replaces the stored copy; an extend after it only moves its expiry.
+	m.arch.mark(fresh, time.Now().Add(time.Hour))
+	m.arch.extend(fresh, time.Now().Add(3*time.Hour))
+	if err := m.arch.flush(ctx, false, nil); err != nil {
+		t.Fatal(err)
+	}
+	if got, _, _, _ := m.arch.restore(ctx, fresh.Token); got.Username != "" {
+		t.Fatalf("a new mark of the session did not replace the copy: %+v", got)
 	}
 }
 

@@ -75,7 +75,7 @@ func (d clientSessionDoc) session() storage.ClientSession {
 const saveSessionRounds = 3
 
 // SaveClientSessions writes the batch with one unordered BulkWrite of ReplaceOne upserts
-// by _id (an ExtendOnly copy: a ReplaceOne that does not upsert). There is no parent check: a copy saved as its app is deleted may outlive the
+// by _id (an ExtendOnly copy: an UpdateOne of its expiry by $max that does not upsert). There is no parent check: a copy saved as its app is deleted may outlive the
 // app's sweep.
 //
 // An upsert is a query followed by an insert or a replace on FerretDB 1.x (and may be on
@@ -90,23 +90,23 @@ func (s *Store) SaveClientSessions(ctx context.Context, ss []storage.ClientSessi
 		return nil
 	}
 	// An unordered bulk write may apply its models in any order, so a token hash given
-	// twice keeps only its last copy here, as the SQLite engine's in-order upserts do.
-	last := make(map[string]int, len(ss))
-	for i, c := range ss {
-		last[c.TokenHash] = i
-	}
-	models := make([]mongo.WriteModel, 0, len(last))
-	for i, c := range ss {
-		if last[c.TokenHash] != i {
+	// twice is one model here, as in the SQLite engine.
+	ss = storage.CoalesceClientSessions(ss)
+	models := make([]mongo.WriteModel, 0, len(ss))
+	for _, c := range ss {
+		if c.ExtendOnly {
+			// An ExtendOnly copy moves a stored one's expiry later and creates none: a
+			// filter of _id alone, so FerretDB's read-then-write-by-_id cannot bring back
+			// a copy deleted between the two (its write by _id finds nothing).
+			models = append(models, mongo.NewUpdateOneModel().
+				SetFilter(bson.D{{Key: "_id", Value: c.TokenHash}}).
+				SetUpdate(bson.D{{Key: "$max", Value: bson.D{{Key: "expiresAt", Value: storage.Truncate(c.ExpiresAt)}}}}))
 			continue
 		}
-		// An ExtendOnly copy replaces a stored one and creates none: a filter of _id
-		// alone, so FerretDB's read-then-write-by-_id cannot bring back a copy deleted
-		// between the two (its write by _id finds nothing).
 		models = append(models, mongo.NewReplaceOneModel().
 			SetFilter(bson.D{{Key: "_id", Value: c.TokenHash}}).
 			SetReplacement(toClientSessionDoc(c)).
-			SetUpsert(!c.ExtendOnly))
+			SetUpsert(true))
 	}
 	for round := 0; ; round++ {
 		_, err := s.clientSessions.BulkWrite(ctx, models, options.BulkWrite().SetOrdered(false))

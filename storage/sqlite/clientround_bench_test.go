@@ -24,6 +24,30 @@ func BenchmarkSaveClientRound(b *testing.B) {
 	})
 }
 
+// BenchmarkExtendClientRound times one round of 32 calls' new expiries (ExtendOnly) of
+// stored sessions, what a round of heartbeats writes; cpu-ns/op is the process's CPU time
+// per round.
+func BenchmarkExtendClientRound(b *testing.B) {
+	now := time.Now()
+	const stored = 4096
+	benchRoundsAfter(b, func(s *Store) error {
+		batch := make([]storage.ClientSession, stored)
+		for i := range batch {
+			batch[i] = storage.ClientSession{TokenHash: fmt.Sprintf("tok-%d", i), AppID: "app", AccountID: "acc",
+				IP: "127.0.0.1", Version: "1.0", CreatedAt: now, LoginAt: now, ExpiresAt: now.Add(time.Hour)}
+		}
+		return s.SaveClientRound(b.Context(), batch, nil)
+	}, func(s *Store, n int) error {
+		batch := make([]storage.ClientSession, roundSize)
+		for i := range batch {
+			batch[i] = storage.ClientSession{TokenHash: fmt.Sprintf("tok-%d", (n+i)%stored), AppID: "app", AccountID: "acc",
+				IP: "127.0.0.1", Version: "1.0", CreatedAt: now, LoginAt: now,
+				ExpiresAt: now.Add(time.Hour + time.Duration(n+i)*time.Millisecond), ExtendOnly: true}
+		}
+		return s.SaveClientRound(b.Context(), batch, nil)
+	})
+}
+
 // BenchmarkAppendEvents times one append of 32 events of one app (a round of concurrent
 // inits' events); cpu-ns/op is the process's CPU time per append.
 func BenchmarkAppendEvents(b *testing.B) {
@@ -45,7 +69,15 @@ const roundSize = 32
 // records written before it (so ids never repeat), and reports cpu-ns/op: CPU time says
 // more than wall time on a shared machine.
 func benchRounds(b *testing.B, round func(s *Store, n int) error) {
+	benchRoundsAfter(b, func(*Store) error { return nil }, round)
+}
+
+// benchRoundsAfter is benchRounds on a store that setup has filled first.
+func benchRoundsAfter(b *testing.B, setup func(s *Store) error, round func(s *Store, n int) error) {
 	s := openTemp(b, filepath.Join(b.TempDir(), "keyward.db"))
+	if err := setup(s); err != nil {
+		b.Fatal(err)
+	}
 	n := 0
 	start := processCPU()
 	for b.Loop() {

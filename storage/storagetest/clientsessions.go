@@ -361,10 +361,11 @@ func testClientSessionConcurrentSave(t *testing.T, s storage.Store) {
 	}
 }
 
-// testClientSessionExtendOnlyNeverCreates: an ExtendOnly copy replaces a stored one and
-// never creates one, in SaveClientSessions and in SaveClientRound (mixed with upserts, more
-// than a statement's chunk of them): a call's new expiry marked after a kill deleted the
-// copy must not bring it back.
+// testClientSessionExtendOnlyNeverCreates: an ExtendOnly copy moves a stored one's expiry
+// later, changes nothing else, and never creates one, in SaveClientSessions and in
+// SaveClientRound (mixed with upserts, more than a statement's chunk of each): a call's
+// new expiry marked after a kill deleted the copy must not bring it back, nor may the
+// session the call read undo a sign-in written since, nor an older expiry shorten it.
 func testClientSessionExtendOnlyNeverCreates(t *testing.T, s storage.Store) {
 	ctx := t.Context()
 	app := mustCreateApp(t, s, fullApp("acc-1", "extend"))
@@ -379,8 +380,26 @@ func testClientSessionExtendOnlyNeverCreates(t *testing.T, s storage.Store) {
 	absent.ExtendOnly = true
 	mustSaveSessions(t, s, extended, absent)
 	extended.ExtendOnly = false
-	wantSession(t, s, extended)
+	want := stored
+	want.ExpiresAt = extended.ExpiresAt
+	wantSession(t, s, want) // the new expiry, not the call's stale IP
 	wantNoSessions(t, s, "an ExtendOnly save of a copy never stored", absent)
+
+	earlier := extended
+	earlier.ExpiresAt = ms(90 * time.Minute) // another node's older mark, written last
+	earlier.ExtendOnly = true
+	mustSaveSessions(t, s, earlier)
+	wantSession(t, s, want)
+
+	// One batch that creates a copy and then extends it: both hold.
+	twice := fullSession(app.ID, "u-twice")
+	twiceExtended := twice
+	twiceExtended.ExpiresAt = ms(5 * time.Hour)
+	twiceExtended.Username = "stale"
+	twiceExtended.ExtendOnly = true
+	mustSaveSessions(t, s, twice, twiceExtended)
+	twice.ExpiresAt = twiceExtended.ExpiresAt
+	wantSession(t, s, twice)
 
 	var round []storage.ClientSession
 	var created []storage.ClientSession
@@ -397,6 +416,27 @@ func testClientSessionExtendOnlyNeverCreates(t *testing.T, s storage.Store) {
 	}
 	if err := s.SaveClientRound(ctx, round, nil); err != nil {
 		t.Fatalf("SaveClientRound: %v", err)
+	}
+	wantSessions(t, s, created...)
+
+	// A round of more extends than a statement's chunk, some of copies never stored.
+	round = round[:0]
+	for i, c := range created {
+		c.ExpiresAt = ms(time.Duration(4*60+i) * time.Minute)
+		c.IP = "198.51.100.7"
+		c.ExtendOnly = true
+		round = append(round, c)
+		created[i].ExpiresAt = c.ExpiresAt
+		if i%4 == 0 {
+			gone := fullSession(app.ID, fmt.Sprintf("u-gone-again-%d", i))
+			gone.ExtendOnly = true
+			round = append(round, gone)
+			defer wantNoSessions(t, s, "an ExtendOnly copy in a round of extends", gone)
+		}
+	}
+	round = append(round, round...) // more than a chunk (32 on SQLite), each twice
+	if err := s.SaveClientRound(ctx, round, nil); err != nil {
+		t.Fatalf("SaveClientRound(extends): %v", err)
 	}
 	wantSessions(t, s, created...)
 
