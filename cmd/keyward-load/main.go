@@ -81,6 +81,10 @@ import (
 )
 
 func main() {
+	// Version 4 UUIDs (request, socket and event ids: three per socket opened) take their
+	// randomness from a buffer refilled from crypto/rand 16 ids at a time, rather than a
+	// getrandom(2) each. It is process-wide, so it is set here, before anything runs.
+	uuid.EnableRandPool()
 	dur := flag.Duration("duration", 5*time.Second, "length of each measured run")
 	conc := flag.Int("concurrency", 32, "concurrent client connections")
 	sessions := flag.Int("sessions", 4000, "client sessions for the heartbeat run")

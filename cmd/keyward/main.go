@@ -21,6 +21,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/google/uuid"
 	"github.com/keyward/keyward/core/accounts"
 	"github.com/keyward/keyward/server"
 )
@@ -55,6 +56,10 @@ The admin, audit, doctor, backup, restore, export and import commands read the s
 `
 
 func main() {
+	// Version 4 UUIDs (request, socket and event ids: three per socket opened) take their
+	// randomness from a buffer refilled from crypto/rand 16 ids at a time, rather than a
+	// getrandom(2) each. It is process-wide, so it is set here, before anything runs.
+	uuid.EnableRandPool()
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 

@@ -39,7 +39,8 @@ type ConsumerConfig struct {
 	// Batch is the most events handed to Handle at once; default 500.
 	Batch int
 	// Handle handles events in log order. An error makes the consumer retry the same
-	// events later (with backoff): Handle must be idempotent by event id.
+	// events later (with backoff): Handle must be idempotent by event id. It must not
+	// keep evs once it returns (the bus fills the array again).
 	Handle func(ctx context.Context, evs []Event) error
 }
 

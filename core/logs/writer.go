@@ -8,6 +8,7 @@ import (
 	"log/slog"
 
 	"github.com/keyward/keyward/core/events"
+	"github.com/keyward/keyward/internal/jsontext"
 	"github.com/keyward/keyward/storage"
 )
 
@@ -31,7 +32,11 @@ func NewWriter(store storage.LogStore, log *slog.Logger) *Writer {
 func Entry(e events.Event) storage.LogEntry {
 	data := ""
 	if len(e.Data) > 0 {
-		if b, err := json.Marshal(e.Data); err == nil {
+		// Most events carry a few strings (a socket's connect note: its user id): those
+		// are written without encoding/json's reflection, byte for byte as it would.
+		if b, ok := jsontext.AppendObject(make([]byte, 0, 64), e.Data); ok {
+			data = string(b)
+		} else if b, err := json.Marshal(e.Data); err == nil {
 			data = string(b)
 		}
 	}

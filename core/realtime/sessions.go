@@ -7,6 +7,7 @@ import (
 
 	"github.com/keyward/keyward/cluster"
 	"github.com/keyward/keyward/core"
+	"github.com/keyward/keyward/internal/jsontext"
 )
 
 // SessionInfo is one live client socket as the dashboard sees it (SPEC 4.9 sessions).
@@ -57,33 +58,19 @@ func (s SessionInfo) AppendJSON(b []byte) ([]byte, error) {
 		return append(b, out...), err
 	}
 	b = append(b, `{"id":`...)
-	b = appendJSONString(b, s.ID)
+	b = jsontext.AppendString(b, s.ID)
 	b = append(b, `,"userId":`...)
-	b = appendJSONString(b, s.UserID)
+	b = jsontext.AppendString(b, s.UserID)
 	b = append(b, `,"username":`...)
-	b = appendJSONString(b, s.Username)
+	b = jsontext.AppendString(b, s.Username)
 	b = append(b, `,"ip":`...)
-	b = appendJSONString(b, s.IP)
+	b = jsontext.AppendString(b, s.IP)
 	b = append(b, `,"connectedAt":"`...)
 	b = s.ConnectedAt.AppendFormat(b, time.RFC3339Nano)
 	b = append(b, '"')
 	if s.Status != "" {
 		b = append(b, `,"status":`...)
-		b = appendJSONString(b, s.Status)
+		b = jsontext.AppendString(b, s.Status)
 	}
 	return append(b, '}'), nil
-}
-
-// appendJSONString appends v as a JSON string, as encoding/json writes it: printable
-// ASCII that needs no escape as it is, anything else through encoding/json.
-func appendJSONString(b []byte, v string) []byte {
-	for i := 0; i < len(v); i++ {
-		if c := v[i]; c < 0x20 || c > 0x7e || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
-			out, _ := json.Marshal(v) // a string always encodes
-			return append(b, out...)
-		}
-	}
-	b = append(b, '"')
-	b = append(b, v...)
-	return append(b, '"')
 }
