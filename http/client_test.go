@@ -2,6 +2,7 @@ package httpapi_test
 
 import (
 	"bytes"
+	"fmt"
 	"net/http"
 	"regexp"
 	"strconv"
@@ -289,6 +290,60 @@ func TestClientConcurrentActivationsOfALastUse(t *testing.T) {
 		}
 		if okCount != 1 {
 			t.Fatalf("%d activations of a key with one use succeeded: %v", okCount, codes)
+		}
+	})
+}
+
+// TestClientConcurrentLoginsFromNewDevices: logins of one user from new devices at once
+// pass its device limit no more than one at a time: as many succeed as the limit allows,
+// the others get DEVICE_LIMIT, and the user has as many devices as logins succeeded.
+func TestClientConcurrentLoginsFromNewDevices(t *testing.T) {
+	ts.Each(t, func(t *testing.T, e ts.Engines) {
+		s := ts.Start(t, e)
+		a := api{t, s, newOwner(t, s).Token}
+		appID, secret := a.createApp("Devices")
+		expectOK(t, a.do("PATCH", "/api/apps/"+appID, map[string]any{"lockHwid": true}), http.StatusOK)
+		r := a.do("POST", "/api/apps/"+appID+"/users", map[string]any{"username": "racer", "password": "pw-racer-1", "deviceLimit": 3})
+		expectOK(t, r, http.StatusCreated)
+		waitFor(t, func() bool { r := newSDK(t, s, secret).init("1.0.0", "x"); return r.Data()["lockHwid"] == true })
+		const n, limit = 8, 3
+		clients := make([]*sdk, n)
+		nonces := make([]string, n)
+		for i := range clients {
+			clients[i] = newSDK(t, s, secret)
+			clients[i].mustInit()
+			nonces[i] = clients[i].nonce()
+		}
+		var wg sync.WaitGroup
+		codes := make([]string, n)
+		for i := range clients {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				r := clients[i].post("login", map[string]any{"username": "racer", "password": "pw-racer-1",
+					"hwid": fmt.Sprintf("device-%d", i), "pcName": "PC"}, nonces[i])
+				codes[i] = r.Code()
+				if r.Status == http.StatusOK {
+					codes[i] = "OK"
+				}
+			}()
+		}
+		wg.Wait()
+		okCount := 0
+		for _, c := range codes {
+			switch c {
+			case "OK":
+				okCount++
+			case "DEVICE_LIMIT":
+			default:
+				t.Fatalf("unexpected answer %q (all: %v)", c, codes)
+			}
+		}
+		devices := a.do("GET", "/api/apps/"+appID+"/devices", nil) // the app's one user's
+		expectOK(t, devices, http.StatusOK)
+		stored := len(devices.Data()["devices"].([]any))
+		if okCount == 0 || okCount > limit || stored != okCount {
+			t.Fatalf("%d of %d logins from new devices succeeded with a limit of %d, %d devices stored: %v", okCount, n, limit, stored, codes)
 		}
 	})
 }

@@ -32,6 +32,12 @@ type DeviceQuery struct {
 type DeviceStore interface {
 	// CreateDevice inserts a device. ErrConflict when the user has a device with the hwid.
 	CreateDevice(ctx context.Context, d Device) error
+	// CreateDeviceWithin is CreateDevice unless d's user has limit devices already,
+	// counting bound (the hwid bound to the user; "" for none) as one when none of the
+	// user's devices has it: ErrLimit then, and nothing is written. The count and the
+	// insert are one step for concurrent calls for the user, on every node: logins of one
+	// user from new devices cannot pass its device limit together.
+	CreateDeviceWithin(ctx context.Context, d Device, limit int, bound string) error
 	// ListDevices answers one page, newest first, and the total.
 	ListDevices(ctx context.Context, appID string, q DeviceQuery) ([]Device, int, error)
 	// DeleteDevice removes the app's device and answers it as it was (its user and hwid:

@@ -13,6 +13,9 @@ var (
 	ErrConflict = errors.New("storage: conflict")
 	// ErrUnavailable wraps errors caused by the database being unreachable.
 	ErrUnavailable = errors.New("storage: unavailable")
+	// ErrLimit is answered when a write would pass a count limit it was given
+	// (DeviceStore.CreateDeviceWithin); nothing was written.
+	ErrLimit = errors.New("storage: limit reached")
 )
 
 // Now returns the current time as engines store it: UTC, millisecond precision.

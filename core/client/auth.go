@@ -145,10 +145,7 @@ func (s *Service) checkLocks(ctx context.Context, call Call, u storage.AppUser, 
 					count++
 				}
 				if limit := max(u.DeviceLimit, 1); count >= limit {
-					if limit == 1 {
-						return b, core.E(core.CodeHWIDLocked, "this account is bound to another device; ask for an HWID reset")
-					}
-					return b, core.E(core.CodeDeviceLimit, "this account has reached its limit of %d devices", limit)
+					return b, deviceLimitReached(limit)
 				}
 			}
 		}
@@ -174,6 +171,14 @@ func (s *Service) checkLocks(ctx context.Context, call Call, u storage.AppUser, 
 		b.seenPCName = pcName
 	}
 	return b, nil
+}
+
+// deviceLimitReached is the refusal of a new device to a user who has limit already.
+func deviceLimitReached(limit int) error {
+	if limit == 1 {
+		return core.E(core.CodeHWIDLocked, "this account is bound to another device; ask for an HWID reset")
+	}
+	return core.E(core.CodeDeviceLimit, "this account has reached its limit of %d devices", limit)
 }
 
 // apply writes the binding and the login into u (inside an atomic update: it re-checks
@@ -224,16 +229,47 @@ func (s *Service) recordLogin(u storage.AppUser, b binding, call Call, now time.
 	return u
 }
 
-// registerDevice records a newly bound device; a device registered concurrently is fine.
+// registerDevice records a newly bound device of a user the call created (no other login
+// can count its devices yet); a device registered concurrently is fine.
 func (s *Service) registerDevice(ctx context.Context, call Call, u storage.AppUser, b binding, pcName string, now time.Time) {
 	if !b.newDevice {
 		return
 	}
-	d := storage.Device{ID: uuid.NewString(), AppID: u.AppID, UserID: u.ID, Username: u.Username, HWID: b.hwid,
-		PCName: pcName, IP: call.Caller.IP, CreatedAt: now, LastSeenAt: now}
-	if err := s.d.Store.CreateDevice(ctx, d); err != nil && !errors.Is(err, storage.ErrConflict) {
+	if err := s.d.Store.CreateDevice(ctx, newDevice(call, u, b, pcName, now)); err != nil && !errors.Is(err, storage.ErrConflict) {
 		s.d.Log.Warn("client: cannot register device", "app", u.AppID, "user", u.ID, "err", err)
 	}
+}
+
+// claimDevice registers a returning user's new device before the login writes anything
+// else, its count of the user's devices and its insert one step
+// (storage.DeviceStore.CreateDeviceWithin): checkLocks' count alone let concurrent
+// logins from new devices pass the limit together. undo removes the device when the
+// login fails before the user is updated.
+func (s *Service) claimDevice(ctx context.Context, call Call, u storage.AppUser, b binding, pcName string, now time.Time) (undo func(), err error) {
+	if !b.newDevice {
+		return func() {}, nil
+	}
+	d := newDevice(call, u, b, pcName, now)
+	limit := max(u.DeviceLimit, 1)
+	switch err := s.d.Store.CreateDeviceWithin(ctx, d, limit, u.HWID); {
+	case errors.Is(err, storage.ErrLimit):
+		return nil, deviceLimitReached(limit)
+	case errors.Is(err, storage.ErrConflict):
+		return func() {}, nil // the same device, registered by a concurrent login
+	case err != nil:
+		return nil, fmt.Errorf("register device: %w", err)
+	}
+	return func() {
+		// The request's context may be what failed.
+		if _, err := s.d.Store.DeleteDevice(context.WithoutCancel(ctx), d.AppID, d.ID); err != nil && !errors.Is(err, storage.ErrNotFound) {
+			s.d.Log.Warn("client: cannot undo the device of a failed login", "app", d.AppID, "user", d.UserID, "err", err)
+		}
+	}, nil
+}
+
+func newDevice(call Call, u storage.AppUser, b binding, pcName string, now time.Time) storage.Device {
+	return storage.Device{ID: uuid.NewString(), AppID: u.AppID, UserID: u.ID, Username: u.Username, HWID: b.hwid,
+		PCName: pcName, IP: call.Caller.IP, CreatedAt: now, LastSeenAt: now}
 }
 
 // licenseGrant is what activating a license gives the user.
@@ -421,10 +457,15 @@ func (s *Service) login(ctx context.Context, call Call, in LoginInput) (AuthResu
 	if err != nil {
 		return AuthResult{}, err
 	}
+	undoDevice, err := s.claimDevice(ctx, call, u, b, in.PCName, now)
+	if err != nil {
+		return AuthResult{}, err
+	}
 	var grant licenseGrant
 	activate := in.LicenseKey != ""
 	if activate {
 		if grant, err = s.consumeLicense(ctx, appID, in.LicenseKey, u.Username, now); err != nil {
+			undoDevice()
 			return AuthResult{}, err
 		}
 	}
@@ -444,6 +485,7 @@ func (s *Service) login(ctx context.Context, call Call, in LoginInput) (AuthResu
 		}
 		return b.apply(u, call, now)
 	}); err != nil {
+		undoDevice()
 		if activate {
 			s.refundLicense(ctx, grant)
 		}
@@ -452,7 +494,6 @@ func (s *Service) login(ctx context.Context, call Call, in LoginInput) (AuthResu
 		}
 		return AuthResult{}, err
 	}
-	s.registerDevice(ctx, call, u, b, in.PCName, now)
 	var evs []events.Event
 	if activate {
 		evs = append(evs, activated(call, u, grant))
@@ -762,6 +803,10 @@ func (s *Service) licenseReturning(ctx context.Context, call Call, l storage.Lic
 	if err != nil {
 		return AuthResult{}, err
 	}
+	undoDevice, err := s.claimDevice(ctx, call, u, b, in.PCName, now)
+	if err != nil {
+		return AuthResult{}, err
+	}
 	if b.bindsNothing(u) {
 		u = s.recordLogin(u, b, call, now)
 	} else if u, err = s.d.Store.UpdateUser(ctx, u.AppID, u.ID, func(u *storage.AppUser) error {
@@ -770,9 +815,9 @@ func (s *Service) licenseReturning(ctx context.Context, call Call, l storage.Lic
 		}
 		return b.apply(u, call, now)
 	}); err != nil {
+		undoDevice()
 		return AuthResult{}, err
 	}
-	s.registerDevice(ctx, call, u, b, in.PCName, now)
 	warn, evs := signInWarnings(call, u, now, []events.Event{{Name: events.UserLogin, AppID: u.AppID, Username: u.Username, IP: call.Caller.IP, Country: call.Country,
 		Message: "user logged in with a license key", Data: map[string]any{"userId": u.ID, "licenseActivated": false}}})
 	if err := s.withEvents(ctx, func() error { return s.signIn(ctx, call, u, now) }, evs...); err != nil {

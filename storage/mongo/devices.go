@@ -2,11 +2,13 @@ package mongo
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
 	"github.com/keyward/keyward/storage"
 )
@@ -65,6 +67,38 @@ func (s *Store) CreateDevice(ctx context.Context, d storage.Device) error {
 	}
 	return s.insertOwned(ctx, "create device", s.devices, []any{doc}, bson.D{{Key: "_id", Value: d.ID}},
 		[]parentRef{{what: "user " + d.UserID, coll: s.users, filter: byApp(d.AppID, d.UserID)}})
+}
+
+// CreateDeviceWithin is CreateDevice under the lock of the user's device count
+// (lockDoc: neither server can count and insert in one write, and FerretDB 1.x has no
+// multi-document transaction), taken by every such insert for the user, so that the
+// count it reads stays true until its insert is done. Deletes take no lock: they only
+// lower the count.
+func (s *Store) CreateDeviceWithin(ctx context.Context, d storage.Device, limit int, bound string) error {
+	const op = "create device within limit"
+	release, err := s.lockDoc(ctx, s.devices, "limit/"+d.AppID+"/"+d.UserID, "")
+	if err != nil {
+		return wrap(op, err)
+	}
+	defer release()
+	mine := bson.D{{Key: "appId", Value: d.AppID}, {Key: "userId", Value: d.UserID}}
+	count, err := s.devices.CountDocuments(ctx, mine)
+	if err != nil {
+		return wrap(op+": count", err)
+	}
+	if bound != "" {
+		has, err := s.devices.CountDocuments(ctx, append(mine, bson.E{Key: "hwid", Value: bound}), options.Count().SetLimit(1))
+		if err != nil {
+			return wrap(op+": count", err)
+		}
+		if has == 0 {
+			count++
+		}
+	}
+	if count >= int64(limit) {
+		return fmt.Errorf("mongo: %s: %d of %d: %w", op, count, limit, storage.ErrLimit)
+	}
+	return s.CreateDevice(ctx, d)
 }
 
 // ListDevices answers one page of the app's devices, newest first, and their total.

@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"fmt"
 	"strings"
 	"time"
 
@@ -27,10 +28,39 @@ func scanDevice(row scanner) (storage.Device, error) {
 // CreateDevice inserts d. The unique index on (user_id, hwid) answers ErrConflict; the
 // foreign key on (app_id, user_id) answers ErrNotFound when the app has no such user.
 func (s *Store) CreateDevice(ctx context.Context, d storage.Device) error {
-	return s.insertAll(ctx, "create device", `INSERT INTO devices (id, app_id, user_id, username, username_lower,
+	return s.insertAll(ctx, "create device", createDevice, [][]any{deviceRow(d)})
+}
+
+// createDevice inserts a device; its arguments are deviceRow's.
+const createDevice = `INSERT INTO devices (id, app_id, user_id, username, username_lower,
 	hwid, hwid_lower, pc_name, ip, created_at, last_seen_at)
-VALUES (`+placeholders(11)+`)`, [][]any{{d.ID, d.AppID, d.UserID, d.Username, strings.ToLower(d.Username),
-		d.HWID, strings.ToLower(d.HWID), d.PCName, d.IP, toMillis(d.CreatedAt), toMillis(d.LastSeenAt)}})
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+
+func deviceRow(d storage.Device) []any {
+	return []any{d.ID, d.AppID, d.UserID, d.Username, strings.ToLower(d.Username),
+		d.HWID, strings.ToLower(d.HWID), d.PCName, d.IP, toMillis(d.CreatedAt), toMillis(d.LastSeenAt)}
+}
+
+// CreateDeviceWithin inserts the device when its user's devices (and the bound hwid, if
+// none of them has it) number fewer than limit, counted in the insert's write
+// transaction: SQLite's one writer makes the count and the insert one step.
+func (s *Store) CreateDeviceWithin(ctx context.Context, d storage.Device, limit int, bound string) error {
+	const op = "create device within limit"
+	return s.insertChecked(ctx, op, createDevice, [][]any{deviceRow(d)}, func(tx *sql.Tx) error {
+		var count, hasBound int
+		err := tx.QueryRowContext(ctx, `SELECT count(*), coalesce(max(hwid = ?), 0) FROM devices WHERE app_id = ? AND user_id = ?`,
+			bound, d.AppID, d.UserID).Scan(&count, &hasBound)
+		if err != nil {
+			return wrap(op+": count", err)
+		}
+		if bound != "" && hasBound == 0 {
+			count++
+		}
+		if count >= limit {
+			return fmt.Errorf("sqlite: %s: %d of %d: %w", op, count, limit, storage.ErrLimit)
+		}
+		return nil
+	})
 }
 
 // ListDevices answers one page of the app's devices, newest first, and their total.

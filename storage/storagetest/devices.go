@@ -1,6 +1,7 @@
 package storagetest
 
 import (
+	"errors"
 	"fmt"
 	"testing"
 	"time"
@@ -14,6 +15,64 @@ var deviceTests = []subtest{
 	{"DeviceUnknownUser", testDeviceUnknownUser},
 	{"DeviceList", testDeviceList},
 	{"DeviceDelete", testDeviceDelete},
+	{"DeviceWithinLimit", testDeviceWithinLimit},
+	{"DeviceWithinLimitConcurrent", testDeviceWithinLimitConcurrent},
+}
+
+// testDeviceWithinLimit: CreateDeviceWithin inserts while the user's devices, and the
+// bound hwid when no device has it, number fewer than the limit; otherwise ErrLimit and
+// nothing written. Other users' devices do not count.
+func testDeviceWithinLimit(t *testing.T, s storage.Store) {
+	ctx := t.Context()
+	app := mustCreateApp(t, s, fullApp("acc-1", "app"))
+	alice := mustCreateUser(t, s, fullUser(app.ID, "alice"))
+	bob := mustCreateUser(t, s, fullUser(app.ID, "bob"))
+	mustCreateDevice(t, s, fullDevice(bob, "B-1"))
+	mustCreateDevice(t, s, fullDevice(bob, "B-2"))
+
+	if err := s.CreateDeviceWithin(ctx, fullDevice(alice, "A-1"), 2, ""); err != nil {
+		t.Fatalf("CreateDeviceWithin(first of 2): %v", err)
+	}
+	// The bound hwid has no device: it counts as one, so a second device passes the limit.
+	if err := s.CreateDeviceWithin(ctx, fullDevice(alice, "A-2"), 2, "A-BOUND"); !errors.Is(err, storage.ErrLimit) {
+		t.Fatalf("CreateDeviceWithin(past the bound hwid) = %v, want ErrLimit", err)
+	}
+	// The bound hwid is one of the devices: counted once.
+	if err := s.CreateDeviceWithin(ctx, fullDevice(alice, "A-2"), 2, "A-1"); err != nil {
+		t.Fatalf("CreateDeviceWithin(second of 2, bound to the first): %v", err)
+	}
+	if err := s.CreateDeviceWithin(ctx, fullDevice(alice, "A-3"), 2, "A-1"); !errors.Is(err, storage.ErrLimit) {
+		t.Fatalf("CreateDeviceWithin(third of 2) = %v, want ErrLimit", err)
+	}
+	wantConflict(t, "CreateDeviceWithin of a hwid the user has", s.CreateDeviceWithin(ctx, fullDevice(alice, "A-1"), 5, ""))
+	if _, total, err := s.ListDevices(ctx, app.ID, storage.DeviceQuery{UserID: alice.ID}); err != nil || total != 2 {
+		t.Fatalf("alice's devices = (%d, %v), want 2: a refused device was written", total, err)
+	}
+}
+
+// testDeviceWithinLimitConcurrent: new devices of one user inserted at once, each within
+// a limit, leave exactly the limit's number: the count and the insert are one step.
+func testDeviceWithinLimitConcurrent(t *testing.T, s storage.Store) {
+	ctx := t.Context()
+	app := mustCreateApp(t, s, fullApp("acc-1", "app"))
+	u := mustCreateUser(t, s, fullUser(app.ID, "racer"))
+	const limit, tries = 3, 12
+	errs := make(chan error, tries)
+	for i := range tries {
+		go func() { errs <- s.CreateDeviceWithin(ctx, fullDevice(u, fmt.Sprintf("R-%d", i)), limit, "") }()
+	}
+	passed := 0
+	for range tries {
+		switch err := <-errs; {
+		case err == nil:
+			passed++
+		case !errors.Is(err, storage.ErrLimit):
+			t.Errorf("CreateDeviceWithin: %v, want nil or ErrLimit", err)
+		}
+	}
+	if _, total, err := s.ListDevices(ctx, app.ID, storage.DeviceQuery{UserID: u.ID}); err != nil || total != limit || passed != limit {
+		t.Fatalf("after %d concurrent inserts within %d: %d stored (%v), %d answered success; want %d", tries, limit, total, err, passed, limit)
+	}
 }
 
 // newestFirst is the order of ListDevices and ListTokens.
