@@ -34,7 +34,7 @@ func (s *Store) lockDoc(ctx context.Context, coll *mongo.Collection, id, owner s
 // tryLockDoc is lockDoc giving up after attempts tries (answering a nil release and no
 // error), its waits growing to at most 2^maxShift ms.
 func (s *Store) tryLockDoc(ctx context.Context, coll *mongo.Collection, id, owner string, attempts, maxShift int) (release func(), err error) {
-	name := fmt.Sprintf("%s/%s#lock", coll.Name(), id)
+	name := lockClaimID(coll, id)
 	for attempt := 0; attempt < attempts; attempt++ {
 		if attempt > 0 {
 			if err := backoff(ctx, min(attempt, maxShift)); err != nil {
@@ -170,7 +170,7 @@ func (s *Store) deleteClaimedRound(ctx context.Context, coll *mongo.Collection, 
 	claimOf := make(map[string]string, len(cands))
 	read := make(map[string]int64, len(cands))
 	for i, c := range cands {
-		claimOf[c.ID] = fmt.Sprintf("%s/%s#%d", coll.Name(), c.ID, c.Version+1)
+		claimOf[c.ID] = versionClaimID(coll, c.ID, c.Version+1)
 		claims[i] = claimDoc{ID: claimOf[c.ID], Owner: c.AppID, At: now, Holder: holder}
 		read[c.ID] = c.Version
 	}
@@ -238,7 +238,7 @@ func (s *Store) deleteWhereLocked(ctx context.Context, coll *mongo.Collection, f
 	now := storage.Now()
 	claims := make([]claimDoc, len(ids))
 	for i, id := range ids {
-		claims[i] = claimDoc{ID: fmt.Sprintf("%s/%s#lock", coll.Name(), id), At: now, Holder: holder}
+		claims[i] = claimDoc{ID: lockClaimID(coll, id), At: now, Holder: holder}
 	}
 	mine, err := s.takeClaims(ctx, claims)
 	defer s.releaseClaims(ctx, mine)

@@ -3,7 +3,6 @@ package mongo
 import (
 	"context"
 	"crypto/rand"
-	"fmt"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
@@ -108,7 +107,7 @@ func (s *Store) recordLoginsRound(ctx context.Context, logins []storage.UserLogi
 		if !ok || d.AppID != l.AppID {
 			continue // unknown user, or one of another app: skipped
 		}
-		claimOf[l.UserID] = fmt.Sprintf("%s/%s#%d", s.users.Name(), l.UserID, d.Version+1)
+		claimOf[l.UserID] = versionClaimID(s.users, l.UserID, d.Version+1)
 		claims = append(claims, claimDoc{ID: claimOf[l.UserID], Owner: l.AppID, At: now, Holder: holder})
 		known = append(known, l)
 	}

@@ -95,12 +95,31 @@ func updateDoc[D versioned](ctx context.Context, s *Store, coll *mongo.Collectio
 
 // claimDoc reserves the write of one version of one document.
 type claimDoc struct {
-	ID    string    `bson:"_id"`   // "<collection>/<document id>#<version>"
+	ID    string    `bson:"_id"`   // versionClaimID, lockClaimID or takeoverID
 	Owner string    `bson:"owner"` // see versioned.claimKey
 	At    time.Time `bson:"at"`
 	// Holder names the insert that took the claim with others (takeClaims), so that
 	// the claims one insert got are told from others' by one read; empty for one alone.
 	Holder string `bson:"holder,omitempty"`
+}
+
+// The claim ids, one spelling each: the claim of a record's next version (updateDoc and
+// every writer that holds one), the lock of an unversioned document (lockDoc), and the
+// takeover document of a stale claim (clearStaleClaim).
+
+// versionClaimID names the claim of version of document id of coll.
+func versionClaimID(coll *mongo.Collection, id string, version int64) string {
+	return fmt.Sprintf("%s/%s#%d", coll.Name(), id, version)
+}
+
+// lockClaimID names the lock of document id of coll.
+func lockClaimID(coll *mongo.Collection, id string) string {
+	return coll.Name() + "/" + id + "#lock"
+}
+
+// takeoverID names the takeover document of the claim id taken at at.
+func takeoverID(id string, at time.Time) string {
+	return fmt.Sprintf("%s~%d", id, at.UnixMilli())
 }
 
 // claimLease is how long a claim protects its version. A claim older than this is taken to
@@ -133,7 +152,7 @@ func (s *Store) replaceClaimed(ctx context.Context, coll *mongo.Collection, cur 
 // behind blocks this version for the whole lease.
 func (s *Store) claimNextVersion(ctx context.Context, coll *mongo.Collection, cur versioned) (release func(), claimed bool, err error) {
 	id, version, owner := cur.claimKey()
-	return s.takeClaim(ctx, fmt.Sprintf("%s/%s#%d", coll.Name(), id, version+1), owner)
+	return s.takeClaim(ctx, versionClaimID(coll, id, version+1), owner)
 }
 
 // takeClaim takes the claim named id for owner (whose deletion removes it): one holder at
@@ -173,7 +192,7 @@ func (s *Store) clearStaleClaim(ctx context.Context, id string) error {
 	if time.Since(c.At) < claimLease {
 		return nil
 	}
-	takeover := claimDoc{ID: fmt.Sprintf("%s~%d", id, c.At.UnixMilli()), Owner: c.Owner, At: storage.Now()}
+	takeover := claimDoc{ID: takeoverID(id, c.At), Owner: c.Owner, At: storage.Now()}
 	if _, err := s.claims.InsertOne(ctx, takeover); err != nil {
 		if isDuplicateKey(err) {
 			return nil // another clearer has it
