@@ -164,53 +164,72 @@ func (s *Store) deleteWhereClaimed(ctx context.Context, coll *mongo.Collection, 
 // deleteClaimedRound is one round of deleteWhereClaimed: it answers how many it deleted
 // and the ids to read again.
 func (s *Store) deleteClaimedRound(ctx context.Context, coll *mongo.Collection, filter bson.D, cands []versionedID) (int, []string, error) {
-	holder := rand.Text()
+	n := 0
+	retry, err := s.claimedRound(ctx, coll, filter, cands, func(ready []versionedID) error {
+		doomed := make([]string, len(ready))
+		for i, d := range ready {
+			doomed[i] = d.ID
+		}
+		var err error
+		n, err = deleteByIDs(ctx, coll, doomed)
+		return err
+	})
+	return n, retry, err
+}
+
+// claimedRound is one round of a write of several records (cands: records of coll read
+// with their versions) under the claims of their next versions, as updateDoc holds one:
+// it claims every next version (one unordered insert), reads again those it got that
+// still match filter, and calls write with those still at the version read, under the
+// claims (released after it). A record gone or no longer matching filter is left out. It
+// answers the ids to try again: those whose claim another writer holds (cleared when it
+// outlived its lease) and those updated before they were claimed, to be judged at their
+// new version.
+func (s *Store) claimedRound(ctx context.Context, coll *mongo.Collection, filter bson.D, cands []versionedID, write func(ready []versionedID) error) ([]string, error) {
+	holder := rand.Text() // tells this round's claims from others' (takeClaims)
 	now := storage.Now()
 	claims := make([]claimDoc, len(cands))
-	claimOf := make(map[string]string, len(cands))
 	read := make(map[string]int64, len(cands))
 	for i, c := range cands {
-		claimOf[c.ID] = versionClaimID(coll, c.ID, c.Version+1)
-		claims[i] = claimDoc{ID: claimOf[c.ID], Owner: c.AppID, At: now, Holder: holder}
+		claims[i] = claimDoc{ID: versionClaimID(coll, c.ID, c.Version+1), Owner: c.AppID, At: now, Holder: holder}
 		read[c.ID] = c.Version
 	}
 	mine, err := s.takeClaims(ctx, claims)
 	defer s.releaseClaims(ctx, mine)
 	if err != nil {
-		return 0, nil, err
+		return nil, err
 	}
 	var retry, claimed []string
-	for _, c := range cands {
-		if mine[claimOf[c.ID]] {
+	for i, c := range cands {
+		if mine[claims[i].ID] {
 			claimed = append(claimed, c.ID)
 			continue
 		}
-		if err := s.clearStaleClaim(ctx, claimOf[c.ID]); err != nil {
-			return 0, nil, err
+		if err := s.clearStaleClaim(ctx, claims[i].ID); err != nil {
+			return nil, err
 		}
 		retry = append(retry, c.ID)
 	}
 	if len(claimed) == 0 {
-		return 0, retry, nil
+		return retry, nil
 	}
 	in := bson.E{Key: "_id", Value: bson.D{{Key: "$in", Value: claimed}}}
 	still, err := findVersioned(ctx, coll, append(append(bson.D{}, filter...), in))
 	if err != nil {
-		return 0, nil, err
+		return nil, err
 	}
-	var doomed []string
+	var ready []versionedID
 	for _, d := range still {
 		if d.Version == read[d.ID] {
-			doomed = append(doomed, d.ID)
+			ready = append(ready, d)
 		} else {
 			retry = append(retry, d.ID) // updated before the claim: judge its new version
 		}
 	}
-	if len(doomed) == 0 {
-		return 0, retry, nil
+	if len(ready) == 0 {
+		return retry, nil
 	}
-	n, err := deleteByIDs(ctx, coll, doomed)
-	return n, retry, err
+	return retry, write(ready)
 }
 
 // deleteByIDs deletes the documents ids of coll with one unordered BulkWrite of DeleteOne

@@ -2,7 +2,6 @@ package mongo
 
 import (
 	"context"
-	"crypto/rand"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
@@ -64,116 +63,73 @@ func (s *Store) RecordLogins(ctx context.Context, logins []storage.UserLogin) er
 }
 
 // recordLoginsRound writes the logins (one per user) whose user's next version it can
-// claim, and answers the others, to be tried again: read the versions, claim each next
-// version (one unordered insert), read the versions again (a user updated between the two
-// reads is tried again), write, release the claims.
+// claim, and answers the others, to be tried again: read the versions, then write under
+// the claims (claimedRound: a user updated between the read and its claim is tried
+// again, one deleted meanwhile is skipped).
 func (s *Store) recordLoginsRound(ctx context.Context, logins []storage.UserLogin) ([]storage.UserLogin, error) {
-	type userVersion struct {
-		ID      string `bson:"_id"`
-		AppID   string `bson:"appId"`
-		Version int64  `bson:"version"`
-	}
-	versions := func(ids []string) (map[string]userVersion, error) {
-		cur, err := s.users.Find(ctx, bson.D{{Key: "_id", Value: bson.D{{Key: "$in", Value: ids}}}},
-			options.Find().SetProjection(bson.D{{Key: "_id", Value: 1}, {Key: "appId", Value: 1}, {Key: "version", Value: 1}}))
-		if err != nil {
-			return nil, err
-		}
-		var docs []userVersion
-		if err := cur.All(ctx, &docs); err != nil {
-			return nil, err
-		}
-		out := make(map[string]userVersion, len(docs))
-		for _, d := range docs {
-			out[d.ID] = d
-		}
-		return out, nil
-	}
 	ids := make([]string, len(logins))
 	for i, l := range logins {
 		ids[i] = l.UserID
 	}
-	read, err := versions(ids)
+	found, err := findVersioned(ctx, s.users, bson.D{{Key: "_id", Value: bson.D{{Key: "$in", Value: ids}}}})
 	if err != nil {
 		return nil, err
 	}
-	holder := rand.Text() // tells this round's claims from others' (takeClaims)
-	now := storage.Now()
-	claimOf := make(map[string]string, len(logins)) // user id → claim id
-	var claims []claimDoc
-	var known []storage.UserLogin
+	stored := make(map[string]versionedID, len(found))
+	for _, d := range found {
+		stored[d.ID] = d
+	}
+	loginOf := make(map[string]storage.UserLogin, len(found)) // user id → its login
+	var cands []versionedID
 	for _, l := range logins {
-		d, ok := read[l.UserID]
+		d, ok := stored[l.UserID]
 		if !ok || d.AppID != l.AppID {
 			continue // unknown user, or one of another app: skipped
 		}
-		claimOf[l.UserID] = versionClaimID(s.users, l.UserID, d.Version+1)
-		claims = append(claims, claimDoc{ID: claimOf[l.UserID], Owner: l.AppID, At: now, Holder: holder})
-		known = append(known, l)
+		loginOf[l.UserID] = l
+		cands = append(cands, d)
 	}
-	if len(claims) == 0 {
+	if len(cands) == 0 {
 		return nil, nil
 	}
-	mine, err := s.takeClaims(ctx, claims)
-	defer s.releaseClaims(ctx, mine)
+	retry, err := s.claimedRound(ctx, s.users, bson.D{}, cands, func(ready []versionedID) error {
+		models := make([]mongo.WriteModel, len(ready))
+		for i, d := range ready {
+			models[i] = loginWrite(loginOf[d.ID], d.Version)
+		}
+		_, err := s.users.BulkWrite(ctx, models, options.BulkWrite().SetOrdered(false))
+		return err
+	})
 	if err != nil {
 		return nil, err
 	}
-	var claimedIDs []string
-	for _, l := range known {
-		if mine[claimOf[l.UserID]] {
-			claimedIDs = append(claimedIDs, l.UserID)
-		}
-	}
-	var again map[string]userVersion
-	if len(claimedIDs) > 0 {
-		if again, err = versions(claimedIDs); err != nil {
-			return nil, err
-		}
-	}
-	var rest []storage.UserLogin
-	var models []mongo.WriteModel
-	for _, l := range known {
-		if !mine[claimOf[l.UserID]] {
-			// Another writer holds it: try again, after clearing it if it outlived its lease.
-			if err := s.clearStaleClaim(ctx, claimOf[l.UserID]); err != nil {
-				return nil, err
-			}
-			rest = append(rest, l)
-			continue
-		}
-		d, ok := again[l.UserID]
-		if !ok {
-			continue // deleted meanwhile
-		}
-		if d.Version != read[l.UserID].Version {
-			rest = append(rest, l) // updated between the reads: claim its new version
-			continue
-		}
-		at := storage.Truncate(l.At)
-		set := bson.D{{Key: "lastLoginAt", Value: at}, {Key: "lastLoginIp", Value: l.IP}}
-		if l.HWID != "" {
-			set = append(set, bson.E{Key: "hwid", Value: l.HWID})
-		}
-		if l.PCName != "" {
-			set = append(set, bson.E{Key: "pcName", Value: l.PCName})
-		}
-		models = append(models, mongo.NewUpdateOneModel().
-			SetFilter(bson.D{
-				{Key: "_id", Value: l.UserID},
-				{Key: "appId", Value: l.AppID},
-				{Key: "version", Value: d.Version},
-				{Key: "$or", Value: bson.A{
-					bson.D{{Key: "lastLoginAt", Value: bson.D{{Key: "$exists", Value: false}}}},
-					bson.D{{Key: "lastLoginAt", Value: bson.D{{Key: "$lt", Value: at}}}},
-				}},
-			}).
-			SetUpdate(bson.D{{Key: "$set", Value: set}}))
-	}
-	if len(models) > 0 {
-		if _, err := s.users.BulkWrite(ctx, models, options.BulkWrite().SetOrdered(false)); err != nil {
-			return nil, err
-		}
+	rest := make([]storage.UserLogin, len(retry))
+	for i, id := range retry {
+		rest[i] = loginOf[id]
 	}
 	return rest, nil
+}
+
+// loginWrite is the write of login l to its user, stored at version: only over an older
+// login (or none).
+func loginWrite(l storage.UserLogin, version int64) mongo.WriteModel {
+	at := storage.Truncate(l.At)
+	set := bson.D{{Key: "lastLoginAt", Value: at}, {Key: "lastLoginIp", Value: l.IP}}
+	if l.HWID != "" {
+		set = append(set, bson.E{Key: "hwid", Value: l.HWID})
+	}
+	if l.PCName != "" {
+		set = append(set, bson.E{Key: "pcName", Value: l.PCName})
+	}
+	return mongo.NewUpdateOneModel().
+		SetFilter(bson.D{
+			{Key: "_id", Value: l.UserID},
+			{Key: "appId", Value: l.AppID},
+			{Key: "version", Value: version},
+			{Key: "$or", Value: bson.A{
+				bson.D{{Key: "lastLoginAt", Value: bson.D{{Key: "$exists", Value: false}}}},
+				bson.D{{Key: "lastLoginAt", Value: bson.D{{Key: "$lt", Value: at}}}},
+			}},
+		}).
+		SetUpdate(bson.D{{Key: "$set", Value: set}})
 }
