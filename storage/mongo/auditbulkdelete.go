@@ -2,7 +2,6 @@ package mongo
 
 import (
 	"context"
-	"fmt"
 	"slices"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -31,9 +30,9 @@ import (
 const bulkDeleteChunk = 1000
 
 // stageDeleteMany stages the audit entry of the deletion of those of ids (documents of
-// coll of the app) that exist, and answers the intent and those ids; a deletion of
-// nothing stages nothing (nil intent). The markers the documents carry (their last
-// audited change's entry) are settled first, since the deletion removes them.
+// coll of the app) that exist, and answers its intent; a deletion of nothing stages
+// nothing (nil intent). The markers the documents carry (their last audited change's
+// entry) are settled first, since the deletion removes them.
 func (s *Store) stageDeleteMany(ctx context.Context, coll *mongo.Collection, appID string, ids []string) (*auditIntent, error) {
 	if storage.EventOutboxFrom(ctx) == nil || storage.AuditOutboxFrom(ctx) == nil || len(ids) == 0 {
 		return nil, nil
@@ -57,7 +56,15 @@ func (s *Store) stageDeleteMany(ctx context.Context, coll *mongo.Collection, app
 			}
 		}
 	}
-	if len(present) == 0 {
+	return s.stageDeleteFound(ctx, coll, present, markers)
+}
+
+// stageDeleteFound stages the audit entry of the deletion of present, documents of coll
+// read as existing (a deletion of nothing stages nothing: nil intent), markers the
+// markers they carry, settled first (stageDeleteMany). A deletion that has read its
+// documents already (by a filter: DeleteLicensesWhere) stages with what it read.
+func (s *Store) stageDeleteFound(ctx context.Context, coll *mongo.Collection, present, markers []string) (*auditIntent, error) {
+	if storage.EventOutboxFrom(ctx) == nil || storage.AuditOutboxFrom(ctx) == nil || len(present) == 0 {
 		return nil, nil
 	}
 	if err := s.settleMarkers(ctx, markers); err != nil {
@@ -68,12 +75,7 @@ func (s *Store) stageDeleteMany(ctx context.Context, coll *mongo.Collection, app
 	if !ok {
 		return nil, nil
 	}
-	e.CreatedAt = storage.Truncate(e.CreatedAt)
-	p := pendingAuditDoc{ID: e.ID, Coll: coll.Name(), DocIDs: present, Entry: auditDocOf(e, ""), At: storage.Now(), Deleted: true}
-	if _, err := s.auditPending.InsertOne(ctx, p); err != nil {
-		return nil, fmt.Errorf("stage the audit entry: %w", err)
-	}
-	return &auditIntent{ao: ao, e: e}, nil
+	return s.stagePending(ctx, ao, e, pendingAuditDoc{Coll: coll.Name(), DocIDs: present, Deleted: true})
 }
 
 // settleMarkers settles the staged entries of markers still pending (usually none: each

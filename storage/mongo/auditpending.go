@@ -131,11 +131,18 @@ func (s *Store) stageAuditOf(ctx context.Context, coll *mongo.Collection, docID,
 			return nil, err
 		}
 	}
-	e.CreatedAt = storage.Truncate(e.CreatedAt)
-	p := pendingAuditDoc{ID: e.ID, Coll: coll.Name(), DocID: docID, Entry: auditDocOf(e, ""), At: storage.Now(), Deleted: deleted}
+	p := pendingAuditDoc{Coll: coll.Name(), DocID: docID, Deleted: deleted}
 	if parts, ok := ao.(storage.AuditParts); ok {
 		p.Group = parts.AuditGroup()
 	}
+	return s.stagePending(ctx, ao, e, p)
+}
+
+// stagePending stages e, the entry ao answered, as p says (what confirms it; its id,
+// entry and time are set here): the insert in auditPending every staging ends with.
+func (s *Store) stagePending(ctx context.Context, ao storage.AuditOutbox, e storage.AuditEntry, p pendingAuditDoc) (*auditIntent, error) {
+	e.CreatedAt = storage.Truncate(e.CreatedAt)
+	p.ID, p.Entry, p.At = e.ID, auditDocOf(e, ""), storage.Now()
 	if _, err := s.auditPending.InsertOne(ctx, p); err != nil {
 		return nil, fmt.Errorf("stage the audit entry: %w", err)
 	}

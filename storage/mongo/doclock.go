@@ -108,16 +108,19 @@ func (s *Store) releaseClaims(ctx context.Context, ids map[string]bool) {
 	_, _ = s.claims.BulkWrite(rctx, models, options.BulkWrite().SetOrdered(false))
 }
 
-// versionedID is the identity of a stored record as a claim needs it.
+// versionedID is the identity of a stored record as a claim needs it, with the marker of
+// its last audited change (which a deletion settles first: stageDeleteFound).
 type versionedID struct {
 	ID      string `bson:"_id"`
 	AppID   string `bson:"appId"`
 	Version int64  `bson:"version"`
+	Marker  string `bson:"auditPending,omitempty"` // auditMarker
 }
 
-// findVersioned answers the id, app and version of the documents of coll filter matches.
+// findVersioned answers the id, app, version and marker of the documents of coll filter
+// matches.
 func findVersioned(ctx context.Context, coll *mongo.Collection, filter bson.D) ([]versionedID, error) {
-	cur, err := coll.Find(ctx, filter, options.Find().SetProjection(bson.D{{Key: "_id", Value: 1}, {Key: "appId", Value: 1}, {Key: "version", Value: 1}}))
+	cur, err := coll.Find(ctx, filter, options.Find().SetProjection(bson.D{{Key: "_id", Value: 1}, {Key: "appId", Value: 1}, {Key: "version", Value: 1}, {Key: auditMarker, Value: 1}}))
 	if err != nil {
 		return nil, err
 	}

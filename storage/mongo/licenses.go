@@ -261,13 +261,18 @@ func (s *Store) DeleteLicensesWhere(ctx context.Context, appID, filter string, n
 	if err != nil {
 		return 0, wrap(op, err)
 	}
-	// The request's audit entry is staged with the ids found, confirmed by their
-	// deletions (auditbulkdelete.go), and appended once they are all done.
+	// The request's audit entry is staged with the ids found (read once, with their
+	// markers), confirmed by their deletions (auditbulkdelete.go), and appended once
+	// they are all done.
 	ids := make([]string, len(found))
+	var markers []string
 	for i, d := range found {
 		ids[i] = d.ID
+		if d.Marker != "" {
+			markers = append(markers, d.Marker)
+		}
 	}
-	intent, err := s.stageDeleteMany(ctx, s.licenses, appID, ids)
+	intent, err := s.stageDeleteFound(ctx, s.licenses, ids, markers)
 	if err != nil {
 		return 0, wrap(op+": audit", err)
 	}
