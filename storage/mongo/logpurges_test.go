@@ -1,8 +1,14 @@
 package mongo
 
 import (
+	"errors"
+	"strconv"
+	"sync"
 	"testing"
 	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/event"
 
 	"github.com/keyward/keyward/internal/testenv"
 	"github.com/keyward/keyward/storage"
@@ -58,5 +64,62 @@ func TestLogPurgeEntrySettledBeforeItsIntentGoes(t *testing.T) {
 	}
 	if left, err := s.LogPurges(ctx); err != nil || len(left) != 0 {
 		t.Fatalf("LogPurges after the run: %v, %v", left, err)
+	}
+}
+
+// TestLogPurgeTouchesItsIntentEachChunk: a purge in chunks moves its intent's touchedAt
+// after each chunk (so a long one is not taken for a stopped node's and resumed by
+// another): before each chunk's delete but the first, the stored intent is touched
+// later than it was begun.
+func TestLogPurgeTouchesItsIntentEachChunk(t *testing.T) {
+	s, peer, w := openWatched(t)
+	s.purgeChunk = 2
+	ctx := t.Context()
+	if err := s.CreateApp(ctx, storage.App{ID: "a1", AccountID: "acc", Name: "One"}); err != nil {
+		t.Fatal(err)
+	}
+	old := storage.Now().Add(-time.Hour)
+	var logs []storage.LogEntry
+	for i := range 7 { // four deletes: three chunks of 2, then the rest
+		logs = append(logs, storage.LogEntry{ID: "l" + strconv.Itoa(i), AppID: "a1", Event: "user.login", CreatedAt: old.Add(time.Duration(i) * time.Millisecond)})
+	}
+	if err := s.InsertLogs(ctx, logs); err != nil {
+		t.Fatal(err)
+	}
+	p := storage.LogPurge{ID: "p1", AppID: "a1", Days: 1, Before: storage.Now(), AccountID: "acc", CreatedAt: old, TouchedAt: old}
+	if err := s.BeginLogPurge(ctx, p); err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var seen []time.Time // the intent's touchedAt before each delete of entries
+	var readErr error
+	w.set(func(e *event.CommandStartedEvent) {
+		if !commandOn(e, "delete", s.logs) {
+			return
+		}
+		var d logPurgeDoc
+		err := peer.Collection(collLogPurges).FindOne(ctx, bson.D{{Key: "_id", Value: p.ID}}).Decode(&d)
+		mu.Lock()
+		defer mu.Unlock()
+		seen = append(seen, d.TouchedAt)
+		readErr = errors.Join(readErr, err)
+	})
+	n, err := s.RunLogPurge(ctx, p)
+	w.set(nil)
+	if err != nil || n != len(logs) {
+		t.Fatalf("RunLogPurge = %d, %v; want %d", n, err, len(logs))
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if readErr != nil || len(seen) != 4 {
+		t.Fatalf("the intent read before each of the purge's deletes: %v, %v; want 4 reads", seen, readErr)
+	}
+	if !seen[0].Equal(storage.Truncate(old)) {
+		t.Errorf("touchedAt before the first chunk = %v; want %v, as begun", seen[0], storage.Truncate(old))
+	}
+	for i, at := range seen[1:] {
+		if !at.After(storage.Truncate(old)) {
+			t.Errorf("touchedAt before chunk %d = %v; want it touched after chunk %d", i+2, at, i+1)
+		}
 	}
 }
