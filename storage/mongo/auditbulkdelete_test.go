@@ -3,10 +3,12 @@ package mongo
 import (
 	"context"
 	"encoding/json"
+	"sync/atomic"
 	"testing"
 
 	"github.com/google/uuid"
 	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/event"
 
 	"github.com/keyward/keyward/internal/testenv"
 	"github.com/keyward/keyward/storage"
@@ -151,4 +153,52 @@ func TestBulkDeleteAuditSurvivesACrash(t *testing.T) {
 		t.Fatal("a deletion of nothing reported an entry stored")
 	}
 	pending(0)
+}
+
+// TestRecoverBulkDeleteCountsOnce: RecoverAudit judges a staged bulk deletion and counts
+// its gone documents with one count per chunk of the listed ids (not one to confirm it and
+// another to count), and appends it once with that count.
+func TestRecoverBulkDeleteCountsOnce(t *testing.T) {
+	s, _, w := openWatched(t)
+	ctx := t.Context()
+	const acc, app = "acc", "a1"
+	if err := s.CreateApp(ctx, storage.App{ID: app, AccountID: acc, Name: "One"}); err != nil {
+		t.Fatal(err)
+	}
+	var ls []storage.License
+	for _, id := range []string{"l1", "l2", "l3"} {
+		ls = append(ls, storage.License{ID: id, AppID: app, Key: "KEY-" + id, Level: 1, CreatedAt: storage.Now()})
+	}
+	if err := s.CreateLicenses(ctx, ls); err != nil {
+		t.Fatal(err)
+	}
+	sctx, crashed := bulkDraftCtx(ctx, acc, app, `{"ids":["l1","l2","l3"]}`)
+	if intent, err := s.stageDeleteMany(sctx, s.licenses, app, []string{"l1", "l2", "l3"}); err != nil || intent == nil {
+		t.Fatalf("stageDeleteMany: %v, %v", intent, err)
+	}
+	if _, err := s.licenses.DeleteMany(ctx, bson.D{{Key: "_id", Value: bson.D{{Key: "$in", Value: []string{"l1", "l2"}}}}}); err != nil {
+		t.Fatal(err)
+	}
+	var counts atomic.Int32 // CountDocuments is an aggregate
+	w.set(func(e *event.CommandStartedEvent) {
+		if commandOn(e, "aggregate", s.licenses) {
+			counts.Add(1)
+		}
+	})
+	n, err := s.RecoverAudit(ctx, 0)
+	w.set(nil)
+	if err != nil || n != 1 {
+		t.Fatalf("RecoverAudit = %d, %v; want 1", n, err)
+	}
+	if c := counts.Load(); c != 1 {
+		t.Errorf("RecoverAudit counted the licenses %d times; want once", c)
+	}
+	list, err := s.AuditChain(ctx, acc, 0, 10)
+	if err != nil || len(list) != 1 || list[0].ID != crashed.e.ID {
+		t.Fatalf("chain: %v, %v; want the deletion's entry once", list, err)
+	}
+	var after map[string]any
+	if err := json.Unmarshal([]byte(list[0].After), &after); err != nil || after["count"] != float64(2) {
+		t.Fatalf("the entry's after %q; want count 2", list[0].After)
+	}
 }

@@ -279,7 +279,16 @@ func (s *Store) RecoverAudit(ctx context.Context, minAge time.Duration) (int, er
 			groups[p.Group] = true
 			continue
 		}
-		ok, err := s.confirmed(ctx, p)
+		var ok bool
+		gone := 0
+		if len(p.DocIDs) > 0 {
+			// A bulk deletion's: confirmed by any listed document gone, and counted
+			// by the same read.
+			gone, err = s.goneOf(ctx, p)
+			ok = gone > 0
+		} else {
+			ok, err = s.confirmed(ctx, p)
+		}
 		if err != nil {
 			return appended, wrap("recover audit: confirmation", err)
 		}
@@ -289,10 +298,6 @@ func (s *Store) RecoverAudit(ctx context.Context, minAge time.Duration) (int, er
 			}
 			e := p.Entry.entry()
 			if len(p.DocIDs) > 0 {
-				gone, err := s.goneOf(ctx, p)
-				if err != nil {
-					return appended, wrap("recover audit: confirmation", err)
-				}
 				e.After = storage.AuditAfterCount(e.After, gone)
 			}
 			settled, err := s.settlePending(ctx, p.ID, &e)
