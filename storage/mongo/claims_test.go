@@ -2,6 +2,7 @@ package mongo
 
 import (
 	"context"
+	"regexp"
 	"strconv"
 	"sync"
 	"testing"
@@ -82,5 +83,34 @@ func TestEventAppendPastHeldHintLock(t *testing.T) {
 	}
 	if n, err := s.claims.CountDocuments(ctx, bson.D{{Key: "_id", Value: held.ID}}); err != nil || n != 1 {
 		t.Fatalf("the held lock = %d, %v; want it left to its holder", n, err)
+	}
+}
+
+// TestOwnerlessTakeoverRemoved: a document lock (owner "", which no owner's deletion
+// sweeps) left by a writer that died is cleared by the next writer once stale, and
+// neither it nor its takeover document stays behind.
+func TestOwnerlessTakeoverRemoved(t *testing.T) {
+	s := openFresh(t, testenv.MongoURI(t))
+	ctx := t.Context()
+	if err := s.CreateAccount(ctx, storage.Account{ID: "acc-1", Username: "owner", Email: "owner@example.com"}); err != nil {
+		t.Fatal(err)
+	}
+	k := storage.APIKey{ID: "k1", AccountID: "acc-1", Name: "ci", Hash: "hash-k1", Scopes: []string{"read"}, CreatedAt: storage.Now()}
+	if err := s.CreateAPIKey(ctx, k); err != nil {
+		t.Fatal(err)
+	}
+	stale := claimDoc{ID: lockClaimID(s.apiKeys, k.ID), At: storage.Now().Add(-2 * claimLease)}
+	if _, err := s.claims.InsertOne(ctx, stale); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.TouchAPIKey(ctx, k.ID, storage.Now(), "192.0.2.1"); err != nil {
+		t.Fatalf("TouchAPIKey past a stale lock: %v", err)
+	}
+	if got, err := s.GetAPIKey(ctx, k.AccountID, k.ID); err != nil || got.LastUsedIP != "192.0.2.1" {
+		t.Fatalf("after the touch: %+v, %v", got, err)
+	}
+	left, err := findIDs(ctx, s.claims, bson.D{{Key: "_id", Value: bson.D{{Key: "$regex", Value: "^" + regexp.QuoteMeta(stale.ID)}}}})
+	if err != nil || len(left) != 0 {
+		t.Fatalf("claims left of the key's lock: %v, %v; want none (lock and takeover gone)", left, err)
 	}
 }

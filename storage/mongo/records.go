@@ -178,8 +178,15 @@ func (s *Store) takeClaim(ctx context.Context, id, owner string) (release func()
 // on FerretDB 1.x that filter is checked by a read before a delete by _id, so two clearers
 // of one stale claim could have the slower one delete a fresh claim taken in between.
 // Only one clearer of a stale claim goes on: the one that inserts its takeover document
-// ("<id>~<its time>", left in place, swept with the owner; one per claim an updater left
-// behind).
+// (takeoverID: "<id>~<its time>"; one per claim an updater left behind).
+//
+// A claim with an owner leaves its takeover document in place, swept with the owner
+// (deleteClaims). One without (a document's lock: an API key's, an owner session's, the
+// event log's hint, taken with owner "") has no sweep, so its takeover document goes once
+// the stale claim is deleted: it is needed only until then. A clearer that comes later
+// with the same stale read inserts it again and deletes nothing, because its delete is
+// filtered by the stale claim's time, which no fresh claim has (claims taken in the
+// lease since). A takeover document is left only by a clearer that stops in between.
 func (s *Store) clearStaleClaim(ctx context.Context, id string) error {
 	var c claimDoc
 	err := s.claims.FindOne(ctx, bson.D{{Key: "_id", Value: id}}).Decode(&c)
@@ -199,7 +206,16 @@ func (s *Store) clearStaleClaim(ctx context.Context, id string) error {
 		}
 		return err
 	}
-	_, err = s.claims.DeleteOne(ctx, bson.D{{Key: "_id", Value: id}, {Key: "at", Value: c.At}})
+	// From here on even if ctx is cancelled: the takeover document stops every other
+	// clearer, so a stale claim it leaves behind would stay.
+	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
+	defer cancel()
+	if _, err := s.claims.DeleteOne(dctx, bson.D{{Key: "_id", Value: id}, {Key: "at", Value: c.At}}); err != nil {
+		return err
+	}
+	if c.Owner == "" {
+		_, err = s.claims.DeleteOne(dctx, bson.D{{Key: "_id", Value: takeover.ID}})
+	}
 	return err
 }
 
