@@ -86,7 +86,9 @@
 // within that. Of several updaters finding the same stale claim, only the one that inserts
 // its takeover document ("<claim id>~<claim time>") clears it (clearStaleClaim), so a
 // slower one never deletes a fresh claim taken meanwhile. Claims carry an owner
-// (the account, or the app of an app's record) and are swept with it. Claims used to live
+// (the account, or the app of an app's record) and are swept with it, takeover documents
+// too; a document's lock has none, and its takeover document goes as soon as the stale
+// lock is deleted. Claims used to live
 // in accountClaims under "<account id>#<version>"; nodes of that older build and of this
 // one must not update the same accounts at once on FerretDB.
 //
