@@ -5,9 +5,11 @@ import (
 	"regexp"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/event"
 
 	"github.com/keyward/keyward/internal/testenv"
 	"github.com/keyward/keyward/storage"
@@ -112,5 +114,48 @@ func TestOwnerlessTakeoverRemoved(t *testing.T) {
 	left, err := findIDs(ctx, s.claims, bson.D{{Key: "_id", Value: bson.D{{Key: "$regex", Value: "^" + regexp.QuoteMeta(stale.ID)}}}})
 	if err != nil || len(left) != 0 {
 		t.Fatalf("claims left of the key's lock: %v, %v; want none (lock and takeover gone)", left, err)
+	}
+}
+
+// TestEventAppendHoldsHintLock: an append raises the position hint holding the hint's
+// lock (FerretDB runs the $max as a read and a write, so two unlocked raises could leave
+// the lower), and releases it after.
+func TestEventAppendHoldsHintLock(t *testing.T) {
+	s, peer, w := openWatched(t)
+	ctx := t.Context()
+	lock := lockClaimID(s.eventHeads, posHead)
+	var raises, unlocked atomic.Int32
+	var readErr atomic.Pointer[error]
+	w.set(func(e *event.CommandStartedEvent) {
+		if !commandOn(e, "update", s.eventHeads) {
+			return
+		}
+		raises.Add(1)
+		n, err := peer.Collection(s.claims.Name()).CountDocuments(ctx, bson.D{{Key: "_id", Value: lock}})
+		if err != nil {
+			readErr.Store(&err)
+		}
+		if n != 1 {
+			unlocked.Add(1)
+		}
+	})
+	for i := range 3 {
+		ev := storage.EventRecord{ID: "evt-" + strconv.Itoa(i), AppID: "app-1", Type: "user.login", Payload: []byte(`{}`), At: storage.Now()}
+		if err := s.AppendEvents(ctx, []storage.EventRecord{ev}); err != nil {
+			t.Fatalf("AppendEvents: %v", err)
+		}
+	}
+	w.set(nil)
+	if err := readErr.Load(); err != nil {
+		t.Fatalf("read the hint's lock: %v", *err)
+	}
+	if r, u := raises.Load(), unlocked.Load(); r < 3 || u != 0 {
+		t.Fatalf("%d raises of the hints, %d of them without the hint's lock; want 3 or more, all locked", r, u)
+	}
+	if p, err := s.LastEventPos(ctx); err != nil || p != 3 {
+		t.Fatalf("LastEventPos = %d, %v; want 3", p, err)
+	}
+	if n, err := s.claims.CountDocuments(ctx, bson.D{{Key: "_id", Value: lock}}); err != nil || n != 0 {
+		t.Fatalf("the hint's lock after the appends = %d, %v; want released", n, err)
 	}
 }
