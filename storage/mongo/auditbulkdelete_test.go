@@ -3,6 +3,7 @@ package mongo
 import (
 	"context"
 	"encoding/json"
+	"sync"
 	"sync/atomic"
 	"testing"
 
@@ -200,5 +201,101 @@ func TestRecoverBulkDeleteCountsOnce(t *testing.T) {
 	var after map[string]any
 	if err := json.Unmarshal([]byte(list[0].After), &after); err != nil || after["count"] != float64(2) {
 		t.Fatalf("the entry's after %q; want count 2", list[0].After)
+	}
+}
+
+// TestBulkDeleteOfNothingLeftAbandonsItsEntry: a deletion by filter whose licenses all
+// stopped matching between its read and their deletion (unbanned meanwhile) deletes
+// none: its staged entry is removed (the change was not made), nothing is appended and
+// the entry is not reported stored (the edge writes it). It reads the matching licenses
+// once, before it stages.
+func TestBulkDeleteOfNothingLeftAbandonsItsEntry(t *testing.T) {
+	s, peer, w := openWatched(t)
+	ctx := t.Context()
+	const acc, app = "acc", "a1"
+	if err := s.CreateApp(ctx, storage.App{ID: app, AccountID: acc, Name: "One"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.CreateLicenses(ctx, []storage.License{
+		{ID: "l1", AppID: app, Key: "KEY-l1", Level: 1, Banned: true, CreatedAt: storage.Now()},
+		{ID: "l2", AppID: app, Key: "KEY-l2", Level: 1, Banned: true, CreatedAt: storage.Now()},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	staged, reads := 0, 0
+	var unbanErr error
+	w.set(func(e *event.CommandStartedEvent) {
+		mu.Lock()
+		defer mu.Unlock()
+		switch {
+		case staged == 0 && commandOn(e, "find", s.licenses):
+			reads++
+		case staged == 0 && commandOn(e, "insert", s.auditPending):
+			staged++
+			// Both unbanned (as UpdateLicense writes them) while the entry is staged.
+			_, unbanErr = peer.Collection(s.licenses.Name()).UpdateMany(ctx, bson.D{{Key: "appId", Value: app}},
+				bson.D{{Key: "$set", Value: bson.D{{Key: "banned", Value: false}}}, {Key: "$inc", Value: bson.D{{Key: "version", Value: 1}}}})
+		}
+	})
+	fctx, d := bulkDraftCtx(ctx, acc, app, `{"filter":"banned"}`)
+	n, err := s.DeleteLicensesWhere(fctx, app, storage.LicenseFilterBanned, storage.Now())
+	w.set(nil)
+	if err != nil || n != 0 {
+		t.Fatalf("DeleteLicensesWhere = %d, %v; want 0", n, err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if staged != 1 || unbanErr != nil {
+		t.Fatalf("staged %d entries, unban: %v; want 1 staged", staged, unbanErr)
+	}
+	if reads != 1 {
+		t.Errorf("the licenses were read %d times before the entry was staged; want once", reads)
+	}
+	if left, err := s.auditPending.CountDocuments(ctx, bson.D{}); err != nil || left != 0 {
+		t.Fatalf("staged entries after a deletion of nothing: %d, %v; want 0", left, err)
+	}
+	if d.stored {
+		t.Fatal("a deletion of nothing reported its entry stored")
+	}
+	if list, err := s.AuditChain(ctx, acc, 0, 10); err != nil || len(list) != 0 {
+		t.Fatalf("chain: %v, %v; want empty", list, err)
+	}
+	if c, err := s.CountLicenses(ctx, app); err != nil || c != 2 {
+		t.Fatalf("licenses: %d, %v; want both kept", c, err)
+	}
+}
+
+// TestDeleteWhereSettlesMarkersFirst: a deletion by filter settles the unsettled
+// confirmation a license carries (an update stopped after its write) before it removes
+// the license, so the update's entry is in the chain before the deletion's.
+func TestDeleteWhereSettlesMarkersFirst(t *testing.T) {
+	s := openFresh(t, testenv.MongoURI(t))
+	ctx := t.Context()
+	const acc, app = "acc", "a1"
+	if err := s.CreateApp(ctx, storage.App{ID: app, AccountID: acc, Name: "One"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.CreateLicenses(ctx, []storage.License{{ID: "l1", AppID: app, Key: "KEY-l1", Level: 1, Banned: true, CreatedAt: storage.Now()}}); err != nil {
+		t.Fatal(err)
+	}
+	uctx, update := draftCtx(ctx, acc, "l1")
+	if _, err := s.stageAudit(uctx, s.licenses, "l1", ""); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.licenses.UpdateOne(ctx, bson.D{{Key: "_id", Value: "l1"}},
+		bson.D{{Key: "$set", Value: bson.D{{Key: "level", Value: 4}, {Key: auditMarker, Value: update.e.ID}}}}); err != nil {
+		t.Fatal(err)
+	}
+	fctx, del := bulkDraftCtx(ctx, acc, app, `{"filter":"banned"}`)
+	if n, err := s.DeleteLicensesWhere(fctx, app, storage.LicenseFilterBanned, storage.Now()); err != nil || n != 1 {
+		t.Fatalf("DeleteLicensesWhere = %d, %v; want 1", n, err)
+	}
+	list, err := s.AuditChain(ctx, acc, 0, 10)
+	if err != nil || len(list) != 2 || list[0].ID != update.e.ID || list[1].ID != del.e.ID {
+		t.Fatalf("chain: %v, %v; want the update's entry, then the deletion's", list, err)
+	}
+	if left, err := s.auditPending.CountDocuments(ctx, bson.D{}); err != nil || left != 0 {
+		t.Fatalf("staged entries: %d, %v; want 0", left, err)
 	}
 }
