@@ -23,6 +23,23 @@ func bulkDraftCtx(ctx context.Context, account, appID, after string) (context.Co
 	return storage.WithAuditOutbox(storage.WithEventOutbox(ctx, noEvents{}), d), d
 }
 
+// updateStoppedAfterWrite makes an audited update of license id the way updateDoc does up
+// to its write, and stops there: staged, written with its marker, never settled. It
+// answers the update's draft.
+func updateStoppedAfterWrite(t *testing.T, s *Store, account, id string) *oneEntry {
+	t.Helper()
+	ctx := t.Context()
+	uctx, update := draftCtx(ctx, account, id)
+	if _, err := s.stageAudit(uctx, s.licenses, id, ""); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.licenses.UpdateOne(ctx, bson.D{{Key: "_id", Value: id}},
+		bson.D{{Key: "$set", Value: bson.D{{Key: "level", Value: 4}, {Key: auditMarker, Value: update.e.ID}}}}); err != nil {
+		t.Fatal(err)
+	}
+	return update
+}
+
 // TestBulkDeleteAuditSurvivesACrash: a bulk deletion of licenses stages its entry with
 // the ids it means to delete before any deletion. A node stopped after the deletions and
 // before the append leaves it staged: RecoverAudit appends it once, counting the listed
@@ -125,14 +142,7 @@ func TestBulkDeleteAuditSurvivesACrash(t *testing.T) {
 
 	// An update of l3 stopped after its write leaves its confirmation in the license: the
 	// deletion by ids appends that entry first, then its own.
-	uctx, update := draftCtx(ctx, acc, "l3")
-	if _, err := s.stageAudit(uctx, s.licenses, "l3", ""); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := s.licenses.UpdateOne(ctx, bson.D{{Key: "_id", Value: "l3"}},
-		bson.D{{Key: "$set", Value: bson.D{{Key: "level", Value: 4}, {Key: auditMarker, Value: update.e.ID}}}}); err != nil {
-		t.Fatal(err)
-	}
+	update := updateStoppedAfterWrite(t, s, acc, "l3")
 	ictx, byIDs := bulkDraftCtx(ctx, acc, app, `{"ids":["l3"]}`)
 	if n, err := s.DeleteLicenses(ictx, app, []string{"l3"}); err != nil || n != 1 {
 		t.Fatalf("DeleteLicenses = %d, %v; want 1", n, err)
@@ -156,6 +166,21 @@ func TestBulkDeleteAuditSurvivesACrash(t *testing.T) {
 	pending(0)
 }
 
+// appWithLicenses creates app, of account acc, with licenses ids (banned or not).
+func appWithLicenses(t *testing.T, s *Store, acc, app string, banned bool, ids ...string) {
+	t.Helper()
+	if err := s.CreateApp(t.Context(), storage.App{ID: app, AccountID: acc, Name: "One"}); err != nil {
+		t.Fatal(err)
+	}
+	ls := make([]storage.License, len(ids))
+	for i, id := range ids {
+		ls[i] = storage.License{ID: id, AppID: app, Key: "KEY-" + id, Level: 1, Banned: banned, CreatedAt: storage.Now()}
+	}
+	if err := s.CreateLicenses(t.Context(), ls); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // TestRecoverBulkDeleteCountsOnce: RecoverAudit judges a staged bulk deletion and counts
 // its gone documents with one count per chunk of the listed ids (not one to confirm it and
 // another to count), and appends it once with that count.
@@ -163,16 +188,7 @@ func TestRecoverBulkDeleteCountsOnce(t *testing.T) {
 	s, _, w := openWatched(t)
 	ctx := t.Context()
 	const acc, app = "acc", "a1"
-	if err := s.CreateApp(ctx, storage.App{ID: app, AccountID: acc, Name: "One"}); err != nil {
-		t.Fatal(err)
-	}
-	var ls []storage.License
-	for _, id := range []string{"l1", "l2", "l3"} {
-		ls = append(ls, storage.License{ID: id, AppID: app, Key: "KEY-" + id, Level: 1, CreatedAt: storage.Now()})
-	}
-	if err := s.CreateLicenses(ctx, ls); err != nil {
-		t.Fatal(err)
-	}
+	appWithLicenses(t, s, acc, app, false, "l1", "l2", "l3")
 	sctx, crashed := bulkDraftCtx(ctx, acc, app, `{"ids":["l1","l2","l3"]}`)
 	if intent, err := s.stageDeleteMany(sctx, s.licenses, app, []string{"l1", "l2", "l3"}); err != nil || intent == nil {
 		t.Fatalf("stageDeleteMany: %v, %v", intent, err)
@@ -213,15 +229,7 @@ func TestBulkDeleteOfNothingLeftAbandonsItsEntry(t *testing.T) {
 	s, peer, w := openWatched(t)
 	ctx := t.Context()
 	const acc, app = "acc", "a1"
-	if err := s.CreateApp(ctx, storage.App{ID: app, AccountID: acc, Name: "One"}); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.CreateLicenses(ctx, []storage.License{
-		{ID: "l1", AppID: app, Key: "KEY-l1", Level: 1, Banned: true, CreatedAt: storage.Now()},
-		{ID: "l2", AppID: app, Key: "KEY-l2", Level: 1, Banned: true, CreatedAt: storage.Now()},
-	}); err != nil {
-		t.Fatal(err)
-	}
+	appWithLicenses(t, s, acc, app, true, "l1", "l2")
 	var mu sync.Mutex
 	staged, reads := 0, 0
 	var unbanErr error
@@ -273,20 +281,8 @@ func TestDeleteWhereSettlesMarkersFirst(t *testing.T) {
 	s := openFresh(t, testenv.MongoURI(t))
 	ctx := t.Context()
 	const acc, app = "acc", "a1"
-	if err := s.CreateApp(ctx, storage.App{ID: app, AccountID: acc, Name: "One"}); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.CreateLicenses(ctx, []storage.License{{ID: "l1", AppID: app, Key: "KEY-l1", Level: 1, Banned: true, CreatedAt: storage.Now()}}); err != nil {
-		t.Fatal(err)
-	}
-	uctx, update := draftCtx(ctx, acc, "l1")
-	if _, err := s.stageAudit(uctx, s.licenses, "l1", ""); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := s.licenses.UpdateOne(ctx, bson.D{{Key: "_id", Value: "l1"}},
-		bson.D{{Key: "$set", Value: bson.D{{Key: "level", Value: 4}, {Key: auditMarker, Value: update.e.ID}}}}); err != nil {
-		t.Fatal(err)
-	}
+	appWithLicenses(t, s, acc, app, true, "l1")
+	update := updateStoppedAfterWrite(t, s, acc, "l1")
 	fctx, del := bulkDraftCtx(ctx, acc, app, `{"filter":"banned"}`)
 	if n, err := s.DeleteLicensesWhere(fctx, app, storage.LicenseFilterBanned, storage.Now()); err != nil || n != 1 {
 		t.Fatalf("DeleteLicensesWhere = %d, %v; want 1", n, err)

@@ -43,8 +43,15 @@ func sharedClient(t testing.TB, uri string) *mongo.Client {
 // by the tests that call it.
 func openFresh(t testing.TB, uri string) *Store {
 	t.Helper()
+	return openOn(t, uri, sharedClient(t, uri))
+}
+
+// openOn opens a store on a database of its own, on client (connected to uri), dropped
+// when the test ends.
+func openOn(t testing.TB, uri string, client *mongo.Client) *Store {
+	t.Helper()
 	name := testenv.UniqueName("kwtest_")
-	s, err := Open(t.Context(), Config{URI: uri, Database: name, Sealer: storagetest.TestSealer(t), Client: sharedClient(t, uri)})
+	s, err := Open(t.Context(), Config{URI: uri, Database: name, Sealer: storagetest.TestSealer(t), Client: client})
 	if err != nil {
 		t.Fatalf("Open: %v", err)
 	}

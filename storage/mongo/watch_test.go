@@ -11,7 +11,6 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
 	"github.com/keyward/keyward/internal/testenv"
-	"github.com/keyward/keyward/storage/storagetest"
 )
 
 // watcher calls its see before each command its store sends (nil: none), from the
@@ -64,21 +63,7 @@ func openWatched(t *testing.T) (s *Store, peer *mongo.Database, w *watcher) {
 		defer cancel()
 		_ = client.Disconnect(ctx)
 	})
-	name := testenv.UniqueName("kwtest_")
-	s, err = Open(t.Context(), Config{URI: uri, Database: name, Sealer: storagetest.TestSealer(t), Client: client})
-	if err != nil {
-		t.Fatalf("Open: %v", err)
-	}
-	t.Cleanup(func() {
-		w.set(nil)
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		if err := s.db.Drop(ctx); err != nil {
-			t.Errorf("drop database %s: %v", name, err)
-		}
-		if err := s.Close(); err != nil {
-			t.Errorf("Close: %v", err)
-		}
-	})
-	return s, sharedClient(t, uri).Database(name), w
+	s = openOn(t, uri, client)
+	t.Cleanup(func() { w.set(nil) }) // before the database is dropped
+	return s, sharedClient(t, uri).Database(s.db.Name()), w
 }
