@@ -255,43 +255,61 @@ func TestClientConcurrentActivationsOfALastUse(t *testing.T) {
 		a := api{t, s, newOwner(t, s).Token}
 		appID, secret := a.createApp("Race")
 		key := createLicense(a, appID, map[string]any{"maxUses": 1})
-		const n = 6
-		clients := make([]*sdk, n)
-		nonces := make([]string, n)
-		for i := range clients {
-			clients[i] = newSDK(t, s, secret)
-			clients[i].mustInit()
-			expectOK(t, clients[i].withNonce("register", map[string]any{"username": "racer" + string(rune('a'+i)), "password": "pw-racer-1"}), http.StatusOK)
-			nonces[i] = clients[i].nonce()
-		}
-		var wg sync.WaitGroup
-		codes := make([]string, n)
-		for i := range clients {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				r := clients[i].post("activate", map[string]any{"licenseKey": key}, nonces[i])
-				codes[i] = r.Code()
-				if r.Status == http.StatusOK {
-					codes[i] = "OK"
-				}
-			}()
-		}
-		wg.Wait()
-		okCount := 0
-		for _, c := range codes {
-			switch c {
-			case "OK":
-				okCount++
-			case "LICENSE_USED":
-			default:
-				t.Fatalf("unexpected answer %q (all: %v)", c, codes)
-			}
-		}
-		if okCount != 1 {
+		codes := raceClients(t, s, secret, 6, func(i int, c *sdk) {
+			expectOK(t, c.withNonce("register", map[string]any{"username": "racer" + string(rune('a'+i)), "password": "pw-racer-1"}), http.StatusOK)
+		}, func(_ int, c *sdk, nonce string) ts.Response {
+			return c.post("activate", map[string]any{"licenseKey": key}, nonce)
+		})
+		if okCount := countOK(t, codes, "LICENSE_USED"); okCount != 1 {
 			t.Fatalf("%d activations of a key with one use succeeded: %v", okCount, codes)
 		}
 	})
+}
+
+// raceClients makes n initialised clients (prepare runs on each, then each takes a
+// nonce) and then sends every client's call at once; it answers each call's outcome:
+// "OK" or its error code.
+func raceClients(t *testing.T, s *ts.Server, secret string, n int, prepare func(i int, c *sdk), call func(i int, c *sdk, nonce string) ts.Response) []string {
+	t.Helper()
+	clients := make([]*sdk, n)
+	nonces := make([]string, n)
+	for i := range clients {
+		clients[i] = newSDK(t, s, secret)
+		clients[i].mustInit()
+		prepare(i, clients[i])
+		nonces[i] = clients[i].nonce()
+	}
+	var wg sync.WaitGroup
+	outcomes := make([]string, n)
+	for i := range clients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r := call(i, clients[i], nonces[i])
+			outcomes[i] = r.Code()
+			if r.Status == http.StatusOK {
+				outcomes[i] = "OK"
+			}
+		}()
+	}
+	wg.Wait()
+	return outcomes
+}
+
+// countOK answers how many outcomes are "OK"; any other than refusal fails the test.
+func countOK(t *testing.T, outcomes []string, refusal string) int {
+	t.Helper()
+	ok := 0
+	for _, c := range outcomes {
+		switch c {
+		case "OK":
+			ok++
+		case refusal:
+		default:
+			t.Fatalf("unexpected answer %q (all: %v)", c, outcomes)
+		}
+	}
+	return ok
 }
 
 // TestClientConcurrentLoginsFromNewDevices: logins of one user from new devices at once
@@ -307,38 +325,11 @@ func TestClientConcurrentLoginsFromNewDevices(t *testing.T) {
 		expectOK(t, r, http.StatusCreated)
 		waitFor(t, func() bool { r := newSDK(t, s, secret).init("1.0.0", "x"); return r.Data()["lockHwid"] == true })
 		const n, limit = 8, 3
-		clients := make([]*sdk, n)
-		nonces := make([]string, n)
-		for i := range clients {
-			clients[i] = newSDK(t, s, secret)
-			clients[i].mustInit()
-			nonces[i] = clients[i].nonce()
-		}
-		var wg sync.WaitGroup
-		codes := make([]string, n)
-		for i := range clients {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				r := clients[i].post("login", map[string]any{"username": "racer", "password": "pw-racer-1",
-					"hwid": fmt.Sprintf("device-%d", i), "pcName": "PC"}, nonces[i])
-				codes[i] = r.Code()
-				if r.Status == http.StatusOK {
-					codes[i] = "OK"
-				}
-			}()
-		}
-		wg.Wait()
-		okCount := 0
-		for _, c := range codes {
-			switch c {
-			case "OK":
-				okCount++
-			case "DEVICE_LIMIT":
-			default:
-				t.Fatalf("unexpected answer %q (all: %v)", c, codes)
-			}
-		}
+		codes := raceClients(t, s, secret, n, func(int, *sdk) {}, func(i int, c *sdk, nonce string) ts.Response {
+			return c.post("login", map[string]any{"username": "racer", "password": "pw-racer-1",
+				"hwid": fmt.Sprintf("device-%d", i), "pcName": "PC"}, nonce)
+		})
+		okCount := countOK(t, codes, "DEVICE_LIMIT")
 		devices := a.do("GET", "/api/apps/"+appID+"/devices", nil) // the app's one user's
 		expectOK(t, devices, http.StatusOK)
 		stored := len(devices.Data()["devices"].([]any))
