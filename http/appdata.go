@@ -256,7 +256,7 @@ func askerOf(c *gin.Context) logs.Asker {
 	if k, ok := c.Get(ctxAPIKey); ok && k != nil {
 		name = k.(*apikeys.Key).Name
 	}
-	return logs.Asker{Actor: name, RequestID: c.GetString(ctxRequestID)}
+	return logs.Asker{Actor: name, RequestID: requestIDOf(c)}
 }
 
 // analyticsHandlers serves SPEC 4.8's analytics.

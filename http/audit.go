@@ -178,7 +178,7 @@ func auditChangesWritten(rec auditRecorder, log *slog.Logger, written *prometheu
 			cancel()
 			if err != nil {
 				log.Warn("bulk audit entry left in parts, for the recovery to append", "err", err, "route", c.Request.Method+" "+c.FullPath(),
-					"requestId", c.GetString(ctxRequestID))
+					"requestId", requestIDOf(c))
 			}
 			if len(changes.List()) == 0 {
 				written.WithLabelValues(c.Request.Method, c.FullPath(), "with_change").Inc()
@@ -192,7 +192,7 @@ func auditChangesWritten(rec auditRecorder, log *slog.Logger, written *prometheu
 			// and so is its entry, whatever the answer says.
 			if status != draft.status {
 				log.Warn("audit entry stored with its change says another status than the answer", "route", c.Request.Method+" "+c.FullPath(),
-					"entry", draft.status, "answer", status, "requestId", c.GetString(ctxRequestID))
+					"entry", draft.status, "answer", status, "requestId", requestIDOf(c))
 			}
 			written.WithLabelValues(c.Request.Method, c.FullPath(), "with_change").Inc()
 			held.release()
@@ -222,7 +222,7 @@ func auditChangesWritten(rec auditRecorder, log *slog.Logger, written *prometheu
 		cancel()
 		if err != nil {
 			log.Error("change not acknowledged: its audit entry is not stored", "err", err, "route", e.Method+" "+e.Route,
-				"record", e.RecordType+"/"+e.RecordID, "requestId", c.GetString(ctxRequestID))
+				"record", e.RecordType+"/"+e.RecordID, "requestId", requestIDOf(c))
 			fail(c, core.E(core.CodeUnavailable, "the change may have been made, but its audit entry could not be stored; try again"))
 			return
 		}

@@ -41,7 +41,7 @@ func (h *clientHandlers) confirmReset(c *gin.Context) {
 	case errors.As(err, &de):
 		status, title, text = statusOf(de.Code), "Reset refused", de.Message
 	case err != nil:
-		slog.Error("confirm reset", "err", err, "requestId", c.GetString(ctxRequestID))
+		slog.Error("confirm reset", "err", err, "requestId", requestIDOf(c))
 		status, title, text = http.StatusInternalServerError, "Something went wrong", "The reset could not be applied; try the link again later."
 	}
 	c.Header("Content-Type", "text/html; charset=utf-8")

@@ -53,7 +53,7 @@ func writeJSON(c *gin.Context, status int, v any) {
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
 	if err := enc.Encode(v); err != nil {
-		slog.Error("encoding response", "err", err, "requestId", c.GetString(ctxRequestID))
+		slog.Error("encoding response", "err", err, "requestId", requestIDOf(c))
 		status = http.StatusInternalServerError
 		buf.Reset()
 		buf.WriteString(`{"success":false,"error":{"code":"INTERNAL","message":"internal error"}}`)
@@ -135,7 +135,7 @@ func fail(c *gin.Context, err error) {
 	status := statusOf(de.Code)
 	if status >= 500 {
 		slog.Error("request failed", "code", de.Code, "err", err, "method", c.Request.Method,
-			"path", c.Request.URL.Path, "requestId", c.GetString(ctxRequestID))
+			"path", c.Request.URL.Path, "requestId", requestIDOf(c))
 	}
 	if de.Code == core.CodeRateLimited {
 		secs := int64((de.RetryAfter + 999_999_999) / 1_000_000_000)

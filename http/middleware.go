@@ -20,8 +20,6 @@ import (
 	"github.com/keyward/keyward/core"
 )
 
-const ctxRequestID = "keyward.requestId"
-
 var requestIDPattern = regexp.MustCompile(`^[A-Za-z0-9._:-]{1,64}$`)
 
 // requestID keeps a sane incoming X-Request-Id (from a proxy) or makes one, and echoes it.
@@ -31,11 +29,15 @@ func requestID() gin.HandlerFunc {
 		if !requestIDPattern.MatchString(id) {
 			id = uuid.NewString()
 		}
-		c.Set(ctxRequestID, id)
 		c.Header("X-Request-Id", id)
 		c.Next()
 	}
 }
+
+// requestIDOf is the request's id, as requestID put it in the answer's headers (and not
+// in the context's keys too: their map would be made for every request, every socket's
+// upgrade among them, that sets no other key).
+func requestIDOf(c *gin.Context) string { return c.Writer.Header().Get("X-Request-Id") }
 
 // recovery turns a panic into an INTERNAL envelope (logged with its stack), so that no panic
 // reaches a client as a dropped connection.
@@ -50,7 +52,7 @@ func recovery(log *slog.Logger) gin.HandlerFunc {
 				panic(r)
 			}
 			log.Error("panic in handler", "panic", fmt.Sprint(r), "stack", string(debug.Stack()),
-				"method", c.Request.Method, "path", c.Request.URL.Path, "requestId", c.GetString(ctxRequestID))
+				"method", c.Request.Method, "path", c.Request.URL.Path, "requestId", requestIDOf(c))
 			if !c.Writer.Written() {
 				fail(c, core.E(core.CodeInternal, "internal error"))
 			}
@@ -110,7 +112,7 @@ func accessLog(log *slog.Logger) gin.HandlerFunc {
 		log.Log(c.Request.Context(), level, "http request",
 			"method", c.Request.Method, "path", c.Request.URL.Path, "route", routeOf(c),
 			"status", c.Writer.Status(), "bytes", c.Writer.Size(), "duration", time.Since(start),
-			"ip", c.ClientIP(), "requestId", c.GetString(ctxRequestID))
+			"ip", c.ClientIP(), "requestId", requestIDOf(c))
 	}
 }
 
@@ -149,12 +151,29 @@ func (m *httpMetrics) middleware() gin.HandlerFunc {
 		start := time.Now()
 		c.Next()
 		status := c.Writer.Status()
-		labels := prometheus.Labels{"route": routeOf(c), "method": c.Request.Method, "status": strconv.Itoa(status)}
-		m.requests.With(labels).Inc()
+		// By values in the vectors' label order: no map a request (every socket's
+		// upgrade passes here).
+		route, method, code := routeOf(c), c.Request.Method, statusLabel(status)
+		m.requests.WithLabelValues(route, method, code).Inc()
 		if status != http.StatusSwitchingProtocols {
-			m.latency.With(labels).Observe(time.Since(start).Seconds())
+			m.latency.WithLabelValues(route, method, code).Observe(time.Since(start).Seconds())
 		}
 	}
+}
+
+// statusLabel is a status code's label value; the common ones are not formatted again.
+func statusLabel(status int) string {
+	switch status {
+	case http.StatusSwitchingProtocols:
+		return "101"
+	case http.StatusOK:
+		return "200"
+	case http.StatusCreated:
+		return "201"
+	case http.StatusNoContent:
+		return "204"
+	}
+	return strconv.Itoa(status)
 }
 
 // bodyLimit caps request bodies; reading past the cap fails with PAYLOAD_TOO_LARGE. Routes

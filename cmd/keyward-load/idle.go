@@ -161,7 +161,7 @@ func idleSocketsInto(ctx context.Context, node *server.Server, c *client, owner 
 		stopAllocs := startAllocProfile()
 		stopProfile = func() { stopCPU(); stopAllocs() }
 	}
-	start, cpu0 := time.Now(), cpuTime()
+	start, cpu0, gc0 := time.Now(), cpuTime(), readGCWork()
 	if err := child.Start(); err != nil {
 		stopProfile()
 		return err
@@ -173,9 +173,11 @@ func idleSocketsInto(ctx context.Context, node *server.Server, c *client, owner 
 	}
 	opened := time.Since(start)
 	var cpu time.Duration
+	var gcDuring gcWork
 	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(10 * time.Millisecond) {
 		if held, _ := core.Realtime.Held(); held == n {
 			cpu = cpuTime() - cpu0
+			gcDuring = readGCWork().since(gc0)
 			stopProfile()
 			break
 		}
@@ -206,6 +208,8 @@ func idleSocketsInto(ctx context.Context, node *server.Server, c *client, owner 
 		opened.Seconds(), float64(n)/opened.Seconds())
 	fmt.Printf("  server CPU while they opened: %.3f ms per socket (upgrade + admission; up to 10 ms of the wait for the count included; %s)\n",
 		float64(cpu)/float64(n)/1e6, settled)
+	fmt.Printf("  of which the garbage collector's: %.3f ms per socket, %d cycles; %.1f KiB allocated per socket\n",
+		gcDuring.cpu.Seconds()*1000/float64(n), gcDuring.cycles, float64(gcDuring.allocated)/float64(n)/1024)
 	fmt.Printf("  per socket after GC: %.2f KiB live heap + %.2f KiB goroutine stacks = %.2f KiB; %.2f goroutines\n",
 		per(after.heap, before.heap), per(after.stacks, before.stacks), per(after.heap+after.stacks, before.heap+before.stacks),
 		float64(after.goroutines-before.goroutines)/float64(n))
@@ -435,4 +439,33 @@ func settle() string {
 			return fmt.Sprintf("node still %.0f %% busy after %.0f s", busy*100, limit.Seconds())
 		}
 	}
+}
+
+// gcWork is the runtime's garbage collection so far: its cycles, its CPU (the runtime's
+// estimate, /cpu/classes/gc/total) and the bytes allocated on the heap.
+type gcWork struct {
+	cycles, allocated uint64
+	cpu               time.Duration
+}
+
+func readGCWork() gcWork {
+	samples := []metrics.Sample{{Name: "/gc/cycles/total:gc-cycles"}, {Name: "/cpu/classes/gc/total:cpu-seconds"},
+		{Name: "/gc/heap/allocs:bytes"}}
+	metrics.Read(samples)
+	var w gcWork
+	if samples[0].Value.Kind() == metrics.KindUint64 {
+		w.cycles = samples[0].Value.Uint64()
+	}
+	if samples[1].Value.Kind() == metrics.KindFloat64 {
+		w.cpu = time.Duration(samples[1].Value.Float64() * float64(time.Second))
+	}
+	if samples[2].Value.Kind() == metrics.KindUint64 {
+		w.allocated = samples[2].Value.Uint64()
+	}
+	return w
+}
+
+// since is the work done after earlier.
+func (w gcWork) since(earlier gcWork) gcWork {
+	return gcWork{cycles: w.cycles - earlier.cycles, allocated: w.allocated - earlier.allocated, cpu: w.cpu - earlier.cpu}
 }

@@ -166,9 +166,11 @@ type Bus struct {
 	mineRing []string
 	mineNext int
 
-	// notes wait for the notes loop (notes.go); notesStored counts those that went to the
-	// durable log instead.
+	// notes wait for the notes loop (notes.go); spareNotes is the array of a batch
+	// handed before, for the next; notesStored counts those that went to the durable log
+	// instead.
 	notes       []Event
+	spareNotes  []Event
 	noteWake    chan struct{}
 	notesStored atomic.Uint64
 
