@@ -156,6 +156,10 @@ func idleSocketsInto(ctx context.Context, node *server.Server, c *client, owner 
 			stopProfile = func() { pprof.StopCPUProfile(); _ = f.Close() }
 		}
 	}
+	if profileRun == "connect" && traceFile != "" {
+		stopOthers, stopTrace := stopProfile, startTrace()
+		stopProfile = func() { stopTrace(); stopOthers() }
+	}
 	if profileRun == "connect" && allocProfileFile != "" {
 		stopCPU := stopProfile
 		stopAllocs := startAllocProfile()
