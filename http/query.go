@@ -1,7 +1,9 @@
 package httpapi
 
 import (
+	"net/url"
 	"strconv"
+	"strings"
 
 	"github.com/gin-gonic/gin"
 
@@ -27,4 +29,36 @@ func pageOf(c *gin.Context) (storage.Page, error) {
 		p.Offset = n
 	}
 	return p, nil
+}
+
+// queryValue answers the first value of key in a raw query, as gin's c.Query (through
+// url.ParseQuery) answers it, without building the query's map: a socket's upgrade reads
+// its one parameter (token) this way. A value that needs no unescaping is a piece of raw.
+func queryValue(raw, key string) string {
+	for raw != "" {
+		var part string
+		part, raw, _ = strings.Cut(raw, "&")
+		if part == "" || strings.Contains(part, ";") {
+			continue // url.ParseQuery skips both
+		}
+		k, v, _ := strings.Cut(part, "=")
+		k, ok := unescapeQuery(k)
+		if !ok || k != key {
+			continue
+		}
+		if v, ok = unescapeQuery(v); ok {
+			return v
+		}
+	}
+	return ""
+}
+
+// unescapeQuery is url.QueryUnescape, which is called only when s has something to
+// unescape; ok is false where it fails.
+func unescapeQuery(s string) (string, bool) {
+	if !strings.ContainsAny(s, "%+") {
+		return s, true
+	}
+	u, err := url.QueryUnescape(s)
+	return u, err == nil
 }

@@ -227,7 +227,7 @@ func (h *wsHandlers) admitUpgrade(c *gin.Context, what string) (string, bool) {
 		fail(c, err)
 		return "", false
 	}
-	token := c.Query("token")
+	token := queryValue(c.Request.URL.RawQuery, "token")
 	if token == "" {
 		fail(c, core.E(core.CodeUnauthorized, "the socket needs ?token=<%s>", what))
 		return "", false
