@@ -34,7 +34,8 @@ type DeviceStore interface {
 	CreateDevice(ctx context.Context, d Device) error
 	// CreateDeviceWithin is CreateDevice unless d's user has limit devices already,
 	// counting bound (the hwid bound to the user; "" for none) as one when none of the
-	// user's devices has it: ErrLimit then, and nothing is written. The count and the
+	// user's devices has it: ErrLimit then, and nothing is written. ErrConflict, before
+	// the limit, when the user has a device with d's hwid. The count and the
 	// insert are one step for concurrent calls for the user, on every node: logins of one
 	// user from new devices cannot pass its device limit together.
 	CreateDeviceWithin(ctx context.Context, d Device, limit int, bound string) error

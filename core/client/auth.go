@@ -244,7 +244,8 @@ func (s *Service) registerDevice(ctx context.Context, call Call, u storage.AppUs
 // else, its count of the user's devices and its insert one step
 // (storage.DeviceStore.CreateDeviceWithin): checkLocks' count alone let concurrent
 // logins from new devices pass the limit together. undo removes the device when the
-// login fails before the user is updated.
+// login fails before the user is updated, or at its sign-in when the user is not bound
+// to it (keepIfBound).
 func (s *Service) claimDevice(ctx context.Context, call Call, u storage.AppUser, b binding, pcName string, now time.Time) (undo func(), err error) {
 	if !b.newDevice {
 		return func() {}, nil
@@ -256,6 +257,9 @@ func (s *Service) claimDevice(ctx context.Context, call Call, u storage.AppUser,
 		return nil, deviceLimitReached(limit)
 	case errors.Is(err, storage.ErrConflict):
 		return func() {}, nil // the same device, registered by a concurrent login
+	case errors.Is(err, storage.ErrNotFound):
+		// The user was deleted since it was read: as the user's update would answer.
+		return nil, core.E(core.CodeUnauthorized, "this account no longer exists")
 	case err != nil:
 		return nil, fmt.Errorf("register device: %w", err)
 	}
@@ -265,6 +269,15 @@ func (s *Service) claimDevice(ctx context.Context, call Call, u storage.AppUser,
 			s.d.Log.Warn("client: cannot undo the device of a failed login", "app", d.AppID, "user", d.UserID, "err", err)
 		}
 	}, nil
+}
+
+// keepIfBound undoes a claimed device after the login failed at its sign-in, unless the
+// user is bound to it (this login's update bound it, or it was): the bound device keeps
+// its record.
+func (b binding) keepIfBound(u storage.AppUser, undo func()) {
+	if b.hwid == "" || u.HWID != b.hwid {
+		undo()
+	}
 }
 
 func newDevice(call Call, u storage.AppUser, b binding, pcName string, now time.Time) storage.Device {
@@ -506,6 +519,7 @@ func (s *Service) login(ctx context.Context, call Call, in LoginInput) (AuthResu
 	}
 	warn, evs := signInWarnings(call, u, now, evs)
 	if err := s.withEvents(ctx, func() error { return s.signIn(ctx, call, u, now) }, evs...); err != nil {
+		b.keepIfBound(u, undoDevice)
 		return AuthResult{}, err
 	}
 	return AuthResult{User: u, Key: key, LicenseActivated: activate, Warnings: warn}, nil
@@ -821,6 +835,7 @@ func (s *Service) licenseReturning(ctx context.Context, call Call, l storage.Lic
 	warn, evs := signInWarnings(call, u, now, []events.Event{{Name: events.UserLogin, AppID: u.AppID, Username: u.Username, IP: call.Caller.IP, Country: call.Country,
 		Message: "user logged in with a license key", Data: map[string]any{"userId": u.ID, "licenseActivated": false}}})
 	if err := s.withEvents(ctx, func() error { return s.signIn(ctx, call, u, now) }, evs...); err != nil {
+		b.keepIfBound(u, undoDevice)
 		return AuthResult{}, err
 	}
 	return AuthResult{User: u, Key: l.Key, Returning: true, Warnings: warn}, nil

@@ -120,10 +120,12 @@ func (b *Bus) runNotes(ctx context.Context) error {
 func (b *Bus) handNotes() {
 	b.mu.Lock()
 	notes := b.notes
-	// The next batch fills the array the last one was handed in (spareNotes), not one
-	// grown note by note: a note is a whole Event, about 200 bytes a socket's connect
-	// spent in regrowth.
-	b.notes, b.spareNotes = b.spareNotes, nil
+	if len(notes) > 0 {
+		// The next batch fills the array the last one was handed in (spareNotes), not
+		// one grown note by note: a note is a whole Event, about 200 bytes a socket's
+		// connect spent in regrowth.
+		b.notes, b.spareNotes = b.spareNotes, nil
+	}
 	var to []*Consumer
 	for _, c := range b.consumers {
 		if c.cfg.Notes {

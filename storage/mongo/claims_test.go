@@ -117,6 +117,36 @@ func TestOwnerlessTakeoverRemoved(t *testing.T) {
 	}
 }
 
+// TestDeadClearersTakeoverCleared: a clearer that died between its takeover document and
+// its delete of the stale claim left both; once the takeover is itself older than a
+// lease, the next writer removes it, clears the stale claim and writes.
+func TestDeadClearersTakeoverCleared(t *testing.T) {
+	s := openFresh(t, testenv.MongoURI(t))
+	ctx := t.Context()
+	if err := s.CreateAccount(ctx, storage.Account{ID: "acc-1", Username: "owner", Email: "owner@example.com"}); err != nil {
+		t.Fatal(err)
+	}
+	k := storage.APIKey{ID: "k1", AccountID: "acc-1", Name: "ci", Hash: "hash-k1", Scopes: []string{"read"}, CreatedAt: storage.Now()}
+	if err := s.CreateAPIKey(ctx, k); err != nil {
+		t.Fatal(err)
+	}
+	stale := claimDoc{ID: lockClaimID(s.apiKeys, k.ID), At: storage.Now().Add(-3 * claimLease)}
+	deadTakeover := claimDoc{ID: takeoverID(stale.ID, stale.At), At: storage.Now().Add(-2 * claimLease)}
+	if _, err := s.claims.InsertMany(ctx, []any{stale, deadTakeover}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.TouchAPIKey(ctx, k.ID, storage.Now(), "192.0.2.7"); err != nil {
+		t.Fatalf("TouchAPIKey past a stale lock and a dead clearer's takeover: %v", err)
+	}
+	if got, err := s.GetAPIKey(ctx, k.AccountID, k.ID); err != nil || got.LastUsedIP != "192.0.2.7" {
+		t.Fatalf("after the touch: %+v, %v", got, err)
+	}
+	left, err := findIDs(ctx, s.claims, bson.D{{Key: "_id", Value: bson.D{{Key: "$regex", Value: "^" + regexp.QuoteMeta(stale.ID)}}}})
+	if err != nil || len(left) != 0 {
+		t.Fatalf("claims left of the key's lock: %v, %v; want none", left, err)
+	}
+}
+
 // TestEventAppendHoldsHintLock: an append raises the position hint holding the hint's
 // lock (FerretDB runs the $max as a read and a write, so two unlocked raises could leave
 // the lower), and releases it after.

@@ -76,22 +76,36 @@ func (s *Store) CreateDevice(ctx context.Context, d storage.Device) error {
 // lower the count.
 func (s *Store) CreateDeviceWithin(ctx context.Context, d storage.Device, limit int, bound string) error {
 	const op = "create device within limit"
-	release, err := s.lockDoc(ctx, s.devices, "limit/"+d.AppID+"/"+d.UserID, "")
+	// Owned by the app: a lock left by a node that died goes with the app's deletion,
+	// if no later insert cleared it as stale first.
+	release, err := s.lockDoc(ctx, s.devices, "limit/"+d.AppID+"/"+d.UserID, d.AppID)
 	if err != nil {
 		return wrap(op, err)
 	}
 	defer release()
 	mine := bson.D{{Key: "appId", Value: d.AppID}, {Key: "userId", Value: d.UserID}}
+	has := func(hwid string) (bool, error) {
+		n, err := s.devices.CountDocuments(ctx, append(mine[:2:2], bson.E{Key: "hwid", Value: hwid}), options.Count().SetLimit(1))
+		return n > 0, err
+	}
+	switch hasIt, err := has(d.HWID); {
+	case err != nil:
+		return wrap(op+": count", err)
+	case hasIt:
+		// The device is the user's already (a concurrent login of it): that, not the
+		// limit it counts in.
+		return fmt.Errorf("mongo: %s: %w: the user has the device", op, storage.ErrConflict)
+	}
 	count, err := s.devices.CountDocuments(ctx, mine)
 	if err != nil {
 		return wrap(op+": count", err)
 	}
 	if bound != "" {
-		has, err := s.devices.CountDocuments(ctx, append(mine, bson.E{Key: "hwid", Value: bound}), options.Count().SetLimit(1))
+		hasBound, err := has(bound)
 		if err != nil {
 			return wrap(op+": count", err)
 		}
-		if has == 0 {
+		if !hasBound {
 			count++
 		}
 	}

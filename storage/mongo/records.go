@@ -202,7 +202,15 @@ func (s *Store) clearStaleClaim(ctx context.Context, id string) error {
 	takeover := claimDoc{ID: takeoverID(id, c.At), Owner: c.Owner, At: storage.Now()}
 	if _, err := s.claims.InsertOne(ctx, takeover); err != nil {
 		if isDuplicateKey(err) {
-			return nil // another clearer has it
+			// Another clearer has it, unless that clearer stopped before it was done (a
+			// crash between its two writes): a takeover older than a lease is removed, so
+			// that the next clearer takes over again (filtered by its time: of two that
+			// find it, one removes it).
+			var t claimDoc
+			if s.claims.FindOne(ctx, bson.D{{Key: "_id", Value: takeover.ID}}).Decode(&t) == nil && time.Since(t.At) >= claimLease {
+				_, _ = s.claims.DeleteOne(ctx, bson.D{{Key: "_id", Value: takeover.ID}, {Key: "at", Value: t.At}})
+			}
+			return nil
 		}
 		return err
 	}
@@ -211,6 +219,8 @@ func (s *Store) clearStaleClaim(ctx context.Context, id string) error {
 	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
 	defer cancel()
 	if _, err := s.claims.DeleteOne(dctx, bson.D{{Key: "_id", Value: id}, {Key: "at", Value: c.At}}); err != nil {
+		// A later clearer tries again: the takeover would stop every one.
+		_, _ = s.claims.DeleteOne(dctx, bson.D{{Key: "_id", Value: takeover.ID}})
 		return err
 	}
 	if c.Owner == "" {

@@ -46,8 +46,8 @@ func commandOn(e *event.CommandStartedEvent, name string, coll *mongo.Collection
 	return c == coll.Name()
 }
 
-// openWatched opens a store as openFresh does, on a client of its own (one connection
-// warmed, not minPoolSize) whose commands w sees, and answers it with peer, the store's
+// openWatched opens a store as openFresh does, on a client of its own (a pool of at
+// least one connection) whose commands w sees, and answers it with peer, the store's
 // database on the shared client.
 func openWatched(t *testing.T) (s *Store, peer *mongo.Database, w *watcher) {
 	t.Helper()

@@ -47,11 +47,16 @@ func deviceRow(d storage.Device) []any {
 func (s *Store) CreateDeviceWithin(ctx context.Context, d storage.Device, limit int, bound string) error {
 	const op = "create device within limit"
 	return s.insertChecked(ctx, op, createDevice, [][]any{deviceRow(d)}, func(tx *sql.Tx) error {
-		var count, hasBound int
-		err := tx.QueryRowContext(ctx, `SELECT count(*), coalesce(max(hwid = ?), 0) FROM devices WHERE app_id = ? AND user_id = ?`,
-			bound, d.AppID, d.UserID).Scan(&count, &hasBound)
+		var count, hasBound, hasIt int
+		err := tx.QueryRowContext(ctx, `SELECT count(*), coalesce(max(hwid = ?), 0), coalesce(max(hwid = ?), 0)
+FROM devices WHERE app_id = ? AND user_id = ?`, bound, d.HWID, d.AppID, d.UserID).Scan(&count, &hasBound, &hasIt)
 		if err != nil {
 			return wrap(op+": count", err)
+		}
+		if hasIt != 0 {
+			// The device is the user's already (a concurrent login of it): that, not
+			// the limit it counts in.
+			return fmt.Errorf("sqlite: %s: %w: the user has the device", op, storage.ErrConflict)
 		}
 		if bound != "" && hasBound == 0 {
 			count++

@@ -403,7 +403,7 @@ func testClientSessionExtendOnlyNeverCreates(t *testing.T, s storage.Store) {
 
 	var round []storage.ClientSession
 	var created []storage.ClientSession
-	for i := range 20 {
+	for i := range 40 { // more than a statement's chunk of upserts (16) and of extends (32 on SQLite)
 		c := fullSession(app.ID, fmt.Sprintf("u-round-%d", i))
 		created = append(created, c)
 		round = append(round, c)

@@ -45,6 +45,9 @@ func testDeviceWithinLimit(t *testing.T, s storage.Store) {
 		t.Fatalf("CreateDeviceWithin(third of 2) = %v, want ErrLimit", err)
 	}
 	wantConflict(t, "CreateDeviceWithin of a hwid the user has", s.CreateDeviceWithin(ctx, fullDevice(alice, "A-1"), 5, ""))
+	// At the limit, the user's own device again is that, not the limit (a second login of
+	// a device that a concurrent one registered).
+	wantConflict(t, "CreateDeviceWithin at the limit of a hwid the user has", s.CreateDeviceWithin(ctx, fullDevice(alice, "A-2"), 2, "A-1"))
 	if _, total, err := s.ListDevices(ctx, app.ID, storage.DeviceQuery{UserID: alice.ID}); err != nil || total != 2 {
 		t.Fatalf("alice's devices = (%d, %v), want 2: a refused device was written", total, err)
 	}
