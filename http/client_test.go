@@ -336,6 +336,15 @@ func TestClientConcurrentLoginsFromNewDevices(t *testing.T) {
 		if okCount != limit || stored != limit {
 			t.Fatalf("%d of %d logins from new devices succeeded with a limit of %d, %d devices stored: %v", okCount, n, limit, stored, codes)
 		}
+
+		// deviceLimit 0 is no limit (docs/API.md): a further device signs in.
+		r = a.do("GET", "/api/apps/"+appID+"/users", nil)
+		expectOK(t, r, http.StatusOK)
+		userID := r.Data()["users"].([]any)[0].(map[string]any)["id"].(string)
+		expectOK(t, a.do("PATCH", "/api/apps/"+appID+"/users/"+userID, map[string]any{"deviceLimit": 0}), http.StatusOK)
+		c := newSDK(t, s, secret)
+		c.mustInit()
+		expectOK(t, c.withNonce("login", map[string]any{"username": "racer", "password": "pw-racer-1", "hwid": "device-unlimited", "pcName": "PC"}), http.StatusOK)
 	})
 }
 

@@ -144,7 +144,7 @@ func (s *Service) checkLocks(ctx context.Context, call Call, u storage.AppUser, 
 				if u.HWID != "" && !slices.ContainsFunc(devices, func(d storage.Device) bool { return d.HWID == u.HWID }) {
 					count++
 				}
-				if limit := max(u.DeviceLimit, 1); count >= limit {
+				if limit := u.DeviceLimit; limit > 0 && count >= limit { // 0: no limit (docs/API.md)
 					return b, deviceLimitReached(limit)
 				}
 			}
@@ -251,8 +251,12 @@ func (s *Service) claimDevice(ctx context.Context, call Call, u storage.AppUser,
 		return func() {}, nil
 	}
 	d := newDevice(call, u, b, pcName, now)
-	limit := max(u.DeviceLimit, 1)
-	switch err := s.d.Store.CreateDeviceWithin(ctx, d, limit, u.HWID); {
+	limit := u.DeviceLimit
+	create := func() error { return s.d.Store.CreateDeviceWithin(ctx, d, limit, u.HWID) }
+	if limit <= 0 { // no limit
+		create = func() error { return s.d.Store.CreateDevice(ctx, d) }
+	}
+	switch err := create(); {
 	case errors.Is(err, storage.ErrLimit):
 		return nil, deviceLimitReached(limit)
 	case errors.Is(err, storage.ErrConflict):
