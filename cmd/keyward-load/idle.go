@@ -387,7 +387,7 @@ func idleClient(list, addr string, conc, sources int, proto string) error {
 		for k := range sources {
 			local := &net.TCPAddr{IP: net.IPv4(127, 0, 0, byte(2+k))}
 			dialers = append(dialers, &websocket.Dialer{HandshakeTimeout: 30 * time.Second, ReadBufferSize: 256, WriteBufferSize: 256,
-				NetDialContext: (&net.Dialer{LocalAddr: local, Timeout: 30 * time.Second}).DialContext})
+				NetDialContext: (&net.Dialer{LocalAddr: local, Timeout: 30 * time.Second, Control: bindNoPort}).DialContext})
 		}
 	}
 	if err := parallel(conc, len(lines)/2, func(i int) error {
