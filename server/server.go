@@ -578,6 +578,7 @@ func newServer(ctx context.Context, c Config, log *slog.Logger, wrap wrapFunc) (
 	// The sockets' upgrades are served off net/http's connection machinery (the transport's
 	// listener, on workers it owns); net/http's own answers to malformed requests become
 	// error envelopes too.
+	core.Goroutines.DeclareRecovered(kindHTTPUpgrades)
 	s.upgrades = ws.NewListener(ln, ws.ListenerConfig{Handler: handler, Match: httpapi.SocketPath, HeadTimeout: apiHeadTimeout,
 		Recovered: func(v any, stack []byte) { core.Goroutines.Recovered(kindHTTPUpgrades, v, stack) }, Log: log})
 	s.apiLn = httpapi.EnvelopeListener(s.upgrades, log)

@@ -253,6 +253,11 @@ func (s *Supervisor) runOnce(ctx context.Context, c *child, run Func) (err error
 	return run(ctx)
 }
 
+// DeclareRecovered shows the panics of a kind that Recovered counts at 0 from the start,
+// as Go does for its goroutines' kinds: an alert on increase() sees the first panic only
+// when the series existed before it.
+func (s *Supervisor) DeclareRecovered(kind string) { s.panics.WithLabelValues(kind) }
+
 // Recovered records a panic that the owner of short-lived goroutines recovered itself (the
 // API's upgrade listener, whose workers serve one connection at a time): logged with its
 // stack and counted under kind, as a supervised goroutine's panic is.

@@ -279,7 +279,12 @@ func TestGroupCarriesAPanicToWait(t *testing.T) {
 // as the API's upgrade listener's workers do) is counted under its kind, and no
 // goroutine is restarted or reported failed for it.
 func TestRecoveredCountsUnderItsKind(t *testing.T) {
-	s := newSupervisor(t, prometheus.NewRegistry())
+	reg := prometheus.NewRegistry()
+	s := newSupervisor(t, reg)
+	s.DeclareRecovered("http-upgrades")
+	if !hasSeries(t, reg, "keyward_goroutine_panics_total", "http-upgrades") {
+		t.Fatal("a declared kind's panics are not shown before its first panic")
+	}
 	s.Recovered("http-upgrades", "on purpose", []byte("stack"))
 	s.Recovered("http-upgrades", "again", []byte("stack"))
 	if got := s.Panics("http-upgrades"); got != 2 {
@@ -288,4 +293,26 @@ func TestRecoveredCountsUnderItsKind(t *testing.T) {
 	if s.Restarts("http-upgrades") != 0 || len(s.Failures()) != 0 {
 		t.Fatalf("restarts %d, failures %v: a recovered panic is only counted", s.Restarts("http-upgrades"), s.Failures())
 	}
+}
+
+// hasSeries reports whether reg shows metric name with the label kind.
+func hasSeries(t *testing.T, reg *prometheus.Registry, name, kind string) bool {
+	t.Helper()
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range families {
+		if f.GetName() != name {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "kind" && l.GetValue() == kind {
+					return true
+				}
+			}
+		}
+	}
+	return false
 }
