@@ -28,7 +28,7 @@ func (c *cluster) sessions(nd *node, appID string) []any {
 // crowd has n programs register a user each through the client API (init, nonce,
 // register: the user is made and signed in), each from its own address, spread over the
 // nodes, on a few workers (see crowdWith for a busy node).
-func (c *cluster) crowd(appID, secret, prefix string, n int) []program {
+func (c *cluster) crowd(secret, prefix string, n int) []program {
 	return c.crowdWith(prefix, n, 6, 3*time.Minute, func(nd *node, name string, p program) (program, error) {
 		return enrol(c.t, nd, secret, name, p)
 	})
@@ -254,7 +254,7 @@ func TestOneSocketPerUserAcrossNodes(t *testing.T) { oneSocketPerUser(t, testenv
 func oneSocketPerUser(t *testing.T, redisURL string) {
 	c := newCluster(t, 3, redisURL)
 	appID, secret := c.newApp("Single")
-	p := c.crowd(appID, secret, "solo", 1)[0]
+	p := c.crowd(secret, "solo", 1)[0]
 	var prev *sock
 	for _, nd := range c.nodes {
 		s := mustSocket(t, nd, p)
@@ -284,7 +284,7 @@ func TestKickBanBroadcastFromANodeReachOthers(t *testing.T) { kickBanBroadcast(t
 func kickBanBroadcast(t *testing.T, redisURL string) {
 	c := newCluster(t, 3, redisURL)
 	appID, secret := c.newApp("Reach")
-	progs := c.crowd(appID, secret, "r", 3)
+	progs := c.crowd(secret, "r", 3)
 	a, b, cc := c.nodes[0], c.nodes[1], c.nodes[2]
 	onB := mustSocket(t, b, progs[0])
 	onC := mustSocket(t, cc, progs[1])
@@ -333,7 +333,7 @@ func TestPauseOnANodeClosesSocketsOnOthers(t *testing.T) { pauseClosesSockets(t,
 func pauseClosesSockets(t *testing.T, redisURL string) {
 	c := newCluster(t, 3, redisURL)
 	appID, secret := c.newApp("Pausable")
-	progs := c.crowd(appID, secret, "p", 2)
+	progs := c.crowd(secret, "p", 2)
 	socks := []*sock{mustSocket(t, c.nodes[1], progs[0]), mustSocket(t, c.nodes[2], progs[1])}
 
 	start := time.Now()
@@ -437,7 +437,7 @@ func httpLimits(t *testing.T, redisURL string) {
 func TestKilledNodeSocketsStopCounting(t *testing.T) {
 	c := newCluster(t, 3, testenv.RedisURL(t))
 	appID, secret := c.newApp("Doomed")
-	progs := c.crowd(appID, secret, "k", 3)
+	progs := c.crowd(secret, "k", 3)
 	a, b, victim := c.nodes[0], c.nodes[1], c.nodes[2]
 	mustSocket(t, a, progs[0])
 	mustSocket(t, victim, progs[1])
@@ -470,7 +470,7 @@ func TestRollingRestartLosesNothing(t *testing.T) {
 	c := newCluster(t, 3, testenv.RedisURL(t))
 	appID, secret := c.newApp("Rolling")
 	c.owner(c.nodes[0], "POST", "/api/apps/"+appID+"/variables", map[string]string{"key": "motd", "value": "hello"}).data(201)
-	progs := c.crowd(appID, secret, "roll", 6)
+	progs := c.crowd(secret, "roll", 6)
 	socks := make([]*sock, len(progs))
 	home := make([]*node, len(progs)) // the node holding each program's socket
 	for i, p := range progs {

@@ -74,7 +74,7 @@ func TestCrossNodeDeliveryFigure(t *testing.T) {
 	}
 	c := newCluster(t, 3, testenv.RedisURL(t))
 	appID, secret := c.newApp("Figures")
-	progs := c.crowd(appID, secret, "f", 3)
+	progs := c.crowd(secret, "f", 3)
 	socks := make([]<-chan arrival, 3)
 	for i, nd := range c.nodes {
 		socks[i] = timedSocket(t, nd, progs[i])
