@@ -26,6 +26,13 @@ func seedHistory(t *testing.T, f *fixture, s storage.Store) {
 	if err != nil || n < 0 {
 		t.Fatalf("KEYWARD_TEST_SLOW_RECEIVER_HISTORY=%q: want a count", v)
 	}
+	seedDeliveries(t, f, s, n)
+}
+
+// seedDeliveries writes n finished deliveries of about a kilobyte to the fixture's
+// integration, the oldest first.
+func seedDeliveries(t *testing.T, f *fixture, s storage.Store, n int) {
+	t.Helper()
 	begun := time.Now()
 	now := storage.Now()
 	payload := []byte(`{"id":"evt","event":"user.login","appId":"` + f.appID + `","message":"` + string(bytes.Repeat([]byte("x"), 400)) + `"}`)

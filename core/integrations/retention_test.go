@@ -223,8 +223,7 @@ func TestTrimFigures(t *testing.T) {
 		t.Fatalf("KEYWARD_TEST_TRIM_HISTORY=%q: want a count over %d", v, integrations.DefaultMaxPerIntegration)
 	}
 	measure := func(t *testing.T, f *fixture, s storage.Store) {
-		t.Setenv("KEYWARD_TEST_SLOW_RECEIVER_HISTORY", v)
-		seedHistory(t, f, s)
+		seedDeliveries(t, f, s, n)
 		var longest time.Duration
 		begun, gone, batches := time.Now(), 0, 0
 		for {
