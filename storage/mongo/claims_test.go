@@ -7,6 +7,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/event"
@@ -92,6 +93,23 @@ func TestEventAppendPastHeldHintLock(t *testing.T) {
 // sweeps) left by a writer that died is cleared by the next writer once stale, and
 // neither it nor its takeover document stays behind.
 func TestOwnerlessTakeoverRemoved(t *testing.T) {
+	touchPastStaleLock(t, 2*claimLease, func(claimDoc) []any { return nil })
+}
+
+// TestDeadClearersTakeoverCleared: a clearer that died between its takeover document and
+// its delete of the stale claim left both; once the takeover is itself older than a
+// lease, the next writer removes it, clears the stale claim and writes.
+func TestDeadClearersTakeoverCleared(t *testing.T) {
+	touchPastStaleLock(t, 3*claimLease, func(stale claimDoc) []any {
+		return []any{claimDoc{ID: takeoverID(stale.ID, stale.At), At: storage.Now().Add(-2 * claimLease)}}
+	})
+}
+
+// touchPastStaleLock makes an API key whose lock a writer that died left age ago, with
+// the claim documents left beside it (left, given the stale lock), then touches the key:
+// the touch must land, and no claim of the key's lock may stay behind.
+func touchPastStaleLock(t *testing.T, age time.Duration, left func(stale claimDoc) []any) {
+	t.Helper()
 	s := openFresh(t, testenv.MongoURI(t))
 	ctx := t.Context()
 	if err := s.CreateAccount(ctx, storage.Account{ID: "acc-1", Username: "owner", Email: "owner@example.com"}); err != nil {
@@ -101,8 +119,8 @@ func TestOwnerlessTakeoverRemoved(t *testing.T) {
 	if err := s.CreateAPIKey(ctx, k); err != nil {
 		t.Fatal(err)
 	}
-	stale := claimDoc{ID: lockClaimID(s.apiKeys, k.ID), At: storage.Now().Add(-2 * claimLease)}
-	if _, err := s.claims.InsertOne(ctx, stale); err != nil {
+	stale := claimDoc{ID: lockClaimID(s.apiKeys, k.ID), At: storage.Now().Add(-age)}
+	if _, err := s.claims.InsertMany(ctx, append([]any{stale}, left(stale)...)); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.TouchAPIKey(ctx, k.ID, storage.Now(), "192.0.2.1"); err != nil {
@@ -111,39 +129,9 @@ func TestOwnerlessTakeoverRemoved(t *testing.T) {
 	if got, err := s.GetAPIKey(ctx, k.AccountID, k.ID); err != nil || got.LastUsedIP != "192.0.2.1" {
 		t.Fatalf("after the touch: %+v, %v", got, err)
 	}
-	left, err := findIDs(ctx, s.claims, bson.D{{Key: "_id", Value: bson.D{{Key: "$regex", Value: "^" + regexp.QuoteMeta(stale.ID)}}}})
-	if err != nil || len(left) != 0 {
-		t.Fatalf("claims left of the key's lock: %v, %v; want none (lock and takeover gone)", left, err)
-	}
-}
-
-// TestDeadClearersTakeoverCleared: a clearer that died between its takeover document and
-// its delete of the stale claim left both; once the takeover is itself older than a
-// lease, the next writer removes it, clears the stale claim and writes.
-func TestDeadClearersTakeoverCleared(t *testing.T) {
-	s := openFresh(t, testenv.MongoURI(t))
-	ctx := t.Context()
-	if err := s.CreateAccount(ctx, storage.Account{ID: "acc-1", Username: "owner", Email: "owner@example.com"}); err != nil {
-		t.Fatal(err)
-	}
-	k := storage.APIKey{ID: "k1", AccountID: "acc-1", Name: "ci", Hash: "hash-k1", Scopes: []string{"read"}, CreatedAt: storage.Now()}
-	if err := s.CreateAPIKey(ctx, k); err != nil {
-		t.Fatal(err)
-	}
-	stale := claimDoc{ID: lockClaimID(s.apiKeys, k.ID), At: storage.Now().Add(-3 * claimLease)}
-	deadTakeover := claimDoc{ID: takeoverID(stale.ID, stale.At), At: storage.Now().Add(-2 * claimLease)}
-	if _, err := s.claims.InsertMany(ctx, []any{stale, deadTakeover}); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.TouchAPIKey(ctx, k.ID, storage.Now(), "192.0.2.7"); err != nil {
-		t.Fatalf("TouchAPIKey past a stale lock and a dead clearer's takeover: %v", err)
-	}
-	if got, err := s.GetAPIKey(ctx, k.AccountID, k.ID); err != nil || got.LastUsedIP != "192.0.2.7" {
-		t.Fatalf("after the touch: %+v, %v", got, err)
-	}
-	left, err := findIDs(ctx, s.claims, bson.D{{Key: "_id", Value: bson.D{{Key: "$regex", Value: "^" + regexp.QuoteMeta(stale.ID)}}}})
-	if err != nil || len(left) != 0 {
-		t.Fatalf("claims left of the key's lock: %v, %v; want none", left, err)
+	ids, err := findIDs(ctx, s.claims, bson.D{{Key: "_id", Value: bson.D{{Key: "$regex", Value: "^" + regexp.QuoteMeta(stale.ID)}}}})
+	if err != nil || len(ids) != 0 {
+		t.Fatalf("claims left of the key's lock: %v, %v; want none (lock and takeovers gone)", ids, err)
 	}
 }
 
