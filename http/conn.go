@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -41,14 +40,14 @@ func (l *envelopeListener) Accept() (net.Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &envelopeConn{Conn: c, log: l.log}, nil
+	return &envelopeConn{WrappedConn: ws.WrappedConn{Conn: c}, log: l.log}, nil
 }
 
 var _ ws.SocketConner = (*envelopeConn)(nil)
 
 type envelopeConn struct {
-	net.Conn
-	log *slog.Logger
+	ws.WrappedConn // bodies' kernel copy and the half-close
+	log            *slog.Logger
 }
 
 func (c *envelopeConn) Write(b []byte) (int, error) {
@@ -72,17 +71,6 @@ func (c *envelopeConn) Write(b []byte) (int, error) {
 // wrapper (they are never net/http's answers), and the transport writes them through to
 // the plain socket (ws.SocketConner).
 func (c *envelopeConn) SocketConn() net.Conn { return c.Conn }
-
-// ReadFrom keeps the kernel copy (sendfile, splice) of the wrapped connection for bodies.
-func (c *envelopeConn) ReadFrom(r io.Reader) (int64, error) { return io.Copy(c.Conn, r) }
-
-// CloseWrite keeps the half-close net/http does after a 431 answer.
-func (c *envelopeConn) CloseWrite() error {
-	if cw, ok := c.Conn.(interface{ CloseWrite() error }); ok {
-		return cw.CloseWrite()
-	}
-	return nil
-}
 
 const (
 	// goErrorHeaders are the headers of net/http's own error answers (server.go, readRequest

@@ -261,7 +261,7 @@ func (l *Listener) readHead(c net.Conn, buf []byte) (n, end int, ours bool) {
 func (l *Listener) toHTTP(c net.Conn, read []byte) {
 	var conn net.Conn = c
 	if len(read) > 0 {
-		conn = &replayConn{Conn: c, pending: bytes.Clone(read)}
+		conn = &replayConn{WrappedConn: WrappedConn{c}, pending: bytes.Clone(read)}
 	}
 	select {
 	case l.handoff <- conn:
@@ -383,7 +383,7 @@ func (w *responseWriter) finish() {
 
 // replayConn is a connection handed to net/http with the bytes read from it first.
 type replayConn struct {
-	net.Conn
+	WrappedConn
 	pending []byte
 }
 
@@ -408,11 +408,17 @@ func (c *replayConn) SocketConn() net.Conn {
 	return c
 }
 
-// ReadFrom keeps the kernel copy (sendfile, splice) of the connection for bodies.
-func (c *replayConn) ReadFrom(r io.Reader) (int64, error) { return io.Copy(c.Conn, r) }
+// WrappedConn is embedded by a connection wrapper that changes what is read or written
+// (the replay here, the http package's envelope of net/http's answers) and keeps what
+// net/http takes from a plain connection: the kernel copy (sendfile, splice) of bodies,
+// which bypasses the wrapper's Write, and the half-close it does after some answers.
+type WrappedConn struct{ net.Conn }
 
-// CloseWrite keeps the half-close net/http does after some answers.
-func (c *replayConn) CloseWrite() error {
+// ReadFrom copies r to the wrapped connection.
+func (c WrappedConn) ReadFrom(r io.Reader) (int64, error) { return io.Copy(c.Conn, r) }
+
+// CloseWrite half-closes the wrapped connection, when it can.
+func (c WrappedConn) CloseWrite() error {
 	if cw, ok := c.Conn.(interface{ CloseWrite() error }); ok {
 		return cw.CloseWrite()
 	}
