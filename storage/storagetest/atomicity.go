@@ -26,8 +26,9 @@ var atomicityTests = []subtest{
 	{"AtomicOwnerSessionPurgeKeepsRefreshed", testAtomicOwnerSessionPurgeKeepsRefreshed},
 }
 
-// hammer runs fn in a loop on n goroutines until stop; fn gets the goroutine and a call
-// number unique across them.
+// hammer runs fn in a loop on n goroutines until stop (or the test's end, when it failed
+// before stop: its goroutines must not outlive the store); fn gets the goroutine and a
+// call number unique across them.
 type hammer struct {
 	stopped atomic.Bool
 	wg      sync.WaitGroup
@@ -37,8 +38,13 @@ type hammer struct {
 	err     error
 }
 
-func startHammer(n int, fn func(g int, call int64) error) *hammer {
+func startHammer(t *testing.T, n int, fn func(g int, call int64) error) *hammer {
 	h := &hammer{calls: make([]atomic.Int64, n)}
+	// Registered after the store's own cleanup, so run before it.
+	t.Cleanup(func() {
+		h.stopped.Store(true)
+		h.wg.Wait()
+	})
 	for g := range n {
 		h.wg.Go(func() {
 			for !h.stopped.Load() {
@@ -99,7 +105,7 @@ func testAtomicLoginsKeepUserUpdates(t *testing.T, s storage.Store) {
 	u := mustCreateUser(t, s, fullUser(app.ID, "racer"))
 	bystander := mustCreateUser(t, s, fullUser(app.ID, "bystander"))
 	const updates = 15
-	h := startHammer(2, func(g int, call int64) error {
+	h := startHammer(t, 2, func(g int, call int64) error {
 		return s.RecordLogins(ctx, []storage.UserLogin{
 			{AppID: app.ID, UserID: u.ID, IP: fmt.Sprintf("192.0.2.%d", g+1), At: ms(time.Duration(call) * time.Millisecond)},
 			{AppID: app.ID, UserID: bystander.ID, IP: "192.0.2.9", At: ms(time.Duration(call) * time.Millisecond)},
@@ -144,7 +150,7 @@ func testAtomicAPIKeyTouchKeepsUpdates(t *testing.T, s storage.Store) {
 		t.Fatalf("CreateAPIKey: %v", err)
 	}
 	const updates = 15
-	h := startHammer(2, func(g int, call int64) error {
+	h := startHammer(t, 2, func(g int, call int64) error {
 		return s.TouchAPIKey(ctx, k.ID, ms(time.Duration(call)*time.Millisecond), fmt.Sprintf("198.51.100.%d", g+1))
 	})
 	for i := range updates {
@@ -182,7 +188,7 @@ func testAtomicOwnerSessionTouchKeepsAuth(t *testing.T, s storage.Store) {
 	a := mustCreate(t, s, fullAccount("toucher"))
 	o := mustCreateOwnerSession(t, s, newOwnerSession(a.ID))
 	const updates = 15
-	h := startHammer(2, func(g int, call int64) error {
+	h := startHammer(t, 2, func(g int, call int64) error {
 		return s.UpdateOwnerSession(ctx, o.ID, storage.OwnerSessionChange{
 			LastUsedAt: ms(time.Duration(call) * time.Millisecond), IP: fmt.Sprintf("203.0.113.%d", g+1)})
 	})
