@@ -2,6 +2,8 @@ package storage
 
 import (
 	"context"
+	"fmt"
+	"slices"
 	"time"
 )
 
@@ -35,9 +37,11 @@ type DeviceStore interface {
 	// CreateDeviceWithin is CreateDevice unless d's user has limit devices already,
 	// counting bound (the hwid bound to the user; "" for none) as one when none of the
 	// user's devices has it: ErrLimit then, and nothing is written. ErrConflict, before
-	// the limit, when the user has a device with d's hwid. The count and the
-	// insert are one step for concurrent calls for the user, on every node: logins of one
-	// user from new devices cannot pass its device limit together.
+	// the limit, when the user has a device with d's hwid (RoomForDevice is the rule);
+	// ErrNotFound when the app has no such user. The count and the insert are one step
+	// for concurrent calls for the user, on every node: logins of one user from new
+	// devices cannot pass its device limit together. limit is at least 1 (a user
+	// without a limit has its devices made by CreateDevice).
 	CreateDeviceWithin(ctx context.Context, d Device, limit int, bound string) error
 	// ListDevices answers one page, newest first, and the total.
 	ListDevices(ctx context.Context, appID string, q DeviceQuery) ([]Device, int, error)
@@ -77,4 +81,22 @@ type TokenStore interface {
 	// each increment UsedCount below MaxUses never exceed it.
 	UpdateToken(ctx context.Context, appID, id string, fn func(*Token) error) (Token, error)
 	DeleteToken(ctx context.Context, appID, id string) error
+}
+
+// RoomForDevice is CreateDeviceWithin's rule, given the hwids of the user's devices: nil
+// when a device with hwid may be added; ErrConflict when the user has it already (a
+// concurrent login of that device registered it: that, not the limit it counts in);
+// ErrLimit when the devices, and bound when none of them has it, number limit or more.
+func RoomForDevice(hwids []string, hwid string, limit int, bound string) error {
+	if slices.Contains(hwids, hwid) {
+		return fmt.Errorf("%w: the user has the device", ErrConflict)
+	}
+	count := len(hwids)
+	if bound != "" && !slices.Contains(hwids, bound) {
+		count++
+	}
+	if count >= limit {
+		return fmt.Errorf("%w: %d devices of %d", ErrLimit, count, limit)
+	}
+	return nil
 }

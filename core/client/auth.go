@@ -122,7 +122,8 @@ type binding struct {
 }
 
 // checkLocks is step 6: it answers what to bind, or the lock that refuses. The device
-// check reads the user's devices (outside any update), the rest is re-checked in apply.
+// check reads the user's devices (outside any update) for an early refusal, before any
+// hashing or write; claimDevice enforces the limit. The rest is re-checked in apply.
 func (s *Service) checkLocks(ctx context.Context, call Call, u storage.AppUser, hwid, pcName string) (binding, error) {
 	app := call.Snap.App
 	var b binding
@@ -262,7 +263,8 @@ func (s *Service) claimDevice(ctx context.Context, call Call, u storage.AppUser,
 	case errors.Is(err, storage.ErrConflict):
 		return func() {}, nil // the same device, registered by a concurrent login
 	case errors.Is(err, storage.ErrNotFound):
-		// The user was deleted since it was read: as the user's update would answer.
+		// The user was deleted since it was read: refused as unauthorized, as a login's
+		// update of a deleted user is (whose answer reads "invalid username or password").
 		return nil, core.E(core.CodeUnauthorized, "this account no longer exists")
 	case err != nil:
 		return nil, fmt.Errorf("register device: %w", err)

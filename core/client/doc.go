@@ -38,7 +38,12 @@
 //  5. the user: banned (BANNED), disabled (USER_DISABLED), expired (EXPIRED) beyond the
 //     app's grace (grace.go: inside it the answer warns and the log gets user.grace);
 //  6. the locks the app enables: HWID (HWID_LOCKED; a new hwid beyond the user's device
-//     limit is DEVICE_LIMIT), IP (IP_LOCKED), PC name (PC_NAME_LOCKED); a first login binds;
+//     limit is DEVICE_LIMIT, and a deviceLimit of 0 is none), IP (IP_LOCKED), PC name
+//     (PC_NAME_LOCKED); a first login binds. A returning user's new device is then
+//     registered before anything else is written, its count of the user's devices and its
+//     insert one step (storage.DeviceStore.CreateDeviceWithin), so that concurrent logins
+//     from new devices cannot pass the limit together; a login that fails after it
+//     removes it again, unless the user is bound to it;
 //  7. the license, when one is given: banned (BANNED), expired (EXPIRED), disabled
 //     (LICENSE_INVALID), uses left (LICENSE_USED), consumed atomically in storage so that
 //     concurrent activations of a key with one use left succeed once.

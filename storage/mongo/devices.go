@@ -8,7 +8,6 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
-	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
 	"github.com/keyward/keyward/storage"
 )
@@ -69,7 +68,8 @@ func (s *Store) CreateDevice(ctx context.Context, d storage.Device) error {
 		[]parentRef{{what: "user " + d.UserID, coll: s.users, filter: byApp(d.AppID, d.UserID)}})
 }
 
-// CreateDeviceWithin is CreateDevice under the lock of the user's device count
+// CreateDeviceWithin is CreateDevice, when storage.RoomForDevice allows it on the user's
+// devices' hwids (one read), under the lock of the user's device count
 // (lockDoc: neither server can count and insert in one write, and FerretDB 1.x has no
 // multi-document transaction), taken by every such insert for the user, so that the
 // count it reads stays true until its insert is done. Deletes take no lock: they only
@@ -83,34 +83,12 @@ func (s *Store) CreateDeviceWithin(ctx context.Context, d storage.Device, limit 
 		return wrap(op, err)
 	}
 	defer release()
-	mine := bson.D{{Key: "appId", Value: d.AppID}, {Key: "userId", Value: d.UserID}}
-	has := func(hwid string) (bool, error) {
-		n, err := s.devices.CountDocuments(ctx, append(mine[:2:2], bson.E{Key: "hwid", Value: hwid}), options.Count().SetLimit(1))
-		return n > 0, err
-	}
-	switch hasIt, err := has(d.HWID); {
-	case err != nil:
-		return wrap(op+": count", err)
-	case hasIt:
-		// The device is the user's already (a concurrent login of it): that, not the
-		// limit it counts in.
-		return fmt.Errorf("mongo: %s: %w: the user has the device", op, storage.ErrConflict)
-	}
-	count, err := s.devices.CountDocuments(ctx, mine)
+	hwids, err := distinctStrings(ctx, s.devices, "hwid", bson.D{{Key: "appId", Value: d.AppID}, {Key: "userId", Value: d.UserID}})
 	if err != nil {
-		return wrap(op+": count", err)
+		return wrap(op+": read the user's devices", err)
 	}
-	if bound != "" {
-		hasBound, err := has(bound)
-		if err != nil {
-			return wrap(op+": count", err)
-		}
-		if !hasBound {
-			count++
-		}
-	}
-	if count >= int64(limit) {
-		return fmt.Errorf("mongo: %s: %d of %d: %w", op, count, limit, storage.ErrLimit)
+	if err := storage.RoomForDevice(hwids, d.HWID, limit, bound); err != nil {
+		return fmt.Errorf("mongo: %s: %w", op, err)
 	}
 	return s.CreateDevice(ctx, d)
 }

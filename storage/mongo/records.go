@@ -523,8 +523,8 @@ func ofApp(filter bson.D) (id, appID string, ok bool) {
 	return id, appID, okID && okApp
 }
 
-// exists answers whether a document of coll matches filter (findOneRaw's way for a byApp
-// filter).
+// exists answers whether a document of coll matches filter, read as findOneRaw reads it
+// (by _id and owner for a byApp filter, any other filter as it is).
 func exists(ctx context.Context, coll *mongo.Collection, filter bson.D) (bool, error) {
 	_, err := findOneRaw(ctx, coll, filter, bson.D{{Key: "_id", Value: 1}})
 	if errors.Is(err, mongo.ErrNoDocuments) {

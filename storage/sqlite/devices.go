@@ -28,41 +28,40 @@ func scanDevice(row scanner) (storage.Device, error) {
 // CreateDevice inserts d. The unique index on (user_id, hwid) answers ErrConflict; the
 // foreign key on (app_id, user_id) answers ErrNotFound when the app has no such user.
 func (s *Store) CreateDevice(ctx context.Context, d storage.Device) error {
-	return s.insertAll(ctx, "create device", createDevice, [][]any{deviceRow(d)})
+	return s.insertAll(ctx, "create device", createDevice(), [][]any{deviceRow(d)})
 }
 
 // createDevice inserts a device; its arguments are deviceRow's.
-const createDevice = `INSERT INTO devices (id, app_id, user_id, username, username_lower,
+func createDevice() string {
+	return `INSERT INTO devices (id, app_id, user_id, username, username_lower,
 	hwid, hwid_lower, pc_name, ip, created_at, last_seen_at)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+VALUES (` + placeholders(11) + `)`
+}
 
 func deviceRow(d storage.Device) []any {
 	return []any{d.ID, d.AppID, d.UserID, d.Username, strings.ToLower(d.Username),
 		d.HWID, strings.ToLower(d.HWID), d.PCName, d.IP, toMillis(d.CreatedAt), toMillis(d.LastSeenAt)}
 }
 
-// CreateDeviceWithin inserts the device when its user's devices (and the bound hwid, if
-// none of them has it) number fewer than limit, counted in the insert's write
-// transaction: SQLite's one writer makes the count and the insert one step.
+// CreateDeviceWithin inserts the device when storage.RoomForDevice allows it, judged on
+// the user's devices read in the insert's write transaction: SQLite's one writer makes
+// the count and the insert one step.
 func (s *Store) CreateDeviceWithin(ctx context.Context, d storage.Device, limit int, bound string) error {
 	const op = "create device within limit"
-	return s.insertChecked(ctx, op, createDevice, [][]any{deviceRow(d)}, func(tx *sql.Tx) error {
-		var count, hasBound, hasIt int
-		err := tx.QueryRowContext(ctx, `SELECT count(*), coalesce(max(hwid = ?), 0), coalesce(max(hwid = ?), 0)
-FROM devices WHERE app_id = ? AND user_id = ?`, bound, d.HWID, d.AppID, d.UserID).Scan(&count, &hasBound, &hasIt)
+	return s.insertChecked(ctx, op, createDevice(), [][]any{deviceRow(d)}, func(tx *sql.Tx) error {
+		rows, err := tx.QueryContext(ctx, `SELECT hwid FROM devices WHERE app_id = ? AND user_id = ?`, d.AppID, d.UserID)
 		if err != nil {
-			return wrap(op+": count", err)
+			return wrap(op+": read the user's devices", err)
 		}
-		if hasIt != 0 {
-			// The device is the user's already (a concurrent login of it): that, not
-			// the limit it counts in.
-			return fmt.Errorf("sqlite: %s: %w: the user has the device", op, storage.ErrConflict)
+		hwids, err := scanAll(rows, func(row scanner) (string, error) {
+			var h string
+			return h, row.Scan(&h)
+		})
+		if err != nil {
+			return wrap(op+": read the user's devices", err)
 		}
-		if bound != "" && hasBound == 0 {
-			count++
-		}
-		if count >= limit {
-			return fmt.Errorf("sqlite: %s: %d of %d: %w", op, count, limit, storage.ErrLimit)
+		if err := storage.RoomForDevice(hwids, d.HWID, limit, bound); err != nil {
+			return fmt.Errorf("sqlite: %s: %w", op, err)
 		}
 		return nil
 	})

@@ -51,6 +51,14 @@ func testDeviceWithinLimit(t *testing.T, s storage.Store) {
 	if _, total, err := s.ListDevices(ctx, app.ID, storage.DeviceQuery{UserID: alice.ID}); err != nil || total != 2 {
 		t.Fatalf("alice's devices = (%d, %v), want 2: a refused device was written", total, err)
 	}
+	// A user deleted meanwhile (or never there): ErrNotFound, nothing written.
+	ghost := storage.AppUser{ID: "no-such-user", AppID: app.ID, Username: "ghost"}
+	if err := s.CreateDeviceWithin(ctx, fullDevice(ghost, "G-1"), 3, ""); !errors.Is(err, storage.ErrNotFound) {
+		t.Fatalf("CreateDeviceWithin for an unknown user = %v, want ErrNotFound", err)
+	}
+	if _, total, err := s.ListDevices(ctx, app.ID, storage.DeviceQuery{UserID: ghost.ID}); err != nil || total != 0 {
+		t.Fatalf("devices of an unknown user = (%d, %v), want none", total, err)
+	}
 }
 
 // testDeviceWithinLimitConcurrent: new devices of one user inserted at once, each within
