@@ -35,12 +35,10 @@ type Runner struct {
 func NewRunner(kind string, log *slog.Logger, metrics *Metrics) *Runner {
 	ctx, cancel := context.WithCancel(context.Background())
 	return &Runner{base: ctx, cancel: cancel, log: log, metrics: metrics, kind: kind,
-		// Go recovers each piece's panic itself: the pool's recover never sees one.
-		workers: workpool.New(workpool.Config{MaxIdle: runnerIdleWorkers})}
+		// Go recovers each piece's panic itself: the pool's recover never sees one. The
+		// pool's default bound of parked workers is the Runner's.
+		workers: workpool.New(workpool.Config{})}
 }
-
-// runnerIdleWorkers bounds a Runner's parked workers.
-const runnerIdleWorkers = 64
 
 // Context is the Runner's context: it ends with Close.
 func (r *Runner) Context() context.Context { return r.base }

@@ -190,38 +190,42 @@ type Admittee interface {
 func (a *Apps[S]) Admit(ctx context.Context, appID, id string, socket Admittee) error {
 	reply := make(chan admitReply, 1)
 	for try := 0; try < 3; try++ {
-		timeout := askTimeout
-		if d, ok := ctx.Deadline(); ok {
-			timeout = min(timeout, time.Until(d))
-		}
-		if timeout <= 0 {
+		deadline, hasDeadline := ctx.Deadline()
+		if hasDeadline && time.Until(deadline) <= 0 {
 			return context.DeadlineExceeded
 		}
 		pid, err := a.post(appID, admitReq{ctx: ctx, id: id, socket: socket, reply: reply})
 		if err != nil {
 			return err
 		}
-		// The caller's deadline, when it comes first (a socket's admission has one), is
-		// the wait's: no timer of its own.
+		// The caller's deadline, when it comes before askTimeout (a socket's admission has
+		// one), is the wait's: no timer of its own.
 		var expired <-chan time.Time
-		if d, ok := ctx.Deadline(); !ok || time.Until(d) > timeout {
-			t := time.NewTimer(timeout)
-			defer t.Stop()
-			expired = t.C
+		timer := (*time.Timer)(nil)
+		if !hasDeadline || time.Until(deadline) > askTimeout {
+			timer = time.NewTimer(askTimeout)
+			expired = timer.C
 		}
+		var r admitReply
+		answered := false
 		select {
-		case r := <-reply:
-			if r.dead {
-				// The actor passivated between the lookup and the request.
-				a.forget(appID, pid)
-				continue
-			}
-			return r.err
+		case r = <-reply:
+			answered = true
 		case <-expired:
-			return fmt.Errorf("app actor %s: %w: %w", appID, ErrUnavailable, actor.ErrTimeout)
 		case <-ctx.Done():
-			return fmt.Errorf("app actor %s: %w: %w", appID, ErrUnavailable, actor.ErrTimeout)
 		}
+		if timer != nil {
+			timer.Stop()
+		}
+		switch {
+		case !answered:
+			return fmt.Errorf("app actor %s: %w: %w", appID, ErrUnavailable, actor.ErrTimeout)
+		case r.dead:
+			// The actor passivated between the lookup and the request.
+			a.forget(appID, pid)
+			continue
+		}
+		return r.err
 	}
 	return fmt.Errorf("app actor %s: stopped repeatedly: %w", appID, ErrUnavailable)
 }

@@ -208,6 +208,31 @@ func TestAdmissionAnswersAtTheCallersDeadline(t *testing.T) {
 	}
 }
 
+// TestAdmissionAnswersWhenItsCallerCancels: a caller without a deadline that gives up
+// (its context cancelled) is answered then, not at askTimeout, and the socket is not
+// registered when its admission ends later.
+func TestAdmissionAnswersWhenItsCallerCancels(t *testing.T) {
+	f := &fakeApps{version: map[string]int{"a": 1}}
+	dir := NewApps(f.load, AppsConfig{})
+	defer dir.Close()
+	gate, entered := make(chan struct{}), make(chan struct{})
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() { <-entered; cancel() }()
+	start := time.Now()
+	err := dir.Admit(ctx, "a", "gone", admittee{"gone", func(context.Context) error { close(entered); <-gate; return nil }})
+	if !errors.Is(err, ErrUnavailable) {
+		t.Fatalf("an admission whose caller gave up answered %v, want ErrUnavailable", err)
+	}
+	if waited := time.Since(start); waited >= askTimeout {
+		t.Fatalf("answered after %v: it waited for askTimeout, not for its caller", waited)
+	}
+	close(gate)
+	time.Sleep(50 * time.Millisecond) // the admission's end reaches the actor
+	if got := socketIDs(t, dir, "a"); len(got) != 0 {
+		t.Fatalf("registered after its caller gave up: %v", got)
+	}
+}
+
 // admittee is a test socket, named, whose admission is the given function.
 type admittee struct {
 	name  string

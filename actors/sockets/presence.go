@@ -2,7 +2,6 @@ package sockets
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 
 	"github.com/keyward/keyward/actors/app"
@@ -23,7 +22,7 @@ import (
 // need only this); info was taken in the socket's actor. A socket that is not live any
 // more (released, or lapsed until its next renewal restores it) is left alone.
 func (s *Service) describe(ctx context.Context, appID string, info realtime.SessionInfo) error {
-	raw, err := json.Marshal(info)
+	raw, err := info.AppendJSON(make([]byte, 0, 160))
 	if err != nil {
 		return fmt.Errorf("realtime: encode presence: %w", err)
 	}
