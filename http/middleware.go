@@ -36,7 +36,8 @@ func requestID() gin.HandlerFunc {
 
 // requestIDOf is the request's id, as requestID put it in the answer's headers (and not
 // in the context's keys too: their map would be made for every request, every socket's
-// upgrade among them, that sets no other key).
+// upgrade among them, that sets no other key). It holds while no handler removes or
+// replaces the answer's headers (none does).
 func requestIDOf(c *gin.Context) string { return c.Writer.Header().Get("X-Request-Id") }
 
 // recovery turns a panic into an INTERNAL envelope (logged with its stack), so that no panic

@@ -4,7 +4,11 @@
 //   - the sockets' side of the API's listener (Listener, listener.go): a socket's
 //     request (a bodiless GET of a socket route) is read and served on a pooled worker
 //     goroutine, through the same handler, without net/http's per-connection buffers
-//     and goroutine; every other connection goes on to net/http unchanged;
+//     and goroutine; every other connection goes on to net/http unchanged. A request
+//     served here has a context that never ends (the handler serves it whole before the
+//     worker goes on, and a socket's admission has deadlines of its own); its
+//     connection-wrapping helper WrappedConn keeps what net/http takes from a plain
+//     connection;
 //   - the upgrade (Transport.Upgrade): gorilla/websocket's Upgrader with hardened
 //     settings (Config: no compression, no subprotocol, a bounded handshake, an origin
 //     check the caller decides) and an upgrade it refuses answered with the body the
