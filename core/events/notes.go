@@ -34,49 +34,30 @@ const (
 )
 
 // publishNotes queues notes (stamped like any event) for the notes loop and answers those
-// beyond noteMax, which the caller stores in the durable log instead.
+// beyond noteMax, which the caller stores in the durable log instead. Each note is
+// stamped into the queue itself: a socket's connect, the common case, needs no slice of
+// its own (an Event is some 600 bytes).
 func (b *Bus) publishNotes(es []Event) (over []Event, err error) {
-	if len(es) == 1 {
-		// A socket's connect, the common case: stamped in place and queued, without a
-		// slice of its own (an Event is some 600 bytes).
-		return b.queueNote(b.stamp(es[0]))
-	}
-	stamped := make([]Event, len(es))
-	for i, e := range es {
-		stamped[i] = b.stamp(e)
-	}
 	b.mu.Lock()
 	if b.closed {
 		b.mu.Unlock()
 		return nil, ErrClosed
 	}
-	room := max(0, noteMax-len(b.notes))
-	if len(stamped) > room {
-		b.notesStored.Add(uint64(len(stamped) - room))
-		stamped, over = stamped[:room], stamped[room:]
+	for _, e := range es {
+		if len(b.notes) >= noteMax {
+			over = append(over, b.stamp(e))
+			continue
+		}
+		b.notes = append(b.notes, b.stamp(e))
 	}
-	b.notes = append(b.notes, stamped...)
 	b.mu.Unlock()
-	b.wakeNotes()
+	if len(over) > 0 {
+		b.notesStored.Add(uint64(len(over)))
+	}
+	if len(over) < len(es) {
+		b.wakeNotes()
+	}
 	return over, nil
-}
-
-// queueNote is publishNotes of one stamped note.
-func (b *Bus) queueNote(e Event) (over []Event, err error) {
-	b.mu.Lock()
-	if b.closed {
-		b.mu.Unlock()
-		return nil, ErrClosed
-	}
-	if len(b.notes) >= noteMax {
-		b.mu.Unlock()
-		b.notesStored.Add(1)
-		return []Event{e}, nil
-	}
-	b.notes = append(b.notes, e)
-	b.mu.Unlock()
-	b.wakeNotes()
-	return nil, nil
 }
 
 // wakeNotes wakes the notes loop.

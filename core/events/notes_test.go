@@ -131,3 +131,40 @@ func TestRefusedNotesGoToTheLog(t *testing.T) {
 		t.Fatalf("the consumer got %+v, want the note", got)
 	}
 }
+
+// TestNotesBeyondTheQueueGoToTheLog: notes published past the queue's bound (10,000 on a
+// node) go to the durable log instead, stamped as the queued ones, and every note still
+// reaches the notes consumer once: the queued ones from the queue, the others from the log.
+func TestNotesBeyondTheQueueGoToTheLog(t *testing.T) {
+	store := openStore(t, t.TempDir())
+	bus := events.NewBus(events.Config{Store: store})
+	defer bus.Close()
+	const queued, beyond = 10_000, 3
+	logs := newRecorder(queued + beyond)
+	bus.Consume(events.ConsumerConfig{Name: "logs", Shared: true, Notes: true, Handle: logs.handle})
+	bus.Start()
+	notes := make([]events.Event, queued+beyond)
+	for i := range notes {
+		notes[i] = events.Event{Name: events.WSConnect, AppID: "a", Username: "u"}
+	}
+	if err := bus.Publish(t.Context(), notes...); err != nil {
+		t.Fatal(err)
+	}
+	if n := bus.NotesStored(); n != beyond {
+		t.Fatalf("NotesStored = %d, want the %d beyond the queue", n, beyond)
+	}
+	recs, err := store.ReadEvents(t.Context(), 0, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(recs) != beyond {
+		t.Fatalf("the log holds %d events, want the %d notes beyond the queue", len(recs), beyond)
+	}
+	ids := map[string]bool{}
+	for _, e := range logs.wait(t, "every note, queued or logged") {
+		if e.ID == "" || e.At.IsZero() || e.Level != events.LevelInfo || ids[e.ID] {
+			t.Fatalf("a note handed as %+v (twice: %v): want each once, stamped", e, ids[e.ID])
+		}
+		ids[e.ID] = true
+	}
+}
