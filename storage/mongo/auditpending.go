@@ -279,16 +279,7 @@ func (s *Store) RecoverAudit(ctx context.Context, minAge time.Duration) (int, er
 			groups[p.Group] = true
 			continue
 		}
-		var ok bool
-		gone := 0
-		if len(p.DocIDs) > 0 {
-			// A bulk deletion's: confirmed by any listed document gone, and counted
-			// by the same read.
-			gone, err = s.goneOf(ctx, p)
-			ok = gone > 0
-		} else {
-			ok, err = s.confirmed(ctx, p)
-		}
+		ok, gone, err := s.confirmed(ctx, p)
 		if err != nil {
 			return appended, wrap("recover audit: confirmation", err)
 		}
@@ -328,12 +319,19 @@ func (s *Store) RecoverAudit(ctx context.Context, minAge time.Duration) (int, er
 }
 
 // confirmed reports whether the write p was staged for was made: the document carries
-// p's id, or (a deletion) is gone.
-func (s *Store) confirmed(ctx context.Context, p pendingAuditDoc) (bool, error) {
-	if len(p.DocIDs) > 0 { // a bulk deletion's: any listed document gone
+// p's id, or (a deletion) is gone; a bulk deletion's is confirmed by any listed document
+// gone, and gone counts them (the same read; 0 for any other entry).
+func (s *Store) confirmed(ctx context.Context, p pendingAuditDoc) (ok bool, gone int, err error) {
+	if len(p.DocIDs) > 0 {
 		gone, err := s.goneOf(ctx, p)
-		return gone > 0, err
+		return gone > 0, gone, err
 	}
+	ok, err = s.confirmedOne(ctx, p)
+	return ok, 0, err
+}
+
+// confirmedOne is confirmed for an entry of one document.
+func (s *Store) confirmedOne(ctx context.Context, p pendingAuditDoc) (bool, error) {
 	marked, err := s.db.Collection(p.Coll).FindOne(ctx, bson.D{{Key: "_id", Value: p.DocID}},
 		options.FindOne().SetProjection(bson.D{{Key: auditMarker, Value: 1}})).Raw()
 	if err != nil && !errors.Is(err, mongo.ErrNoDocuments) {
@@ -422,7 +420,7 @@ func (s *Store) settleGroup(ctx context.Context, group string, minAge time.Durat
 		if !done && time.Since(p.At) < minAge {
 			return false, nil // its request is going on
 		}
-		ok, err := s.confirmed(ctx, p)
+		ok, _, err := s.confirmed(ctx, p)
 		if err != nil {
 			return false, err
 		}
