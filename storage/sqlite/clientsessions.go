@@ -37,7 +37,6 @@ ON CONFLICT (token_hash) DO UPDATE SET
 // (saveClientSessionChunk; 12 parameters each: 192, well under SQLite's limit).
 const (
 	sessionChunk           = 16
-	clientSessionColCount  = 12
 	clientSessionValues4   = clientSessionValues + ", " + clientSessionValues + ", " + clientSessionValues + ", " + clientSessionValues
 	clientSessionValues16  = clientSessionValues4 + ", " + clientSessionValues4 + ", " + clientSessionValues4 + ", " + clientSessionValues4
 	saveClientSessionChunk = clientSessionInsert + clientSessionValues16 + clientSessionUpsert
@@ -113,54 +112,49 @@ func (s *Store) saveClientSessionsTx(ctx context.Context, tx *sql.Tx, op string,
 			ss = append(ss, c)
 		}
 	}
-	i := 0
-	if len(ss) >= sessionChunk {
-		saveChunk := s.txStmt(ctx, tx, saveClientSessionChunk)
-		args := make([]any, 0, sessionChunk*clientSessionColCount)
-		for ; i+sessionChunk <= len(ss); i += sessionChunk {
-			args = args[:0]
-			for _, c := range ss[i : i+sessionChunk] {
-				args = append(args, clientSessionRow(c)...)
-			}
-			if _, err := saveChunk.ExecContext(ctx, args...); err != nil {
-				return wrap(fmt.Sprintf("%s: sessions %d-%d", op, i, i+sessionChunk-1), err)
-			}
-		}
+	err := execChunked(ctx, s, tx, chunkedStmt[storage.ClientSession]{chunkSQL: saveClientSessionChunk, rowSQL: saveClientSession,
+		chunk: sessionChunk, args: clientSessionRow, what: op + ": sessions"}, ss)
+	if err != nil {
+		return err
 	}
-	if i < len(ss) {
-		save := s.txStmt(ctx, tx, saveClientSession)
-		for ; i < len(ss); i++ {
-			if _, err := save.ExecContext(ctx, clientSessionRow(ss[i])...); err != nil {
-				return wrap(fmt.Sprintf("%s: session %d", op, i), err)
-			}
-		}
-	}
-	return s.extendClientSessionsTx(ctx, tx, op, extends)
+	// The ExtendOnly ones only move a stored copy's expiry later: a round of heartbeats is
+	// mostly extends (BenchmarkExtendClientRound).
+	return execChunked(ctx, s, tx, chunkedStmt[storage.ClientSession]{chunkSQL: extendClientSessionChunk, rowSQL: extendClientSession,
+		chunk: extendChunk, args: func(c storage.ClientSession) []any { return []any{c.TokenHash, toMillis(c.ExpiresAt)} },
+		what: op + ": extended sessions"}, extends)
 }
 
-// extendClientSessionsTx moves the expiry of the ExtendOnly sessions' stored copies
-// later, full chunks as one statement each, the rest row by row: a round of heartbeats
-// is mostly extends (BenchmarkExtendClientRound).
-func (s *Store) extendClientSessionsTx(ctx context.Context, tx *sql.Tx, op string, extends []storage.ClientSession) error {
-	j := 0
-	if len(extends) >= extendChunk {
-		chunk := s.txStmt(ctx, tx, extendClientSessionChunk)
-		args := make([]any, 0, 2*extendChunk)
-		for ; j+extendChunk <= len(extends); j += extendChunk {
+// chunkedStmt is a statement written for a chunk of rows at once (chunkSQL, whose
+// arguments are args of each row in turn) and for one row (rowSQL).
+type chunkedStmt[T any] struct {
+	chunkSQL, rowSQL string
+	chunk            int
+	args             func(T) []any
+	what             string // the error's context
+}
+
+// execChunked runs st for rows in tx: full chunks as one statement each, the rest row by
+// row (one statement costs the driver's per-statement work once rather than per row).
+func execChunked[T any](ctx context.Context, s *Store, tx *sql.Tx, st chunkedStmt[T], rows []T) error {
+	i := 0
+	if len(rows) >= st.chunk {
+		chunk := s.txStmt(ctx, tx, st.chunkSQL)
+		var args []any
+		for ; i+st.chunk <= len(rows); i += st.chunk {
 			args = args[:0]
-			for _, c := range extends[j : j+extendChunk] {
-				args = append(args, c.TokenHash, toMillis(c.ExpiresAt))
+			for _, r := range rows[i : i+st.chunk] {
+				args = append(args, st.args(r)...)
 			}
 			if _, err := chunk.ExecContext(ctx, args...); err != nil {
-				return wrap(fmt.Sprintf("%s: extended sessions %d-%d", op, j, j+extendChunk-1), err)
+				return wrap(fmt.Sprintf("%s %d-%d", st.what, i, i+st.chunk-1), err)
 			}
 		}
 	}
-	if j < len(extends) {
-		extend := s.txStmt(ctx, tx, extendClientSession)
-		for ; j < len(extends); j++ {
-			if _, err := extend.ExecContext(ctx, extends[j].TokenHash, toMillis(extends[j].ExpiresAt)); err != nil {
-				return wrap(fmt.Sprintf("%s: extended session %d", op, j), err)
+	if i < len(rows) {
+		row := s.txStmt(ctx, tx, st.rowSQL)
+		for ; i < len(rows); i++ {
+			if _, err := row.ExecContext(ctx, st.args(rows[i])...); err != nil {
+				return wrap(fmt.Sprintf("%s %d", st.what, i), err)
 			}
 		}
 	}
