@@ -59,6 +59,24 @@ func TestJanitorRunSweepsAndStops(t *testing.T) {
 // purges not touched for the stale age (a node still running one touches it after each
 // chunk), to their own cutoff; at start (stale 0) it runs every one.
 func TestResumePurgesSparesRunningOnes(t *testing.T) {
+	store, left := purgesLeft(t)
+	j := logs.NewJanitor(store, logs.RetentionConfig{}, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if n, err := j.ResumePurges(t.Context(), 2*time.Minute); err != nil || n != 1 || left("stale") != 0 || left("running") != 2 {
+		t.Fatalf("periodic ResumePurges = %d, %v; entries left %d (stale) and %d (running); want 1 finished, 0 and 2", n, err, left("stale"), left("running"))
+	}
+	if n, err := j.ResumePurges(t.Context(), 0); err != nil || n != 1 || left("running") != 0 {
+		t.Fatalf("ResumePurges at start = %d, %v; %d entries left; want 1 and 0", n, err, left("running"))
+	}
+	if list, err := store.LogPurges(t.Context()); err != nil || len(list) != 0 {
+		t.Fatalf("intents left: %v, %v", list, err)
+	}
+}
+
+// purgesLeft stores two apps' old entries and a purge of each: "stale" last touched 10
+// minutes ago (its node stopped), "running" touched now. It answers the store and how
+// many entries an app has left.
+func purgesLeft(t *testing.T) (*sqlite.Store, func(app string) int) {
+	t.Helper()
 	store, err := sqlite.Open(t.Context(), sqlite.Config{Path: filepath.Join(t.TempDir(), "k.db")})
 	if err != nil {
 		t.Fatal(err)
@@ -80,21 +98,23 @@ func TestResumePurgesSparesRunningOnes(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	j := logs.NewJanitor(store, logs.RetentionConfig{}, slog.New(slog.NewTextHandler(io.Discard, nil)))
-	left := func(app string) int {
+	return store, func(app string) int {
 		_, total, err := store.ListLogs(t.Context(), app, storage.LogQuery{})
 		if err != nil {
 			t.Fatal(err)
 		}
 		return total
 	}
-	if n, err := j.ResumePurges(t.Context(), 2*time.Minute); err != nil || n != 1 || left("stale") != 0 || left("running") != 2 {
-		t.Fatalf("periodic ResumePurges = %d, %v; entries left %d (stale) and %d (running); want 1 finished, 0 and 2", n, err, left("stale"), left("running"))
-	}
-	if n, err := j.ResumePurges(t.Context(), 0); err != nil || n != 1 || left("running") != 0 {
-		t.Fatalf("ResumePurges at start = %d, %v; %d entries left; want 1 and 0", n, err, left("running"))
-	}
-	if list, err := store.LogPurges(t.Context()); err != nil || len(list) != 0 {
-		t.Fatalf("intents left: %v, %v", list, err)
+}
+
+// TestResumePurgesJudgesOnTheJanitorsClock: staleness is judged on the janitor's clock
+// (RetentionConfig.Now), the one its purges are touched with: an hour behind, no purge has
+// gone untouched for 2 minutes yet, and none is resumed.
+func TestResumePurgesJudgesOnTheJanitorsClock(t *testing.T) {
+	store, left := purgesLeft(t)
+	behind := func() time.Time { return time.Now().Add(-time.Hour) }
+	j := logs.NewJanitor(store, logs.RetentionConfig{Now: behind}, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if n, err := j.ResumePurges(t.Context(), 2*time.Minute); err != nil || n != 0 || left("stale") != 2 {
+		t.Fatalf("ResumePurges on a clock an hour behind = %d, %v; %d entries of the stale purge left; want 0, 2", n, err, left("stale"))
 	}
 }
