@@ -2,12 +2,18 @@ package realtime
 
 import (
 	"encoding/json"
+	"reflect"
 	"testing"
 	"time"
 )
 
 // TestSessionInfoAppendJSON: the hand encoding is encoding/json's, byte for byte.
 func TestSessionInfoAppendJSON(t *testing.T) {
+	// AppendJSON writes each field by hand: a field added to SessionInfo must be added
+	// there, and to the cases below.
+	if n := reflect.TypeFor[SessionInfo]().NumField(); n != 7 {
+		t.Fatalf("SessionInfo has %d fields; AppendJSON and this test know 7", n)
+	}
 	at := time.Date(2026, 11, 28, 17, 30, 0, 123456789, time.UTC)
 	for _, s := range []SessionInfo{
 		{},
